@@ -1,0 +1,31 @@
+# Entry points a new user needs; see README.md. Everything builds with CMake into ./build.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+DATA_DIR ?= ./data
+LISTEN ?= 127.0.0.1:50051
+
+.PHONY: deps configure build run test clean format
+
+deps:
+	./scripts/install_deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Installs what is missing, builds, and starts the coordinator on an embedded RocksDB in ./data.
+run: build
+	$(BUILD_DIR)/bin/coordinator --listen=$(LISTEN) --data_dir=$(DATA_DIR)
+
+# Installs what is missing, builds, and runs every test.
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	rm -rf $(BUILD_DIR)

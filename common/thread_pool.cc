@@ -1,0 +1,45 @@
+#include "common/thread_pool.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace common {
+
+ThreadPool::ThreadPool(int num_threads) {
+  num_threads = std::max(1, num_threads);
+  threads_.reserve(num_threads);
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this] { WorkLoop(); });
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+void ThreadPool::Schedule(absl::AnyInvocable<void() &&> fn) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(fn));
+}
+
+bool ThreadPool::HasWorkOrStopping() const { return stopping_ || !queue_.empty(); }
+
+void ThreadPool::WorkLoop() {
+  while (true) {
+    absl::AnyInvocable<void() &&> fn;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &ThreadPool::HasWorkOrStopping));
+      if (queue_.empty()) return;  // stopping_ and nothing left to run
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::move(fn)();
+  }
+}
+
+}  // namespace common

@@ -1,0 +1,30 @@
+// gRPC face of ConversationStore: coordinator.v1.ConversationService.
+#ifndef COORDINATOR_CONVERSATION_SERVICE_H_
+#define COORDINATOR_CONVERSATION_SERVICE_H_
+
+#include "common/thread_pool.h"
+#include "coordinator/conversation_store.h"
+#include "coordinator/v1/conversation.grpc.pb.h"
+
+namespace coordinator {
+
+class ConversationServiceImpl final : public v1::ConversationService::CallbackService {
+ public:
+  ConversationServiceImpl(ConversationStore* conversations, common::ThreadPool* pool)
+      : conversations_(conversations), pool_(pool) {}
+
+  grpc::ServerUnaryReactor* AppendMessage(grpc::CallbackServerContext* context,
+                                          const v1::AppendMessageRequest* request,
+                                          v1::AppendMessageResponse* response) override;
+  grpc::ServerUnaryReactor* GetConversation(grpc::CallbackServerContext* context,
+                                            const v1::GetConversationRequest* request,
+                                            v1::GetConversationResponse* response) override;
+
+ private:
+  ConversationStore* conversations_;  // not owned
+  common::ThreadPool* pool_;          // not owned
+};
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_CONVERSATION_SERVICE_H_

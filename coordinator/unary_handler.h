@@ -1,0 +1,36 @@
+// The shape of every unary handler: validate and do the work on the blocking-work pool (a
+// durable write waits for fsync, which must not happen on a gRPC reactor thread), then finish
+// the call with the status mapped in one place.
+#ifndef COORDINATOR_UNARY_HANDLER_H_
+#define COORDINATOR_UNARY_HANDLER_H_
+
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "common/thread_pool.h"
+#include "coordinator/grpc_status.h"
+#include "grpcpp/grpcpp.h"
+
+namespace coordinator {
+
+// Runs `work` (returning absl::StatusOr<Response>) on `pool`, stores its value in `response`
+// and finishes the call. A call the client already cancelled is finished without the work.
+template <typename Response, typename Work>
+grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
+                                      common::ThreadPool* pool, Response* response, Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  pool->Schedule([context, reactor, response, work = std::move(work)]() mutable {
+    if (context->IsCancelled()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled by the client"));
+      return;
+    }
+    absl::StatusOr<Response> result = work();
+    if (result.ok()) *response = *std::move(result);
+    reactor->Finish(ToGrpcStatus(result.status()));
+  });
+  return reactor;
+}
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_UNARY_HANDLER_H_

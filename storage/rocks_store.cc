@@ -1,0 +1,313 @@
+#include "storage/rocks_store.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/utilities/checkpoint.h"
+#include "rocksdb/utilities/transaction.h"
+#include "rocksdb/utilities/transaction_db.h"
+#include "storage/key_codec.h"
+
+namespace storage {
+namespace {
+
+// Key of the schema version in the default column family. Record type 0x01 is "database
+// metadata"; the version is a 4-byte big-endian integer.
+const char kSchemaVersionKey[] = "\x01schema_version";
+
+rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+absl::string_view ToView(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
+
+std::string EncodeSchemaVersion(uint32_t v) {
+  std::string out;
+  AppendUint32BigEndian(v, &out);
+  return out;
+}
+
+// An Iterator over a rocksdb::Iterator that owns the bounds the ReadOptions point at.
+class RocksIterator final : public Iterator {
+ public:
+  // `make` builds the rocksdb iterator from read options whose bounds point into this object.
+  template <typename MakeFn>
+  RocksIterator(absl::string_view lower, absl::string_view upper, MakeFn make)
+      : lower_(lower), upper_(upper), lower_slice_(lower_), upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    if (!lower_.empty()) ro.iterate_lower_bound = &lower_slice_;
+    if (!upper_.empty()) ro.iterate_upper_bound = &upper_slice_;
+    it_.reset(make(ro));
+    it_->Seek(lower_slice_);
+  }
+
+  void Seek(absl::string_view key) override { it_->Seek(ToSlice(key)); }
+  bool Valid() const override { return it_->Valid(); }
+  void Next() override { it_->Next(); }
+  absl::string_view key() const override { return ToView(it_->key()); }
+  absl::string_view value() const override { return ToView(it_->value()); }
+  absl::Status status() const override { return FromRocksStatus(it_->status(), "scan"); }
+
+ private:
+  const std::string lower_;
+  const std::string upper_;
+  const rocksdb::Slice lower_slice_;
+  const rocksdb::Slice upper_slice_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+class RocksTransaction final : public Transaction {
+ public:
+  RocksTransaction(rocksdb::Transaction* txn, std::vector<rocksdb::ColumnFamilyHandle*> handles)
+      : txn_(txn), handles_(std::move(handles)) {}
+
+  absl::StatusOr<std::string> GetForUpdate(ColumnFamily cf, absl::string_view key) override {
+    std::string value;
+    rocksdb::Status s = txn_->GetForUpdate(rocksdb::ReadOptions(), handle(cf), ToSlice(key),
+                                           &value, /*exclusive=*/true);
+    if (s.ok()) return value;
+    if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
+    return FromRocksStatus(s, "read for update");
+  }
+
+  absl::Status Put(ColumnFamily cf, absl::string_view key, absl::string_view value) override {
+    rocksdb::Status s = txn_->Put(handle(cf), ToSlice(key), ToSlice(value));
+    if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
+    return FromRocksStatus(s, "put");
+  }
+
+  absl::Status Delete(ColumnFamily cf, absl::string_view key) override {
+    rocksdb::Status s = txn_->Delete(handle(cf), ToSlice(key));
+    if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
+    return FromRocksStatus(s, "delete");
+  }
+
+  std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
+                                        absl::string_view upper) override {
+    return std::make_unique<RocksIterator>(lower, upper, [&](const rocksdb::ReadOptions& ro) {
+      return txn_->GetIterator(ro, handle(cf));
+    });
+  }
+
+  // True when an operation failed because a lock could not be had (timeout or deadlock): the
+  // whole transaction is worth retrying.
+  bool lock_failed() const { return lock_failed_; }
+
+ private:
+  rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
+    return handles_[static_cast<size_t>(cf)];
+  }
+
+  rocksdb::Transaction* txn_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  bool lock_failed_ = false;
+};
+
+rocksdb::ColumnFamilyOptions MakeColumnFamilyOptions(const StoreOptions& options) {
+  rocksdb::ColumnFamilyOptions cf;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.cache_index_and_filter_blocks = true;
+  table.pin_l0_filter_and_index_blocks_in_cache = true;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  cf.compression = rocksdb::kNoCompression;
+  cf.bottommost_compression = rocksdb::kNoCompression;
+  return cf;
+}
+
+}  // namespace
+
+// How RocksDB failures reach callers:
+//   NotFound                      -> NOT_FOUND (an outcome, the caller decides)
+//   Busy / TimedOut / TryAgain    -> ABORTED (a lock wait or deadlock; retry the transaction)
+//   IOError with no space left    -> RESOURCE_EXHAUSTED
+//   other IOError                 -> UNAVAILABLE (the disk or the file system failed)
+//   Corruption                    -> DATA_LOSS
+//   InvalidArgument / NotSupported-> INVALID_ARGUMENT / UNIMPLEMENTED
+//   anything else                 -> INTERNAL
+absl::Status FromRocksStatus(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  const std::string msg = absl::StrCat(what, ": ", s.ToString());
+  if (s.IsNotFound()) return absl::NotFoundError(msg);
+  if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return absl::AbortedError(msg);
+  if (s.IsNoSpace() || absl::StrContains(s.ToString(), "No space left")) {
+    return absl::ResourceExhaustedError(msg);
+  }
+  if (s.IsIOError()) return absl::UnavailableError(msg);
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
+  if (s.IsNotSupported()) return absl::UnimplementedError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("data directory is empty");
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.IncreaseParallelism(2);
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 4;
+
+  // Open every family the database already has, including ones this binary does not know (a
+  // newer binary made them): RocksDB refuses to open otherwise, and the schema check below gives
+  // the clearer message.
+  std::vector<std::string> names(kColumnFamilyNames.begin(), kColumnFamilyNames.end());
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(db_options, options.path, &existing).ok()) {
+    absl::flat_hash_set<std::string> known(names.begin(), names.end());
+    for (const std::string& name : existing) {
+      if (!known.contains(name)) names.push_back(name);
+    }
+  }
+  const rocksdb::ColumnFamilyOptions cf_options = MakeColumnFamilyOptions(options);
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) descriptors.emplace_back(name, cf_options);
+
+  rocksdb::TransactionDBOptions txn_db_options;
+  txn_db_options.transaction_lock_timeout = options.lock_timeout_ms;
+  rocksdb::TransactionDB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::Status s = rocksdb::TransactionDB::Open(
+      rocksdb::Options(db_options, cf_options), txn_db_options, options.path, descriptors,
+      &handles, &db);
+  if (!s.ok()) {
+    const std::string detail = s.ToString();
+    if (absl::StrContains(detail, "lock file") || absl::StrContains(detail, "LOCK")) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "database %s is in use by another process (is another coordinator running on this "
+          "data dir?): %s",
+          options.path, detail));
+    }
+    if (s.IsIOError()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "cannot use data dir %s (it must be a writable directory): %s", options.path, detail));
+    }
+    return FromRocksStatus(s, absl::StrCat("open database ", options.path));
+  }
+
+  std::unique_ptr<RocksStore> store(new RocksStore(std::move(options), db, std::move(handles)));
+  RETURN_IF_ERROR(store->CheckSchema());
+  return store;
+}
+
+RocksStore::RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
+                       std::vector<rocksdb::ColumnFamilyHandle*> handles)
+    : options_(std::move(options)), db_(db), handles_(std::move(handles)) {}
+
+RocksStore::~RocksStore() {
+  if (!options_.sync_writes) db_->SyncWAL().PermitUncheckedError();
+  for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  db_->Close().PermitUncheckedError();
+  delete db_;
+}
+
+absl::Status RocksStore::CheckSchema() {
+  std::string stored;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle(ColumnFamily::kDefault),
+                               kSchemaVersionKey, &stored);
+  if (s.IsNotFound()) {
+    // A database without a version must be empty (just created): anything else was not
+    // written by the coordinator, and guessing its layout would corrupt it.
+    for (size_t i = 0; i < handles_.size(); ++i) {
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[i]));
+      it->SeekToFirst();
+      if (it->Valid()) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "database %s holds data but records no schema version; it was not written by the "
+            "coordinator",
+            options_.path));
+      }
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_IF_ERROR(FromRocksStatus(db_->Put(wo, handle(ColumnFamily::kDefault),
+                                             kSchemaVersionKey, EncodeSchemaVersion(kSchemaVersion)),
+                                    "record schema version"));
+    schema_version_ = kSchemaVersion;
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(FromRocksStatus(s, "read schema version"));
+  if (stored.size() != 4) {
+    return absl::DataLossError(
+        absl::StrFormat("database %s has a malformed schema version record", options_.path));
+  }
+  uint32_t version = 0;
+  for (char c : stored) version = (version << 8) | static_cast<uint8_t>(c);
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "database %s has schema version %d, newer than this coordinator understands (%d); run "
+        "the newer coordinator that wrote it, or restore a backup made before the upgrade",
+        options_.path, version, kSchemaVersion));
+  }
+  // Older layouts are upgraded here, one version step at a time, each step one atomic batch
+  // that also records the version it reaches. Version 1 is the first layout: nothing is older.
+  if (version < 1) {
+    return absl::DataLossError(
+        absl::StrFormat("database %s has an invalid schema version %d", options_.path, version));
+  }
+  schema_version_ = version;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RocksStore::Get(ColumnFamily cf, absl::string_view key) {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle(cf), ToSlice(key), &value);
+  if (!s.ok()) return FromRocksStatus(s, "get");
+  return value;
+}
+
+std::unique_ptr<Iterator> RocksStore::NewIterator(ColumnFamily cf, absl::string_view lower,
+                                                  absl::string_view upper) {
+  return std::make_unique<RocksIterator>(lower, upper, [&](const rocksdb::ReadOptions& ro) {
+    return db_->NewIterator(ro, handle(cf));
+  });
+}
+
+absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
+  rocksdb::WriteOptions write_options;
+  write_options.sync = options_.sync_writes;
+  rocksdb::TransactionOptions txn_options;
+  txn_options.deadlock_detect = true;
+  txn_options.lock_timeout = options_.lock_timeout_ms;
+
+  absl::Status last;
+  for (int attempt = 0; attempt <= options_.max_transaction_retries; ++attempt) {
+    std::unique_ptr<rocksdb::Transaction> txn(db_->BeginTransaction(write_options, txn_options));
+    RocksTransaction wrapped(txn.get(), handles_);
+    absl::Status s = fn(wrapped);
+    if (!s.ok()) {
+      txn->Rollback().PermitUncheckedError();
+      if (wrapped.lock_failed()) {
+        last = s;
+        continue;
+      }
+      return s;
+    }
+    rocksdb::Status c = txn->Commit();
+    if (c.ok()) return absl::OkStatus();
+    last = FromRocksStatus(c, "commit");
+    if (!(c.IsBusy() || c.IsTimedOut() || c.IsTryAgain())) return last;
+  }
+  return absl::AbortedError(absl::StrCat(
+      "transaction gave up after ", options_.max_transaction_retries + 1,
+      " attempts on contended keys; retry the call: ", last.message()));
+}
+
+absl::Status RocksStore::Checkpoint(const std::string& dir) {
+  rocksdb::Checkpoint* raw = nullptr;
+  RETURN_IF_ERROR(FromRocksStatus(rocksdb::Checkpoint::Create(db_, &raw), "checkpoint"));
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  return FromRocksStatus(checkpoint->CreateCheckpoint(dir), absl::StrCat("checkpoint to ", dir));
+}
+
+}  // namespace storage

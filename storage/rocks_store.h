@@ -1,0 +1,79 @@
+// The embedded RocksDB backend of Store: one TransactionDB with the column families of
+// column_family.h. This class owns the database and the column-family handles and closes them
+// in the right order. Only storage/ includes RocksDB headers.
+#ifndef STORAGE_ROCKS_STORE_H_
+#define STORAGE_ROCKS_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/store.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class TransactionDB;
+class Status;
+}  // namespace rocksdb
+
+namespace storage {
+
+// The database layout this binary writes. A database records the version it was written
+// with; a newer one refuses to open, an older one is migrated on open.
+inline constexpr uint32_t kSchemaVersion = 1;
+
+struct StoreOptions {
+  // Directory of the database; created when missing.
+  std::string path;
+  // Sync the write-ahead log before a commit returns (default true). Only tests and benchmarks
+  // of the non-durable path turn this off.
+  bool sync_writes = true;
+  // How long a transaction waits for a key another transaction holds (default 10 s).
+  int64_t lock_timeout_ms = 10000;
+  // How many times a transaction that timed out on a lock or deadlocked is retried (default 5).
+  int max_transaction_retries = 5;
+  // Block cache size in bytes (default 64 MiB).
+  size_t block_cache_bytes = 64 << 20;
+};
+
+class RocksStore final : public Store {
+ public:
+  // Opens (or creates) the database at options.path. Fails with a clear message when the
+  // directory cannot be used, another process holds the database, or the database was written
+  // by a newer schema version.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<RocksStore>> Open(StoreOptions options);
+
+  ~RocksStore() override;
+
+  absl::StatusOr<std::string> Get(ColumnFamily cf, absl::string_view key) override;
+  std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
+                                        absl::string_view upper) override;
+  absl::Status RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) override;
+  absl::Status Checkpoint(const std::string& dir) override;
+
+  // The schema version recorded in the database.
+  uint32_t schema_version() const { return schema_version_; }
+
+ private:
+  RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
+             std::vector<rocksdb::ColumnFamilyHandle*> handles);
+
+  [[nodiscard]] absl::Status CheckSchema();
+  rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
+    return handles_[static_cast<size_t>(cf)];
+  }
+
+  const StoreOptions options_;
+  rocksdb::TransactionDB* db_;  // owned; deleted after the handles
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; indexed by ColumnFamily
+  uint32_t schema_version_ = 0;
+};
+
+// Maps a RocksDB status to the absl::Status a caller can act on (see the table in the .cc).
+absl::Status FromRocksStatus(const rocksdb::Status& s, absl::string_view what);
+
+}  // namespace storage
+
+#endif  // STORAGE_ROCKS_STORE_H_

@@ -1,0 +1,77 @@
+// The storage interface every service is written against. It is deliberately small (point
+// reads, ordered scans, and a read-modify-write transaction that commits durably) so that a
+// second backend, such as an etcd cluster, can implement it. RocksStore is the embedded default.
+#ifndef STORAGE_STORE_H_
+#define STORAGE_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "storage/column_family.h"
+
+namespace storage {
+
+// An ordered cursor over one column family, within the bounds it was created with.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  virtual void Seek(absl::string_view key) = 0;
+  virtual bool Valid() const = 0;
+  virtual void Next() = 0;
+  // Only while Valid(); the views stay good until the next move.
+  virtual absl::string_view key() const = 0;
+  virtual absl::string_view value() const = 0;
+  // Not OK when the scan stopped on an error rather than at the end.
+  virtual absl::Status status() const = 0;
+};
+
+// The reads and writes of one atomic read-modify-write. Writes become visible to others only
+// when the transaction commits, all together.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+  // Reads `key` and holds it exclusively until the transaction ends, so no other transaction
+  // can change it in between. NOT_FOUND when the key is absent (the absence is locked too).
+  [[nodiscard]] virtual absl::StatusOr<std::string> GetForUpdate(ColumnFamily cf,
+                                                                 absl::string_view key) = 0;
+  [[nodiscard]] virtual absl::Status Put(ColumnFamily cf, absl::string_view key,
+                                         absl::string_view value) = 0;
+  [[nodiscard]] virtual absl::Status Delete(ColumnFamily cf, absl::string_view key) = 0;
+  // Scans [lower, upper) as this transaction sees it (its own writes included). Scanned keys
+  // are not locked: lock a key that guards them (a parent record) first.
+  virtual std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
+                                                absl::string_view upper) = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Reads the latest committed value. NOT_FOUND is an outcome, not a failure.
+  [[nodiscard]] virtual absl::StatusOr<std::string> Get(ColumnFamily cf,
+                                                        absl::string_view key) = 0;
+
+  // Scans committed data in [lower, upper); an empty `upper` means no upper bound.
+  virtual std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
+                                                absl::string_view upper) = 0;
+
+  // Runs `fn` in a transaction and commits its writes atomically, durably (the write-ahead log
+  // is synced before this returns OK) when `fn` returns OK. When `fn` fails nothing is written
+  // and its status is returned. A transaction that loses a lock wait or a deadlock is retried
+  // from the start, so `fn` must have no effects outside the transaction; after the retries
+  // run out the result is ABORTED.
+  [[nodiscard]] virtual absl::Status RunTransaction(
+      absl::FunctionRef<absl::Status(Transaction&)> fn) = 0;
+
+  // Writes a consistent copy of the whole database into `dir` (which must not exist) while the
+  // store keeps serving. The copy opens as a store of its own.
+  [[nodiscard]] virtual absl::Status Checkpoint(const std::string& dir) = 0;
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_STORE_H_
