@@ -13,12 +13,14 @@ enum class ColumnFamily : int {
   kDefault = 0,   // database metadata: schema version
   kContexts = 1,  // per-context records: the context itself, its commands, its conversation
   kIndex = 2,     // secondary indexes (contexts by agent, ...)
-  kTasks = 3,     // retry state, breaker records and the breaker log (coordinator/task_state)
-  kCount = 4,
+  kTasks = 3,     // retry state, breaker records and the breaker log
+  kA2A = 4,       // A2A agents, tasks, per-task event logs, push-notification configs
+  kWork = 5,      // runs of workstreams and task graphs: items, leases, checkpoints
+  kCount = 6,
 };
 
 inline constexpr std::array<const char*, static_cast<size_t>(ColumnFamily::kCount)>
-    kColumnFamilyNames = {"default", "contexts", "index", "tasks"};
+    kColumnFamilyNames = {"default", "contexts", "index", "tasks", "a2a", "work"};
 
 inline const char* ColumnFamilyName(ColumnFamily cf) {
   return kColumnFamilyNames[static_cast<size_t>(cf)];

@@ -1,0 +1,92 @@
+// The command framework of coordctl: each command declares its words, its options and how many
+// positional arguments it takes; the parser checks a command line against that declaration.
+// (absl flags are process-global and cannot repeat an option, so subcommands parse here.)
+#ifndef COORDCTL_CLI_H_
+#define COORDCTL_CLI_H_
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "grpcpp/grpcpp.h"
+
+namespace coordctl {
+
+// Exit codes. Scripts depend on them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitNo = 1;     // NOT_FOUND, or a command's "no" answer
+inline constexpr int kExitUsage = 2;  // the command line is wrong
+inline constexpr int kExitError = 3;  // any other failure (server unreachable, bad input, ...)
+
+struct ParsedArgs {
+  std::vector<std::string> positional;
+  // --name value / --name=value; an option may repeat.
+  absl::flat_hash_map<std::string, std::vector<std::string>> options;
+  absl::flat_hash_set<std::string> switches;
+  // Everything after a bare "--".
+  std::vector<std::string> rest;
+
+  bool has(const std::string& name) const { return options.contains(name); }
+  // The last value of option `name`, or `fallback`.
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  bool flag(const std::string& name) const { return switches.contains(name); }
+};
+
+// What every command runs with.
+struct Env {
+  std::shared_ptr<grpc::Channel> channel;
+  absl::Duration timeout;
+  std::ostream* out;
+  std::ostream* err;
+  // A client context with the call deadline set.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+};
+
+struct Command {
+  std::vector<std::string> words;           // e.g. {"context", "put"}
+  std::string usage;                        // arguments after the words, for help
+  std::string help;                         // one line
+  std::vector<std::string> value_options;   // options that take a value
+  std::vector<std::string> switch_options;  // options that take none
+  int min_positional = 0;
+  int max_positional = 0;                   // -1: no limit
+  bool takes_rest = false;                  // accepts "-- words..."
+  std::function<int(const Env&, const ParsedArgs&)> run;
+};
+
+// Parses `args` (the words after the command's own words) against `command`.
+[[nodiscard]] absl::StatusOr<ParsedArgs> ParseArgs(const Command& command,
+                                                   const std::vector<std::string>& args);
+
+// Prints one line for a failed call on env.err and returns the exit code: kExitNo for
+// NOT_FOUND ("not found: ..."), kExitError otherwise.
+int ReportRpcError(const Env& env, const grpc::Status& status);
+
+// Prints "coordctl: <message>" on env.err and returns kExitError (or `code`).
+int Fail(const Env& env, const std::string& message, int code = kExitError);
+
+// Parses a duration such as "30s", "1.5m", "250ms". INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::StatusOr<absl::Duration> ParseDurationArg(const std::string& name,
+                                                              const std::string& value);
+// Parses a base-10 integer. INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::StatusOr<int64_t> ParseIntArg(const std::string& name,
+                                                  const std::string& value);
+
+// Protobuf's JSON mapping of `message`, on one line.
+std::string ToJson(const google::protobuf::Message& message);
+
+// Each command group registers its commands here (see context_commands.cc, ...).
+void AddContextCommands(std::vector<Command>* commands);
+void AddConversationCommands(std::vector<Command>* commands);
+void AddHealthCommands(std::vector<Command>* commands);
+
+}  // namespace coordctl
+
+#endif  // COORDCTL_CLI_H_

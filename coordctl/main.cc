@@ -1,0 +1,113 @@
+// coordctl: the command-line client of the coordinator, for people and scripts.
+//   coordctl [--target host:port] [--timeout 10s] <group> <command> [args...]
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "coordctl/cli.h"
+
+namespace {
+
+constexpr char kDefaultTarget[] = "127.0.0.1:50051";
+
+void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& out) {
+  out << "usage: coordctl [--target host:port] [--timeout 10s] <command> [args...]\n"
+      << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget
+      << ")\n"
+      << "  --timeout  deadline of each call (default 10s)\n\ncommands:\n";
+  for (const coordctl::Command& c : commands) {
+    out << "  coordctl " << absl::StrJoin(c.words, " ") << (c.usage.empty() ? "" : " ")
+        << c.usage << "\n      " << c.help << "\n";
+  }
+  out << "\nexit codes: 0 ok, 1 not found (or \"no\"), 2 usage error, 3 other errors\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<coordctl::Command> commands;
+  coordctl::AddContextCommands(&commands);
+  coordctl::AddConversationCommands(&commands);
+  coordctl::AddHealthCommands(&commands);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const char* env_target = std::getenv("COORDCTL_TARGET");
+  std::string target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
+  std::string timeout_text = "10s";
+
+  coordctl::Env env;
+  env.out = &std::cout;
+  env.err = &std::cerr;
+
+  // Global options come before the command words.
+  size_t i = 0;
+  for (; i < args.size() && absl::StartsWith(args[i], "--"); ++i) {
+    std::string name = args[i];
+    std::string value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (name == "--help") {
+      PrintUsage(commands, std::cout);
+      return coordctl::kExitOk;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return coordctl::Fail(env, name + " needs a value", coordctl::kExitUsage);
+    }
+    if (name == "--target") {
+      target = value;
+    } else if (name == "--timeout") {
+      timeout_text = value;
+    } else {
+      return coordctl::Fail(env, "unknown option " + name + " (see coordctl --help)",
+                            coordctl::kExitUsage);
+    }
+  }
+  args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
+  if (args.empty() || args[0] == "help") {
+    PrintUsage(commands, args.empty() ? std::cerr : std::cout);
+    return args.empty() ? coordctl::kExitUsage : coordctl::kExitOk;
+  }
+  absl::StatusOr<absl::Duration> timeout = coordctl::ParseDurationArg("timeout", timeout_text);
+  if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
+    return coordctl::Fail(env, "--timeout takes a positive duration such as 10s",
+                          coordctl::kExitUsage);
+  }
+  env.timeout = *timeout;
+
+  // The command whose words match the most leading arguments.
+  const coordctl::Command* command = nullptr;
+  for (const coordctl::Command& c : commands) {
+    if (c.words.size() > args.size()) continue;
+    if (!std::equal(c.words.begin(), c.words.end(), args.begin())) continue;
+    if (command == nullptr || c.words.size() > command->words.size()) command = &c;
+  }
+  if (command == nullptr) {
+    return coordctl::Fail(env, "unknown command \"" + absl::StrJoin(args, " ").substr(0, 80) +
+                                   "\" (see coordctl --help)",
+                          coordctl::kExitUsage);
+  }
+  std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(command->words.size()),
+                                args.end());
+  if (std::find(rest.begin(), rest.end(), "--help") != rest.end() &&
+      std::find(rest.begin(), rest.end(), "--") == rest.end()) {
+    std::cout << "usage: coordctl " << absl::StrJoin(command->words, " ") << " "
+              << command->usage << "\n  " << command->help << "\n";
+    return coordctl::kExitOk;
+  }
+  absl::StatusOr<coordctl::ParsedArgs> parsed = coordctl::ParseArgs(*command, rest);
+  if (!parsed.ok()) {
+    return coordctl::Fail(env,
+                          std::string(parsed.status().message()) + "\nusage: coordctl " +
+                              absl::StrJoin(command->words, " ") + " " + command->usage,
+                          coordctl::kExitUsage);
+  }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(64 << 20);
+  env.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                          channel_args);
+  return command->run(env, *parsed);
+}

@@ -1,0 +1,55 @@
+// Helpers shared by every test: status assertions that print the status on failure, and a
+// temporary directory removed at the end of the test.
+#ifndef TESTS_TEST_UTIL_H_
+#define TESTS_TEST_UTIL_H_
+
+#include <filesystem>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+
+namespace testing_util {
+
+inline const absl::Status& GetStatus(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
+// A fresh directory under the test temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "coordtest-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace testing_util
+
+#define ASSERT_OK(expr)                                                    \
+  do {                                                                     \
+    const absl::Status& assert_ok_status_ = ::testing_util::GetStatus(expr); \
+    ASSERT_TRUE(assert_ok_status_.ok()) << assert_ok_status_;              \
+  } while (false)
+
+#define EXPECT_OK(expr)                                                    \
+  do {                                                                     \
+    const absl::Status& expect_ok_status_ = ::testing_util::GetStatus(expr); \
+    EXPECT_TRUE(expect_ok_status_.ok()) << expect_ok_status_;              \
+  } while (false)
+
+#endif  // TESTS_TEST_UTIL_H_
