@@ -14,9 +14,9 @@ namespace common {
 
 template <typename... Args>
 void Log(const char* level, const absl::FormatSpec<Args...>& format, const Args&... args) {
-  std::string line = absl::StrCat(
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()), " ", level,
-      " ", absl::StrFormat(format, args...), "\n");
+  std::string line =
+      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()), " ",
+                   level, " ", absl::StrFormat(format, args...), "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

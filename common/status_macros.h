@@ -9,9 +9,9 @@
 #include "absl/status/statusor.h"
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                                   \
-  do {                                                          \
-    ::absl::Status status_macros_status_ = (expr);              \
+#define RETURN_IF_ERROR(expr)                                      \
+  do {                                                             \
+    ::absl::Status status_macros_status_ = (expr);                 \
     if (!status_macros_status_.ok()) return status_macros_status_; \
   } while (false)
 
@@ -20,11 +20,11 @@
 
 // Evaluates `expr` (an absl::StatusOr<T>); returns its status when it is not OK, otherwise
 // moves the value into `lhs` (which may be a declaration such as `auto x`).
-#define ASSIGN_OR_RETURN(lhs, expr)                                                 \
+#define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL_(STATUS_MACROS_CONCAT_(status_or_value_, __LINE__), lhs, expr)
 
-#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                           \
+#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)   \
+  auto tmp = (expr);                             \
   if (!tmp.ok()) return std::move(tmp).status(); \
   lhs = std::move(tmp).value()
 

@@ -32,8 +32,8 @@ size_t Utf8SequenceLength(absl::string_view s, size_t i) {
 
 absl::Status ValidateOptionalId(absl::string_view field, absl::string_view value) {
   if (value.size() > kMaxIdBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s is %d bytes; the limit is %d bytes",
-                                                      field, value.size(), kMaxIdBytes));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s is %d bytes; the limit is %d bytes", field, value.size(), kMaxIdBytes));
   }
   for (size_t i = 0; i < value.size();) {
     const auto c = static_cast<unsigned char>(value[i]);
@@ -58,8 +58,8 @@ absl::Status ValidateId(absl::string_view field, absl::string_view value) {
 
 absl::Status ValidateSize(absl::string_view field, absl::string_view value, size_t max_bytes) {
   if (value.size() <= max_bytes) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrFormat("%s is %d bytes; the limit is %d bytes",
-                                                      field, value.size(), max_bytes));
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("%s is %d bytes; the limit is %d bytes", field, value.size(), max_bytes));
 }
 
 }  // namespace common

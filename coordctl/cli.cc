@@ -21,8 +21,7 @@ std::unique_ptr<grpc::ClientContext> Env::NewContext() const {
   return context;
 }
 
-absl::StatusOr<ParsedArgs> ParseArgs(const Command& command,
-                                     const std::vector<std::string>& args) {
+absl::StatusOr<ParsedArgs> ParseArgs(const Command& command, const std::vector<std::string>& args) {
   ParsedArgs parsed;
   auto is_value_option = [&](const std::string& name) {
     return std::find(command.value_options.begin(), command.value_options.end(), name) !=
@@ -49,7 +48,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const Command& command,
         has_value = true;
       }
       if (is_switch(name)) {
-        if (has_value) return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
+        if (has_value)
+          return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value"));
         parsed.switches.insert(name);
         continue;
       }
@@ -72,9 +72,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const Command& command,
     return absl::InvalidArgumentError("missing arguments");
   }
   if (command.max_positional >= 0 && n > command.max_positional) {
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"",
-                                                   parsed.positional[command.max_positional],
-                                                   "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument \"", parsed.positional[command.max_positional], "\""));
   }
   return parsed;
 }
@@ -88,19 +87,29 @@ int ReportRpcError(const Env& env, const grpc::Status& status) {
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     return Fail(env, absl::StrCat("not found: ", status.error_message()), kExitNo);
   }
-  static constexpr const char* kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
   const int code = status.error_code();
   const char* name = code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
   return Fail(env, absl::StrCat(name, ": ", status.error_message()));
 }
 
-absl::StatusOr<absl::Duration> ParseDurationArg(const std::string& name,
-                                                const std::string& value) {
+absl::StatusOr<absl::Duration> ParseDurationArg(const std::string& name, const std::string& value) {
   absl::Duration d;
   if (!absl::ParseDuration(value, &d) || d < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(

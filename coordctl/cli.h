@@ -56,8 +56,8 @@ struct Command {
   std::vector<std::string> value_options;   // options that take a value
   std::vector<std::string> switch_options;  // options that take none
   int min_positional = 0;
-  int max_positional = 0;                   // -1: no limit
-  bool takes_rest = false;                  // accepts "-- words..."
+  int max_positional = 0;   // -1: no limit
+  bool takes_rest = false;  // accepts "-- words..."
   std::function<int(const Env&, const ParsedArgs&)> run;
 };
 

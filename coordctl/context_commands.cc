@@ -3,9 +3,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "coordctl/cli.h"
 #include "coordinator/v1/context.grpc.pb.h"
@@ -19,8 +19,7 @@ using coordinator::v1::TaskContext;
 // Fields `context put --set field=value` sets directly; any other key is a label.
 const std::vector<std::string>& SettableFields() {
   static const auto* fields = new std::vector<std::string>{
-      "agent", "external_task_id", "workspace_dir", "shared_dir", "environment_handle",
-      "status"};
+      "agent", "external_task_id", "workspace_dir", "shared_dir", "environment_handle", "status"};
   return *fields;
 }
 
@@ -30,8 +29,7 @@ absl::StatusOr<coordinator::v1::ContextStatus> ParseStatus(std::string text) {
   coordinator::v1::ContextStatus status;
   if (!coordinator::v1::ContextStatus_Parse(text, &status) ||
       status == coordinator::v1::CONTEXT_STATUS_UNSPECIFIED) {
-    return absl::InvalidArgumentError(
-        "status must be one of active, completed, failed, canceled");
+    return absl::InvalidArgumentError("status must be one of active, completed, failed, canceled");
   }
   return status;
 }
@@ -82,8 +80,7 @@ absl::Status ApplyEdits(const ParsedArgs& args, TaskContext* context,
     for (const std::string& kv : sets->second) {
       const size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--set takes key=value, not \"", kv, "\""));
+        return absl::InvalidArgumentError(absl::StrCat("--set takes key=value, not \"", kv, "\""));
       }
       const std::string key = kv.substr(0, eq);
       const std::string value = kv.substr(eq + 1);

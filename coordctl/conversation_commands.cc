@@ -4,9 +4,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "coordctl/cli.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 

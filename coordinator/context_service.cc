@@ -4,9 +4,9 @@
 
 namespace coordinator {
 
-grpc::ServerUnaryReactor* ContextServiceImpl::CreateContext(
-    grpc::CallbackServerContext* context, const v1::CreateContextRequest* request,
-    v1::TaskContext* response) {
+grpc::ServerUnaryReactor* ContextServiceImpl::CreateContext(grpc::CallbackServerContext* context,
+                                                            const v1::CreateContextRequest* request,
+                                                            v1::TaskContext* response) {
   return HandleUnary(context, pool_, response,
                      [this, request] { return contexts_->Create(request->context()); });
 }
@@ -18,42 +18,41 @@ grpc::ServerUnaryReactor* ContextServiceImpl::GetContext(grpc::CallbackServerCon
                      [this, request] { return contexts_->Get(request->context_id()); });
 }
 
-grpc::ServerUnaryReactor* ContextServiceImpl::UpdateContext(
-    grpc::CallbackServerContext* context, const v1::UpdateContextRequest* request,
-    v1::TaskContext* response) {
+grpc::ServerUnaryReactor* ContextServiceImpl::UpdateContext(grpc::CallbackServerContext* context,
+                                                            const v1::UpdateContextRequest* request,
+                                                            v1::TaskContext* response) {
   return HandleUnary(context, pool_, response,
                      [this, request] { return contexts_->Update(*request); });
 }
 
-grpc::ServerUnaryReactor* ContextServiceImpl::DeleteContext(
-    grpc::CallbackServerContext* context, const v1::DeleteContextRequest* request,
-    google::protobuf::Empty* response) {
-  return HandleUnary(context, pool_, response,
-                     [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
-                       absl::Status s =
-                           contexts_->Delete(request->context_id(), request->version());
-                       if (!s.ok()) return s;
-                       return google::protobuf::Empty();
-                     });
+grpc::ServerUnaryReactor* ContextServiceImpl::DeleteContext(grpc::CallbackServerContext* context,
+                                                            const v1::DeleteContextRequest* request,
+                                                            google::protobuf::Empty* response) {
+  return HandleUnary(
+      context, pool_, response, [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
+        absl::Status s = contexts_->Delete(request->context_id(), request->version());
+        if (!s.ok()) return s;
+        return google::protobuf::Empty();
+      });
 }
 
-grpc::ServerUnaryReactor* ContextServiceImpl::ListContexts(
-    grpc::CallbackServerContext* context, const v1::ListContextsRequest* request,
-    v1::ListContextsResponse* response) {
+grpc::ServerUnaryReactor* ContextServiceImpl::ListContexts(grpc::CallbackServerContext* context,
+                                                           const v1::ListContextsRequest* request,
+                                                           v1::ListContextsResponse* response) {
   return HandleUnary(context, pool_, response,
                      [this, request] { return contexts_->List(*request); });
 }
 
-grpc::ServerUnaryReactor* ContextServiceImpl::RecordCommand(
-    grpc::CallbackServerContext* context, const v1::RecordCommandRequest* request,
-    v1::RecordCommandResponse* response) {
+grpc::ServerUnaryReactor* ContextServiceImpl::RecordCommand(grpc::CallbackServerContext* context,
+                                                            const v1::RecordCommandRequest* request,
+                                                            v1::RecordCommandResponse* response) {
   return HandleUnary(context, pool_, response,
                      [this, request] { return contexts_->RecordCommand(*request); });
 }
 
-grpc::ServerUnaryReactor* ContextServiceImpl::ListCommands(
-    grpc::CallbackServerContext* context, const v1::ListCommandsRequest* request,
-    v1::ListCommandsResponse* response) {
+grpc::ServerUnaryReactor* ContextServiceImpl::ListCommands(grpc::CallbackServerContext* context,
+                                                           const v1::ListCommandsRequest* request,
+                                                           v1::ListCommandsResponse* response) {
   return HandleUnary(context, pool_, response,
                      [this, request] { return contexts_->ListCommands(*request); });
 }

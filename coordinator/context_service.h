@@ -37,8 +37,8 @@ class ContextServiceImpl final : public v1::ContextService::CallbackService {
                                          v1::ListCommandsResponse* response) override;
 
  private:
-  ContextStore* contexts_;     // not owned
-  common::ThreadPool* pool_;   // not owned
+  ContextStore* contexts_;    // not owned
+  common::ThreadPool* pool_;  // not owned
 };
 
 }  // namespace coordinator

@@ -31,8 +31,8 @@ constexpr int kDefaultCommandPageSize = 100;
 // Fields a caller may change with UpdateContext; the others are output only.
 const absl::flat_hash_set<std::string>& MutablePaths() {
   static const auto* paths = new absl::flat_hash_set<std::string>{
-      "agent",     "external_task_id",   "workspace_dir", "shared_dir",
-      "environment_handle", "status", "labels"};
+      "agent", "external_task_id", "workspace_dir", "shared_dir", "environment_handle", "status",
+      "labels"};
   return *paths;
 }
 
@@ -68,21 +68,21 @@ absl::Status ValidateStatus(v1::ContextStatus status) {
 absl::Status ContextStore::ValidateMutableFields(const TaskContext& context) const {
   RETURN_IF_ERROR(common::ValidateOptionalId("agent", context.agent()));
   RETURN_IF_ERROR(common::ValidateOptionalId("external_task_id", context.external_task_id()));
-  RETURN_IF_ERROR(common::ValidateSize("workspace_dir", context.workspace_dir(),
-                                       limits_.max_field_bytes));
+  RETURN_IF_ERROR(
+      common::ValidateSize("workspace_dir", context.workspace_dir(), limits_.max_field_bytes));
   RETURN_IF_ERROR(
       common::ValidateSize("shared_dir", context.shared_dir(), limits_.max_field_bytes));
   RETURN_IF_ERROR(common::ValidateSize("environment_handle", context.environment_handle(),
                                        limits_.max_field_bytes));
   RETURN_IF_ERROR(ValidateStatus(context.status()));
   if (static_cast<size_t>(context.labels_size()) > limits_.max_labels) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "context has %d labels; the limit is %d", context.labels_size(), limits_.max_labels));
+    return absl::ResourceExhaustedError(absl::StrFormat("context has %d labels; the limit is %d",
+                                                        context.labels_size(), limits_.max_labels));
   }
   for (const auto& [key, value] : context.labels()) {
     RETURN_IF_ERROR(common::ValidateId("label key", key));
-    RETURN_IF_ERROR(common::ValidateSize(absl::StrCat("label ", key), value,
-                                         limits_.max_label_value_bytes));
+    RETURN_IF_ERROR(
+        common::ValidateSize(absl::StrCat("label ", key), value, limits_.max_label_value_bytes));
   }
   return absl::OkStatus();
 }
@@ -154,9 +154,9 @@ absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest&
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     ASSIGN_OR_RETURN(TaskContext current, LockHeader(txn, patch.context_id()));
     if (current.version() != patch.version()) {
-      return absl::AbortedError(absl::StrFormat(
-          "context %s is at version %d, not %d: read it again and retry", patch.context_id(),
-          current.version(), patch.version()));
+      return absl::AbortedError(
+          absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
+                          patch.context_id(), current.version(), patch.version()));
     }
     updated = current;
     google::protobuf::util::FieldMaskUtil::MergeOptions options;
@@ -193,17 +193,17 @@ absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected
     if (!meta.ok() && !absl::IsNotFound(meta.status())) return meta.status();
     if (!header.ok() && !meta.ok()) return NotFound(context_id);
     if (header.ok() && expected_version != 0 && header->version() != expected_version) {
-      return absl::AbortedError(absl::StrFormat(
-          "context %s is at version %d, not %d: read it again and retry", context_id,
-          header->version(), expected_version));
+      return absl::AbortedError(
+          absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
+                          context_id, header->version(), expected_version));
     }
     if (header.ok() && !header->agent().empty()) {
       RETURN_IF_ERROR(
           txn.Delete(ColumnFamily::kIndex, keys::AgentIndex(header->agent(), context_id)));
     }
     const std::string prefix = keys::ContextPrefix(context_id);
-    std::unique_ptr<storage::Iterator> it = txn.NewIterator(
-        ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
     for (; it->Valid(); it->Next()) {
       RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, it->key()));
     }
@@ -228,8 +228,8 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
   // `resume` is the context_id to start at (inclusive).
   if (!request.agent().empty()) {
     const std::string prefix = keys::AgentIndexPrefix(request.agent());
-    std::unique_ptr<storage::Iterator> it = store_->NewIterator(
-        ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
+    std::unique_ptr<storage::Iterator> it =
+        store_->NewIterator(ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
     if (!resume.empty()) it->Seek(keys::AgentIndex(request.agent(), resume));
     for (; it->Valid(); it->Next()) {
       storage::KeyReader reader(it->key());
@@ -326,8 +326,8 @@ absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
   v1::ListCommandsResponse response;
   for (; it->Valid(); it->Next()) {
     if (response.commands_size() == page_size) {
-      response.set_next_page_token(EncodePageToken(
-          "commands", request.context_id(), it->key().substr(prefix.size())));
+      response.set_next_page_token(
+          EncodePageToken("commands", request.context_id(), it->key().substr(prefix.size())));
       break;
     }
     RETURN_IF_ERROR(DecodeRecord(it->value(), response.add_commands()));

@@ -95,9 +95,8 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
   if (!resume.empty()) {
     start = absl::StrCat(prefix, resume);
   } else {
-    const int64_t first = request.tail() > 0
-                              ? std::max<int64_t>(1, meta.step_count() - request.tail() + 1)
-                              : 1;
+    const int64_t first =
+        request.tail() > 0 ? std::max<int64_t>(1, meta.step_count() - request.tail() + 1) : 1;
     start = keys::ConversationMessage(request.context_id(), static_cast<uint64_t>(first));
   }
   std::unique_ptr<storage::Iterator> it =

@@ -13,14 +13,14 @@
 namespace coordinator::keys {
 
 // Record types (the first key byte).
-inline constexpr uint8_t kContextScoped = 0x10;  // family kContexts
+inline constexpr uint8_t kContextScoped = 0x10;    // family kContexts
 inline constexpr uint8_t kContextsByAgent = 0x20;  // family kIndex
 
 // What follows the context prefix in the kContexts family.
-inline constexpr uint8_t kContextHeader = 0x00;       // TaskContext
-inline constexpr uint8_t kCommandRecord = 0x01;       // + seq: CommandRecord
-inline constexpr uint8_t kConversationMeta = 0x02;    // ConversationMeta
-inline constexpr uint8_t kConversationMessage = 0x03; // + seq: ConversationMessage
+inline constexpr uint8_t kContextHeader = 0x00;        // TaskContext
+inline constexpr uint8_t kCommandRecord = 0x01;        // + seq: CommandRecord
+inline constexpr uint8_t kConversationMeta = 0x02;     // ConversationMeta
+inline constexpr uint8_t kConversationMessage = 0x03;  // + seq: ConversationMessage
 
 inline std::string ContextPrefix(absl::string_view context_id) {
   return storage::KeyBuilder(kContextScoped).AddString(context_id).key();
@@ -39,10 +39,7 @@ inline std::string CommandPrefix(absl::string_view context_id) {
   return storage::KeyBuilder(kContextScoped).AddString(context_id).AddByte(kCommandRecord).key();
 }
 inline std::string ConversationMeta(absl::string_view context_id) {
-  return storage::KeyBuilder(kContextScoped)
-      .AddString(context_id)
-      .AddByte(kConversationMeta)
-      .key();
+  return storage::KeyBuilder(kContextScoped).AddString(context_id).AddByte(kConversationMeta).key();
 }
 inline std::string ConversationMessage(absl::string_view context_id, uint64_t seq) {
   return storage::KeyBuilder(kContextScoped)

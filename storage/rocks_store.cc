@@ -70,8 +70,8 @@ class RocksTransaction final : public Transaction {
 
   absl::StatusOr<std::string> GetForUpdate(ColumnFamily cf, absl::string_view key) override {
     std::string value;
-    rocksdb::Status s = txn_->GetForUpdate(rocksdb::ReadOptions(), handle(cf), ToSlice(key),
-                                           &value, /*exclusive=*/true);
+    rocksdb::Status s = txn_->GetForUpdate(rocksdb::ReadOptions(), handle(cf), ToSlice(key), &value,
+                                           /*exclusive=*/true);
     if (s.ok()) return value;
     if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
     return FromRocksStatus(s, "read for update");
@@ -177,9 +177,9 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
   txn_db_options.transaction_lock_timeout = options.lock_timeout_ms;
   rocksdb::TransactionDB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::Status s = rocksdb::TransactionDB::Open(
-      rocksdb::Options(db_options, cf_options), txn_db_options, options.path, descriptors,
-      &handles, &db);
+  rocksdb::Status s =
+      rocksdb::TransactionDB::Open(rocksdb::Options(db_options, cf_options), txn_db_options,
+                                   options.path, descriptors, &handles, &db);
   if (!s.ok()) {
     const std::string detail = s.ToString();
     if (absl::StrContains(detail, "lock file") || absl::StrContains(detail, "LOCK")) {
@@ -213,8 +213,8 @@ RocksStore::~RocksStore() {
 
 absl::Status RocksStore::CheckSchema() {
   std::string stored;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle(ColumnFamily::kDefault),
-                               kSchemaVersionKey, &stored);
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), handle(ColumnFamily::kDefault), kSchemaVersionKey, &stored);
   if (s.IsNotFound()) {
     // A database without a version must be empty (just created): anything else was not
     // written by the coordinator, and guessing its layout would corrupt it.
@@ -230,8 +230,8 @@ absl::Status RocksStore::CheckSchema() {
     }
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    RETURN_IF_ERROR(FromRocksStatus(db_->Put(wo, handle(ColumnFamily::kDefault),
-                                             kSchemaVersionKey, EncodeSchemaVersion(kSchemaVersion)),
+    RETURN_IF_ERROR(FromRocksStatus(db_->Put(wo, handle(ColumnFamily::kDefault), kSchemaVersionKey,
+                                             EncodeSchemaVersion(kSchemaVersion)),
                                     "record schema version"));
     schema_version_ = kSchemaVersion;
     return absl::OkStatus();
@@ -298,9 +298,9 @@ absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transacti
     last = FromRocksStatus(c, "commit");
     if (!(c.IsBusy() || c.IsTimedOut() || c.IsTryAgain())) return last;
   }
-  return absl::AbortedError(absl::StrCat(
-      "transaction gave up after ", options_.max_transaction_retries + 1,
-      " attempts on contended keys; retry the call: ", last.message()));
+  return absl::AbortedError(
+      absl::StrCat("transaction gave up after ", options_.max_transaction_retries + 1,
+                   " attempts on contended keys; retry the call: ", last.message()));
 }
 
 absl::Status RocksStore::Checkpoint(const std::string& dir) {

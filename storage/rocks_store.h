@@ -66,7 +66,7 @@ class RocksStore final : public Store {
   }
 
   const StoreOptions options_;
-  rocksdb::TransactionDB* db_;  // owned; deleted after the handles
+  rocksdb::TransactionDB* db_;                         // owned; deleted after the handles
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; indexed by ColumnFamily
   uint32_t schema_version_ = 0;
 };

@@ -52,8 +52,7 @@ class Store {
   virtual ~Store() = default;
 
   // Reads the latest committed value. NOT_FOUND is an outcome, not a failure.
-  [[nodiscard]] virtual absl::StatusOr<std::string> Get(ColumnFamily cf,
-                                                        absl::string_view key) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::string> Get(ColumnFamily cf, absl::string_view key) = 0;
 
   // Scans committed data in [lower, upper); an empty `upper` means no upper bound.
   virtual std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
