@@ -1,5 +1,6 @@
 #include "storage/rocks_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -61,6 +62,21 @@ class RocksIterator final : public Iterator {
   const rocksdb::Slice lower_slice_;
   const rocksdb::Slice upper_slice_;
   std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+// An iterator that is empty and reports why (the store could not serve the scan).
+class FailedIterator final : public Iterator {
+ public:
+  explicit FailedIterator(absl::Status status) : status_(std::move(status)) {}
+  void Seek(absl::string_view) override {}
+  bool Valid() const override { return false; }
+  void Next() override {}
+  absl::string_view key() const override { return {}; }
+  absl::string_view value() const override { return {}; }
+  absl::Status status() const override { return status_; }
+
+ private:
+  absl::Status status_;
 };
 
 class RocksTransaction final : public Transaction {
@@ -262,20 +278,67 @@ absl::Status RocksStore::CheckSchema() {
 absl::StatusOr<std::string> RocksStore::Get(ColumnFamily cf, absl::string_view key) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle(cf), ToSlice(key), &value);
+  // What was read (a value or its absence) is answered only once it cannot be lost.
+  RETURN_IF_ERROR(WaitDurable());
   if (!s.ok()) return FromRocksStatus(s, "get");
   return value;
 }
 
 std::unique_ptr<Iterator> RocksStore::NewIterator(ColumnFamily cf, absl::string_view lower,
                                                   absl::string_view upper) {
+  // The iterator reads an implicit snapshot taken now; make that snapshot durable first.
+  absl::Status durable = WaitDurable();
+  if (!durable.ok()) return std::make_unique<FailedIterator>(std::move(durable));
   return std::make_unique<RocksIterator>(lower, upper, [&](const rocksdb::ReadOptions& ro) {
     return db_->NewIterator(ro, handle(cf));
   });
 }
 
+// Durability without holding locks across I/O. A transaction commits with sync=false, which
+// writes its batch to the WAL file and the memtable and releases its key locks at once; then,
+// before anything is acknowledged, WaitDurable syncs the WAL up to the latest sequence number.
+// With sync=true instead, RocksDB would keep the transaction's locks through the fsync, so a
+// hot key (one counter, one conversation) could change only once per fsync whatever the
+// concurrency. This is safe because the WAL is ordered: a transaction that read a not-yet-synced
+// value commits after it, and its own acknowledgement waits for a sync that covers both.
+absl::Status RocksStore::WaitDurable() {
+  if (!options_.sync_writes) return absl::OkStatus();
+  const uint64_t needed = db_->GetLatestSequenceNumber();
+  sync_mu_.Lock();
+  while (synced_sequence_ < needed) {
+    if (sync_running_) {
+      // Someone else's fsync is in flight; it may not cover `needed`, so check again after.
+      sync_mu_.Await(absl::Condition(
+          +[](bool* running) { return !*running; }, &sync_running_));
+      continue;
+    }
+    sync_running_ = true;
+    const uint64_t target = db_->GetLatestSequenceNumber();
+    sync_mu_.Unlock();
+    rocksdb::Status s = db_->SyncWAL();
+    sync_mu_.Lock();
+    sync_running_ = false;
+    if (!s.ok()) {
+      sync_mu_.Unlock();
+      return FromRocksStatus(s, "sync write-ahead log");
+    }
+    synced_sequence_ = std::max(synced_sequence_, target);
+  }
+  sync_mu_.Unlock();
+  return absl::OkStatus();
+}
+
 absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
+  absl::Status result = RunTransactionOnce(fn);
+  // Also on failure: the failure may rest on a value another transaction has not yet made
+  // durable (an ALREADY_EXISTS, a version conflict), and must not be answered before it is.
+  absl::Status durable = WaitDurable();
+  return result.ok() ? durable : result;
+}
+
+absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn) {
   rocksdb::WriteOptions write_options;
-  write_options.sync = options_.sync_writes;
+  write_options.sync = false;  // made durable by WaitDurable before anything is acknowledged
   rocksdb::TransactionOptions txn_options;
   txn_options.deadlock_detect = true;
   txn_options.lock_timeout = options_.lock_timeout_ms;

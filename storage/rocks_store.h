@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "storage/store.h"
 
 namespace rocksdb {
@@ -27,8 +28,9 @@ inline constexpr uint32_t kSchemaVersion = 1;
 struct StoreOptions {
   // Directory of the database; created when missing.
   std::string path;
-  // Sync the write-ahead log before a commit returns (default true). Only tests and benchmarks
-  // of the non-durable path turn this off.
+  // Acknowledge a commit only once the write-ahead log holding it is synced, and return reads
+  // only once what they saw is synced (default true). Only benchmarks of the non-durable path
+  // turn this off.
   bool sync_writes = true;
   // How long a transaction waits for a key another transaction holds (default 10 s).
   int64_t lock_timeout_ms = 10000;
@@ -61,6 +63,10 @@ class RocksStore final : public Store {
              std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
   [[nodiscard]] absl::Status CheckSchema();
+  // Returns once every write up to the database's latest sequence number is durable. Callers
+  // that arrive while a sync runs wait for the next one, so one fsync serves them all.
+  [[nodiscard]] absl::Status WaitDurable();
+  [[nodiscard]] absl::Status RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn);
   rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
     return handles_[static_cast<size_t>(cf)];
   }
@@ -69,6 +75,11 @@ class RocksStore final : public Store {
   rocksdb::TransactionDB* db_;                         // owned; deleted after the handles
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; indexed by ColumnFamily
   uint32_t schema_version_ = 0;
+
+  // Group-commit state (see WaitDurable). Never held across the fsync itself.
+  absl::Mutex sync_mu_;
+  uint64_t synced_sequence_ ABSL_GUARDED_BY(sync_mu_) = 0;
+  bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
 };
 
 // Maps a RocksDB status to the absl::Status a caller can act on (see the table in the .cc).

@@ -1,0 +1,48 @@
+// A closed-loop gRPC load generator: N concurrent streams, each issuing its next call from the
+// completion of the previous one (callback API, no thread per stream), spread over several
+// channels. It warms up, then measures for a fixed time, and reports throughput and latency
+// percentiles. It is honest: every call's status is checked, and errors are counted and
+// reported; a run with errors says so.
+#ifndef BENCH_LOADGEN_H_
+#define BENCH_LOADGEN_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace bench {
+
+// Issues one call for stream `stream`, sequence `seq`, and invokes `done` with its status when
+// the call completes (from any thread).
+using IssueFn =
+    std::function<void(int stream, int64_t seq, std::function<void(grpc::Status)> done)>;
+
+struct LoadOptions {
+  int concurrency = 1;  // concurrent streams
+  absl::Duration warmup = absl::Seconds(1);
+  absl::Duration duration = absl::Seconds(5);
+};
+
+struct LoadResult {
+  int concurrency = 0;
+  int64_t calls = 0;   // successful calls in the measured window
+  int64_t errors = 0;  // failed calls in the measured window
+  std::string first_error;
+  double seconds = 0;
+  double throughput = 0;  // successful calls per second
+  double p50_us = 0, p99_us = 0, p999_us = 0;
+};
+
+[[nodiscard]] LoadResult RunLoad(const LoadOptions& options, const IssueFn& issue);
+
+// `channels` independent channels to `target` (separate TCP connections).
+std::vector<std::shared_ptr<grpc::Channel>> MakeChannels(const std::string& target, int channels);
+
+}  // namespace bench
+
+#endif  // BENCH_LOADGEN_H_
