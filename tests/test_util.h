@@ -12,6 +12,8 @@
 
 namespace testing_util {
 
+// The macros below copy the status: `expr` is often a temporary, and a reference into it would
+// dangle once the declaration that holds it ends.
 inline const absl::Status& GetStatus(const absl::Status& s) { return s; }
 template <typename T>
 const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
@@ -42,13 +44,13 @@ class TempDir {
 
 #define ASSERT_OK(expr)                                                      \
   do {                                                                       \
-    const absl::Status& assert_ok_status_ = ::testing_util::GetStatus(expr); \
+    const absl::Status assert_ok_status_ = ::testing_util::GetStatus(expr); \
     ASSERT_TRUE(assert_ok_status_.ok()) << assert_ok_status_;                \
   } while (false)
 
 #define EXPECT_OK(expr)                                                      \
   do {                                                                       \
-    const absl::Status& expect_ok_status_ = ::testing_util::GetStatus(expr); \
+    const absl::Status expect_ok_status_ = ::testing_util::GetStatus(expr); \
     EXPECT_TRUE(expect_ok_status_.ok()) << expect_ok_status_;                \
   } while (false)
 

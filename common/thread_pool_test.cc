@@ -1,0 +1,69 @@
+#include "common/thread_pool.h"
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+
+namespace common {
+namespace {
+
+TEST(ThreadPoolTest, RunsEveryClosureBeforeTheDestructorReturns) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(4);
+    for (int i = 0; i < 1000; ++i) pool.Schedule([&] { ++ran; });
+  }
+  EXPECT_EQ(ran.load(), 1000);
+}
+
+TEST(ThreadPoolTest, ClosuresQueuedByClosuresDuringShutdownStillRun) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(2);
+    for (int i = 0; i < 10; ++i) {
+      pool.Schedule([&] {
+        ++ran;
+        pool.Schedule([&] { ++ran; });
+      });
+    }
+  }
+  EXPECT_EQ(ran.load(), 20);
+}
+
+TEST(ThreadPoolTest, RunsClosuresInParallelOnDistinctThreads) {
+  constexpr int kThreads = 4;
+  // Every closure waits at the barrier, so the test only finishes if all run at once.
+  absl::Barrier* barrier = new absl::Barrier(kThreads);
+  absl::Mutex mu;
+  std::set<std::thread::id> ids;
+  {
+    ThreadPool pool(kThreads);
+    for (int i = 0; i < kThreads; ++i) {
+      pool.Schedule([&] {
+        {
+          absl::MutexLock lock(&mu);
+          ids.insert(std::this_thread::get_id());
+        }
+        if (barrier->Block()) delete barrier;
+      });
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kThreads));
+}
+
+TEST(ThreadPoolTest, ZeroThreadsStillRunsWork) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(0);
+    pool.Schedule([&] { ++ran; });
+  }
+  EXPECT_EQ(ran.load(), 1);
+}
+
+}  // namespace
+}  // namespace common
