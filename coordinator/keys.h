@@ -61,6 +61,83 @@ inline std::string AgentIndex(absl::string_view agent, absl::string_view context
   return storage::KeyBuilder(kContextsByAgent).AddString(agent).AddString(context_id).key();
 }
 
+// ---- A2A gateway: family kA2A (see docs/a2a.md). ----
+//
+//   0x50 <name>                                  Agent (the registry; name = A2A tenant)
+//   0x51 <task_id> 0x00                          StoredTask (header, without history)
+//   0x51 <task_id> 0x01 <seq:u64>                lf.a2a.v1.Message: history entry seq
+//   0x51 <task_id> 0x02 <seq:u64>                StoredEvent: the task's append-only event log
+//   0x51 <task_id> 0x03 <config_id>              lf.a2a.v1.TaskPushNotificationConfig
+//   0x51 <task_id> 0x04 <event_seq:u64> <config_id>  PushDelivery, finished (attempt record)
+//   0x52 <inverted_status_micros:u64> <task_id>  TaskIndexEntry: tasks, newest status first
+//   0x53 <task_id> <history_seq:u64>             PendingDelivery: a message not yet delivered
+//   0x54 <task_id> <event_seq:u64> <config_id>   PushDelivery, still to be POSTed
+//
+// Every change of a task locks its header first, so a task's changes are serialized and the
+// header's counters (history_count, last_event_seq) always match the records.
+inline constexpr uint8_t kA2AAgent = 0x50;         // family kA2A
+inline constexpr uint8_t kA2ATaskScoped = 0x51;    // family kA2A
+inline constexpr uint8_t kA2ATasksByTime = 0x52;   // family kA2A
+inline constexpr uint8_t kA2ADelivery = 0x53;      // family kA2A
+inline constexpr uint8_t kA2APushPending = 0x54;   // family kA2A
+
+// What follows the A2A task prefix.
+inline constexpr uint8_t kA2ATaskHeader = 0x00;
+inline constexpr uint8_t kA2ATaskHistory = 0x01;
+inline constexpr uint8_t kA2ATaskEvent = 0x02;
+inline constexpr uint8_t kA2ATaskPushConfig = 0x03;
+inline constexpr uint8_t kA2ATaskPushLog = 0x04;
+
+inline std::string A2AAgent(absl::string_view name) {
+  return storage::KeyBuilder(kA2AAgent).AddString(name).key();
+}
+inline std::string A2ATaskPrefix(absl::string_view task_id) {
+  return storage::KeyBuilder(kA2ATaskScoped).AddString(task_id).key();
+}
+inline std::string A2ATaskHeader(absl::string_view task_id) {
+  return storage::KeyBuilder(kA2ATaskScoped).AddString(task_id).AddByte(kA2ATaskHeader).key();
+}
+// `kind` is kA2ATaskHistory or kA2ATaskEvent.
+inline std::string A2ATaskSeqRecord(absl::string_view task_id, uint8_t kind, uint64_t seq) {
+  return storage::KeyBuilder(kA2ATaskScoped).AddString(task_id).AddByte(kind).AddUint64(seq).key();
+}
+inline std::string A2ATaskKindPrefix(absl::string_view task_id, uint8_t kind) {
+  return storage::KeyBuilder(kA2ATaskScoped).AddString(task_id).AddByte(kind).key();
+}
+inline std::string A2APushConfig(absl::string_view task_id, absl::string_view config_id) {
+  return storage::KeyBuilder(kA2ATaskScoped)
+      .AddString(task_id)
+      .AddByte(kA2ATaskPushConfig)
+      .AddString(config_id)
+      .key();
+}
+inline std::string A2APushLog(absl::string_view task_id, uint64_t event_seq,
+                              absl::string_view config_id) {
+  return storage::KeyBuilder(kA2ATaskScoped)
+      .AddString(task_id)
+      .AddByte(kA2ATaskPushLog)
+      .AddUint64(event_seq)
+      .AddString(config_id)
+      .key();
+}
+inline std::string A2ATaskByTime(uint64_t inverted_micros, absl::string_view task_id) {
+  return storage::KeyBuilder(kA2ATasksByTime).AddUint64(inverted_micros).AddString(task_id).key();
+}
+inline std::string A2ADelivery(absl::string_view task_id, uint64_t history_seq) {
+  return storage::KeyBuilder(kA2ADelivery).AddString(task_id).AddUint64(history_seq).key();
+}
+inline std::string A2ADeliveryTaskPrefix(absl::string_view task_id) {
+  return storage::KeyBuilder(kA2ADelivery).AddString(task_id).key();
+}
+inline std::string A2APushPending(absl::string_view task_id, uint64_t event_seq,
+                                  absl::string_view config_id) {
+  return storage::KeyBuilder(kA2APushPending)
+      .AddString(task_id)
+      .AddUint64(event_seq)
+      .AddString(config_id)
+      .key();
+}
+
 }  // namespace coordinator::keys
 
 #endif  // COORDINATOR_KEYS_H_

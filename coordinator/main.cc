@@ -16,6 +16,27 @@ ABSL_FLAG(int, max_request_bytes, 4 << 20,
 ABSL_FLAG(int, worker_threads, 32, "threads that run storage work");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
+ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
+          "HTTP address of the agent card (/.well-known/agent-card.json); port 0 picks one, "
+          "empty turns it off");
+ABSL_FLAG(absl::Duration, a2a_call_timeout, absl::Seconds(10),
+          "A2A gateway: deadline of a unary call to an agent (CancelTask)");
+ABSL_FLAG(absl::Duration, a2a_stream_timeout, absl::Hours(1),
+          "A2A gateway: deadline of one message's delivery stream to an agent");
+ABSL_FLAG(absl::Duration, a2a_retry_initial_backoff, absl::Milliseconds(500),
+          "A2A gateway: wait after the first failed delivery; doubles with each failure");
+ABSL_FLAG(absl::Duration, a2a_retry_max_backoff, absl::Seconds(30),
+          "A2A gateway: longest wait between two delivery attempts");
+ABSL_FLAG(int, a2a_delivery_max_attempts, 10,
+          "A2A gateway: failed deliveries after which the task is marked FAILED");
+ABSL_FLAG(int, a2a_delivery_threads, 16,
+          "A2A gateway: messages that can be at agents at the same time");
+ABSL_FLAG(absl::Duration, a2a_push_timeout, absl::Seconds(10),
+          "A2A push notifications: deadline of one webhook POST");
+ABSL_FLAG(int, a2a_push_max_attempts, 5,
+          "A2A push notifications: attempts at one webhook call before it is recorded as failed");
+ABSL_FLAG(absl::Duration, a2a_push_initial_backoff, absl::Seconds(1),
+          "A2A push notifications: wait after the first failed POST; doubles with each failure");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -36,6 +57,22 @@ int main(int argc, char** argv) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
+  options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);
+  options.gateway.initial_backoff = absl::GetFlag(FLAGS_a2a_retry_initial_backoff);
+  options.gateway.max_backoff = absl::GetFlag(FLAGS_a2a_retry_max_backoff);
+  options.gateway.max_delivery_attempts = absl::GetFlag(FLAGS_a2a_delivery_max_attempts);
+  options.gateway.delivery_threads = absl::GetFlag(FLAGS_a2a_delivery_threads);
+  options.gateway.push_timeout = absl::GetFlag(FLAGS_a2a_push_timeout);
+  options.a2a_store.push_max_attempts = absl::GetFlag(FLAGS_a2a_push_max_attempts);
+  options.a2a_store.push_initial_backoff = absl::GetFlag(FLAGS_a2a_push_initial_backoff);
+  if (options.gateway.max_delivery_attempts <= 0 || options.gateway.delivery_threads <= 0 ||
+      options.a2a_store.push_max_attempts <= 0) {
+    LOG_ERROR("--a2a_delivery_max_attempts, --a2a_delivery_threads and --a2a_push_max_attempts "
+              "must be positive");
+    return 2;
+  }
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0) {
     LOG_ERROR("--max_request_bytes and --worker_threads must be positive");
     return 2;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -15,6 +16,8 @@ namespace {
 constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",
     "coordinator.v1.ConversationService",
+    "lf.a2a.v1.A2AService",
+    "coordinator.v1.AgentRegistry",
 };
 
 std::string WithPort(const std::string& listen, int port) {
@@ -43,6 +46,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<ContextServiceImpl>(server->contexts_.get(), server->pool_.get());
   server->conversation_service_ = std::make_unique<ConversationServiceImpl>(
       server->conversations_.get(), server->pool_.get());
+  server->a2a_tasks_ =
+      std::make_unique<A2ATaskStore>(server->store_.get(), options.limits, options.a2a_store);
+  server->agents_ = std::make_unique<AgentRegistryStore>(server->store_.get());
+  server->gateway_ = std::make_unique<A2AGateway>(server->a2a_tasks_.get(),
+                                                  server->agents_.get(), options.gateway);
+  A2AGateway* gateway = server->gateway_.get();
+  server->agents_->set_on_register(
+      [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
+  server->a2a_service_ = std::make_unique<A2AServiceImpl>(
+      server->a2a_tasks_.get(), server->agents_.get(), gateway, server->pool_.get(), "");
+  server->agent_registry_service_ =
+      std::make_unique<AgentRegistryServiceImpl>(server->agents_.get(), server->pool_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -51,6 +66,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.RegisterService(server->context_service_.get());
   builder.RegisterService(server->conversation_service_.get());
+  builder.RegisterService(server->a2a_service_.get());
+  builder.RegisterService(server->agent_registry_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
@@ -62,6 +79,28 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   health->SetServingStatus(true);
   server->address_ = WithPort(options.listen, server->port_);
   LOG_INFO("listening on %s", server->address_);
+  server->a2a_service_->set_grpc_address(server->address_);
+  // Deliveries queued before a restart resume here.
+  server->gateway_->Start();
+  if (!options.http_listen.empty()) {
+    AgentRegistryStore* agents = server->agents_.get();
+    const std::string grpc_address = server->address_;
+    absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> http = AgentCardHttpServer::Start(
+        options.http_listen, [agents, grpc_address]() -> absl::StatusOr<std::string> {
+          ASSIGN_OR_RETURN(lf::a2a::v1::AgentCard card, CoordinatorCard(agents, grpc_address));
+          std::string json;
+          (void)google::protobuf::util::MessageToJsonString(card, &json);
+          return json;
+        });
+    if (http.ok()) {
+      server->card_http_ = *std::move(http);
+      LOG_INFO("agent card on http://%s:%d/.well-known/agent-card.json",
+               options.http_listen.substr(0, options.http_listen.rfind(':')),
+               server->card_http_->port());
+    } else {
+      LOG_WARN("agent card not served: %s", http.status().message());
+    }
+  }
   return server;
 }
 
@@ -75,6 +114,9 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();
   }
+  if (card_http_ != nullptr) card_http_->Stop();
+  // Cancels in-flight agent calls (their messages stay queued for the next start).
+  if (gateway_ != nullptr) gateway_->Stop();
   pool_.reset();  // runs what is queued, joins the workers
   if (store_ != nullptr) {
     store_.reset();

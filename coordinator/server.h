@@ -11,6 +11,10 @@
 #include "absl/time/time.h"
 #include "common/thread_pool.h"
 #include "coordinator/context_service.h"
+#include "coordinator/a2a_gateway.h"
+#include "coordinator/a2a_http.h"
+#include "coordinator/a2a_service.h"
+#include "coordinator/agent_registry_service.h"
 #include "coordinator/conversation_service.h"
 #include "coordinator/limits.h"
 #include "grpcpp/grpcpp.h"
@@ -31,6 +35,13 @@ struct ServerOptions {
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
   Limits limits;
+  // HTTP address of the agent card (/.well-known/agent-card.json); default 127.0.0.1:8080, port
+  // 0 picks one, empty turns it off. A port that cannot be bound is logged, not fatal.
+  std::string http_listen = "127.0.0.1:8080";
+  // A2A gateway: agent call deadlines, delivery backoff and attempts (see GatewayOptions).
+  GatewayOptions gateway;
+  // A2A store: push-config and webhook retry limits (see A2AStoreOptions).
+  A2AStoreOptions a2a_store;
 };
 
 class CoordinatorServer {
@@ -47,6 +58,8 @@ class CoordinatorServer {
   int port() const { return port_; }
   // host:port actually bound.
   const std::string& address() const { return address_; }
+  // Port of the agent-card HTTP server, or 0 when it is off.
+  int http_port() const { return card_http_ != nullptr ? card_http_->port() : 0; }
 
   // Reports NOT_SERVING, stops accepting calls, lets in-flight calls finish for up to `grace`
   // (then cancels them), drains the work pool and closes the database. Idempotent.
@@ -65,6 +78,12 @@ class CoordinatorServer {
   std::unique_ptr<ConversationStore> conversations_;
   std::unique_ptr<ContextServiceImpl> context_service_;
   std::unique_ptr<ConversationServiceImpl> conversation_service_;
+  std::unique_ptr<A2ATaskStore> a2a_tasks_;
+  std::unique_ptr<AgentRegistryStore> agents_;
+  std::unique_ptr<A2AGateway> gateway_;
+  std::unique_ptr<A2AServiceImpl> a2a_service_;
+  std::unique_ptr<AgentRegistryServiceImpl> agent_registry_service_;
+  std::unique_ptr<AgentCardHttpServer> card_http_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;
