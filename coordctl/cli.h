@@ -86,6 +86,7 @@ std::string ToJson(const google::protobuf::Message& message);
 void AddContextCommands(std::vector<Command>* commands);
 void AddConversationCommands(std::vector<Command>* commands);
 void AddHealthCommands(std::vector<Command>* commands);
+void AddRunCommands(std::vector<Command>* commands);
 
 }  // namespace coordctl
 

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   coordctl::AddContextCommands(&commands);
   coordctl::AddConversationCommands(&commands);
   coordctl::AddHealthCommands(&commands);
+  coordctl::AddRunCommands(&commands);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_target = std::getenv("COORDCTL_TARGET");

@@ -138,6 +138,68 @@ inline std::string A2APushPending(absl::string_view task_id, uint64_t event_seq,
       .key();
 }
 
+// ---- Work coordination: family kWork (see docs/work.md). ----
+//
+//   0x40 <run_id> 0x00                        WorkRunRecord (run, counters, open items per level)
+//   0x40 <run_id> 0x01 <item_id>              WorkItem
+//   0x40 <run_id> 0x02 <level:u64> <item_id>  empty: the item is pending (claim candidates)
+//   0x41 <expire_micros:u64> <run_id> <item_id>  empty: a running item's lease (the reaper's scan)
+//
+// Claims and status changes lock the run record first, then the item; heartbeats and
+// checkpoints lock only the item, so they never wait on the run.
+inline constexpr uint8_t kWorkRunScoped = 0x40;  // family kWork
+inline constexpr uint8_t kWorkLeases = 0x41;     // family kWork
+
+// What follows the run prefix.
+inline constexpr uint8_t kRunHeader = 0x00;
+inline constexpr uint8_t kRunItem = 0x01;
+inline constexpr uint8_t kRunPending = 0x02;
+
+inline std::string RunPrefix(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).key();
+}
+inline std::string RunHeader(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunHeader).key();
+}
+inline std::string RunItem(absl::string_view run_id, absl::string_view item_id) {
+  return storage::KeyBuilder(kWorkRunScoped)
+      .AddString(run_id)
+      .AddByte(kRunItem)
+      .AddString(item_id)
+      .key();
+}
+inline std::string RunItemPrefix(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunItem).key();
+}
+inline std::string RunPending(absl::string_view run_id, uint64_t level,
+                              absl::string_view item_id) {
+  return storage::KeyBuilder(kWorkRunScoped)
+      .AddString(run_id)
+      .AddByte(kRunPending)
+      .AddUint64(level)
+      .AddString(item_id)
+      .key();
+}
+inline std::string RunPendingLevelPrefix(absl::string_view run_id, uint64_t level) {
+  return storage::KeyBuilder(kWorkRunScoped)
+      .AddString(run_id)
+      .AddByte(kRunPending)
+      .AddUint64(level)
+      .key();
+}
+inline std::string WorkLease(uint64_t expire_micros, absl::string_view run_id,
+                             absl::string_view item_id) {
+  return storage::KeyBuilder(kWorkLeases)
+      .AddUint64(expire_micros)
+      .AddString(run_id)
+      .AddString(item_id)
+      .key();
+}
+// Every lease key that expires before `expire_micros` sorts before this one.
+inline std::string WorkLeaseBound(uint64_t expire_micros) {
+  return storage::KeyBuilder(kWorkLeases).AddUint64(expire_micros).key();
+}
+
 }  // namespace coordinator::keys
 
 #endif  // COORDINATOR_KEYS_H_

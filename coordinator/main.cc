@@ -16,6 +16,9 @@ ABSL_FLAG(int, max_request_bytes, 4 << 20,
 ABSL_FLAG(int, worker_threads, 32, "threads that run storage work");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
+ABSL_FLAG(absl::Duration, reaper_period, absl::Seconds(1),
+          "how often work items whose lease expired are taken back; a crashed worker's item is "
+          "claimable again within its lease TTL plus this period");
 ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
           "HTTP address of the agent card (/.well-known/agent-card.json); port 0 picks one, "
           "empty turns it off");
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);

@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",
     "coordinator.v1.ConversationService",
+    "coordinator.v1.WorkService",
     "lf.a2a.v1.A2AService",
     "coordinator.v1.AgentRegistry",
 };
@@ -30,6 +31,9 @@ std::string WithPort(const std::string& listen, int port) {
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
     ServerOptions options) {
+  if (options.reaper_period <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("reaper_period must be positive");
+  }
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
@@ -46,6 +50,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<ContextServiceImpl>(server->contexts_.get(), server->pool_.get());
   server->conversation_service_ = std::make_unique<ConversationServiceImpl>(
       server->conversations_.get(), server->pool_.get());
+  server->work_notifier_ = std::make_unique<WorkNotifier>();
+  server->work_ = std::make_unique<WorkStore>(server->store_.get(), server->work_notifier_.get(),
+                                              options.work_limits);
+  server->work_service_ = std::make_unique<WorkServiceImpl>(
+      server->work_.get(), server->work_notifier_.get(), server->pool_.get());
   server->a2a_tasks_ =
       std::make_unique<A2ATaskStore>(server->store_.get(), options.limits, options.a2a_store);
   server->agents_ = std::make_unique<AgentRegistryStore>(server->store_.get());
@@ -66,6 +75,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.RegisterService(server->context_service_.get());
   builder.RegisterService(server->conversation_service_.get());
+  builder.RegisterService(server->work_service_.get());
   builder.RegisterService(server->a2a_service_.get());
   builder.RegisterService(server->agent_registry_service_.get());
   server->server_ = builder.BuildAndStart();
@@ -79,6 +89,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   health->SetServingStatus(true);
   server->address_ = WithPort(options.listen, server->port_);
   LOG_INFO("listening on %s", server->address_);
+  // Its first pass takes back the leases that expired while the coordinator was down.
+  server->reaper_ = std::make_unique<Reaper>(server->work_.get(), options.reaper_period);
   server->a2a_service_->set_grpc_address(server->address_);
   // Deliveries queued before a restart resume here.
   server->gateway_->Start();
@@ -109,6 +121,12 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(5)); }
 void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // The reaper writes to the store, and watch streams never end on their own.
+  if (reaper_ != nullptr) reaper_->Stop();
+  if (work_notifier_ != nullptr) {
+    work_notifier_->Close(
+        absl::UnavailableError("the coordinator is shutting down; watch again once it is back"));
+  }
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));

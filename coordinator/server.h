@@ -17,6 +17,8 @@
 #include "coordinator/agent_registry_service.h"
 #include "coordinator/conversation_service.h"
 #include "coordinator/limits.h"
+#include "coordinator/reaper.h"
+#include "coordinator/work_service.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/rocks_store.h"
 
@@ -35,6 +37,10 @@ struct ServerOptions {
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
   Limits limits;
+  // How often the reaper takes back work items whose lease expired (default 1s).
+  absl::Duration reaper_period = absl::Seconds(1);
+  // Bounds on work runs: items per run, text and metadata sizes (see WorkLimits).
+  WorkLimits work_limits;
   // HTTP address of the agent card (/.well-known/agent-card.json); default 127.0.0.1:8080, port
   // 0 picks one, empty turns it off. A port that cannot be bound is logged, not fatal.
   std::string http_listen = "127.0.0.1:8080";
@@ -78,6 +84,10 @@ class CoordinatorServer {
   std::unique_ptr<ConversationStore> conversations_;
   std::unique_ptr<ContextServiceImpl> context_service_;
   std::unique_ptr<ConversationServiceImpl> conversation_service_;
+  std::unique_ptr<WorkNotifier> work_notifier_;
+  std::unique_ptr<WorkStore> work_;
+  std::unique_ptr<WorkServiceImpl> work_service_;
+  std::unique_ptr<Reaper> reaper_;
   std::unique_ptr<A2ATaskStore> a2a_tasks_;
   std::unique_ptr<AgentRegistryStore> agents_;
   std::unique_ptr<A2AGateway> gateway_;

@@ -1,0 +1,746 @@
+// coordctl run ...: runs of workstreams and task graphs, their leases, and a worker loop.
+#include "coordctl/run_commands.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "coordctl/cli.h"
+#include "coordinator/v1/work.grpc.pb.h"
+
+extern char** environ;
+
+namespace coordctl {
+
+using coordinator::v1::WorkItem;
+using coordinator::v1::WorkService;
+
+std::string Slug(absl::string_view name) {
+  std::string slug;
+  for (char c : name) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      slug.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
+    } else if (!slug.empty() && slug.back() != '-') {
+      slug.push_back('-');
+    }
+    if (slug.size() >= 64) break;
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug.empty() ? "spec" : slug;
+}
+
+absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_dir,
+                                                      const std::string& worktree_root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::path(specs_dir), ec);
+  if (ec || !fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(specs_dir, " is not a directory"));
+  }
+  std::vector<fs::path> specs;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    if (absl::AsciiStrToLower(it->path().extension().string()) != ".md") continue;
+    if (specs.size() == kMaxSpecFiles) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(specs_dir, " holds more than ", kMaxSpecFiles, " spec files"));
+    }
+    specs.push_back(it->path());
+  }
+  if (ec)
+    return absl::InvalidArgumentError(absl::StrCat("cannot list ", specs_dir, ": ", ec.message()));
+  if (specs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(specs_dir, " holds no spec files (*.md)"));
+  }
+  std::sort(specs.begin(), specs.end());
+  const fs::path root =
+      worktree_root.empty() ? dir.parent_path() / ".worktrees" : fs::absolute(worktree_root);
+
+  std::vector<WorkItem> items;
+  absl::flat_hash_set<std::string> used;
+  for (const fs::path& spec : specs) {
+    std::string id = Slug(spec.stem().string());
+    for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(spec.stem().string()), "-", n);
+    used.insert(id);
+    std::string title = spec.filename().string();
+    std::ifstream in(spec);
+    std::string line;
+    size_t read = 0;
+    while (read < kMaxSpecBytesRead && std::getline(in, line)) {
+      read += line.size() + 1;
+      absl::string_view text = absl::StripAsciiWhitespace(line);
+      if (absl::ConsumePrefix(&text, "# ")) {
+        title = std::string(absl::StripAsciiWhitespace(text)).substr(0, 200);
+        break;
+      }
+    }
+    WorkItem& item = items.emplace_back();
+    item.set_item_id(id);
+    item.set_title(title);
+    item.set_description(spec.string());
+    item.set_branch(id);
+    item.set_worktree((root / id).string());
+  }
+  return items;
+}
+
+namespace {
+
+std::string Lower(absl::string_view name, absl::string_view prefix) {
+  absl::ConsumePrefix(&name, prefix);
+  return absl::AsciiStrToLower(name);
+}
+std::string ItemStatusName(coordinator::v1::ItemStatus s) {
+  return Lower(coordinator::v1::ItemStatus_Name(s), "ITEM_STATUS_");
+}
+std::string RunStatusName(coordinator::v1::RunStatus s) {
+  return Lower(coordinator::v1::RunStatus_Name(s), "RUN_STATUS_");
+}
+std::string RunKindName(coordinator::v1::RunKind k) {
+  return absl::StrReplaceAll(Lower(coordinator::v1::RunKind_Name(k), "RUN_KIND_"), {{"_", "-"}});
+}
+
+std::string FormatTime(const google::protobuf::Timestamp& ts) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(ts.seconds()),
+                          absl::UTCTimeZone());
+}
+
+google::protobuf::Duration ToProto(absl::Duration d) {
+  google::protobuf::Duration out;
+  const int64_t nanos = absl::ToInt64Nanoseconds(d);
+  out.set_seconds(nanos / 1000000000);
+  out.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  return out;
+}
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+// One line of free text for a table cell.
+std::string Cell(absl::string_view text, size_t max = 80) {
+  std::string line = absl::StrReplaceAll(text, {{"\n", " "}, {"\t", " "}, {"\r", " "}});
+  if (line.size() > max) line = absl::StrCat(line.substr(0, max - 3), "...");
+  return line.empty() ? "-" : line;
+}
+
+std::string RunSummary(const coordinator::v1::Run& run) {
+  const auto& c = run.counts();
+  return absl::StrFormat("%s\t%s\t%s\tdone %d/%d\trunning %d\tpending %d\tfailed %d\tblocked %d",
+                         run.run_id(), RunKindName(run.kind()), RunStatusName(run.status()),
+                         c.done(), c.total(), c.running(), c.pending(), c.failed(), c.blocked());
+}
+
+// Reads --max-attempts, --backoff-base, --backoff-max and --non-retryable.
+absl::StatusOr<coordinator::v1::RetryPolicy> ParsePolicy(const ParsedArgs& args) {
+  coordinator::v1::RetryPolicy policy;
+  if (args.has("max-attempts")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("--max-attempts", args.get("max-attempts"));
+    if (!n.ok()) return n.status();
+    if (*n <= 0 || *n > 1000) {
+      return absl::InvalidArgumentError("--max-attempts takes a number from 1 to 1000");
+    }
+    policy.set_max_attempts(static_cast<int32_t>(*n));
+  }
+  for (const char* name : {"backoff-base", "backoff-max"}) {
+    if (!args.has(name)) continue;
+    absl::StatusOr<absl::Duration> d = ParseDurationArg(name, args.get(name));
+    if (!d.ok()) return d.status();
+    *(std::string(name) == "backoff-base" ? policy.mutable_backoff_base()
+                                          : policy.mutable_backoff_max()) = ToProto(*d);
+  }
+  if (auto it = args.options.find("non-retryable"); it != args.options.end()) {
+    for (const std::string& pattern : it->second) policy.add_non_retryable_errors(pattern);
+  }
+  return policy;
+}
+
+const std::vector<std::string> kPolicyOptions = {"max-attempts", "backoff-base", "backoff-max",
+                                                 "non-retryable"};
+
+std::vector<std::string> WithPolicyOptions(std::vector<std::string> options) {
+  options.insert(options.end(), kPolicyOptions.begin(), kPolicyOptions.end());
+  return options;
+}
+
+int PrintCreated(const Env& env, const ParsedArgs& args, const coordinator::v1::Run& run) {
+  if (args.flag("json")) {
+    *env.out << ToJson(run) << std::endl;
+  } else {
+    *env.out << run.run_id() << std::endl;
+  }
+  return kExitOk;
+}
+
+int RunCreate(const Env& env, const ParsedArgs& args) {
+  if (!args.has("workstreams"))
+    return Fail(env, "--workstreams <specs dir> is required", kExitUsage);
+  absl::StatusOr<coordinator::v1::RetryPolicy> policy = ParsePolicy(args);
+  if (!policy.ok()) return Fail(env, std::string(policy.status().message()), kExitUsage);
+  absl::StatusOr<std::vector<WorkItem>> items =
+      ReadWorkstreams(args.get("workstreams"), args.get("worktree-root"));
+  if (!items.ok()) return Fail(env, std::string(items.status().message()));
+  coordinator::v1::CreateRunRequest request;
+  coordinator::v1::Run* run = request.mutable_run();
+  run->set_run_id(args.get("run-id"));
+  run->set_kind(coordinator::v1::RUN_KIND_WORKSTREAMS);
+  std::error_code ec;
+  run->set_specs_dir(std::filesystem::weakly_canonical(args.get("workstreams"), ec).string());
+  run->set_base_branch(args.get("base-branch", "main"));
+  *run->mutable_retry_policy() = *policy;
+  for (WorkItem& item : *items) *request.add_items() = std::move(item);
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::Run created;
+  grpc::Status s = stub->CreateRun(env.NewContext().get(), request, &created);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return PrintCreated(env, args, created);
+}
+
+int RunImport(const Env& env, const ParsedArgs& args) {
+  absl::StatusOr<coordinator::v1::RetryPolicy> policy = ParsePolicy(args);
+  if (!policy.ok()) return Fail(env, std::string(policy.status().message()), kExitUsage);
+  const std::string& path = args.positional[0];
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(env, absl::StrCat("cannot read ", path));
+  std::string json(kMaxTaskGraphBytes + 1, '\0');
+  in.read(json.data(), static_cast<std::streamsize>(json.size()));
+  json.resize(static_cast<size_t>(in.gcount()));
+  if (json.size() > kMaxTaskGraphBytes) {
+    return Fail(env, absl::StrCat(path, " is larger than ", kMaxTaskGraphBytes, " bytes"));
+  }
+  coordinator::v1::ImportTaskGraphRequest request;
+  request.set_run_id(args.get("run-id"));
+  request.set_graph_json(std::move(json));
+  request.set_feature(args.get("feature"));
+  *request.mutable_retry_policy() = *policy;
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::Run created;
+  grpc::Status s = stub->ImportTaskGraph(env.NewContext().get(), request, &created);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return PrintCreated(env, args, created);
+}
+
+int RunStatus(const Env& env, const ParsedArgs& args) {
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::GetRunRequest get;
+  get.set_run_id(args.positional[0]);
+  coordinator::v1::Run run;
+  grpc::Status s = stub->GetRun(env.NewContext().get(), get, &run);
+  if (!s.ok()) return ReportRpcError(env, s);
+  coordinator::v1::ListItemsRequest list;
+  list.set_run_id(run.run_id());
+  list.set_page_size(1000);
+  coordinator::v1::ListItemsResponse all;
+  do {
+    coordinator::v1::ListItemsResponse page;
+    s = stub->ListItems(env.NewContext().get(), list, &page);
+    if (!s.ok()) return ReportRpcError(env, s);
+    for (WorkItem& item : *page.mutable_items()) *all.add_items() = std::move(item);
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+  if (args.flag("json")) {
+    *env.out << "{\"run\":" << ToJson(run) << ",\"items\":" << ToJson(all) << "}" << std::endl;
+    return kExitOk;
+  }
+  *env.out << RunSummary(run) << "\n\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"ITEM", "STATUS", "WORKER", "ATTEMPTS", "LEVEL", "LAST ERROR OR SUMMARY"}};
+  for (const WorkItem& item : all.items()) {
+    std::string note = item.summary();
+    if (item.status() == coordinator::v1::ITEM_STATUS_FAILED ||
+        item.status() == coordinator::v1::ITEM_STATUS_BLOCKED) {
+      note = item.status_reason();
+    } else if (item.status() != coordinator::v1::ITEM_STATUS_DONE) {
+      note = item.last_error();
+    }
+    rows.push_back({item.item_id(), ItemStatusName(item.status()),
+                    item.worker_id().empty() ? "-" : item.worker_id(),
+                    absl::StrCat(item.attempts()), absl::StrCat(item.level()), Cell(note)});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    *env.out << line << "\n";
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
+int RunList(const Env& env, const ParsedArgs& args) {
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::ListRunsRequest request;
+  request.set_page_size(1000);
+  coordinator::v1::ListRunsResponse all;
+  do {
+    coordinator::v1::ListRunsResponse page;
+    grpc::Status s = stub->ListRuns(env.NewContext().get(), request, &page);
+    if (!s.ok()) return ReportRpcError(env, s);
+    for (auto& run : *page.mutable_runs()) *all.add_runs() = std::move(run);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  if (args.flag("json")) {
+    *env.out << ToJson(all) << std::endl;
+    return kExitOk;
+  }
+  for (const auto& run : all.runs()) {
+    *env.out << RunSummary(run) << "\tupdated " << FormatTime(run.update_time()) << "\n";
+  }
+  env.out->flush();
+  return kExitOk;
+}
+
+absl::StatusOr<absl::Duration> TtlArg(const ParsedArgs& args, const char* fallback) {
+  return ParseDurationArg("ttl", args.get("ttl", fallback));
+}
+
+int RunClaim(const Env& env, const ParsedArgs& args) {
+  if (!args.has("worker")) return Fail(env, "--worker is required", kExitUsage);
+  absl::StatusOr<absl::Duration> ttl = TtlArg(args, "30s");
+  if (!ttl.ok()) return Fail(env, std::string(ttl.status().message()), kExitUsage);
+  coordinator::v1::ClaimRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_worker_id(args.get("worker"));
+  *request.mutable_lease_ttl() = ToProto(*ttl);
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::ClaimResponse response;
+  grpc::Status s = stub->Claim(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << ToJson(response) << std::endl;
+  return response.has_item() ? kExitOk : kExitNo;
+}
+
+int RunHeartbeat(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::HeartbeatRequest request;
+  request.set_lease(args.positional[0]);
+  request.set_progress(args.get("progress"));
+  if (args.has("ttl")) {
+    absl::StatusOr<absl::Duration> ttl = TtlArg(args, "");
+    if (!ttl.ok()) return Fail(env, std::string(ttl.status().message()), kExitUsage);
+    *request.mutable_lease_ttl() = ToProto(*ttl);
+  }
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::HeartbeatResponse response;
+  grpc::Status s = stub->Heartbeat(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.item().item_id() << " leased until "
+           << FormatTime(response.lease_expire_time()) << std::endl;
+  return kExitOk;
+}
+
+int RunCheckpoint(const Env& env, const ParsedArgs& args) {
+  if (!args.has("note")) return Fail(env, "--note is required", kExitUsage);
+  coordinator::v1::CheckpointRequest request;
+  request.set_lease(args.positional[0]);
+  request.set_note(args.get("note"));
+  auto stub = WorkService::NewStub(env.channel);
+  WorkItem item;
+  grpc::Status s = stub->Checkpoint(env.NewContext().get(), request, &item);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << item.item_id() << " checkpointed" << std::endl;
+  return kExitOk;
+}
+
+int RunComplete(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::CompleteRequest request;
+  request.set_lease(args.positional[0]);
+  request.set_summary(args.get("summary"));
+  auto stub = WorkService::NewStub(env.channel);
+  WorkItem item;
+  grpc::Status s = stub->Complete(env.NewContext().get(), request, &item);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << item.item_id() << " " << ItemStatusName(item.status()) << std::endl;
+  return kExitOk;
+}
+
+void PrintFailed(const Env& env, const WorkItem& item) {
+  *env.out << item.item_id() << " " << ItemStatusName(item.status());
+  if (item.status() == coordinator::v1::ITEM_STATUS_PENDING && item.has_not_before()) {
+    *env.out << " (claimable from " << FormatTime(item.not_before()) << ")";
+  } else if (!item.status_reason().empty()) {
+    *env.out << ": " << Cell(item.status_reason(), 200);
+  }
+  *env.out << std::endl;
+}
+
+int RunFail(const Env& env, const ParsedArgs& args) {
+  if (!args.has("error")) return Fail(env, "--error is required", kExitUsage);
+  coordinator::v1::FailRequest request;
+  request.set_lease(args.positional[0]);
+  request.set_error(args.get("error"));
+  request.set_retryable(!args.flag("no-retry"));
+  auto stub = WorkService::NewStub(env.channel);
+  WorkItem item;
+  grpc::Status s = stub->Fail(env.NewContext().get(), request, &item);
+  if (!s.ok()) return ReportRpcError(env, s);
+  PrintFailed(env, item);
+  return kExitOk;
+}
+
+int RunRetry(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::RetryRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_item_id(args.positional[1]);
+  auto stub = WorkService::NewStub(env.channel);
+  WorkItem item;
+  grpc::Status s = stub->Retry(env.NewContext().get(), request, &item);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << item.item_id() << " " << ItemStatusName(item.status()) << std::endl;
+  return kExitOk;
+}
+
+std::string EventLine(const coordinator::v1::RunEvent& event) {
+  if (event.type() == coordinator::v1::RunEvent::TYPE_SNAPSHOT_END) {
+    return absl::StrCat("-- ", RunSummary(event.run()));
+  }
+  const WorkItem& item = event.item();
+  std::string line = absl::StrFormat(
+      "%s %s %s worker=%s attempts=%d epoch=%d",
+      event.type() == coordinator::v1::RunEvent::TYPE_SNAPSHOT ? "snapshot" : "changed",
+      item.item_id(), ItemStatusName(item.status()),
+      item.worker_id().empty() ? "-" : item.worker_id(), item.attempts(), item.epoch());
+  if (!item.progress().empty() && item.status() == coordinator::v1::ITEM_STATUS_RUNNING) {
+    absl::StrAppend(&line, " progress=", Cell(item.progress(), 60));
+  }
+  if (!item.status_reason().empty()) absl::StrAppend(&line, " reason=", Cell(item.status_reason()));
+  if (event.has_run()) absl::StrAppend(&line, " run=", RunStatusName(event.run().status()));
+  return line;
+}
+
+int RunWatch(const Env& env, const ParsedArgs& args) {
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::WatchRunRequest request;
+  request.set_run_id(args.positional[0]);
+  grpc::ClientContext context;  // no deadline: a watch runs until the run or the user ends it
+  std::unique_ptr<grpc::ClientReader<coordinator::v1::RunEvent>> reader =
+      stub->WatchRun(&context, request);
+  coordinator::v1::RunEvent event;
+  while (reader->Read(&event)) {
+    *env.out << (args.flag("json") ? ToJson(event) : EventLine(event)) << std::endl;
+  }
+  grpc::Status s = reader->Finish();
+  if (!s.ok()) return ReportRpcError(env, s);
+  return kExitOk;
+}
+
+// ---- run work: a worker loop around a command. ----
+
+bool Retriable(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         s.error_code() == grpc::StatusCode::ABORTED;
+}
+
+// Starts `argv` with `env_add` added to the environment. The child is killed when this process
+// dies (PR_SET_PDEATHSIG), so a worker killed with kill -9 leaves no command running without a
+// lease.
+absl::StatusOr<pid_t> StartChild(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env_add) {
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string& add : env_add) {
+      if (absl::StartsWith(entry, add.substr(0, add.find('=') + 1))) replaced = true;
+    }
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  env_strings.insert(env_strings.end(), env_add.begin(), env_add.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
+    execvpe(cargs[0], cargs.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Calls `rpc` until it returns something other than a transient error or `deadline` passes.
+template <typename Rpc>
+grpc::Status CallWithRetry(const Env& env, absl::Time deadline, Rpc rpc) {
+  while (true) {
+    grpc::Status s = rpc(env.NewContext().get());
+    if (!Retriable(s) || absl::Now() >= deadline) return s;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+int RunWork(const Env& env, const ParsedArgs& args) {
+  if (!args.has("worker")) return Fail(env, "--worker is required", kExitUsage);
+  if (args.rest.empty()) return Fail(env, "the command goes after \"--\"", kExitUsage);
+  absl::StatusOr<absl::Duration> ttl = TtlArg(args, "30s");
+  if (!ttl.ok() || *ttl <= absl::ZeroDuration()) {
+    return Fail(env, "--ttl takes a positive duration", kExitUsage);
+  }
+  absl::StatusOr<absl::Duration> poll = ParseDurationArg("poll", args.get("poll", "1s"));
+  if (!poll.ok() || *poll <= absl::ZeroDuration()) {
+    return Fail(env, "--poll takes a positive duration", kExitUsage);
+  }
+  int64_t max_items = -1;
+  if (args.has("max-items")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("--max-items", args.get("max-items"));
+    if (!n.ok() || *n <= 0) return Fail(env, "--max-items takes a positive number", kExitUsage);
+    max_items = *n;
+  }
+  // How long the coordinator may be unreachable before the worker gives up.
+  absl::StatusOr<absl::Duration> patience =
+      ParseDurationArg("patience", args.get("patience", "5m"));
+  if (!patience.ok()) return Fail(env, std::string(patience.status().message()), kExitUsage);
+
+  const std::string run_id = args.positional[0];
+  const std::string worker = args.get("worker");
+  auto stub = WorkService::NewStub(env.channel);
+  int64_t processed = 0;
+  while (max_items < 0 || processed < max_items) {
+    coordinator::v1::ClaimRequest claim;
+    claim.set_run_id(run_id);
+    claim.set_worker_id(worker);
+    *claim.mutable_lease_ttl() = ToProto(*ttl);
+    coordinator::v1::ClaimResponse claimed;
+    grpc::Status s = CallWithRetry(env, absl::Now() + *patience, [&](grpc::ClientContext* c) {
+      return stub->Claim(c, claim, &claimed);
+    });
+    if (!s.ok()) return ReportRpcError(env, s);
+    if (!claimed.has_item()) {
+      if (claimed.stalled()) {
+        *env.err << "coordctl: run " << run_id << " is " << RunStatusName(claimed.run().status())
+                 << "; nothing left to claim" << std::endl;
+        return claimed.run().status() == coordinator::v1::RUN_STATUS_COMPLETED ? kExitOk : kExitNo;
+      }
+      absl::Duration wait = *poll;
+      if (claimed.has_retry_after()) wait = std::min(wait, FromProto(claimed.retry_after()));
+      absl::SleepFor(std::max(wait, absl::Milliseconds(10)));
+      continue;
+    }
+    const WorkItem& item = claimed.item();
+    const std::string lease = claimed.lease();
+    *env.err << "coordctl: " << worker << " claimed " << item.item_id() << " epoch "
+             << claimed.epoch() << " lease " << lease << std::endl;
+    absl::StatusOr<pid_t> child = StartChild(
+        args.rest,
+        {absl::StrCat("COORD_RUN_ID=", run_id), absl::StrCat("COORD_ITEM_ID=", item.item_id()),
+         absl::StrCat("COORD_LEASE=", lease), absl::StrCat("COORD_EPOCH=", claimed.epoch()),
+         absl::StrCat("COORD_ATTEMPT=", item.attempts()),
+         absl::StrCat("COORD_BRANCH=", item.branch()),
+         absl::StrCat("COORD_WORKTREE=", item.worktree()),
+         absl::StrCat("COORD_CHECKPOINT=", item.checkpoint()),
+         absl::StrCat("COORD_PROGRESS=", item.progress())});
+    if (!child.ok()) return Fail(env, std::string(child.status().message()));
+
+    // Heartbeat every third of the lease while the command runs; a refused heartbeat means the
+    // lease is gone (another worker may hold the item), so the command is stopped.
+    absl::Time expire = absl::Now() + *ttl;
+    absl::Time next_beat = absl::Now() + *ttl / 3;
+    int wait_status = 0;
+    bool lost = false;
+    while (true) {
+      const pid_t done = waitpid(*child, &wait_status, WNOHANG);
+      if (done == *child) break;
+      const absl::Time now = absl::Now();
+      if (now >= next_beat) {
+        coordinator::v1::HeartbeatRequest beat;
+        beat.set_lease(lease);
+        coordinator::v1::HeartbeatResponse beat_response;
+        grpc::Status hs = stub->Heartbeat(env.NewContext().get(), beat, &beat_response);
+        if (hs.ok()) {
+          expire = absl::Now() + *ttl;
+          next_beat = absl::Now() + *ttl / 3;
+        } else if (Retriable(hs) && now < expire) {
+          next_beat = now + absl::Milliseconds(200);
+        } else {
+          *env.err << "coordctl: lost the lease on " << item.item_id() << ": " << hs.error_message()
+                   << std::endl;
+          kill(*child, SIGKILL);
+          waitpid(*child, &wait_status, 0);
+          lost = true;
+          break;
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    ++processed;
+    if (lost) continue;
+
+    const bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+    WorkItem result;
+    if (ok) {
+      coordinator::v1::CompleteRequest complete;
+      complete.set_lease(lease);
+      complete.set_summary(absl::StrCat("command exited 0 on worker ", worker));
+      s = CallWithRetry(env, expire, [&](grpc::ClientContext* c) {
+        return stub->Complete(c, complete, &result);
+      });
+    } else {
+      coordinator::v1::FailRequest fail;
+      fail.set_lease(lease);
+      fail.set_error(WIFEXITED(wait_status)
+                         ? absl::StrCat("command exited with status ", WEXITSTATUS(wait_status))
+                         : absl::StrCat("command killed by signal ", WTERMSIG(wait_status)));
+      fail.set_retryable(true);
+      s = CallWithRetry(env, expire,
+                        [&](grpc::ClientContext* c) { return stub->Fail(c, fail, &result); });
+    }
+    if (s.ok()) {
+      *env.err << "coordctl: " << worker << " " << (ok ? "completed " : "failed ") << item.item_id()
+               << " epoch " << claimed.epoch() << " -> " << ItemStatusName(result.status())
+               << std::endl;
+    } else {
+      *env.err << "coordctl: result of " << item.item_id() << " not recorded: " << s.error_message()
+               << std::endl;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRunCommands(std::vector<Command>* commands) {
+  commands->push_back(
+      {{"run", "create"},
+       "--workstreams <specs dir> [--base-branch main] [--run-id ID] [--worktree-root DIR] "
+       "[--max-attempts N] [--backoff-base 10s] [--backoff-max 5m] [--non-retryable TEXT ...] "
+       "[--json]",
+       "create a run with one workstream per spec file (*.md); prints the run id",
+       WithPolicyOptions({"workstreams", "base-branch", "run-id", "worktree-root"}),
+       {"json"},
+       0,
+       0,
+       false,
+       RunCreate});
+  commands->push_back(
+      {{"run", "import"},
+       "<task-graph.json> [--feature NAME] [--run-id ID] [--max-attempts N] [--backoff-base 10s] "
+       "[--backoff-max 5m] [--non-retryable TEXT ...] [--json]",
+       "create a run from a task graph; prints the run id",
+       WithPolicyOptions({"feature", "run-id"}),
+       {"json"},
+       1,
+       1,
+       false,
+       RunImport});
+  commands->push_back({{"run", "status"},
+                       "<run> [--json]",
+                       "show a run and its items: status, worker, attempts, level, last error "
+                       "or summary",
+                       {},
+                       {"json"},
+                       1,
+                       1,
+                       false,
+                       RunStatus});
+  commands->push_back(
+      {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunList});
+  commands->push_back({{"run", "claim"},
+                       "<run> --worker W [--ttl 30s]",
+                       "claim one item; prints the item and lease as JSON (exit 1: none now)",
+                       {"worker", "ttl"},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunClaim});
+  commands->push_back({{"run", "heartbeat"},
+                       "<lease> [--progress TEXT] [--ttl 30s]",
+                       "extend a lease and store a progress payload",
+                       {"progress", "ttl"},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunHeartbeat});
+  commands->push_back({{"run", "checkpoint"},
+                       "<lease> --note TEXT",
+                       "store a checkpoint note for whoever claims the item next",
+                       {"note"},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunCheckpoint});
+  commands->push_back({{"run", "complete"},
+                       "<lease> [--summary TEXT]",
+                       "mark the leased item done",
+                       {"summary"},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunComplete});
+  commands->push_back({{"run", "fail"},
+                       "<lease> --error TEXT [--no-retry]",
+                       "record a failed attempt (retried after a backoff unless --no-retry)",
+                       {"error"},
+                       {"no-retry"},
+                       1,
+                       1,
+                       false,
+                       RunFail});
+  commands->push_back({{"run", "retry"},
+                       "<run> <item>",
+                       "send a blocked or failed item back to pending",
+                       {},
+                       {},
+                       2,
+                       2,
+                       false,
+                       RunRetry});
+  commands->push_back({{"run", "watch"},
+                       "<run> [--json]",
+                       "print the run's items, then a line per change, until interrupted",
+                       {},
+                       {"json"},
+                       1,
+                       1,
+                       false,
+                       RunWatch});
+  commands->push_back(
+      {{"run", "work"},
+       "<run> --worker W [--ttl 30s] [--poll 1s] [--max-items N] [--patience 5m] -- <command...>",
+       "worker loop: claim an item, run the command with COORD_* variables (COORD_ITEM_ID, "
+       "COORD_LEASE, ...) while heartbeating, complete on exit 0, else fail (retryable); stops "
+       "when nothing is left",
+       {"worker", "ttl", "poll", "max-items", "patience"},
+       {},
+       1,
+       1,
+       true,
+       RunWork});
+}
+
+}  // namespace coordctl
