@@ -1,0 +1,412 @@
+#include "coordinator/a2a_gateway.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "coordinator/a2a_errors.h"
+#include "coordinator/a2a_http.h"
+#include "coordinator/time_util.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace coordinator {
+namespace {
+
+// Largest number of queue entries one pass of a loop reads.
+constexpr int kScanBatch = 1000;
+// How long a loop sleeps when nothing is due and nobody kicks it.
+constexpr absl::Duration kIdleWake = absl::Seconds(1);
+
+std::chrono::system_clock::time_point Deadline(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d);
+}
+
+// Codes after which the same message may well get through later.
+bool IsRetryable(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+absl::Status FromAgentStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  google::rpc::Status details;
+  if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
+    for (const google::protobuf::Any& any : details.details()) {
+      google::rpc::ErrorInfo info;
+      if (any.UnpackTo(&info) && info.domain() == a2a::kErrorDomain) {
+        return a2a::Error(code, info.reason(), status.error_message());
+      }
+    }
+  }
+  return absl::Status(code, status.error_message());
+}
+
+void AddA2AVersion(grpc::ClientContext* context) { context->AddMetadata("a2a-version", "1.0"); }
+
+uint64_t TaskNotifier::Subscribe(const std::string& task_id, Listener listener) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t id = next_id_++;
+  listeners_[task_id][id] = std::move(listener);
+  return id;
+}
+
+void TaskNotifier::Unsubscribe(const std::string& task_id, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = listeners_.find(task_id);
+  if (it == listeners_.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) listeners_.erase(it);
+}
+
+void TaskNotifier::Notify(const std::string& task_id) {
+  std::vector<Listener> to_call;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = listeners_.find(task_id);
+    if (it == listeners_.end()) return;
+    for (const auto& [id, listener] : it->second) to_call.push_back(listener);
+  }
+  for (const Listener& listener : to_call) listener();
+}
+
+A2AGateway::A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options)
+    : tasks_(tasks), agents_(agents), options_(options) {}
+
+A2AGateway::~A2AGateway() { Stop(); }
+
+void A2AGateway::Start() {
+  delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
+  delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+  push_thread_ = std::thread([this] { PushLoop(); });
+}
+
+void A2AGateway::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (grpc::ClientContext* call : calls_) call->TryCancel();
+  }
+  if (delivery_thread_.joinable()) delivery_thread_.join();
+  if (push_thread_.joinable()) push_thread_.join();
+  delivery_pool_.reset();  // joins the deliveries, whose calls were cancelled
+}
+
+void A2AGateway::Published(const A2ATaskStore::Change& change) {
+  if (!change.events.empty()) notifier_.Notify(change.header.task().id());
+  absl::MutexLock lock(&mu_);
+  kicked_ = true;
+  push_kicked_ = true;
+}
+
+void A2AGateway::Kick() {
+  absl::MutexLock lock(&mu_);
+  kicked_ = true;
+}
+
+void A2AGateway::AgentRegistered(const std::string& name) {
+  absl::Status s = tasks_->RetryDeliveriesNow(name);
+  if (!s.ok()) LOG_WARN("cannot reschedule deliveries to %s: %s", name, s.message());
+  Kick();
+}
+
+std::shared_ptr<grpc::Channel> A2AGateway::ChannelFor(const std::string& endpoint) {
+  absl::MutexLock lock(&mu_);
+  auto it = channels_.find(endpoint);
+  if (it != channels_.end()) return it->second;
+  grpc::ChannelArguments args;
+  // An agent that comes back should be reached within a second, not after gRPC's default
+  // reconnect backoff of up to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  channels_[endpoint] = channel;
+  return channel;
+}
+
+absl::Duration A2AGateway::Backoff(int attempts) const {
+  absl::Duration d = options_.initial_backoff;
+  for (int i = 1; i < attempts && d < options_.max_backoff; ++i) d *= 2;
+  return std::min(d, options_.max_backoff);
+}
+
+void A2AGateway::DeliveryLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      kicked_ = false;
+    }
+    absl::Time wake = absl::Now() + kIdleWake;
+    absl::StatusOr<std::vector<v1::PendingDelivery>> pending =
+        tasks_->PendingDeliveries(kScanBatch);
+    if (!pending.ok()) {
+      LOG_ERROR("cannot read the delivery queue: %s", pending.status().message());
+    } else {
+      const absl::Time now = absl::Now();
+      absl::flat_hash_set<std::string> seen_tasks;
+      for (v1::PendingDelivery& d : *pending) {
+        // Messages of one task go in order, one at a time: only its oldest is a candidate.
+        if (!seen_tasks.insert(d.task_id()).second) continue;
+        const absl::Time due = FromProtoTime(d.next_attempt_time());
+        if (due > now) {
+          wake = std::min(wake, due);
+          continue;
+        }
+        {
+          absl::MutexLock lock(&mu_);
+          if (stopping_) return;
+          if (!in_flight_.insert(d.task_id()).second) continue;
+        }
+        delivery_pool_->Schedule([this, d = std::move(d)]() mutable { Deliver(std::move(d)); });
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stopping_; };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+  }
+}
+
+void A2AGateway::Deliver(v1::PendingDelivery delivery) {
+  const std::string task_id = delivery.task_id();
+  absl::Status result = Attempt(delivery);
+  if (result.ok()) {
+    absl::Status done = tasks_->DeliveryDone(task_id, delivery.history_seq());
+    if (!done.ok()) LOG_ERROR("task %s: cannot dequeue a delivery: %s", task_id, done.message());
+  } else {
+    bool stopping;
+    {
+      absl::MutexLock lock(&mu_);
+      stopping = stopping_;
+    }
+    // A delivery cut short by our own shutdown is not the agent's failure: it stays queued.
+    if (!stopping) {
+      const int attempts = delivery.attempts() + 1;
+      // Errors without a retryable code are the agent's definite answer: no point retrying.
+      const bool retryable = result.code() == absl::StatusCode::kUnavailable ||
+                             result.code() == absl::StatusCode::kDeadlineExceeded ||
+                             result.code() == absl::StatusCode::kCancelled ||
+                             result.code() == absl::StatusCode::kUnknown ||
+                             result.code() == absl::StatusCode::kResourceExhausted ||
+                             result.code() == absl::StatusCode::kAborted;
+      const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
+      LOG_WARN("task %s: delivery attempt %d to %s failed: %s%s", task_id, attempts,
+               delivery.tenant(), result.message(), give_up ? " (giving up)" : "");
+      absl::StatusOr<A2ATaskStore::Change> change =
+          tasks_->DeliveryFailed(task_id, delivery.history_seq(), result.message(),
+                                 absl::Now() + Backoff(attempts), give_up);
+      if (change.ok()) {
+        Published(*change);
+      } else {
+        LOG_ERROR("task %s: cannot record a failed delivery: %s", task_id,
+                  change.status().message());
+      }
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(task_id);
+  kicked_ = true;
+}
+
+absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
+  const std::string& task_id = delivery.task_id();
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(task_id);
+  if (absl::IsNotFound(header.status())) return absl::OkStatus();  // nothing left to deliver
+  RETURN_IF_ERROR(header.status());
+  if (IsTerminal(header->task().status().state())) return absl::OkStatus();
+  absl::StatusOr<v1::Agent> agent = agents_->Get(header->tenant());
+  if (absl::IsNotFound(agent.status())) {
+    return absl::UnavailableError(absl::StrCat("agent ", header->tenant(), " is not registered"));
+  }
+  RETURN_IF_ERROR(agent.status());
+  ASSIGN_OR_RETURN(a2apb::Message message, tasks_->HistoryMessage(task_id, delivery.history_seq()));
+  // The agent knows the task by its own id (none before its first answer).
+  message.set_task_id(header->agent_task_id());
+  message.set_context_id(header->task().context_id());
+  a2apb::SendMessageRequest request;
+  *request.mutable_message() = std::move(message);
+
+  auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
+  grpc::ClientContext context;
+  context.set_deadline(Deadline(options_.stream_timeout));
+  AddA2AVersion(&context);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::CancelledError("coordinator is stopping");
+    calls_.insert(&context);
+  }
+  auto unregister = [&] {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(&context);
+  };
+  std::unique_ptr<grpc::ClientReader<a2apb::StreamResponse>> reader =
+      stub->SendStreamingMessage(&context, request);
+  a2apb::StreamResponse response;
+  bool reached_end = false;
+  bool got_any = false;
+  absl::Status apply_error;
+  while (reader->Read(&response)) {
+    got_any = true;
+    absl::StatusOr<A2ATaskStore::Change> change = tasks_->ApplyAgentUpdate(task_id, response);
+    if (!change.ok()) {
+      apply_error = change.status();
+      context.TryCancel();
+      break;
+    }
+    Published(*change);
+    if (IsFinalOrInterrupted(change->header.task().status().state())) {
+      reached_end = true;
+      context.TryCancel();  // the agent's stream should end here; do not wait for it
+      break;
+    }
+  }
+  grpc::Status status = reader->Finish();
+  unregister();
+  if (!apply_error.ok()) return apply_error;
+  if (reached_end || status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
+    // An agent without streaming: one blocking call instead.
+    grpc::ClientContext unary;
+    unary.set_deadline(Deadline(options_.stream_timeout));
+    AddA2AVersion(&unary);
+    a2apb::SendMessageResponse reply;
+    grpc::Status s = stub->SendMessage(&unary, request, &reply);
+    if (!s.ok()) return FromAgentStatus(s);
+    a2apb::StreamResponse update;
+    if (reply.has_task()) *update.mutable_task() = reply.task();
+    if (reply.has_message()) *update.mutable_message() = reply.message();
+    ASSIGN_OR_RETURN(A2ATaskStore::Change change, tasks_->ApplyAgentUpdate(task_id, update));
+    Published(change);
+    return absl::OkStatus();
+  }
+  if (IsRetryable(status)) {
+    return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
+                                               ": ", status.error_message()));
+  }
+  return FromAgentStatus(status);
+}
+
+absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskRequest& request) {
+  ASSIGN_OR_RETURN(a2apb::Task current, tasks_->GetTask(request.tenant(), request.id(), 0));
+  if (IsTerminal(current.status().state())) {
+    return a2a::TaskNotCancelable(absl::StrCat("task ", request.id(), " has already ended (",
+                                               a2apb::TaskState_Name(current.status().state()),
+                                               ")"));
+  }
+  ASSIGN_OR_RETURN(v1::StoredTask header, tasks_->GetHeader(request.id()));
+  bool agent_has_it = false;
+  if (!header.agent_task_id().empty()) {
+    absl::StatusOr<v1::Agent> agent = agents_->Get(header.tenant());
+    if (agent.ok()) {
+      auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
+      grpc::ClientContext context;
+      context.set_deadline(Deadline(options_.call_timeout));
+      AddA2AVersion(&context);
+      a2apb::CancelTaskRequest forward;
+      forward.set_id(header.agent_task_id());
+      *forward.mutable_metadata() = request.metadata();
+      a2apb::Task reply;
+      grpc::Status s = stub->CancelTask(&context, forward, &reply);
+      if (s.ok()) {
+        agent_has_it = true;
+        a2apb::StreamResponse update;
+        *update.mutable_task() = std::move(reply);
+        ASSIGN_OR_RETURN(A2ATaskStore::Change change,
+                         tasks_->ApplyAgentUpdate(request.id(), update));
+        Published(change);
+      } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return FromAgentStatus(s);  // the agent says it cannot be canceled now
+      }
+      // NOT_FOUND: the agent is not running it; UNAVAILABLE: the agent is down. Either way
+      // nothing runs the task, so it is canceled here.
+    }
+  }
+  if (!agent_has_it) {
+    absl::StatusOr<A2ATaskStore::Change> change =
+        tasks_->CancelLocally(request.tenant(), request.id(), "");
+    if (!change.ok()) return change.status();
+    Published(*change);
+  }
+  return tasks_->GetTask(request.tenant(), request.id(), std::nullopt);
+}
+
+void A2AGateway::PushLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      push_kicked_ = false;
+    }
+    absl::Time wake = absl::Now() + kIdleWake;
+    absl::StatusOr<std::vector<v1::PushDelivery>> pending = tasks_->PendingPushes(kScanBatch);
+    if (!pending.ok()) {
+      LOG_ERROR("cannot read the webhook queue: %s", pending.status().message());
+    } else {
+      for (const v1::PushDelivery& push : *pending) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (stopping_) return;
+        }
+        const absl::Time due = FromProtoTime(push.next_attempt_time());
+        if (due > absl::Now()) {
+          wake = std::min(wake, due);
+          continue;
+        }
+        SendPush(push);
+        wake = absl::Now();  // look again: the call may have been rescheduled or more queued
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return push_kicked_ || stopping_; };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+  }
+}
+
+void A2AGateway::SendPush(const v1::PushDelivery& push) {
+  std::string body;
+  (void)google::protobuf::util::MessageToJsonString(push.payload(), &body);
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!push.config().token().empty()) {
+    headers.emplace_back("X-A2A-Notification-Token", push.config().token());
+  }
+  if (!push.config().authentication().scheme().empty()) {
+    headers.emplace_back("Authorization",
+                         absl::StrCat(push.config().authentication().scheme(), " ",
+                                      push.config().authentication().credentials()));
+  }
+  HttpPostResult result =
+      HttpPost(push.config().url(), body, "application/a2a+json", headers, options_.push_timeout);
+  v1::PushAttempt attempt;
+  *attempt.mutable_time() = ToProtoTime(absl::Now());
+  attempt.set_http_status(result.status);
+  attempt.set_error(result.error);
+  const bool delivered = result.status >= 200 && result.status < 300;
+  if (!delivered && result.error.empty()) {
+    attempt.set_error(absl::StrCat("HTTP ", result.status));
+  }
+  absl::Status s = tasks_->RecordPushAttempt(push, attempt, delivered);
+  if (!s.ok())
+    LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
+}
+
+}  // namespace coordinator

@@ -1,0 +1,123 @@
+// The A2A gateway's moving parts: the in-process notifier that wakes streams and waiting calls
+// when a task changes, the delivery loop that carries queued messages to agents (retrying with
+// exponential backoff, failing the task after a limit), cancellation forwarded to agents, and
+// the webhook loop for push notifications. Every change is stored before anyone is told of it.
+// Outbound calls run on the gateway's own threads, never on a gRPC reactor thread.
+#ifndef COORDINATOR_A2A_GATEWAY_H_
+#define COORDINATOR_A2A_GATEWAY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/thread_pool.h"
+#include "coordinator/a2a_task_store.h"
+#include "coordinator/agent_registry_store.h"
+#include "grpcpp/grpcpp.h"
+
+namespace coordinator {
+
+struct GatewayOptions {
+  // Deadline of a unary call to an agent (CancelTask, a non-streaming send). Default 10s.
+  absl::Duration call_timeout = absl::Seconds(10);
+  // Deadline of one streamed delivery: how long an agent may work on one message. Default 1h.
+  absl::Duration stream_timeout = absl::Hours(1);
+  // Delay after the first failed delivery; doubles with each failure up to the maximum.
+  // Defaults 500ms and 30s.
+  absl::Duration initial_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  // Failed attempts after which a message is given up and its task FAILED (default 10).
+  int max_delivery_attempts = 10;
+  // Threads carrying deliveries to agents (default 16): how many messages can be at agents at
+  // once.
+  int delivery_threads = 16;
+  // Deadline of one webhook POST (default 10s).
+  absl::Duration push_timeout = absl::Seconds(10);
+};
+
+// Wakes whoever watches a task (streams, blocking sends) after a change was committed.
+// Listeners must return quickly: they only schedule work.
+class TaskNotifier {
+ public:
+  using Listener = std::function<void()>;
+  uint64_t Subscribe(const std::string& task_id, Listener listener);
+  void Unsubscribe(const std::string& task_id, uint64_t id);
+  void Notify(const std::string& task_id);
+
+ private:
+  absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<std::string, absl::flat_hash_map<uint64_t, Listener>> listeners_
+      ABSL_GUARDED_BY(mu_);
+};
+
+class A2AGateway {
+ public:
+  A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options);
+  // Stops the loops and waits for in-flight deliveries to end (their calls are cancelled).
+  ~A2AGateway();
+
+  // Starts the delivery and webhook loops. Deliveries left queued by a previous run resume.
+  void Start();
+  void Stop();
+
+  TaskNotifier* notifier() { return &notifier_; }
+
+  // Tells watchers of the change's task and wakes the delivery loop.
+  void Published(const A2ATaskStore::Change& change);
+  // Wakes the delivery loop now (a message was queued, an agent registered).
+  void Kick();
+  // An agent (re)registered: its queued deliveries are due now.
+  void AgentRegistered(const std::string& name);
+
+  // Cancels a task: forwarded to its agent when the agent is running it, else done in the
+  // store. Blocking (outbound call): run it on a worker thread.
+  [[nodiscard]] absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request);
+
+  // The agent's channel (cached per endpoint, reconnecting quickly).
+  std::shared_ptr<grpc::Channel> ChannelFor(const std::string& endpoint);
+
+ private:
+  void DeliveryLoop();
+  void Deliver(v1::PendingDelivery delivery);
+  // One attempt; OK when the message reached the agent and the agent answered.
+  absl::Status Attempt(const v1::PendingDelivery& delivery);
+  void PushLoop();
+  void SendPush(const v1::PushDelivery& push);
+  absl::Duration Backoff(int attempts) const;
+
+  A2ATaskStore* tasks_;         // not owned
+  AgentRegistryStore* agents_;  // not owned
+  const GatewayOptions options_;
+  TaskNotifier notifier_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool push_kicked_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+
+  std::unique_ptr<common::ThreadPool> delivery_pool_;
+  std::thread delivery_thread_;
+  std::thread push_thread_;
+};
+
+// An agent's gRPC status as an absl::Status, keeping the A2A reason of its ErrorInfo detail.
+absl::Status FromAgentStatus(const grpc::Status& status);
+
+// Adds the a2a-version metadata this gateway speaks to an outbound call.
+void AddA2AVersion(grpc::ClientContext* context);
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_A2A_GATEWAY_H_

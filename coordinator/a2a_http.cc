@@ -1,0 +1,84 @@
+#include "coordinator/a2a_http.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+
+namespace coordinator {
+namespace {
+
+constexpr char kCardPath[] = "/.well-known/agent-card.json";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
+    const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_listen \"", listen, "\" is not host:port"));
+  }
+  std::string host = listen.substr(0, colon);
+  std::unique_ptr<AgentCardHttpServer> server(new AgentCardHttpServer());
+  server->server_ = std::make_unique<httplib::Server>();
+  server->server_->Get(kCardPath, [card_json](const httplib::Request&, httplib::Response& res) {
+    absl::StatusOr<std::string> json = card_json();
+    if (!json.ok()) {
+      res.status = 503;
+      res.set_content(std::string(json.status().message()), "text/plain");
+      return;
+    }
+    res.set_content(*json, "application/json");
+  });
+  if (port == 0) {
+    server->port_ = server->server_->bind_to_any_port(host);
+  } else if (server->server_->bind_to_port(host, port)) {
+    server->port_ = port;
+  }
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", listen));
+  }
+  httplib::Server* raw = server->server_.get();
+  server->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  return server;
+}
+
+AgentCardHttpServer::~AgentCardHttpServer() { Stop(); }
+
+void AgentCardHttpServer::Stop() {
+  if (server_ != nullptr) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HttpPostResult HttpPost(const std::string& url, const std::string& body,
+                        const std::string& content_type,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        absl::Duration timeout) {
+  HttpPostResult result;
+  if (!absl::StartsWith(url, "http://")) {
+    result.error = "only http:// webhook URLs are supported";
+    return result;
+  }
+  const size_t path_start = url.find('/', 7);
+  const std::string base = path_start == std::string::npos ? url : url.substr(0, path_start);
+  const std::string path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  httplib::Client client(base);
+  const auto micros = absl::ToInt64Microseconds(timeout);
+  client.set_connection_timeout(micros / 1000000, micros % 1000000);
+  client.set_read_timeout(micros / 1000000, micros % 1000000);
+  client.set_write_timeout(micros / 1000000, micros % 1000000);
+  httplib::Headers h;
+  for (const auto& [name, value] : headers) h.emplace(name, value);
+  httplib::Result res = client.Post(path, h, body, content_type);
+  if (!res) {
+    result.error = absl::StrCat("no answer: ", httplib::to_string(res.error()));
+    return result;
+  }
+  result.status = res->status;
+  return result;
+}
+
+}  // namespace coordinator

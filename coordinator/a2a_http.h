@@ -1,0 +1,55 @@
+// The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server that
+// publishes the agent card, and the client that POSTs webhook calls. Kept in one file so the
+// large header is compiled once.
+#ifndef COORDINATOR_A2A_HTTP_H_
+#define COORDINATOR_A2A_HTTP_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace coordinator {
+
+// Serves GET /.well-known/agent-card.json with the JSON `card_json` returns at that moment.
+class AgentCardHttpServer {
+ public:
+  // Binds `listen` (host:port; port 0 picks one) and serves on a thread of its own.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> Start(
+      const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json);
+  ~AgentCardHttpServer();
+
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  AgentCardHttpServer() = default;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// What one POST got: the HTTP status (0 when no answer came) and, without an answer, why.
+struct HttpPostResult {
+  int status = 0;
+  std::string error;
+};
+
+// POSTs `body` to `url` (http:// only) with `headers`, waiting at most `timeout`.
+HttpPostResult HttpPost(const std::string& url, const std::string& body,
+                        const std::string& content_type,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        absl::Duration timeout);
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_A2A_HTTP_H_
