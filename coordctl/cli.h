@@ -86,6 +86,9 @@ std::string ToJson(const google::protobuf::Message& message);
 void AddContextCommands(std::vector<Command>* commands);
 void AddConversationCommands(std::vector<Command>* commands);
 void AddHealthCommands(std::vector<Command>* commands);
+void AddTaskCommands(std::vector<Command>* commands);
+void AddBreakerCommands(std::vector<Command>* commands);
+void AddImportCommands(std::vector<Command>* commands);
 void AddRunCommands(std::vector<Command>* commands);
 
 }  // namespace coordctl

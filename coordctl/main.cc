@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   coordctl::AddContextCommands(&commands);
   coordctl::AddConversationCommands(&commands);
   coordctl::AddHealthCommands(&commands);
+  coordctl::AddTaskCommands(&commands);
+  coordctl::AddBreakerCommands(&commands);
+  coordctl::AddImportCommands(&commands);
   coordctl::AddRunCommands(&commands);
 
   std::vector<std::string> args(argv + 1, argv + argc);

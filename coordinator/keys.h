@@ -200,6 +200,56 @@ inline std::string WorkLeaseBound(uint64_t expire_micros) {
   return storage::KeyBuilder(kWorkLeases).AddUint64(expire_micros).key();
 }
 
+// ---- Retry state and the loop breaker: family kTasks (see docs/retry-and-breaker.md). ----
+//
+//   0x30 <task_id> 0x00             StoredTaskHeader: scalars, custom fields, counters
+//   0x30 <task_id> 0x01 <seq:u64>   TaskFailure          (seq 1, 2, ... = header.failure_count)
+//   0x30 <task_id> 0x02 <seq:u64>   TaskEscalation       (header.escalation_count)
+//   0x30 <task_id> 0x03 <seq:u64>   QualityGateResult    (header.quality_gate_count)
+//   0x30 <task_id> 0x04             StoredBreakSummary   (while the task is blocked)
+//   0x31 <task_id>                  BlockedTask          (the blocked registry)
+//   0x32                            StoredBreakerLogMeta (seq of the newest log entry)
+//   0x33 <seq:u64>                  BreakerLogEntry      (append-only)
+//
+// An append writes its record and rewrites only the small header, whatever the history's
+// length. Every change locks the header (GetForUpdate), so concurrent changes of one task are
+// serialized; a breaker action locks the header before the log meta, never the other way.
+inline constexpr uint8_t kTaskScoped = 0x30;      // family kTasks
+inline constexpr uint8_t kBlockedRegistry = 0x31;  // family kTasks
+inline constexpr uint8_t kBreakerLogMeta = 0x32;   // family kTasks
+inline constexpr uint8_t kBreakerLog = 0x33;       // family kTasks
+
+// What follows the task prefix.
+inline constexpr uint8_t kTaskHeader = 0x00;
+inline constexpr uint8_t kTaskFailure = 0x01;
+inline constexpr uint8_t kTaskEscalation = 0x02;
+inline constexpr uint8_t kTaskQualityGate = 0x03;
+inline constexpr uint8_t kTaskBreakSummary = 0x04;
+
+inline std::string TaskPrefix(absl::string_view task_id) {
+  return storage::KeyBuilder(kTaskScoped).AddString(task_id).key();
+}
+inline std::string TaskHeader(absl::string_view task_id) {
+  return storage::KeyBuilder(kTaskScoped).AddString(task_id).AddByte(kTaskHeader).key();
+}
+// `kind` is kTaskFailure, kTaskEscalation or kTaskQualityGate.
+inline std::string TaskHistoryRecord(absl::string_view task_id, uint8_t kind, uint64_t seq) {
+  return storage::KeyBuilder(kTaskScoped).AddString(task_id).AddByte(kind).AddUint64(seq).key();
+}
+inline std::string TaskHistoryPrefix(absl::string_view task_id, uint8_t kind) {
+  return storage::KeyBuilder(kTaskScoped).AddString(task_id).AddByte(kind).key();
+}
+inline std::string TaskBreakSummary(absl::string_view task_id) {
+  return storage::KeyBuilder(kTaskScoped).AddString(task_id).AddByte(kTaskBreakSummary).key();
+}
+inline std::string BlockedRegistry(absl::string_view task_id) {
+  return storage::KeyBuilder(kBlockedRegistry).AddString(task_id).key();
+}
+inline std::string BreakerLogMeta() { return storage::KeyBuilder(kBreakerLogMeta).key(); }
+inline std::string BreakerLogEntry(uint64_t seq) {
+  return storage::KeyBuilder(kBreakerLog).AddUint64(seq).key();
+}
+
 }  // namespace coordinator::keys
 
 #endif  // COORDINATOR_KEYS_H_

@@ -6,6 +6,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "common/log.h"
 #include "coordinator/server.h"
 
@@ -16,6 +18,17 @@ ABSL_FLAG(int, max_request_bytes, 4 << 20,
 ABSL_FLAG(int, worker_threads, 32, "threads that run storage work");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
+ABSL_FLAG(std::string, tier_ladder,
+          "codex-mini,gpt-5.1,codex,codex-max,claude-haiku,claude-opus,aria-thinking",
+          "model names of the retry tiers, tier 1 first, separated by commas");
+ABSL_FLAG(int, breaker_repeated_error_threshold, 2,
+          "loop breaker: the same error this many times is a repeated_error loop");
+ABSL_FLAG(int, breaker_stuck_tier_threshold, 3,
+          "loop breaker: this many failures without a tier change is a stuck_tier loop");
+ABSL_FLAG(int, breaker_quality_gate_threshold, 2,
+          "loop breaker: one quality-gate check failing this many times is a loop");
+ABSL_FLAG(int64_t, breaker_log_retention, 100000,
+          "loop breaker: log entries kept (older ones are deleted); 0 keeps all");
 ABSL_FLAG(absl::Duration, reaper_period, absl::Seconds(1),
           "how often work items whose lease expired are taken back; a crashed worker's item is "
           "claimable again within its lease TTL plus this period");
@@ -60,6 +73,16 @@ int main(int argc, char** argv) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.task_state.tier_ladder.clear();
+  for (absl::string_view tier : absl::StrSplit(absl::GetFlag(FLAGS_tier_ladder), ',')) {
+    options.task_state.tier_ladder.emplace_back(absl::StripAsciiWhitespace(tier));
+  }
+  options.breaker.repeated_error_threshold =
+      absl::GetFlag(FLAGS_breaker_repeated_error_threshold);
+  options.breaker.stuck_tier_threshold = absl::GetFlag(FLAGS_breaker_stuck_tier_threshold);
+  options.breaker.quality_gate_threshold =
+      absl::GetFlag(FLAGS_breaker_quality_gate_threshold);
+  options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);

@@ -16,6 +16,8 @@ namespace {
 constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",
     "coordinator.v1.ConversationService",
+    "coordinator.v1.TaskStateService",
+    "coordinator.v1.BreakerService",
     "coordinator.v1.WorkService",
     "lf.a2a.v1.A2AService",
     "coordinator.v1.AgentRegistry",
@@ -34,6 +36,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   if (options.reaper_period <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("reaper_period must be positive");
   }
+  RETURN_IF_ERROR(ValidateTierLadder(options.task_state.tier_ladder));
+  RETURN_IF_ERROR(ValidateBreakerOptions(options.breaker));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
@@ -50,6 +54,14 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<ContextServiceImpl>(server->contexts_.get(), server->pool_.get());
   server->conversation_service_ = std::make_unique<ConversationServiceImpl>(
       server->conversations_.get(), server->pool_.get());
+  server->tasks_ =
+      std::make_unique<TaskStateStore>(server->store_.get(), options.task_state);
+  server->breaker_ = std::make_unique<Breaker>(server->store_.get(), server->tasks_.get(),
+                                              options.breaker);
+  server->task_state_service_ =
+      std::make_unique<TaskStateServiceImpl>(server->tasks_.get(), server->pool_.get());
+  server->breaker_service_ =
+      std::make_unique<BreakerServiceImpl>(server->breaker_.get(), server->pool_.get());
   server->work_notifier_ = std::make_unique<WorkNotifier>();
   server->work_ = std::make_unique<WorkStore>(server->store_.get(), server->work_notifier_.get(),
                                               options.work_limits);
@@ -75,6 +87,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.RegisterService(server->context_service_.get());
   builder.RegisterService(server->conversation_service_.get());
+  builder.RegisterService(server->task_state_service_.get());
+  builder.RegisterService(server->breaker_service_.get());
   builder.RegisterService(server->work_service_.get());
   builder.RegisterService(server->a2a_service_.get());
   builder.RegisterService(server->agent_registry_service_.get());

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/thread_pool.h"
+#include "coordinator/breaker_service.h"
 #include "coordinator/context_service.h"
 #include "coordinator/a2a_gateway.h"
 #include "coordinator/a2a_http.h"
@@ -17,6 +18,7 @@
 #include "coordinator/agent_registry_service.h"
 #include "coordinator/conversation_service.h"
 #include "coordinator/limits.h"
+#include "coordinator/task_state_service.h"
 #include "coordinator/reaper.h"
 #include "coordinator/work_service.h"
 #include "grpcpp/grpcpp.h"
@@ -37,6 +39,11 @@ struct ServerOptions {
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
   Limits limits;
+  // Retry state: the tier ladder (default DefaultTierLadder()) and per-record limits.
+  TaskStateOptions task_state;
+  // Loop breaker: default thresholds (2 repeated errors, 3 failures at one tier, 2 failures
+  // of one quality gate) and log retention.
+  BreakerOptions breaker;
   // How often the reaper takes back work items whose lease expired (default 1s).
   absl::Duration reaper_period = absl::Seconds(1);
   // Bounds on work runs: items per run, text and metadata sizes (see WorkLimits).
@@ -84,6 +91,10 @@ class CoordinatorServer {
   std::unique_ptr<ConversationStore> conversations_;
   std::unique_ptr<ContextServiceImpl> context_service_;
   std::unique_ptr<ConversationServiceImpl> conversation_service_;
+  std::unique_ptr<TaskStateStore> tasks_;
+  std::unique_ptr<Breaker> breaker_;
+  std::unique_ptr<TaskStateServiceImpl> task_state_service_;
+  std::unique_ptr<BreakerServiceImpl> breaker_service_;
   std::unique_ptr<WorkNotifier> work_notifier_;
   std::unique_ptr<WorkStore> work_;
   std::unique_ptr<WorkServiceImpl> work_service_;

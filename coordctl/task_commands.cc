@@ -1,0 +1,332 @@
+// coordctl task ...: retry state, with the words and outputs of the ARIA task-state scripts
+// (aria_task_init, aria_task_get, ...) so that scripts can switch by changing the command.
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "coordctl/aria_state_json.h"
+#include "coordctl/cli.h"
+#include "coordinator/v1/task_state.grpc.pb.h"
+
+namespace coordctl {
+namespace {
+
+using coordinator::v1::TaskStateService;
+
+// The free text of a command: the positional argument at `index`, or the words after "--"
+// (for text that starts with "--").
+std::string FreeText(const ParsedArgs& args, size_t index) {
+  if (index < args.positional.size()) return args.positional[index];
+  return absl::StrJoin(args.rest, " ");
+}
+
+// At most `max_chars` UTF-8 characters of `text`.
+std::string FirstChars(const std::string& text, size_t max_chars) {
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
+    if (chars == max_chars) return text.substr(0, i);
+    ++chars;
+  }
+  return text;
+}
+
+int RunInit(const Env& env, const ParsedArgs& args) {
+  if (args.positional.empty() && args.rest.empty()) {
+    return Fail(env, "the description is required", kExitUsage);
+  }
+  coordinator::v1::InitTaskRequest request;
+  request.set_description(FreeText(args, 0));
+  coordinator::v1::InitTaskResponse response;
+  grpc::Status s =
+      TaskStateService::NewStub(env.channel)->InitTask(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.task_id() << std::endl;
+  return kExitOk;
+}
+
+int RunGet(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::GetTaskFieldRequest request;
+  request.set_task_id(args.positional[0]);
+  request.set_field(args.positional[1]);
+  coordinator::v1::GetTaskFieldResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->GetTaskField(env.NewContext().get(), request, &response);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+    // An unknown task (or unset field) prints an empty line, as the scripts did, and exits 1.
+    *env.out << std::endl;
+    return ReportRpcError(env, s);
+  }
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.value() << std::endl;
+  return kExitOk;
+}
+
+int RunSet(const Env& env, const ParsedArgs& args) {
+  if (args.positional.size() < 3 && args.rest.empty()) {
+    return Fail(env, "the value is required", kExitUsage);
+  }
+  coordinator::v1::SetTaskFieldRequest request;
+  request.set_task_id(args.positional[0]);
+  request.set_field(args.positional[1]);
+  request.set_value(FreeText(args, 2));
+  coordinator::v1::SetTaskFieldResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->SetTaskField(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return kExitOk;
+}
+
+int RunAttempt(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::IncrementAttemptRequest request;
+  request.set_task_id(args.positional[0]);
+  coordinator::v1::IncrementAttemptResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->IncrementAttempt(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.attempt_count() << std::endl;
+  return kExitOk;
+}
+
+int RunTier(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::GetTierRequest request;
+  request.set_task_id(args.positional[0]);
+  coordinator::v1::GetTierResponse response;
+  grpc::Status s =
+      TaskStateService::NewStub(env.channel)->GetTier(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.model_tier() << std::endl;
+  return kExitOk;
+}
+
+int RunEscalate(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::EscalateRequest request;
+  request.set_task_id(args.positional[0]);
+  request.set_reason(FreeText(args, 1));
+  if (args.has("steps")) {
+    absl::StatusOr<int64_t> steps = ParseIntArg("--steps", args.get("steps"));
+    if (!steps.ok()) return Fail(env, std::string(steps.status().message()), kExitUsage);
+    if (*steps < INT32_MIN || *steps > INT32_MAX) {
+      return Fail(env, "--steps is out of range", kExitUsage);
+    }
+    request.set_steps(static_cast<int32_t>(*steps));
+  }
+  coordinator::v1::EscalateResponse response;
+  grpc::Status s =
+      TaskStateService::NewStub(env.channel)->Escalate(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.model_tier() << std::endl;
+  return kExitOk;
+}
+
+int RunFail(const Env& env, const ParsedArgs& args) {
+  if (args.positional.size() < 2 && args.rest.empty()) {
+    return Fail(env, "the error text is required", kExitUsage);
+  }
+  coordinator::v1::RecordFailureRequest request;
+  request.set_task_id(args.positional[0]);
+  request.set_error(FreeText(args, 1));
+  coordinator::v1::RecordFailureResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->RecordFailure(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return kExitOk;
+}
+
+int RunQualityGate(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::RecordQualityGateRequest request;
+  request.set_task_id(args.positional[0]);
+  request.set_check(args.positional[1]);
+  const std::string& verdict = args.positional[2];
+  if (verdict == "pass") {
+    request.set_passed(true);
+  } else if (verdict == "fail") {
+    request.set_passed(false);
+  } else {
+    return Fail(env, absl::StrCat("the verdict is pass or fail, not \"", verdict, "\""),
+                kExitUsage);
+  }
+  request.set_detail(FreeText(args, 3));
+  coordinator::v1::RecordQualityGateResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->RecordQualityGate(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return kExitOk;
+}
+
+int RunFailureContext(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::GetFailureContextRequest request;
+  request.set_task_id(args.positional[0]);
+  if (args.has("tail")) {
+    absl::StatusOr<int64_t> tail = ParseIntArg("--tail", args.get("tail"));
+    if (!tail.ok() || *tail <= 0 || *tail > INT32_MAX) {
+      return Fail(env, "--tail takes a positive number", kExitUsage);
+    }
+    request.set_tail(static_cast<int32_t>(*tail));
+  }
+  coordinator::v1::GetFailureContextResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->GetFailureContext(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.text() << std::flush;
+  return kExitOk;
+}
+
+int RunState(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::GetTaskStateRequest request;
+  request.set_task_id(args.positional[0]);
+  coordinator::v1::TaskState state;
+  grpc::Status s =
+      TaskStateService::NewStub(env.channel)->GetTaskState(env.NewContext().get(), request, &state);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << FormatAriaStateJson(state) << std::flush;
+  return kExitOk;
+}
+
+int RunList(const Env& env, const ParsedArgs& /*args*/) {
+  auto stub = TaskStateService::NewStub(env.channel);
+  coordinator::v1::ListTasksRequest request;
+  request.set_page_size(1000);
+  int count = 0;
+  do {
+    coordinator::v1::ListTasksResponse page;
+    grpc::Status s = stub->ListTasks(env.NewContext().get(), request, &page);
+    if (!s.ok()) return ReportRpcError(env, s);
+    for (const auto& t : page.tasks()) {
+      *env.out << absl::StrFormat("%-8s | Attempts: %d | Tier: %d | %s\n", t.task_id(),
+                                  t.attempt_count(), t.model_tier(),
+                                  FirstChars(t.description(), 30));
+      ++count;
+    }
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  if (count == 0) *env.out << "No active task states\n";
+  env.out->flush();
+  return kExitOk;
+}
+
+int RunCleanup(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::CleanupTaskRequest request;
+  request.set_task_id(args.positional[0]);
+  coordinator::v1::CleanupTaskResponse response;
+  grpc::Status s = TaskStateService::NewStub(env.channel)
+                       ->CleanupTask(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddTaskCommands(std::vector<Command>* commands) {
+  commands->push_back({{"task", "init"},
+                       "\"<description>\"",
+                       "create the task's retry state unless it exists; prints the task id",
+                       {},
+                       {},
+                       0,
+                       1,
+                       true,
+                       RunInit});
+  commands->push_back({{"task", "get"},
+                       "<task_id> <field>",
+                       "print one field (an empty line and exit 1 when the task is unknown)",
+                       {},
+                       {},
+                       2,
+                       2,
+                       false,
+                       RunGet});
+  commands->push_back({{"task", "set"},
+                       "<task_id> <field> <value>",
+                       "set task_desc, attempt_count, model_tier, created_at or a custom field",
+                       {},
+                       {},
+                       2,
+                       3,
+                       true,
+                       RunSet});
+  commands->push_back({{"task", "attempt"},
+                       "<task_id>",
+                       "count one more attempt; prints the new count",
+                       {},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunAttempt});
+  commands->push_back({{"task", "tier"},
+                       "<task_id>",
+                       "print the current model tier",
+                       {},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunTier});
+  commands->push_back({{"task", "escalate"},
+                       "<task_id> [\"<reason>\"] [--steps N]",
+                       "climb N tiers (default 1, capped at the top); prints the new tier",
+                       {"steps"},
+                       {},
+                       1,
+                       2,
+                       true,
+                       RunEscalate});
+  commands->push_back({{"task", "fail"},
+                       "<task_id> \"<error>\"",
+                       "record a failure of the current attempt on the current tier's model",
+                       {},
+                       {},
+                       1,
+                       2,
+                       true,
+                       RunFail});
+  commands->push_back({{"task", "qg"},
+                       "<task_id> <check> pass|fail [\"<detail>\"]",
+                       "record a quality-gate result",
+                       {},
+                       {},
+                       3,
+                       4,
+                       true,
+                       RunQualityGate});
+  commands->push_back({{"task", "failure-context"},
+                       "<task_id> [--tail N]",
+                       "print the failures as prompt text (nothing when there are none)",
+                       {"tail"},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunFailureContext});
+  commands->push_back({{"task", "state"},
+                       "<task_id>",
+                       "print the whole state as JSON, in the scripts' state-file format",
+                       {},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunState});
+  commands->push_back({{"task", "list"},
+                       "",
+                       "list every task: id | Attempts | Tier | first 30 characters",
+                       {},
+                       {},
+                       0,
+                       0,
+                       false,
+                       RunList});
+  commands->push_back({{"task", "cleanup"},
+                       "<task_id>",
+                       "remove the task's state (and any breaker block of it)",
+                       {},
+                       {},
+                       1,
+                       1,
+                       false,
+                       RunCleanup});
+}
+
+}  // namespace coordctl
