@@ -226,6 +226,19 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
     return request.status() == v1::CONTEXT_STATUS_UNSPECIFIED || c.status() == request.status();
   };
   // `resume` is the context_id to start at (inclusive).
+  size_t page_bytes = 0;
+  // Adds `context` unless the page is full (by count or by bytes); false when it is.
+  auto add = [&](TaskContext context) {
+    const size_t size = context.ByteSizeLong();
+    if (response.contexts_size() == page_size ||
+        (response.contexts_size() > 0 && page_bytes + size > kMaxPageBytes)) {
+      response.set_next_page_token(EncodePageToken("contexts", filter, context.context_id()));
+      return false;
+    }
+    page_bytes += size;
+    *response.add_contexts() = std::move(context);
+    return true;
+  };
   if (!request.agent().empty()) {
     const std::string prefix = keys::AgentIndexPrefix(request.agent());
     std::unique_ptr<storage::Iterator> it =
@@ -243,7 +256,7 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
       absl::StatusOr<TaskContext> context = Get(context_id);
       if (absl::IsNotFound(context.status())) continue;  // deleted since the index was read
       RETURN_IF_ERROR(context.status());
-      if (matches(*context)) *response.add_contexts() = *std::move(context);
+      if (matches(*context) && !add(*std::move(context))) break;
     }
     RETURN_IF_ERROR(it->status());
     return response;
@@ -265,7 +278,7 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
       }
       TaskContext context;
       RETURN_IF_ERROR(DecodeRecord(it->value(), &context));
-      if (matches(context)) *response.add_contexts() = std::move(context);
+      if (matches(context) && !add(std::move(context))) break;
     }
     // Skip the rest of this context's records (commands, conversation) in one seek.
     it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(context_id)));
@@ -324,13 +337,19 @@ absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
       store_->NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
   if (!resume.empty()) it->Seek(absl::StrCat(prefix, resume));
   v1::ListCommandsResponse response;
+  size_t page_bytes = 0;
   for (; it->Valid(); it->Next()) {
-    if (response.commands_size() == page_size) {
+    v1::CommandRecord record;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &record));
+    const size_t size = record.ByteSizeLong();
+    if (response.commands_size() == page_size ||
+        (response.commands_size() > 0 && page_bytes + size > kMaxPageBytes)) {
       response.set_next_page_token(
           EncodePageToken("commands", request.context_id(), it->key().substr(prefix.size())));
       break;
     }
-    RETURN_IF_ERROR(DecodeRecord(it->value(), response.add_commands()));
+    page_bytes += size;
+    *response.add_commands() = std::move(record);
   }
   RETURN_IF_ERROR(it->status());
   return response;

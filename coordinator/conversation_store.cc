@@ -106,16 +106,20 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
   v1::GetConversationResponse response;
   response.set_step_count(meta.step_count());
   response.set_total_tokens(meta.total_tokens());
+  size_t page_bytes = 0;
   for (; it->Valid(); it->Next()) {
     v1::ConversationMessage message;
     RETURN_IF_ERROR(DecodeRecord(it->value(), &message));
     // Stop at the totals read above, so a concurrent append does not make them disagree.
     if (message.seq() > meta.step_count()) break;
-    if (response.messages_size() == page_size) {
+    const size_t size = message.ByteSizeLong();
+    if (response.messages_size() == page_size ||
+        (response.messages_size() > 0 && page_bytes + size > kMaxPageBytes)) {
       response.set_next_page_token(
           EncodePageToken("conversation", filter, it->key().substr(prefix.size())));
       break;
     }
+    page_bytes += size;
     *response.add_messages() = std::move(message);
   }
   RETURN_IF_ERROR(it->status());

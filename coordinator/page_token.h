@@ -20,6 +20,12 @@ std::string EncodePageToken(absl::string_view listing, absl::string_view filter,
                                                           absl::string_view listing,
                                                           absl::string_view filter);
 
+// Most bytes of records one page carries (3 MiB). A page ends early, with a next_page_token,
+// before the next record would take it past this, so that every page fits a client's default
+// 4 MiB receive limit whatever the page_size. A page always holds at least one record; Limits
+// keeps every record well below this.
+inline constexpr size_t kMaxPageBytes = 3 << 20;
+
 // Page size to use: `requested` when in 1..max, `default_size` when 0; INVALID_ARGUMENT when
 // negative. Larger requests are capped at `max`.
 [[nodiscard]] absl::StatusOr<int> ResolvePageSize(int requested, int default_size, int max);

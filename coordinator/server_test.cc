@@ -783,6 +783,71 @@ TEST_F(ServerTest, ConversationRefusesBadRequests) {
   EXPECT_CODE(Conversation(read, &response), NOT_FOUND);
 }
 
+// --- Pages fit a client's default 4 MiB receive limit ----------------------------------------
+
+// Large records must not make a page (at its default size) larger than a default client can
+// receive: the page ends early with a next_page_token instead.
+TEST_F(ServerTest, PagesOfLargeRecordsFitTheDefaultClientLimit) {
+  constexpr int kMessages = 6;
+  const std::string megabyte(1 << 20, 'm');  // the largest message allowed
+  for (int i = 0; i < kMessages; ++i) ASSERT_RPC_OK(Append("big", megabyte));
+  v1::GetConversationRequest read;
+  read.set_context_id("big");
+  int messages = 0;
+  int pages = 0;
+  do {
+    v1::GetConversationResponse page;
+    ASSERT_RPC_OK(Conversation(read, &page));
+    EXPECT_GT(page.messages_size(), 0);
+    messages += page.messages_size();
+    read.set_page_token(page.next_page_token());
+    ASSERT_LT(++pages, 100);
+  } while (!read.page_token().empty());
+  EXPECT_EQ(messages, kMessages);
+
+  ASSERT_RPC_OK(Create("big"));
+  const std::string command(64 << 10, 'c');  // the largest command allowed
+  for (int i = 0; i < 100; ++i) ASSERT_RPC_OK(Record("big", command));
+  v1::ListCommandsRequest list;
+  list.set_context_id("big");
+  int commands = 0;
+  pages = 0;
+  do {
+    v1::ListCommandsResponse page;
+    ASSERT_RPC_OK(ListCommands(list, &page));
+    EXPECT_GT(page.commands_size(), 0);
+    commands += page.commands_size();
+    list.set_page_token(page.next_page_token());
+    ASSERT_LT(++pages, 100);
+  } while (!list.page_token().empty());
+  EXPECT_EQ(commands, 100);
+
+  for (int c = 0; c < 20; ++c) {
+    TaskContext context;
+    context.set_context_id(absl::StrCat("labelled-", c));
+    context.set_agent("labeller");
+    for (int l = 0; l < 64; ++l) {
+      (*context.mutable_labels())[absl::StrCat("label", l)] = std::string(4096, 'v');
+    }
+    ASSERT_RPC_OK(Create(context));
+  }
+  for (const std::string& agent : {std::string(), std::string("labeller")}) {
+    v1::ListContextsRequest contexts;
+    contexts.set_agent(agent);
+    int listed = 0;
+    pages = 0;
+    do {
+      v1::ListContextsResponse page;
+      ASSERT_RPC_OK(List(contexts, &page));
+      EXPECT_GT(page.contexts_size(), 0);
+      listed += page.contexts_size();
+      contexts.set_page_token(page.next_page_token());
+      ASSERT_LT(++pages, 100);
+    } while (!contexts.page_token().empty());
+    EXPECT_EQ(listed, agent.empty() ? 21 : 20) << "agent=" << agent;
+  }
+}
+
 // --- Bad input on every entry point ----------------------------------------------------------
 
 struct BadId {
