@@ -185,8 +185,34 @@ absl::StatusOr<WorkItem> LockItem(Transaction& txn, absl::string_view run_id,
   return item;
 }
 
-// The committed item. Claims use it for dependencies and candidates: their status changes only
-// under the run's header lock, which the claim holds.
+// Point reads of a run's items through one iterator of the transaction, without locking them.
+// Claims read candidates and dependencies this way: their status changes only under the run's
+// header lock, which the claim holds, and a read inside the transaction does not wait for the
+// write-ahead log the way a Store read does (the commit waits once for everything).
+class ItemReader {
+ public:
+  ItemReader(Transaction& txn, absl::string_view run_id)
+      : run_id_(run_id),
+        prefix_(keys::RunItemPrefix(run_id)),
+        it_(txn.NewIterator(kFamily, prefix_, storage::PrefixUpperBound(prefix_))) {}
+
+  absl::StatusOr<WorkItem> Read(absl::string_view item_id) {
+    const std::string key = keys::RunItem(run_id_, item_id);
+    it_->Seek(key);
+    RETURN_IF_ERROR(it_->status());
+    if (!it_->Valid() || it_->key() != key) return ItemNotFound(run_id_, item_id);
+    WorkItem item;
+    RETURN_IF_ERROR(DecodeRecord(it_->value(), &item));
+    return item;
+  }
+
+ private:
+  const std::string run_id_;
+  const std::string prefix_;
+  std::unique_ptr<storage::Iterator> it_;
+};
+
+// The committed item.
 absl::StatusOr<WorkItem> ReadItem(storage::Store* store, absl::string_view run_id,
                                   absl::string_view item_id) {
   absl::StatusOr<std::string> raw = store->Get(kFamily, keys::RunItem(run_id, item_id));
@@ -547,16 +573,17 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
     std::unique_ptr<storage::Iterator> it =
         txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    ItemReader items(txn, run_id);
     bool any_ready = false;  // a candidate whose dependencies are done (backoff aside)
     std::optional<absl::Time> earliest;
     std::optional<std::string> chosen;
     for (; it->Valid(); it->Next()) {
       storage::KeyReader reader(it->key().substr(prefix.size()));
       ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
-      ASSIGN_OR_RETURN(WorkItem candidate, ReadItem(store_, run_id, item_id));
+      ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
       bool ready = true;
       for (const std::string& dep : candidate.dependencies()) {
-        ASSIGN_OR_RETURN(WorkItem dependency, ReadItem(store_, run_id, dep));
+        ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
         if (dependency.status() != v1::ITEM_STATUS_DONE) {
           ready = false;
           break;
