@@ -35,6 +35,7 @@ namespace {
 
 using ::coordinator::v1::WorkItem;
 using ::coordinator::v1::WorkService;
+using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::Process;
@@ -241,9 +242,9 @@ class ChaosWorker {
   }
 
   // Runs until the run needs nothing more from workers, or `deadline`.
-  void Run(absl::Time deadline, absl::Mutex* mu, std::map<std::string, std::set<int64_t>>* done,
-           std::atomic<int>* completions) {
-    while (absl::Now() < deadline) {
+  void Run(absl::Time deadline, const std::atomic<bool>* stop, absl::Mutex* mu,
+           std::map<std::string, std::set<int64_t>>* done, std::atomic<int>* completions) {
+    while (absl::Now() < deadline && !stop->load()) {
       coordinator::v1::ClaimRequest claim;
       claim.set_run_id(run_id_);
       claim.set_worker_id(name_);
@@ -365,21 +366,70 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
   std::map<std::string, std::set<int64_t>> done;  // item -> epochs of acknowledged Completes
   std::atomic<int> completions{0};
   const absl::Time deadline = absl::Now() + absl::Seconds(90);
-  std::vector<std::thread> workers;
-  for (int w = 0; w < 5; ++w) {
-    workers.emplace_back([&, w] {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  // Whatever happens below, the threads are stopped and joined before the test returns.
+  struct Joiner {
+    std::atomic<bool>* stop;
+    std::vector<std::thread>* threads;
+    ~Joiner() {
+      stop->store(true);
+      for (std::thread& t : *threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{&stop, &threads};
+
+  // Three of the five workers are threads that crash (abandon their lease) at random.
+  constexpr int kThreadWorkers = 3;
+  std::atomic<int> threads_running{kThreadWorkers};
+  for (int w = 0; w < kThreadWorkers; ++w) {
+    threads.emplace_back([&, w] {
       ChaosWorker worker(absl::StrCat("worker-", w), "chaos", target, 1000 + w);
-      worker.Run(deadline, &mu, &done, &completions);
+      worker.Run(deadline, &stop, &mu, &done, &completions);
+      threads_running.fetch_sub(1);
     });
   }
+  // Two are `coordctl run work` processes, killed with kill -9 at random and started again.
+  // Their command logs which lease ran it.
+  const std::string exec_log = dir.Sub("exec.log");
+  auto start_process_worker = [&](const std::string& name) {
+    return Process::Start(
+        testing_util::BinaryPath("coordctl"),
+        {"--target", target, "run", "work", "chaos", "--worker", name, "--ttl", "800ms", "--poll",
+         "50ms", "--patience", "60s", "--", "sh", "-c",
+         absl::StrCat("echo \"$COORD_ITEM_ID $COORD_EPOCH\" >> ", exec_log, "; sleep 0.05")});
+  };
+  std::vector<std::unique_ptr<Process>> process_workers;
+  for (int p = 0; p < 2; ++p) {
+    absl::StatusOr<std::unique_ptr<Process>> process =
+        start_process_worker(absl::StrCat("proc-", p, "-0"));
+    ASSERT_OK(process);
+    process_workers.push_back(*std::move(process));
+  }
+  std::atomic<int> process_kills{0};
+  threads.emplace_back([&] {
+    std::mt19937 random(7);
+    for (int generation = 1; !stop.load() && absl::Now() < deadline; ++generation) {
+      absl::SleepFor(absl::Milliseconds(std::uniform_int_distribution<int>(150, 500)(random)));
+      const int p = std::uniform_int_distribution<int>(0, 1)(random);
+      if (process_workers[p]->ended()) continue;  // it finished: nothing left to claim
+      (void)process_workers[p]->Kill();
+      process_kills.fetch_add(1);
+      absl::StatusOr<std::unique_ptr<Process>> process =
+          start_process_worker(absl::StrCat("proc-", p, "-", generation));
+      if (process.ok()) process_workers[p] = *std::move(process);
+    }
+  });
 
   // Kill the coordinator three times while the graph is being worked on, at points set by
   // progress rather than by time, and bring it back on the same port.
-  for (int threshold : {6, 16, 26}) {
-    while (completions.load() < threshold && absl::Now() < deadline) {
+  for (int threshold : {4, 9, 14}) {
+    while (completions.load() < threshold && threads_running.load() > 0 && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(10));
     }
-    Note(absl::StrCat("killing the coordinator after ", completions.load(), " completions"));
+    Note(absl::StrCat("killing the coordinator after ", completions.load(),
+                      " completions by thread workers"));
     ASSERT_OK((*coordinator)->Kill());
     absl::SleepFor(absl::Milliseconds(300));  // leases expire while it is down
     std::vector<std::string> flags = coordinator_flags;
@@ -393,15 +443,30 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
     ASSERT_EQ((*coordinator)->port(), port);
     Note("coordinator restarted");
   }
-  for (std::thread& t : workers) t.join();
-  Note(absl::StrCat("workers finished after ", completions.load(), " completions"));
+  while (threads_running.load() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   ASSERT_LT(absl::Now(), deadline) << "the workers did not finish the graph in time";
+  stop.store(true);
+  for (std::thread& t : threads) t.join();
+  for (std::unique_ptr<Process>& process : process_workers) {
+    // A process worker stops by itself once nothing is left to claim.
+    absl::StatusOr<ProcessResult> ended = process->Wait(kPatience);
+    ASSERT_OK(ended);
+  }
+  Note(absl::StrCat("workers finished; ", process_kills.load(), " worker processes killed"));
 
   auto stub = WorkService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   const std::vector<WorkItem> items = AllItems(*stub, "chaos");
   ASSERT_EQ(items.size(), static_cast<size_t>(kLevels * kPerLevel));
+  std::set<std::string> executions;
+  {
+    std::ifstream log(exec_log);
+    for (std::string line; std::getline(log, line);) executions.insert(line);
+  }
   int done_items = 0;
   int blocked_items = 0;
+  int by_threads = 0;
   for (const WorkItem& item : items) {
     if (item.status() == coordinator::v1::ITEM_STATUS_BLOCKED) ++blocked_items;
   }
@@ -410,9 +475,18 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
     switch (item.status()) {
       case coordinator::v1::ITEM_STATUS_DONE:
         ++done_items;
-        // Done exactly once: one acknowledged completion, by the lease of the final epoch.
-        EXPECT_EQ(epochs.size(), 1u) << item.item_id() << " completed under several leases";
-        EXPECT_EQ(epochs.count(item.epoch()), 1u) << item.item_id();
+        // Done exactly once: one completion, by the lease of the final epoch. A thread worker
+        // recorded each completion it got acknowledged; a process worker's command logged the
+        // lease that ran it.
+        if (absl::StartsWith(item.worker_id(), "worker-")) {
+          ++by_threads;
+          EXPECT_EQ(epochs.size(), 1u) << item.item_id() << " completed under several leases";
+          EXPECT_EQ(epochs.count(item.epoch()), 1u) << item.item_id();
+        } else {
+          EXPECT_TRUE(epochs.empty()) << item.item_id() << " completed under several leases";
+          EXPECT_THAT(executions, Contains(absl::StrCat(item.item_id(), " ", item.epoch())))
+              << item.item_id() << " was completed by a lease that did not run it";
+        }
         break;
       case coordinator::v1::ITEM_STATUS_BLOCKED:
         EXPECT_FALSE(item.status_reason().empty()) << item.item_id();
@@ -427,6 +501,8 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
         ADD_FAILURE() << item.item_id() << " ended " << item.DebugString();
     }
   }
+  Note(absl::StrCat(done_items, " done (", by_threads, " by thread workers, ",
+                    done_items - by_threads, " by worker processes), ", blocked_items, " blocked"));
   coordinator::v1::GetRunRequest get;
   get.set_run_id("chaos");
   coordinator::v1::Run run;
