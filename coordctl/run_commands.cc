@@ -258,7 +258,10 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
     list.set_page_token(page.next_page_token());
   } while (!list.page_token().empty());
   if (args.flag("json")) {
-    *env.out << "{\"run\":" << ToJson(run) << ",\"items\":" << ToJson(all) << "}" << std::endl;
+    std::vector<std::string> items;
+    for (const WorkItem& item : all.items()) items.push_back(ToJson(item));
+    *env.out << "{\"run\":" << ToJson(run) << ",\"items\":[" << absl::StrJoin(items, ",") << "]}"
+             << std::endl;
     return kExitOk;
   }
   *env.out << RunSummary(run) << "\n\n";

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/reaper.h"
 #include "coordinator/time_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -412,6 +413,21 @@ TEST_F(WorkStoreTest, ReaperBlocksAnItemThatKeepsLosingItsWorker) {
   EXPECT_EQ(item.status(), v1::ITEM_STATUS_BLOCKED);
   EXPECT_THAT(item.status_reason(), HasSubstr("2 of 2 attempts"));
   EXPECT_THAT(item.status_reason(), HasSubstr("expired"));
+}
+
+TEST_F(WorkStoreTest, ReaperThreadTakesBackExpiredLeasesAndStops) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1");
+  Reaper reaper(work_.get(), absl::Milliseconds(10));
+  clock_.Advance(absl::Seconds(11));
+  // Bounded poll: the reaper runs on its own schedule.
+  for (int i = 0; i < 3000 && Item("r", "a").status() != v1::ITEM_STATUS_PENDING; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+  reaper.Stop();
+  reaper.Stop();  // idempotent
+  EXPECT_EQ(MustClaim("r", "w2").epoch(), 2);
 }
 
 TEST_F(WorkStoreTest, StateSurvivesReopening) {
