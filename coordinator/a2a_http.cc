@@ -53,23 +53,51 @@ void AgentCardHttpServer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+
+// Splits "http://host:port/path" into the scheme-host-port part and the path.
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  if (path_start == std::string::npos) return {url, "/"};
+  return {url.substr(0, path_start), url.substr(path_start)};
+}
+
+void SetTimeouts(httplib::Client& client, absl::Duration timeout) {
+  const auto micros = absl::ToInt64Microseconds(timeout);
+  client.set_connection_timeout(micros / 1000000, micros % 1000000);
+  client.set_read_timeout(micros / 1000000, micros % 1000000);
+  client.set_write_timeout(micros / 1000000, micros % 1000000);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HttpGet(const std::string& url, absl::Duration timeout) {
+  auto [base, path] = SplitUrl(url);
+  httplib::Client client(base);
+  SetTimeouts(client, timeout);
+  httplib::Result res = client.Get(path);
+  if (!res) {
+    return absl::UnavailableError(absl::StrCat("GET ", url, ": ", httplib::to_string(res.error())));
+  }
+  if (res->status < 200 || res->status >= 300) {
+    return absl::UnavailableError(absl::StrCat("GET ", url, ": HTTP ", res->status));
+  }
+  return res->body;
+}
+
 HttpPostResult HttpPost(const std::string& url, const std::string& body,
                         const std::string& content_type,
                         const std::vector<std::pair<std::string, std::string>>& headers,
                         absl::Duration timeout) {
   HttpPostResult result;
-  if (!absl::StartsWith(url, "http://")) {
-    result.error = "only http:// webhook URLs are supported";
+  if (!absl::StartsWith(url, "http://") && !absl::StartsWith(url, "https://")) {
+    result.error = "only http:// and https:// webhook URLs are supported";
     return result;
   }
-  const size_t path_start = url.find('/', 7);
-  const std::string base = path_start == std::string::npos ? url : url.substr(0, path_start);
-  const std::string path = path_start == std::string::npos ? "/" : url.substr(path_start);
+  auto [base, path] = SplitUrl(url);
   httplib::Client client(base);
-  const auto micros = absl::ToInt64Microseconds(timeout);
-  client.set_connection_timeout(micros / 1000000, micros % 1000000);
-  client.set_read_timeout(micros / 1000000, micros % 1000000);
-  client.set_write_timeout(micros / 1000000, micros % 1000000);
+  SetTimeouts(client, timeout);
   httplib::Headers h;
   for (const auto& [name, value] : headers) h.emplace(name, value);
   httplib::Result res = client.Post(path, h, body, content_type);

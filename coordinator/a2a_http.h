@@ -44,7 +44,10 @@ struct HttpPostResult {
   std::string error;
 };
 
-// POSTs `body` to `url` (http:// only) with `headers`, waiting at most `timeout`.
+// GETs `url`; the body of a 2xx answer, else UNAVAILABLE.
+[[nodiscard]] absl::StatusOr<std::string> HttpGet(const std::string& url, absl::Duration timeout);
+
+// POSTs `body` to `url` (http:// or https://) with `headers`, waiting at most `timeout`.
 HttpPostResult HttpPost(const std::string& url, const std::string& body,
                         const std::string& content_type,
                         const std::vector<std::pair<std::string, std::string>>& headers,

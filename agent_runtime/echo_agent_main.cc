@@ -1,0 +1,50 @@
+// echo_agent: the example agent (agent_runtime/echo_agent.h) as a process. It registers with
+// the coordinator at start-up and stops cleanly on SIGTERM/SIGINT.
+#include <csignal>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "agent_runtime/agent_runtime.h"
+#include "agent_runtime/echo_agent.h"
+#include "common/log.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
+ABSL_FLAG(std::string, name, "echo", "agent name: its tenant at the coordinator");
+ABSL_FLAG(std::string, coordinator, "",
+          "coordinator address (host:port) to register with; empty: do not register");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "echo_agent: an A2A v1.0 example agent.\n"
+      "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]");
+  absl::ParseCommandLine(argc, argv);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  agent_runtime::EchoAgent agent;
+  agent_runtime::RuntimeOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.name = absl::GetFlag(FLAGS_name);
+  options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.card.set_name(options.name);
+  options.card.set_description("Echoes text back; see agent_runtime/echo_agent.h for commands.");
+  options.card.set_version("1.0.0");
+  options.card.mutable_capabilities()->set_streaming(true);
+  options.card.add_default_input_modes("text/plain");
+  options.card.add_default_output_modes("text/plain");
+  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
+      agent_runtime::AgentServer::Start(options, &agent);
+  if (!server.ok()) {
+    LOG_ERROR("cannot start: %s", server.status().message());
+    return 1;
+  }
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  (*server)->Shutdown();
+  LOG_INFO("stopped cleanly");
+  return 0;
+}
