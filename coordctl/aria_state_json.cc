@@ -119,6 +119,34 @@ absl::StatusOr<std::pair<bool, std::string>> CustomValueText(const Value& v) {
   }
 }
 
+// Deepest nesting accepted in a state file. The scripts' files nest 3 levels; Protobuf's JSON
+// parser takes time quadratic in the depth, so a hostile file is refused before it is parsed.
+constexpr int kMaxJsonDepth = 32;
+
+// True when the brackets of `json` (outside strings) nest at most `max_depth` deep. Only
+// counts; the parsing itself is Protobuf's.
+bool NestingWithin(absl::string_view json, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // skip the escaped character
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
 bool AllDigits(const std::string& s) {
   return !s.empty() && s.size() <= 15 && (s.size() == 1 || s[0] != '0') &&
          std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
@@ -168,6 +196,10 @@ absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, size_t max_
 }
 
 absl::StatusOr<TaskState> ParseAriaStateJson(absl::string_view json) {
+  if (!NestingWithin(json, kMaxJsonDepth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
+  }
   Struct whole;
   google::protobuf::util::JsonParseOptions strict;
   if (auto s = google::protobuf::util::JsonStringToMessage(
