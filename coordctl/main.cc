@@ -29,6 +29,7 @@ void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& ou
 int main(int argc, char** argv) {
   std::vector<coordctl::Command> commands;
   coordctl::AddContextCommands(&commands);
+  coordctl::AddAgentCommands(&commands);
   coordctl::AddConversationCommands(&commands);
   coordctl::AddHealthCommands(&commands);
   coordctl::AddTaskCommands(&commands);
