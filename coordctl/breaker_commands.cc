@@ -49,6 +49,14 @@ std::string UtcTime(const google::protobuf::Timestamp& ts) {
                           absl::UTCTimeZone());
 }
 
+// `text` with control characters (newlines) shown as spaces, for one-line listings.
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
+  }
+  return text;
+}
+
 std::string LevelName(coordinator::v1::BreakerLogLevel level) {
   switch (level) {
     case coordinator::v1::BREAKER_LOG_LEVEL_INFO:
@@ -143,7 +151,7 @@ int RunStatus(const Env& env, const ParsedArgs& /*args*/) {
   for (const auto& b : response.blocked_tasks()) {
     *env.out << absl::StrFormat("%-8s | Blocked: %s | Pattern: %s | Attempts: %d | Tier: %d | %s\n",
                                 b.task_id(), UtcTime(b.blocked_time()), b.pattern_type(),
-                                b.attempt_count(), b.final_tier(), b.reason());
+                                b.attempt_count(), b.final_tier(), OneLine(b.reason()));
   }
   env.out->flush();
   return kExitOk;
@@ -186,8 +194,8 @@ int RunLog(const Env& env, const ParsedArgs& args) {
     grpc::Status s = stub->ReadBreakerLog(env.NewContext().get(), request, &page);
     if (!s.ok()) return ReportRpcError(env, s);
     for (const auto& e : page.entries()) {
-      *env.out << "[" << UtcTime(e.time()) << "] [" << LevelName(e.level()) << "] " << e.message()
-               << "\n";
+      *env.out << "[" << UtcTime(e.time()) << "] [" << LevelName(e.level()) << "] "
+               << OneLine(e.message()) << "\n";
     }
     request.set_page_token(page.next_page_token());
   } while (!request.page_token().empty());

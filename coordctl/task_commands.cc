@@ -21,15 +21,17 @@ std::string FreeText(const ParsedArgs& args, size_t index) {
   return absl::StrJoin(args.rest, " ");
 }
 
-// At most `max_chars` UTF-8 characters of `text`.
+// At most `max_chars` UTF-8 characters of `text`, control characters (a newline in a
+// description) shown as spaces so that one task stays one line.
 std::string FirstChars(const std::string& text, size_t max_chars) {
+  std::string out;
   size_t chars = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;
-    if (chars == max_chars) return text.substr(0, i);
-    ++chars;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u & 0xC0) != 0x80 && chars++ == max_chars) break;
+    out.push_back(u < 0x20 || u == 0x7F ? ' ' : c);
   }
-  return text;
+  return out;
 }
 
 int RunInit(const Env& env, const ParsedArgs& args) {

@@ -23,6 +23,7 @@
 #include "coordinator/page_token.h"
 #include "coordinator/record_codec.h"
 #include "coordinator/time_util.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "storage/key_codec.h"
 
@@ -424,13 +425,13 @@ absl::StatusOr<std::string> TaskStateStore::ListFieldJson(absl::string_view task
     RETURN_IF_ERROR(ReadHistory(*store_, task_id, keys::kTaskEscalation, 1,
                                 header.escalation_count(), &records));
     for (const v1::TaskEscalation& r : records) {
-      v1::AriaEscalation item;
-      item.set_timestamp(UnixSeconds(r.time()));
-      item.set_reason(r.reason());
-      item.set_from_tier(r.from_tier());
-      item.set_to_tier(r.to_tier());
-      item.set_forced(r.forced());
-      items.push_back(ToJson(item));
+      // "forced" only on forced escalations, as the scripts wrote it.
+      google::protobuf::Value reason;
+      reason.set_string_value(r.reason());
+      items.push_back(absl::StrCat("{\"timestamp\":\"", UnixSeconds(r.time()),
+                                   "\",\"reason\":", ToJson(reason),
+                                   ",\"from_tier\":", r.from_tier(), ",\"to_tier\":", r.to_tier(),
+                                   r.forced() ? ",\"forced\":true}" : "}"));
     }
   } else {
     google::protobuf::RepeatedPtrField<v1::QualityGateResult> records;

@@ -354,8 +354,7 @@ TEST_F(TaskStateStoreTest, GetKnownFields) {
                          state.failures(0).time().seconds(), "\"}]"));
   EXPECT_EQ(Field(id, "escalation_log"),
             absl::StrCat("[{\"timestamp\":\"", state.escalation_log(0).time().seconds(),
-                         "\",\"reason\":\"because\",\"from_tier\":1,\"to_tier\":2,"
-                         "\"forced\":false}]"));
+                         "\",\"reason\":\"because\",\"from_tier\":1,\"to_tier\":2}]"));
   EXPECT_EQ(Field(id, "quality_gate_results"),
             absl::StrCat("[{\"check\":\"lint\",\"passed\":false,\"detail\":\"2 warnings\","
                          "\"timestamp\":\"",
