@@ -185,6 +185,20 @@ TEST_F(CoordctlTest, ServerSideRefusalsExitThree) {
   ProcessResult control = Run({"context", "put", "bad\tid"});
   EXPECT_EQ(control.exit_code, 3) << control.Describe();
   EXPECT_THAT(control.err, HasSubstr("control character"));
+
+  ProcessResult utf8 = Run({"context", "put", std::string("bad-\xff-id")});
+  EXPECT_EQ(utf8.exit_code, 3) << utf8.Describe();
+  EXPECT_THAT(utf8.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(utf8.err, HasSubstr("UTF-8"));
+
+  // None of them created anything.
+  ProcessResult listed = Run({"context", "list", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.Describe();
+  const auto all = ParseJson<coordinator::v1::ListContextsResponse>(listed.out);
+  for (const auto& c : all.contexts()) {
+    EXPECT_NE(c.context_id().rfind("bad", 0), 0u) << c.context_id();
+    EXPECT_NE(c.context_id(), std::string(257, 'x'));
+  }
 }
 
 TEST_F(CoordctlTest, PutCreatesThenUpdatesFieldsAndLabels) {
