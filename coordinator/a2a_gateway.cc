@@ -1,6 +1,7 @@
 #include "coordinator/a2a_gateway.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,10 @@ constexpr absl::Duration kIdleWake = absl::Seconds(1);
 
 std::chrono::system_clock::time_point Deadline(absl::Duration d) {
   return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d);
+}
+
+bool IsInterrupted(a2apb::TaskState state) {
+  return state == a2apb::TASK_STATE_INPUT_REQUIRED || state == a2apb::TASK_STATE_AUTH_REQUIRED;
 }
 
 // Codes after which the same message may well get through later.
@@ -265,8 +270,24 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
   bool reached_end = false;
   bool got_any = false;
   absl::Status apply_error;
+  // On a follow-up turn, agents on the A2A JavaScript SDK (whose executors must publish the task
+  // first on every turn) open the stream with the task as they stored it: still INPUT_REQUIRED
+  // or AUTH_REQUIRED, the state this very message answers. That status is set aside and counts
+  // only if the stream ends cleanly with no other status after it.
+  const bool follow_up = !header->agent_task_id().empty();
+  std::optional<a2apb::TaskStatus> opening_status;
   while (reader->Read(&response)) {
+    const bool first = !got_any;
     got_any = true;
+    if (first && follow_up && response.has_task() &&
+        IsInterrupted(response.task().status().state())) {
+      opening_status = response.task().status();
+      response.mutable_task()->clear_status();
+    } else if (response.has_status_update() || response.has_message() ||
+               (response.has_task() &&
+                response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
+      opening_status.reset();
+    }
     absl::StatusOr<A2ATaskStore::Change> change = tasks_->ApplyAgentUpdate(task_id, response);
     if (!change.ok()) {
       apply_error = change.status();
@@ -283,6 +304,13 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
   grpc::Status status = reader->Finish();
   unregister();
   if (!apply_error.ok()) return apply_error;
+  if (status.ok() && !reached_end && opening_status.has_value()) {
+    // Nothing came after the opening snapshot: it was the agent's answer after all.
+    a2apb::StreamResponse update;
+    *update.mutable_task()->mutable_status() = *std::move(opening_status);
+    ASSIGN_OR_RETURN(A2ATaskStore::Change change, tasks_->ApplyAgentUpdate(task_id, update));
+    Published(change);
+  }
   if (reached_end || status.ok()) return absl::OkStatus();
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
     // An agent without streaming: one blocking call instead.
