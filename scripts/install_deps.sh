@@ -15,6 +15,11 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# The interop tests (tests/interop/) run the A2A JavaScript SDK on Node.js: Debian's nodejs and
+# npm, only when there is no node at all (a Node.js installed some other way is left alone).
+if ! command -v node >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
