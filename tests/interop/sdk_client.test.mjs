@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import {
   DeleteTaskPushNotificationConfigRequest,
+  GetExtendedAgentCardRequest,
   GetTaskPushNotificationConfigRequest,
   ListTaskPushNotificationConfigsRequest,
   StreamResponse,
@@ -316,6 +317,29 @@ test('an unknown tenant is NOT_FOUND; a foreign A2A-Version is VERSION_NOT_SUPPO
   );
 });
 
+test('GetExtendedAgentCard: the coordinator card and the registered agent cards', async () => {
+  // The coordinator's card says extendedAgentCard: false, so the SDK Client never asks; the
+  // bare transport does.
+  const transport = await rawTransport();
+  const v1 = { ...bounded(), serviceParameters: { 'A2A-Version': '1.0' } };
+  const own = await transport.getExtendedAgentCard(GetExtendedAgentCardRequest.fromJSON({}), v1);
+  assert.equal(own.name, 'coordinator');
+  assert.deepEqual(own.supportedInterfaces.map((i) => i.tenant).sort(), ['echo', 'jsecho']);
+  const echo = await transport.getExtendedAgentCard(
+    GetExtendedAgentCardRequest.fromJSON({ tenant: TENANT }),
+    v1,
+  );
+  assert.equal(echo.name, 'echo');
+  assert.equal(echo.capabilities.streaming, true);
+  // jsecho was registered by run.sh with coordctl --description, which makes its card.
+  const js = await transport.getExtendedAgentCard(
+    GetExtendedAgentCardRequest.fromJSON({ tenant: 'jsecho' }),
+    v1,
+  );
+  assert.equal(js.name, 'jsecho');
+  assert.equal(js.description, 'echo agent on the A2A JavaScript SDK');
+});
+
 test('every call used /lf.a2a.v1.A2AService/* with A2A-Version: 1.0', () => {
   // The raw transport adds no header of its own; the Client always sends 1.0.
   const raw = calls.filter((c) => c.version.length === 0 || c.version[0] !== '1.0');
@@ -333,6 +357,7 @@ test('every call used /lf.a2a.v1.A2AService/* with A2A-Version: 1.0', () => {
     'GetTaskPushNotificationConfig',
     'ListTaskPushNotificationConfigs',
     'DeleteTaskPushNotificationConfig',
+    'GetExtendedAgentCard',
   ]) {
     assert.ok(paths.has(method), `${method} was not exercised`);
   }
