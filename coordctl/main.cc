@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   std::vector<coordctl::Command> commands;
   coordctl::AddContextCommands(&commands);
   coordctl::AddAgentCommands(&commands);
+  coordctl::AddA2ACommands(&commands);
   coordctl::AddConversationCommands(&commands);
   coordctl::AddHealthCommands(&commands);
   coordctl::AddTaskCommands(&commands);

@@ -1,0 +1,13 @@
+#ifndef RECORD_H_
+#define RECORD_H_
+
+/* One "name:value" record of the input. */
+struct record {
+  char *name;
+  int value;
+};
+
+struct record *parse_record(const char *line);
+void free_record(struct record *r);
+
+#endif

@@ -1,0 +1,18 @@
+#ifndef LIST_H_
+#define LIST_H_
+
+/* A singly linked list of integer keys. */
+struct node {
+  int key;
+  struct node *next;
+};
+
+struct list {
+  struct node *head;
+};
+
+int list_push(struct list *l, int key);
+int list_remove(struct list *l, int key);
+void list_clear(struct list *l);
+
+#endif

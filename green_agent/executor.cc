@@ -1,0 +1,202 @@
+#include "green_agent/executor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace green_agent {
+
+absl::StatusOr<std::vector<std::string>> SplitWords(absl::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      ++i;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const size_t end = text.find('\'', i + 1);
+      if (end == absl::string_view::npos) {
+        return absl::InvalidArgumentError("unterminated single quote");
+      }
+      word.append(text.data() + i + 1, end - i - 1);
+      i = end + 1;
+    } else if (c == '"') {
+      ++i;
+      bool closed = false;
+      while (i < text.size()) {
+        const char d = text[i];
+        if (d == '"') {
+          closed = true;
+          ++i;
+          break;
+        }
+        if (d == '\\' && i + 1 < text.size() &&
+            (text[i + 1] == '"' || text[i + 1] == '\\' || text[i + 1] == '$' ||
+             text[i + 1] == '`')) {
+          word.push_back(text[i + 1]);
+          i += 2;
+          continue;
+        }
+        word.push_back(d);
+        ++i;
+      }
+      if (!closed) return absl::InvalidArgumentError("unterminated double quote");
+    } else if (c == '\\') {
+      if (i + 1 < text.size()) word.push_back(text[i + 1]);
+      i += 2;
+    } else {
+      word.push_back(c);
+      ++i;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  if (words.empty()) return absl::InvalidArgumentError("the command is empty");
+  return words;
+}
+
+absl::StatusOr<std::vector<std::string>> CommandExecutor::Argv(absl::string_view command,
+                                                               const ExecEnv& env) const {
+  if (options_.exec_template.empty()) return SplitWords(command);
+  absl::StatusOr<std::vector<std::string>> words = SplitWords(options_.exec_template);
+  if (!words.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--exec_template: ", words.status().message()));
+  }
+  for (std::string& word : *words) {
+    // One pass over the word: substituted text is never scanned again.
+    word = absl::StrReplaceAll(word, {{"{command}", command},
+                                      {"{workspace}", env.workspace_dir},
+                                      {"{shared}", env.shared_dir},
+                                      {"{container}", env.environment_handle},
+                                      {"{context_id}", env.context_id}});
+  }
+  return words;
+}
+
+absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
+                                                const ExecEnv& env) const {
+  ExecResult result;
+  absl::StatusOr<std::vector<std::string>> argv_words = Argv(command, env);
+  if (!argv_words.ok()) {
+    result.exit_code = 2;
+    result.output = absl::StrCat("cannot run the command: ", argv_words.status().message());
+    return result;
+  }
+  std::vector<char*> argv;
+  for (std::string& w : *argv_words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "WORKSPACE=", 10) == 0 || std::strncmp(*e, "SHARED_DIR=", 11) == 0) {
+      continue;
+    }
+    env_strings.emplace_back(*e);
+  }
+  env_strings.push_back(absl::StrCat("WORKSPACE=", env.workspace_dir));
+  env_strings.push_back(absl::StrCat("SHARED_DIR=", env.shared_dir));
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  if (!env.workspace_dir.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, env.workspace_dir.c_str());
+  }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  posix_spawnattr_setsigmask(&attr, &no_signals);
+
+  const absl::Time start = absl::Now();
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(fds[1]);
+  if (err != 0) {
+    close(fds[0]);
+    result.exit_code = 127;
+    result.output = absl::StrCat("cannot run ", (*argv_words)[0], ": ", std::strerror(err), "\n");
+    result.duration = absl::Now() - start;
+    return result;
+  }
+
+  const absl::Time deadline = start + options_.timeout;
+  int wait_status = 0;
+  bool reaped = false;
+  char buffer[8192];
+  while (true) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, 50);
+    bool eof = false;
+    if (ready > 0) {
+      const ssize_t n = read(fds[0], buffer, sizeof(buffer));
+      if (n > 0) {
+        const size_t room =
+            options_.output_cap - std::min(options_.output_cap, result.output.size());
+        if (static_cast<size_t>(n) > room) result.truncated = true;
+        result.output.append(buffer, std::min(room, static_cast<size_t>(n)));
+      } else if (n == 0 || errno != EINTR) {
+        eof = true;
+      }
+    }
+    if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
+    // The child is gone: what is still buffered was read above or is read next round; a
+    // grandchild left in the background must not hold the command open.
+    if (eof || (reaped && ready == 0)) break;
+    if (absl::Now() >= deadline) {
+      result.timed_out = true;
+      break;
+    }
+  }
+  close(fds[0]);
+  kill(-pid, SIGKILL);  // the whole group: background children included
+  if (!reaped) waitpid(pid, &wait_status, 0);
+  result.duration = absl::Now() - start;
+  if (result.timed_out) {
+    result.exit_code = 124;
+    absl::StrAppend(&result.output, "\n[timed out after ", absl::FormatDuration(options_.timeout),
+                    "; the process group was killed]\n");
+  } else if (WIFEXITED(wait_status)) {
+    result.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    result.exit_code = 128 + WTERMSIG(wait_status);
+  }
+  if (result.truncated) {
+    absl::StrAppend(&result.output, "\n[output truncated at ", options_.output_cap, " bytes]\n");
+  }
+  return result;
+}
+
+}  // namespace green_agent

@@ -1,0 +1,74 @@
+// Runs the commands an agent under test asks for, in an evaluation's workspace. The default
+// runs a local subprocess without a shell (the command is split into words the way a POSIX
+// shell would, but nothing is expanded), in its own process group, with a timeout (the whole
+// group is killed) and a cap on the output kept. A template such as
+// `docker exec {container} bash -lc {command}` wraps the command instead: the template is split
+// into words first and the placeholders are substituted inside those words, so a command is
+// always exactly one argument and needs no quoting.
+#ifndef GREEN_AGENT_EXECUTOR_H_
+#define GREEN_AGENT_EXECUTOR_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace green_agent {
+
+// Where a command runs.
+struct ExecEnv {
+  std::string workspace_dir;
+  std::string shared_dir;
+  // The environment handle (e.g. a container name); {container} in the template.
+  std::string environment_handle;
+  std::string context_id;
+};
+
+struct ExecResult {
+  int exit_code = 0;
+  // stdout and stderr interleaved, at most the cap (a note says when it was cut).
+  std::string output;
+  bool timed_out = false;
+  bool truncated = false;
+  absl::Duration duration;
+};
+
+struct ExecutorOptions {
+  // Wall-clock limit of one command (default 60s); the process group is killed after it.
+  absl::Duration timeout = absl::Seconds(60);
+  // Bytes of output kept (default 64 KiB); the rest is read and dropped.
+  size_t output_cap = 64 << 10;
+  // Empty: run the command's own words. Otherwise the words of this template with {command},
+  // {workspace}, {shared}, {container} and {context_id} substituted.
+  std::string exec_template;
+};
+
+// Splits `text` into words like a POSIX shell without expansion: blanks separate words,
+// '...' is literal, "..." honours \" \\ \$ \`, a backslash outside quotes escapes the next
+// character. INVALID_ARGUMENT on an unterminated quote or an empty result.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> SplitWords(absl::string_view text);
+
+class CommandExecutor {
+ public:
+  explicit CommandExecutor(ExecutorOptions options) : options_(std::move(options)) {}
+
+  // The argv that Run would start.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Argv(absl::string_view command,
+                                                              const ExecEnv& env) const;
+
+  // Runs the command. A command that cannot be started gets exit code 127 and the reason as
+  // output (an error the agent should see), not an error status; errors are reserved for the
+  // machine (no pipes, no processes).
+  [[nodiscard]] absl::StatusOr<ExecResult> Run(absl::string_view command, const ExecEnv& env) const;
+
+  const ExecutorOptions& options() const { return options_; }
+
+ private:
+  ExecutorOptions options_;
+};
+
+}  // namespace green_agent
+
+#endif  // GREEN_AGENT_EXECUTOR_H_

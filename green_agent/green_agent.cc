@@ -1,0 +1,509 @@
+#include "green_agent/green_agent.h"
+
+#include <openssl/sha.h>
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace green_agent {
+namespace {
+
+namespace a2apb = ::lf::a2a::v1;
+namespace v1 = ::coordinator::v1;
+using agent_runtime::EventPublisher;
+using agent_runtime::RequestContext;
+
+constexpr size_t kMaxLabelBytes = 4000;
+
+std::string Sha256Hex(absl::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
+std::string Truncate(absl::string_view s, size_t n) {
+  return std::string(s.substr(0, std::min(n, s.size())));
+}
+
+// The task id of a start request: "Task ID: <id>" anywhere in the text, or a data part
+// {"task_id": ...}. Empty when there is none.
+std::string StartTaskId(const a2apb::Message& message) {
+  for (const a2apb::Part& part : message.parts()) {
+    if (part.has_data() && part.data().has_struct_value()) {
+      const auto& fields = part.data().struct_value().fields();
+      auto it = fields.find("task_id");
+      if (it != fields.end() && it->second.has_string_value()) return it->second.string_value();
+    }
+    if (part.has_text()) {
+      const size_t at = part.text().find("Task ID:");
+      if (at == std::string::npos) continue;
+      absl::string_view rest = absl::StripLeadingAsciiWhitespace(
+          absl::string_view(part.text()).substr(at + std::strlen("Task ID:")));
+      const size_t end = rest.find_first_of(" \t\r\n");
+      return std::string(rest.substr(0, end));
+    }
+  }
+  return "";
+}
+
+int64_t ExecSeq(const a2apb::Message& message) {
+  auto it = message.metadata().fields().find("exec_seq");
+  if (it == message.metadata().fields().end()) return 0;
+  if (it->second.has_number_value()) return static_cast<int64_t>(it->second.number_value());
+  int64_t v = 0;
+  if (it->second.has_string_value() && absl::SimpleAtoi(it->second.string_value(), &v)) return v;
+  return 0;
+}
+
+std::string SafeDirName(const std::string& id) {
+  bool safe = !id.empty() && id.size() <= 100 && id != "." && id != "..";
+  for (char c : id) {
+    if (!(absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.')) safe = false;
+  }
+  return safe ? id : absl::StrCat("ctx-", Sha256Hex(id).substr(0, 32));
+}
+
+std::string ResultJson(const ExecResult& r) {
+  google::protobuf::Struct s;
+  (*s.mutable_fields())["exit_code"].set_number_value(r.exit_code);
+  (*s.mutable_fields())["output"].set_string_value(r.output);
+  (*s.mutable_fields())["timed_out"].set_bool_value(r.timed_out);
+  (*s.mutable_fields())["duration_ms"].set_number_value(
+      static_cast<double>(absl::ToInt64Milliseconds(r.duration)));
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(s, &out);
+  return out;
+}
+
+absl::StatusOr<ExecResult> ParseResultJson(const std::string& json) {
+  google::protobuf::Struct s;
+  if (!google::protobuf::util::JsonStringToMessage(json, &s).ok()) {
+    return absl::DataLossError("unreadable result file");
+  }
+  ExecResult r;
+  r.exit_code = static_cast<int>(s.fields().at("exit_code").number_value());
+  r.output = s.fields().at("output").string_value();
+  r.timed_out = s.fields().at("timed_out").bool_value();
+  r.duration = absl::Milliseconds(s.fields().at("duration_ms").number_value());
+  return r;
+}
+
+}  // namespace
+
+GreenAgent::GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coordinator)
+    : options_(std::move(options)),
+      executor_(options_.executor),
+      contexts_(v1::ContextService::NewStub(coordinator)),
+      gateway_(coordinator, options_.retry) {}
+
+std::string GreenAgent::ContextRoot(const std::string& context_id) const {
+  return (std::filesystem::path(options_.workspaces_dir) / SafeDirName(context_id)).string();
+}
+
+std::shared_ptr<absl::Mutex> GreenAgent::ContextLock(const std::string& context_id) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<absl::Mutex>& m = locks_[context_id];
+  if (m == nullptr) m = std::make_shared<absl::Mutex>();
+  return m;
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::GetContext(const std::string& context_id,
+                                                       const std::function<bool()>& stop) {
+  v1::GetContextRequest request;
+  request.set_context_id(context_id);
+  v1::TaskContext context;
+  RETURN_IF_ERROR(agent_runtime::CallWithRetry(
+      [&](grpc::ClientContext* c) { return contexts_->GetContext(c, request, &context); },
+      options_.retry, stop));
+  return context;
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::UpdateContext(
+    const std::string& context_id, const std::function<void(v1::TaskContext*)>& change) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    ASSIGN_OR_RETURN(v1::TaskContext context, GetContext(context_id));
+    v1::UpdateContextRequest request;
+    *request.mutable_context() = context;
+    change(request.mutable_context());
+    v1::TaskContext updated;
+    absl::Status s = agent_runtime::CallWithRetry(
+        [&](grpc::ClientContext* c) { return contexts_->UpdateContext(c, request, &updated); },
+        options_.retry);
+    if (s.ok()) return updated;
+    if (!absl::IsAborted(s)) return s;  // ABORTED: someone changed it meanwhile; read again
+  }
+  return absl::AbortedError(absl::StrCat("context ", context_id, " keeps changing"));
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::EndEvaluation(const std::string& context_id, bool ok,
+                                                          const std::string& text) {
+  return UpdateContext(context_id, [&](v1::TaskContext* c) {
+    if (c->status() != v1::CONTEXT_STATUS_ACTIVE) return;  // the first ending wins
+    c->set_status(ok ? v1::CONTEXT_STATUS_COMPLETED : v1::CONTEXT_STATUS_FAILED);
+    (*c->mutable_labels())["phase"] = ok ? "scored" : "failed";
+    (*c->mutable_labels())[ok ? "score" : "error"] = Truncate(text, kMaxLabelBytes);
+  });
+}
+
+void GreenAgent::Execute(const RequestContext& request, EventPublisher& events) {
+  const std::string text(absl::StripAsciiWhitespace(agent_runtime::FirstText(request.message)));
+  if (absl::StartsWith(text, "execute:")) {
+    const std::string command(absl::StripAsciiWhitespace(text.substr(std::strlen("execute:"))));
+    return RunCommand(request, command, events);
+  }
+  if (text == "submit" || absl::StartsWith(text, "submit:") || absl::StartsWith(text, "submit ")) {
+    return Submit(request, events);
+  }
+  if (absl::StartsWith(text, "abandon:")) {
+    return Abandon(request, std::string(absl::StripAsciiWhitespace(text.substr(8))), events);
+  }
+  const std::string task_id = StartTaskId(request.message);
+  if (!task_id.empty()) return Start(request, task_id, events);
+  events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                      "unrecognized request: send \"Task ID: <id>\" (or a data part "
+                      "{\"task_id\": ...}) to start an evaluation, \"execute: <command>\" to run "
+                      "a command, or \"submit\" to be scored");
+}
+
+void GreenAgent::Start(const RequestContext& request, const std::string& task_id,
+                       EventPublisher& events) {
+  const std::string& context_id = request.context_id;
+  const std::string bundle = (std::filesystem::path(options_.tasks_dir) / task_id).string();
+  std::error_code ec;
+  if (!IsValidTaskId(task_id) || !std::filesystem::exists(bundle + "/ground_truth.json", ec) ||
+      !std::filesystem::exists(bundle + "/crash_report.txt", ec) ||
+      !std::filesystem::is_directory(bundle + "/src", ec)) {
+    events.UpdateStatus(
+        a2apb::TASK_STATE_REJECTED,
+        absl::StrCat("unknown task id \"", task_id, "\": no bundle in ", options_.tasks_dir));
+    return;
+  }
+  const std::string root = ContextRoot(context_id);
+  const std::string workspace = root + "/workspace";
+  const std::string shared = workspace + "/shared";
+  {
+    std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
+    absl::MutexLock lock(mu.get());
+    absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+    if (!context.ok() && !absl::IsNotFound(context.status())) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                          absl::StrCat("coordinator: ", context.status().message()));
+      return;
+    }
+    if (context.ok()) {
+      if (context->external_task_id() != task_id) {
+        events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                            absl::StrCat("context ", context_id, " already evaluates task ",
+                                         context->external_task_id()));
+        return;
+      }
+      if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return PublishOutcome(*context, events);
+    }
+    if (absl::Status s = PrepareWorkspace(bundle, workspace, shared); !s.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED, s.message());
+      return;
+    }
+    if (!context.ok()) {
+      v1::CreateContextRequest create;
+      v1::TaskContext* c = create.mutable_context();
+      c->set_context_id(context_id);
+      c->set_agent(options_.name);
+      c->set_external_task_id(task_id);
+      c->set_workspace_dir(workspace);
+      c->set_shared_dir(shared);
+      (*c->mutable_labels())["phase"] = "started";
+      (*c->mutable_labels())["purple_agent"] = options_.purple_agent;
+      v1::TaskContext created;
+      absl::Status s = agent_runtime::CallWithRetry(
+          [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },
+          options_.retry);
+      if (!s.ok() && !absl::IsAlreadyExists(s)) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED, absl::StrCat("coordinator: ", s.message()));
+        return;
+      }
+      context = GetContext(context_id);
+      if (!context.ok()) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                            absl::StrCat("coordinator: ", context.status().message()));
+        return;
+      }
+      LOG_INFO("context %s: evaluation of %s created in %s", context_id, task_id, workspace);
+    }
+    if (context->labels().count("purple_task") == 0) {
+      absl::StatusOr<std::string> report = ReadFile(bundle + "/crash_report.txt");
+      if (!report.ok()) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED, report.status().message());
+        return;
+      }
+      TaskLimits limits;
+      limits.timeout_seconds = static_cast<int>(absl::ToInt64Seconds(options_.executor.timeout));
+      limits.output_cap = options_.executor.output_cap;
+      a2apb::Message message;
+      message.set_role(a2apb::ROLE_USER);
+      message.set_context_id(context_id);
+      for (const std::string& part : FormatTask(task_id, *report, limits)) {
+        message.add_parts()->set_text(part);
+      }
+      (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);
+      absl::StatusOr<a2apb::Task> sent = gateway_.Send(options_.purple_agent, message);
+      if (!sent.ok()) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                            absl::StrCat("cannot send the task to ", options_.purple_agent, ": ",
+                                         sent.status().message()));
+        return;
+      }
+      const std::string purple_task = sent->id();
+      absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
+        (*c->mutable_labels())["purple_task"] = purple_task;
+        (*c->mutable_labels())["phase"] = "running";
+      });
+      if (!updated.ok()) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                            absl::StrCat("coordinator: ", updated.status().message()));
+        return;
+      }
+      LOG_INFO("context %s: task sent to %s (task %s)", context_id, options_.purple_agent,
+               purple_task);
+    }
+  }
+  events.UpdateStatus(a2apb::TASK_STATE_WORKING,
+                      absl::StrCat("evaluating ", task_id, " with ", options_.purple_agent,
+                                   "; waiting for its submission"));
+  auto cancelled = [&events] { return events.cancelled(); };
+  while (!events.cancelled()) {
+    absl::StatusOr<v1::TaskContext> context = GetContext(context_id, cancelled);
+    if (context.ok() && context->status() != v1::CONTEXT_STATUS_ACTIVE) {
+      return PublishOutcome(*context, events);
+    }
+    if (absl::IsNotFound(context.status())) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                          absl::StrCat("context ", context_id, " was deleted"));
+      return;
+    }
+    events.WaitCancelled(options_.poll_interval);
+  }
+}
+
+void GreenAgent::PublishOutcome(const v1::TaskContext& context, EventPublisher& events) {
+  auto label = [&](const std::string& key) {
+    auto it = context.labels().find(key);
+    return it == context.labels().end() ? std::string() : it->second;
+  };
+  if (context.status() == v1::CONTEXT_STATUS_COMPLETED) {
+    const std::string score = label("score");
+    a2apb::Artifact artifact;
+    artifact.set_artifact_id("score");
+    artifact.set_name("score");
+    artifact.set_description("root-cause localization score against the ground truth");
+    a2apb::Part* part = artifact.add_parts();
+    part->set_media_type("application/json");
+    if (!google::protobuf::util::JsonStringToMessage(score, part->mutable_data()).ok()) {
+      part->set_text(score);
+    }
+    events.AddArtifact(artifact);
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, score);
+    return;
+  }
+  const std::string error = label("error");
+  events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                      error.empty() ? absl::StrCat("the evaluation ended ",
+                                                   v1::ContextStatus_Name(context.status()))
+                                    : error);
+}
+
+void GreenAgent::RunCommand(const RequestContext& request, const std::string& command,
+                            EventPublisher& events) {
+  const std::string& context_id = request.context_id;
+  if (command.empty()) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED, "execute: needs a command");
+    return;
+  }
+  std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
+  absl::MutexLock lock(mu.get());
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (absl::IsNotFound(context.status())) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("unknown context ", context_id,
+                                     ": no evaluation runs there (start one with \"Task ID: "
+                                     "<id>\")"));
+    return;
+  }
+  if (!context.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                        absl::StrCat("coordinator: ", context.status().message()));
+    return;
+  }
+  if (context->status() != v1::CONTEXT_STATUS_ACTIVE) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("the evaluation in context ", context_id, " has ended (",
+                                     v1::ContextStatus_Name(context->status()), ")"));
+    return;
+  }
+  const int64_t seq = ExecSeq(request.message);
+  const int64_t count = context->command_count();
+  if (seq > count + 1) {
+    events.UpdateStatus(
+        a2apb::TASK_STATE_REJECTED,
+        absl::StrCat("exec_seq ", seq, " is out of order: ", count, " commands were recorded"));
+    return;
+  }
+  const std::string results_dir = ContextRoot(context_id) + "/results";
+  const std::string result_file = absl::StrCat(results_dir, "/", seq, ".json");
+  std::optional<ExecResult> result;
+  if (seq > 0) {
+    absl::StatusOr<std::string> stored = ReadFile(result_file);
+    if (stored.ok()) {
+      absl::StatusOr<ExecResult> parsed = ParseResultJson(*stored);
+      if (parsed.ok()) result = *parsed;
+    }
+  }
+  if (!result.has_value()) {
+    ExecEnv env;
+    env.workspace_dir = context->workspace_dir();
+    env.shared_dir = context->shared_dir();
+    env.environment_handle = context->environment_handle();
+    env.context_id = context_id;
+    absl::StatusOr<ExecResult> ran = executor_.Run(command, env);
+    if (!ran.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED, ran.status().message());
+      return;
+    }
+    result = *ran;
+    if (seq > 0) {
+      std::error_code ec;
+      std::filesystem::create_directories(results_dir, ec);
+      if (absl::Status s = WriteFileAtomically(result_file, ResultJson(*result)); !s.ok()) {
+        LOG_WARN("context %s: cannot keep the result of exec %d: %s", context_id, seq, s.message());
+      }
+    }
+  }
+  // Record once per exec_seq. A RecordCommand whose answer was lost may have been applied,
+  // so after a failure the count is read again before trying once more.
+  if (seq == 0 || seq == count + 1) {
+    v1::RecordCommandRequest record;
+    record.set_context_id(context_id);
+    record.set_command(command);
+    record.set_exit_code(result->exit_code);
+    *record.mutable_duration() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
+        absl::ToInt64Nanoseconds(result->duration));
+    record.set_output_digest(absl::StrCat("sha256:", Sha256Hex(result->output)));
+    absl::Status recorded;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      v1::RecordCommandResponse response;
+      grpc::ClientContext c;
+      c.set_deadline(std::chrono::system_clock::now() +
+                     absl::ToChronoNanoseconds(options_.retry.call_timeout));
+      recorded = agent_runtime::FromGrpc(contexts_->RecordCommand(&c, record, &response));
+      if (recorded.ok() || seq == 0) break;
+      if (!absl::IsUnavailable(recorded) && !absl::IsDeadlineExceeded(recorded)) break;
+      absl::StatusOr<v1::TaskContext> again = GetContext(context_id);
+      if (again.ok() && again->command_count() >= seq) {
+        recorded = absl::OkStatus();
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    if (!recorded.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                          absl::StrCat("cannot record the command: ", recorded.message()));
+      return;
+    }
+  }
+  a2apb::Artifact artifact;
+  artifact.set_artifact_id("result");
+  artifact.set_name("result");
+  artifact.add_parts()->set_text(result->output);
+  google::protobuf::Struct* data = artifact.add_parts()->mutable_data()->mutable_struct_value();
+  (*data->mutable_fields())["exit_code"].set_number_value(result->exit_code);
+  (*data->mutable_fields())["exec_seq"].set_number_value(static_cast<double>(seq));
+  (*data->mutable_fields())["timed_out"].set_bool_value(result->timed_out);
+  events.AddArtifact(artifact);
+  events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, absl::StrCat("exit code ", result->exit_code));
+}
+
+void GreenAgent::Submit(const RequestContext& request, EventPublisher& events) {
+  const std::string& context_id = request.context_id;
+  std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
+  absl::MutexLock lock(mu.get());
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (absl::IsNotFound(context.status())) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("unknown context ", context_id, ": nothing to score"));
+    return;
+  }
+  if (!context.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                        absl::StrCat("coordinator: ", context.status().message()));
+    return;
+  }
+  if (context->status() == v1::CONTEXT_STATUS_ACTIVE) {
+    bool ok = false;
+    std::string text;
+    absl::StatusOr<std::string> loc = ReadFile(context->shared_dir() + "/loc.json");
+    absl::StatusOr<std::string> truth_json =
+        ReadFile((std::filesystem::path(options_.tasks_dir) / context->external_task_id() /
+                  "ground_truth.json")
+                     .string());
+    if (!loc.ok()) {
+      text = "no loc.json in the shared dir: write shared/loc.json before submitting";
+    } else if (!truth_json.ok()) {
+      text = absl::StrCat("the ground truth of ", context->external_task_id(), " cannot be read");
+    } else {
+      absl::StatusOr<std::vector<Location>> submitted = ParseLocations(*loc);
+      absl::StatusOr<std::vector<Location>> truth = ParseLocations(*truth_json);
+      if (!submitted.ok()) {
+        text = absl::StrCat("malformed loc.json: ", submitted.status().message());
+      } else if (!truth.ok()) {
+        text = absl::StrCat("malformed ground truth: ", truth.status().message());
+      } else {
+        ok = true;
+        text = ScoreJson(context->external_task_id(), ScoreLocations(*truth, *submitted));
+      }
+    }
+    context = EndEvaluation(context_id, ok, text);
+    if (!context.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                          absl::StrCat("coordinator: ", context.status().message()));
+      return;
+    }
+    LOG_INFO("context %s: %s %s", context_id, ok ? "scored" : "failed", text);
+  }
+  PublishOutcome(*context, events);
+}
+
+void GreenAgent::Abandon(const RequestContext& request, const std::string& reason,
+                         EventPublisher& events) {
+  const std::string& context_id = request.context_id;
+  std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
+  absl::MutexLock lock(mu.get());
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (absl::IsNotFound(context.status())) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED, absl::StrCat("unknown context ", context_id));
+    return;
+  }
+  if (context.ok() && context->status() == v1::CONTEXT_STATUS_ACTIVE) {
+    context =
+        EndEvaluation(context_id, false, absl::StrCat("the agent under test gave up: ", reason));
+  }
+  if (!context.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                        absl::StrCat("coordinator: ", context.status().message()));
+    return;
+  }
+  events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "recorded");
+}
+
+}  // namespace green_agent

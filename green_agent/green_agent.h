@@ -1,0 +1,90 @@
+// The green agent: hosts root-cause-analysis evaluations for an agent under test. It keeps no
+// state that matters in memory: an evaluation is its TaskContext in the coordinator (keyed by
+// the A2A context_id) plus its workspace on disk, so any request can be answered again after a
+// restart. Requests (the first text part, or a data part):
+//   "Task ID: <id>" or {"task_id": "<id>"}   start an evaluation; the task ends with the score
+//   "execute: <command>"                     run a command in the context's workspace
+//   "submit"                                 score shared/loc.json against the ground truth
+//   "abandon: <reason>"                      the agent under test gave up; the evaluation fails
+// execute: is idempotent per (context, exec_seq) when the sender puts "exec_seq" in the
+// message metadata: a command is run and recorded (RecordCommand) once, and a repeat of the
+// same exec_seq gets the stored result, so command_count never double counts.
+#ifndef GREEN_AGENT_GREEN_AGENT_H_
+#define GREEN_AGENT_GREEN_AGENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "agent_runtime/agent_runtime.h"
+#include "agent_runtime/coordinator_client.h"
+#include "coordinator/v1/context.grpc.pb.h"
+#include "green_agent/evaluation.h"
+#include "green_agent/executor.h"
+
+namespace green_agent {
+
+struct GreenOptions {
+  // This agent's name at the coordinator (default "green").
+  std::string name = "green";
+  // The agent under test's name at the coordinator (default "purple").
+  std::string purple_agent = "purple";
+  // Folder of task bundles (one folder per task id).
+  std::string tasks_dir;
+  // Where per-context workspaces are created (default ./workspaces).
+  std::string workspaces_dir = "./workspaces";
+  ExecutorOptions executor;
+  // Deadlines and retry budget of coordinator calls.
+  agent_runtime::RetryOptions retry;
+  // How often an evaluation's task looks at its context while it waits for the score
+  // (default 200ms).
+  absl::Duration poll_interval = absl::Milliseconds(200);
+};
+
+class GreenAgent : public agent_runtime::AgentExecutor {
+ public:
+  GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coordinator);
+
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override;
+
+ private:
+  void Start(const agent_runtime::RequestContext& request, const std::string& task_id,
+             agent_runtime::EventPublisher& events);
+  void RunCommand(const agent_runtime::RequestContext& request, const std::string& command,
+                  agent_runtime::EventPublisher& events);
+  void Submit(const agent_runtime::RequestContext& request, agent_runtime::EventPublisher& events);
+  void Abandon(const agent_runtime::RequestContext& request, const std::string& reason,
+               agent_runtime::EventPublisher& events);
+
+  // Publishes the outcome of an evaluation that has ended (score or failure).
+  void PublishOutcome(const coordinator::v1::TaskContext& context,
+                      agent_runtime::EventPublisher& events);
+
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> GetContext(
+      const std::string& context_id, const std::function<bool()>& stop = nullptr);
+  // Read-modify-write of a context (retried on a version conflict).
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> UpdateContext(
+      const std::string& context_id,
+      const std::function<void(coordinator::v1::TaskContext*)>& change);
+  // Ends the evaluation: status FAILED (with `error`) or COMPLETED (with the score).
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> EndEvaluation(
+      const std::string& context_id, bool ok, const std::string& text);
+
+  // Root of one context's files: workspace/, results/.
+  std::string ContextRoot(const std::string& context_id) const;
+  // Serializes requests of one context within this process (execute: races with a resend).
+  std::shared_ptr<absl::Mutex> ContextLock(const std::string& context_id);
+
+  const GreenOptions options_;
+  CommandExecutor executor_;
+  std::unique_ptr<coordinator::v1::ContextService::Stub> contexts_;
+  agent_runtime::GatewayClient gateway_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace green_agent
+
+#endif  // GREEN_AGENT_GREEN_AGENT_H_

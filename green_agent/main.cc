@@ -1,0 +1,75 @@
+// green_agent: hosts root-cause-analysis evaluations (green_agent/green_agent.h) as an A2A
+// agent behind the coordinator. Registers at start-up; stops cleanly on SIGTERM/SIGINT.
+#include <csignal>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "agent_runtime/agent_runtime.h"
+#include "agent_runtime/coordinator_client.h"
+#include "common/log.h"
+#include "green_agent/green_agent.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
+ABSL_FLAG(std::string, name, "green", "agent name: its tenant at the coordinator");
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
+ABSL_FLAG(std::string, purple_agent, "purple", "name of the agent under test at the coordinator");
+ABSL_FLAG(std::string, tasks_dir, "examples/tasks", "folder of task bundles, one per task id");
+ABSL_FLAG(std::string, workspaces_dir, "./workspaces", "where per-context workspaces are made");
+ABSL_FLAG(std::string, exec_template, "",
+          "wraps each command, e.g. 'docker exec {container} bash -lc {command}'; placeholders: "
+          "{command} {workspace} {shared} {container} {context_id}; empty: run the command's "
+          "own words without a shell");
+ABSL_FLAG(absl::Duration, command_timeout, absl::Seconds(60), "time limit of one command");
+ABSL_FLAG(int64_t, output_cap, 64 << 10, "bytes of a command's output returned");
+ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
+      "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks");
+  absl::ParseCommandLine(argc, argv);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  green_agent::GreenOptions options;
+  options.name = absl::GetFlag(FLAGS_name);
+  options.purple_agent = absl::GetFlag(FLAGS_purple_agent);
+  options.tasks_dir = absl::GetFlag(FLAGS_tasks_dir);
+  options.workspaces_dir = absl::GetFlag(FLAGS_workspaces_dir);
+  options.executor.exec_template = absl::GetFlag(FLAGS_exec_template);
+  options.executor.timeout = absl::GetFlag(FLAGS_command_timeout);
+  options.executor.output_cap =
+      static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_output_cap)));
+  options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
+  green_agent::GreenAgent agent(options, agent_runtime::CoordinatorChannel(coordinator));
+
+  agent_runtime::RuntimeOptions runtime;
+  runtime.listen = absl::GetFlag(FLAGS_listen);
+  runtime.name = options.name;
+  runtime.coordinator = coordinator;
+  runtime.card.set_name(options.name);
+  runtime.card.set_description(
+      "Judge's environment host for root-cause-analysis evaluations: send \"Task ID: <id>\" to "
+      "start one; the agent under test sends \"execute: <command>\" and \"submit\".");
+  runtime.card.set_version("1.0.0");
+  runtime.card.mutable_capabilities()->set_streaming(true);
+  runtime.card.add_default_input_modes("text/plain");
+  runtime.card.add_default_output_modes("text/plain");
+  runtime.card.add_default_output_modes("application/json");
+  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
+      agent_runtime::AgentServer::Start(runtime, &agent);
+  if (!server.ok()) {
+    LOG_ERROR("cannot start: %s", server.status().message());
+    return 1;
+  }
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  (*server)->Shutdown();
+  LOG_INFO("stopped cleanly");
+  return 0;
+}

@@ -1,0 +1,85 @@
+// purple_agent: the agent under test of a root-cause-analysis evaluation
+// (purple_agent/purple_agent.h) as an A2A agent behind the coordinator. At start-up it
+// registers, then resumes its unfinished evaluations. Stops cleanly on SIGTERM/SIGINT.
+#include <csignal>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "agent_runtime/agent_runtime.h"
+#include "agent_runtime/coordinator_client.h"
+#include "common/log.h"
+#include "purple_agent/policy.h"
+#include "purple_agent/purple_agent.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
+ABSL_FLAG(std::string, name, "purple", "agent name: its tenant at the coordinator");
+ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
+ABSL_FLAG(std::string, green_agent, "green", "name of the green agent at the coordinator");
+ABSL_FLAG(std::string, policy, "",
+          "script:<file or folder> | cmd:<program> | openai:<base_url> (required)");
+ABSL_FLAG(int, max_steps, 30, "actions per attempt before the attempt fails");
+ABSL_FLAG(int64_t, token_budget, 200000, "tokens per evaluation, all attempts together");
+ABSL_FLAG(int, max_attempts, 5, "attempts before the loop breaker stops the evaluation");
+ABSL_FLAG(absl::Duration, policy_timeout, absl::Seconds(120),
+          "deadline of one policy call (cmd: run or model HTTP call)");
+ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
+      "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks");
+  absl::ParseCommandLine(argc, argv);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  purple_agent::PolicyOptions policy_options;
+  policy_options.timeout = absl::GetFlag(FLAGS_policy_timeout);
+  absl::StatusOr<std::unique_ptr<purple_agent::Policy>> policy =
+      purple_agent::MakePolicy(absl::GetFlag(FLAGS_policy), policy_options);
+  if (!policy.ok()) {
+    LOG_ERROR("--policy: %s", policy.status().message());
+    return 2;
+  }
+  purple_agent::PurpleOptions options;
+  options.name = absl::GetFlag(FLAGS_name);
+  options.green_agent = absl::GetFlag(FLAGS_green_agent);
+  options.max_steps = std::max(1, absl::GetFlag(FLAGS_max_steps));
+  options.token_budget = absl::GetFlag(FLAGS_token_budget);
+  options.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
+  options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
+  const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
+  purple_agent::PurpleAgent agent(options, agent_runtime::CoordinatorChannel(coordinator),
+                                  *std::move(policy));
+
+  agent_runtime::RuntimeOptions runtime;
+  runtime.listen = absl::GetFlag(FLAGS_listen);
+  runtime.name = options.name;
+  runtime.coordinator = coordinator;
+  runtime.card.set_name(options.name);
+  runtime.card.set_description(
+      "Agent under test for root-cause-analysis evaluations: takes a formatted task and works "
+      "on it through the green agent's execute: tool.");
+  runtime.card.set_version("1.0.0");
+  runtime.card.mutable_capabilities()->set_streaming(true);
+  runtime.card.add_default_input_modes("text/plain");
+  runtime.card.add_default_output_modes("text/plain");
+  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
+      agent_runtime::AgentServer::Start(runtime, &agent);
+  if (!server.ok()) {
+    LOG_ERROR("cannot start: %s", server.status().message());
+    return 1;
+  }
+  agent.ResumeUnfinished();
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  // The server first: running tasks are abandoned (the coordinator delivers them again later),
+  // then the loops stop where they are; the conversation says where to resume.
+  (*server)->Shutdown();
+  agent.Shutdown();
+  LOG_INFO("stopped cleanly");
+  return 0;
+}
