@@ -86,6 +86,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
+  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a port already in use
+  // and split clients between two databases at random; a taken port must fail Start instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // A request that does not parse gets INVALID_ARGUMENT rather than gRPC's bare UNIMPLEMENTED.
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<ParseErrorInterceptorFactory>());

@@ -1062,6 +1062,20 @@ TEST(ServerStartTest, SecondServerOnTheSameDataDirIsRefused) {
   EXPECT_OK(CoordinatorServer::Start(options));
 }
 
+TEST(ServerStartTest, PortTakenByAnotherServerIsRefused) {
+  // Two coordinators on one port would split clients between two databases at random.
+  TempDir dir;
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.data_dir = dir.Sub("first");
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(options);
+  ASSERT_OK(first);
+  options.listen = absl::StrCat("127.0.0.1:", (*first)->port());
+  options.data_dir = dir.Sub("second");
+  absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+}
+
 TEST(ServerStartTest, DataDirThatCannotBeCreatedIsRefused) {
   TempDir dir;
   const std::string file = dir.Sub("file");
