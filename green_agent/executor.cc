@@ -153,13 +153,19 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
   }
 
   const absl::Time deadline = start + options_.timeout;
-  int wait_status = 0;
-  bool reaped = false;
+  // "Exited" is learned with WNOWAIT: the child stays a zombie, so its process group id stays
+  // reserved until the group (background children included) has been killed below.
+  auto exited = [pid] {
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == pid;
+  };
+  bool child_exited = false;
   char buffer[8192];
-  while (true) {
+  bool eof = false;
+  while (!eof) {
     pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, 50);
-    bool eof = false;
+    const int ready = poll(&p, 1, 20);
     if (ready > 0) {
       const ssize_t n = read(fds[0], buffer, sizeof(buffer));
       if (n > 0) {
@@ -171,18 +177,31 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
         eof = true;
       }
     }
-    if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
-    // The child is gone: what is still buffered was read above or is read next round; a
-    // grandchild left in the background must not hold the command open.
-    if (eof || (reaped && ready == 0)) break;
+    // The child is gone and the pipe is quiet: a grandchild left in the background must not
+    // hold the command open.
+    if (!eof && ready == 0 && exited()) {
+      child_exited = true;
+      break;
+    }
     if (absl::Now() >= deadline) {
       result.timed_out = true;
       break;
     }
   }
   close(fds[0]);
-  kill(-pid, SIGKILL);  // the whole group: background children included
-  if (!reaped) waitpid(pid, &wait_status, 0);
+  // The output ended (often just before the exit): wait for the exit itself.
+  while (!result.timed_out && !child_exited) {
+    if (exited()) {
+      child_exited = true;
+    } else if (absl::Now() >= deadline) {
+      result.timed_out = true;
+    } else {
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  }
+  kill(-pid, SIGKILL);  // the whole group: background children, or everything on a timeout
+  int wait_status = 0;
+  waitpid(pid, &wait_status, 0);
   result.duration = absl::Now() - start;
   if (result.timed_out) {
     result.exit_code = 124;
