@@ -16,9 +16,11 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Installs what is missing, builds, and starts the coordinator on an embedded RocksDB in ./data.
+# Installs what is missing, builds, and starts the stack: the coordinator on an embedded RocksDB
+# in ./data, the green and purple agents with the sample tasks; runs one sample evaluation and
+# prints its score, then serves until Ctrl-C (scripts/run_stack.sh).
 run: build
-	$(BUILD_DIR)/bin/coordinator --listen=$(LISTEN) --data_dir=$(DATA_DIR)
+	BUILD_DIR=$(BUILD_DIR) DATA_DIR=$(DATA_DIR) LISTEN=$(LISTEN) ./scripts/run_stack.sh
 
 # Installs what is missing, builds, and runs every test.
 test: build
