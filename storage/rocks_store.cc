@@ -36,31 +36,62 @@ std::string EncodeSchemaVersion(uint32_t v) {
 }
 
 // An Iterator over a rocksdb::Iterator that owns the bounds the ReadOptions point at.
+//
+// A transaction's iterator also reads the transaction's own writes (a WriteBatchWithIndex), and
+// RocksDB documents that a write to the transaction invalidates such an iterator's current
+// entry. So that callers may write while they scan (delete every key of a prefix, rewrite each
+// record), a transaction iterator keeps a copy of its current key, serves key() from it, and
+// moves on by seeking past it rather than by the invalidated rocksdb::Iterator::Next.
 class RocksIterator final : public Iterator {
  public:
   // `make` builds the rocksdb iterator from read options whose bounds point into this object.
   template <typename MakeFn>
-  RocksIterator(absl::string_view lower, absl::string_view upper, MakeFn make)
-      : lower_(lower), upper_(upper), lower_slice_(lower_), upper_slice_(upper_) {
+  RocksIterator(absl::string_view lower, absl::string_view upper, bool in_transaction, MakeFn make)
+      : lower_(lower),
+        upper_(upper),
+        lower_slice_(lower_),
+        upper_slice_(upper_),
+        in_transaction_(in_transaction) {
     rocksdb::ReadOptions ro;
     if (!lower_.empty()) ro.iterate_lower_bound = &lower_slice_;
     if (!upper_.empty()) ro.iterate_upper_bound = &upper_slice_;
     it_.reset(make(ro));
     it_->Seek(lower_slice_);
+    Remember();
   }
 
-  void Seek(absl::string_view key) override { it_->Seek(ToSlice(key)); }
+  void Seek(absl::string_view key) override {
+    it_->Seek(ToSlice(key));
+    Remember();
+  }
   bool Valid() const override { return it_->Valid(); }
-  void Next() override { it_->Next(); }
-  absl::string_view key() const override { return ToView(it_->key()); }
+  void Next() override {
+    if (!in_transaction_) {
+      it_->Next();
+      return;
+    }
+    // The current key may have been written (or deleted) since the last move.
+    it_->Seek(ToSlice(current_));
+    if (it_->Valid() && ToView(it_->key()) == current_) it_->Next();
+    Remember();
+  }
+  absl::string_view key() const override {
+    return in_transaction_ ? absl::string_view(current_) : ToView(it_->key());
+  }
   absl::string_view value() const override { return ToView(it_->value()); }
   absl::Status status() const override { return FromRocksStatus(it_->status(), "scan"); }
 
  private:
+  void Remember() {
+    if (in_transaction_ && it_->Valid()) current_.assign(it_->key().data(), it_->key().size());
+  }
+
   const std::string lower_;
   const std::string upper_;
   const rocksdb::Slice lower_slice_;
   const rocksdb::Slice upper_slice_;
+  const bool in_transaction_;
+  std::string current_;  // the current key, when in_transaction_
   std::unique_ptr<rocksdb::Iterator> it_;
 };
 
@@ -93,23 +124,28 @@ class RocksTransaction final : public Transaction {
     return FromRocksStatus(s, "read for update");
   }
 
+  // Put and Delete copy their arguments first: they may point into this transaction's own
+  // batch (an iterator's current value), which the write itself may reallocate.
   absl::Status Put(ColumnFamily cf, absl::string_view key, absl::string_view value) override {
-    rocksdb::Status s = txn_->Put(handle(cf), ToSlice(key), ToSlice(value));
+    const std::string k(key);
+    const std::string v(value);
+    rocksdb::Status s = txn_->Put(handle(cf), k, v);
     if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
     return FromRocksStatus(s, "put");
   }
 
   absl::Status Delete(ColumnFamily cf, absl::string_view key) override {
-    rocksdb::Status s = txn_->Delete(handle(cf), ToSlice(key));
+    const std::string k(key);
+    rocksdb::Status s = txn_->Delete(handle(cf), k);
     if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
     return FromRocksStatus(s, "delete");
   }
 
   std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
                                         absl::string_view upper) override {
-    return std::make_unique<RocksIterator>(lower, upper, [&](const rocksdb::ReadOptions& ro) {
-      return txn_->GetIterator(ro, handle(cf));
-    });
+    return std::make_unique<RocksIterator>(
+        lower, upper, /*in_transaction=*/true,
+        [&](const rocksdb::ReadOptions& ro) { return txn_->GetIterator(ro, handle(cf)); });
   }
 
   // True when an operation failed because a lock could not be had (timeout or deadlock): the
@@ -289,9 +325,9 @@ std::unique_ptr<Iterator> RocksStore::NewIterator(ColumnFamily cf, absl::string_
   // The iterator reads an implicit snapshot taken now; make that snapshot durable first.
   absl::Status durable = WaitDurable();
   if (!durable.ok()) return std::make_unique<FailedIterator>(std::move(durable));
-  return std::make_unique<RocksIterator>(lower, upper, [&](const rocksdb::ReadOptions& ro) {
-    return db_->NewIterator(ro, handle(cf));
-  });
+  return std::make_unique<RocksIterator>(
+      lower, upper, /*in_transaction=*/false,
+      [&](const rocksdb::ReadOptions& ro) { return db_->NewIterator(ro, handle(cf)); });
 }
 
 // Durability without holding locks across I/O. A transaction commits with sync=false, which

@@ -184,6 +184,57 @@ TEST(RocksStoreTest, TransactionSeesItsOwnWritesOthersOnlyAfterCommit) {
             absl::StatusCode::kNotFound);
 }
 
+// Deleting or rewriting each key while scanning it (a cascading delete, a migration) must visit
+// every key exactly once. RocksDB warns that a write invalidates a transaction iterator's
+// current key, so the store has to make this safe.
+TEST(RocksStoreTest, WritingWhileIteratingInATransactionVisitsEachKeyOnce) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<RocksStore>> store = OpenAt(dir.path());
+  ASSERT_OK(store);
+  constexpr int kKeys = 500;
+  auto key = [](int i) { return absl::StrCat("k/", 10000 + i); };
+  ASSERT_OK((*store)->RunTransaction([&](Transaction& txn) -> absl::Status {
+    for (int i = 0; i < kKeys; ++i) {
+      if (absl::Status s = txn.Put(ColumnFamily::kContexts, key(i), "v0"); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+  // Also with some keys written earlier in the same transaction (they live in the batch).
+  for (const bool own_writes_first : {false, true}) {
+    SCOPED_TRACE(own_writes_first ? "with own writes" : "committed keys only");
+    std::vector<std::string> visited;
+    ASSERT_OK((*store)->RunTransaction([&](Transaction& txn) -> absl::Status {
+      visited.clear();
+      if (own_writes_first) {
+        for (int i = 0; i < kKeys; i += 3) {
+          if (absl::Status s = txn.Put(ColumnFamily::kContexts, key(i), "own"); !s.ok()) return s;
+        }
+      }
+      std::unique_ptr<Iterator> it = txn.NewIterator(ColumnFamily::kContexts, "k/", "k0");
+      for (; it->Valid(); it->Next()) {
+        const std::string k(it->key());
+        visited.push_back(k);
+        if (absl::Status s = txn.Put(ColumnFamily::kContexts, it->key(), "v1"); !s.ok()) return s;
+      }
+      return it->status();
+    }));
+    ASSERT_EQ(visited.size(), static_cast<size_t>(kKeys));
+    for (int i = 0; i < kKeys; ++i) EXPECT_EQ(visited[i], key(i));
+  }
+  std::vector<std::string> deleted;
+  ASSERT_OK((*store)->RunTransaction([&](Transaction& txn) -> absl::Status {
+    deleted.clear();
+    std::unique_ptr<Iterator> it = txn.NewIterator(ColumnFamily::kContexts, "k/", "k0");
+    for (; it->Valid(); it->Next()) {
+      deleted.emplace_back(it->key());
+      if (absl::Status s = txn.Delete(ColumnFamily::kContexts, it->key()); !s.ok()) return s;
+    }
+    return it->status();
+  }));
+  EXPECT_EQ(deleted.size(), static_cast<size_t>(kKeys));
+  EXPECT_TRUE(Scan(**store, ColumnFamily::kContexts).empty());
+}
+
 TEST(RocksStoreTest, FailedTransactionWritesNothing) {
   TempDir dir;
   absl::StatusOr<std::unique_ptr<RocksStore>> store = OpenAt(dir.path());

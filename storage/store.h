@@ -42,7 +42,9 @@ class Transaction {
                                          absl::string_view value) = 0;
   [[nodiscard]] virtual absl::Status Delete(ColumnFamily cf, absl::string_view key) = 0;
   // Scans [lower, upper) as this transaction sees it (its own writes included). Scanned keys
-  // are not locked: lock a key that guards them (a parent record) first.
+  // are not locked: lock a key that guards them (a parent record) first. Writing to the
+  // transaction while scanning is allowed (each key is still visited once, and key() stays
+  // good), but a write invalidates value() until the next move.
   virtual std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
                                                 absl::string_view upper) = 0;
 };
