@@ -1,6 +1,5 @@
 // echo_agent: the example agent (agent_runtime/echo_agent.h) as a process. It registers with
 // the coordinator at start-up and stops cleanly on SIGTERM/SIGINT.
-#include <csignal>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -8,6 +7,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
 ABSL_FLAG(std::string, name, "echo", "agent name: its tenant at the coordinator");
@@ -19,11 +19,7 @@ int main(int argc, char** argv) {
       "echo_agent: an A2A v1.0 example agent.\n"
       "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]");
   absl::ParseCommandLine(argc, argv);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const common::StopSignals stop_signals;  // before any thread starts
 
   agent_runtime::EchoAgent agent;
   agent_runtime::RuntimeOptions options;
@@ -42,8 +38,7 @@ int main(int argc, char** argv) {
     LOG_ERROR("cannot start: %s", server.status().message());
     return 1;
   }
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  LOG_INFO("received %s; stopping", stop_signals.Wait());
   (*server)->Shutdown();
   LOG_INFO("stopped cleanly");
   return 0;

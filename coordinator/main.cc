@@ -1,5 +1,4 @@
 // The coordinator binary: flags, signal handling, and the server's lifetime.
-#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -9,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "coordinator/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (host:port)");
@@ -60,13 +60,7 @@ int main(int argc, char** argv) {
       "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]");
   absl::ParseCommandLine(argc, argv);
 
-  // Block the stop signals in every thread (gRPC's and RocksDB's threads inherit this mask);
-  // one thread waits for them below.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const common::StopSignals stop_signals;  // before any thread starts
 
   coordinator::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -77,11 +71,9 @@ int main(int argc, char** argv) {
   for (absl::string_view tier : absl::StrSplit(absl::GetFlag(FLAGS_tier_ladder), ',')) {
     options.task_state.tier_ladder.emplace_back(absl::StripAsciiWhitespace(tier));
   }
-  options.breaker.repeated_error_threshold =
-      absl::GetFlag(FLAGS_breaker_repeated_error_threshold);
+  options.breaker.repeated_error_threshold = absl::GetFlag(FLAGS_breaker_repeated_error_threshold);
   options.breaker.stuck_tier_threshold = absl::GetFlag(FLAGS_breaker_stuck_tier_threshold);
-  options.breaker.quality_gate_threshold =
-      absl::GetFlag(FLAGS_breaker_quality_gate_threshold);
+  options.breaker.quality_gate_threshold = absl::GetFlag(FLAGS_breaker_quality_gate_threshold);
   options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
@@ -96,8 +88,9 @@ int main(int argc, char** argv) {
   options.a2a_store.push_initial_backoff = absl::GetFlag(FLAGS_a2a_push_initial_backoff);
   if (options.gateway.max_delivery_attempts <= 0 || options.gateway.delivery_threads <= 0 ||
       options.a2a_store.push_max_attempts <= 0) {
-    LOG_ERROR("--a2a_delivery_max_attempts, --a2a_delivery_threads and --a2a_push_max_attempts "
-              "must be positive");
+    LOG_ERROR(
+        "--a2a_delivery_max_attempts, --a2a_delivery_threads and --a2a_push_max_attempts "
+        "must be positive");
     return 2;
   }
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0) {
@@ -112,9 +105,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  LOG_INFO("received %s; draining calls", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  LOG_INFO("received %s; draining calls", stop_signals.Wait());
   (*server)->Shutdown(absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds)));
   LOG_INFO("stopped cleanly");
   return 0;

@@ -1,6 +1,5 @@
 // green_agent: hosts root-cause-analysis evaluations (green_agent/green_agent.h) as an A2A
 // agent behind the coordinator. Registers at start-up; stops cleanly on SIGTERM/SIGINT.
-#include <csignal>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -8,6 +7,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "green_agent/green_agent.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
@@ -29,11 +29,7 @@ int main(int argc, char** argv) {
       "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
       "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks");
   absl::ParseCommandLine(argc, argv);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const common::StopSignals stop_signals;  // before any thread starts
 
   green_agent::GreenOptions options;
   options.name = absl::GetFlag(FLAGS_name);
@@ -67,8 +63,7 @@ int main(int argc, char** argv) {
     LOG_ERROR("cannot start: %s", server.status().message());
     return 1;
   }
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  LOG_INFO("received %s; stopping", stop_signals.Wait());
   (*server)->Shutdown();
   LOG_INFO("stopped cleanly");
   return 0;

@@ -1,7 +1,6 @@
 // purple_agent: the agent under test of a root-cause-analysis evaluation
 // (purple_agent/purple_agent.h) as an A2A agent behind the coordinator. At start-up it
 // registers, then resumes its unfinished evaluations. Stops cleanly on SIGTERM/SIGINT.
-#include <csignal>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -9,6 +8,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/log.h"
+#include "common/stop_signals.h"
 #include "purple_agent/policy.h"
 #include "purple_agent/purple_agent.h"
 
@@ -30,11 +30,7 @@ int main(int argc, char** argv) {
       "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
       "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks");
   absl::ParseCommandLine(argc, argv);
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const common::StopSignals stop_signals;  // before any thread starts
 
   purple_agent::PolicyOptions policy_options;
   policy_options.timeout = absl::GetFlag(FLAGS_policy_timeout);
@@ -74,8 +70,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   agent.ResumeUnfinished();
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  LOG_INFO("received %s; stopping", stop_signals.Wait());
   // The server first: running tasks are abandoned (the coordinator delivers them again later),
   // then the loops stop where they are; the conversation says where to resume.
   (*server)->Shutdown();
