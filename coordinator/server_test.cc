@@ -60,6 +60,16 @@ grpc::Status WithDeadline(Fn call) {
   return call(&context);
 }
 
+// Options for a server under test: an ephemeral gRPC port, and no agent-card HTTP server (its
+// default port is fixed, and these tests are about the gRPC services).
+ServerOptions TestServerOptions(const std::string& data_dir) {
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.data_dir = data_dir;
+  options.http_listen = "";
+  return options;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer(ServerOptions())); }
@@ -67,6 +77,7 @@ class ServerTest : public ::testing::Test {
   void StartServer(ServerOptions options) {
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
+    options.http_listen = "";
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
         CoordinatorServer::Start(std::move(options));
     ASSERT_OK(server);
@@ -1049,9 +1060,7 @@ TEST_F(SmallRequestLimitTest, RequestsOverTheLimitAreResourceExhaustedAndChangeN
 
 TEST(ServerStartTest, SecondServerOnTheSameDataDirIsRefused) {
   TempDir dir;
-  ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.data_dir = dir.path();
+  ServerOptions options = TestServerOptions(dir.path());
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(options);
   ASSERT_OK(first);
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(options);
@@ -1065,9 +1074,7 @@ TEST(ServerStartTest, SecondServerOnTheSameDataDirIsRefused) {
 TEST(ServerStartTest, PortTakenByAnotherServerIsRefused) {
   // Two coordinators on one port would split clients between two databases at random.
   TempDir dir;
-  ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.data_dir = dir.Sub("first");
+  ServerOptions options = TestServerOptions(dir.Sub("first"));
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(options);
   ASSERT_OK(first);
   options.listen = absl::StrCat("127.0.0.1:", (*first)->port());
@@ -1080,18 +1087,15 @@ TEST(ServerStartTest, DataDirThatCannotBeCreatedIsRefused) {
   TempDir dir;
   const std::string file = dir.Sub("file");
   std::ofstream(file) << "x";
-  ServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.data_dir = file + "/data";
+  ServerOptions options = TestServerOptions(file + "/data");
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition) << server.status();
 }
 
 TEST(ServerStartTest, UnusableListenAddressIsRefused) {
   TempDir dir;
-  ServerOptions options;
+  ServerOptions options = TestServerOptions(dir.path());
   options.listen = "not an address";
-  options.data_dir = dir.path();
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable) << server.status();
   // The database it opened was closed again: another server can use the directory.

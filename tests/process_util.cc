@@ -349,7 +349,9 @@ absl::StatusOr<int> ParseListeningPort(absl::string_view line) {
 
 absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
     const std::string& data_dir, const std::vector<std::string>& extra_args) {
-  std::vector<std::string> args = {"--listen=127.0.0.1:0", absl::StrCat("--data_dir=", data_dir)};
+  // Every port ephemeral, the agent card's HTTP port too (extra_args may override it).
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                                   absl::StrCat("--data_dir=", data_dir)};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<std::unique_ptr<Process>> process =
       Process::Start(BinaryPath("coordinator"), args);

@@ -107,7 +107,8 @@ class Process {
 // The real coordinator binary, listening on 127.0.0.1 at a port it chose itself.
 class CoordinatorProcess {
  public:
-  // Starts `coordinator --listen=127.0.0.1:0 --data_dir=<data_dir> <extra_args>` and waits
+  // Starts `coordinator --listen=127.0.0.1:0 --http_listen=127.0.0.1:0 --data_dir=<data_dir>
+  // <extra_args>` (later flags win, so extra_args may override the first ones) and waits
   // (bounded) for its "listening on" line. When it exits instead, the error carries its stderr.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
       const std::string& data_dir, const std::vector<std::string>& extra_args = {});
