@@ -14,12 +14,11 @@ constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 
 void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& out) {
   out << "usage: coordctl [--target host:port] [--timeout 10s] <command> [args...]\n"
-      << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget
-      << ")\n"
+      << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget << ")\n"
       << "  --timeout  deadline of each call (default 10s)\n\ncommands:\n";
   for (const coordctl::Command& c : commands) {
-    out << "  coordctl " << absl::StrJoin(c.words, " ") << (c.usage.empty() ? "" : " ")
-        << c.usage << "\n      " << c.help << "\n";
+    out << "  coordctl " << absl::StrJoin(c.words, " ") << (c.usage.empty() ? "" : " ") << c.usage
+        << "\n      " << c.help << "\n";
   }
   out << "\nexit codes: 0 ok, 1 not found (or \"no\"), 2 usage error, 3 other errors\n";
 }
@@ -92,16 +91,17 @@ int main(int argc, char** argv) {
     if (command == nullptr || c.words.size() > command->words.size()) command = &c;
   }
   if (command == nullptr) {
-    return coordctl::Fail(env, "unknown command \"" + absl::StrJoin(args, " ").substr(0, 80) +
-                                   "\" (see coordctl --help)",
-                          coordctl::kExitUsage);
+    return coordctl::Fail(
+        env,
+        "unknown command \"" + absl::StrJoin(args, " ").substr(0, 80) + "\" (see coordctl --help)",
+        coordctl::kExitUsage);
   }
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(command->words.size()),
                                 args.end());
   if (std::find(rest.begin(), rest.end(), "--help") != rest.end() &&
       std::find(rest.begin(), rest.end(), "--") == rest.end()) {
-    std::cout << "usage: coordctl " << absl::StrJoin(command->words, " ") << " "
-              << command->usage << "\n  " << command->help << "\n";
+    std::cout << "usage: coordctl " << absl::StrJoin(command->words, " ") << " " << command->usage
+              << "\n  " << command->help << "\n";
     return coordctl::kExitOk;
   }
   absl::StatusOr<coordctl::ParsedArgs> parsed = coordctl::ParseArgs(*command, rest);
@@ -113,7 +113,6 @@ int main(int argc, char** argv) {
   }
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);
-  env.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                          channel_args);
+  env.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
   return command->run(env, *parsed);
 }

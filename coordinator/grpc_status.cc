@@ -20,8 +20,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
     info.set_reason(*reason);
     info.set_domain(a2a::kErrorDomain);
     details.add_details()->PackFrom(info);
-    return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                        std::string(status.message()), details.SerializeAsString());
+    return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()),
+                        details.SerializeAsString());
   }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }

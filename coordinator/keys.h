@@ -75,11 +75,11 @@ inline std::string AgentIndex(absl::string_view agent, absl::string_view context
 //
 // Every change of a task locks its header first, so a task's changes are serialized and the
 // header's counters (history_count, last_event_seq) always match the records.
-inline constexpr uint8_t kA2AAgent = 0x50;         // family kA2A
-inline constexpr uint8_t kA2ATaskScoped = 0x51;    // family kA2A
-inline constexpr uint8_t kA2ATasksByTime = 0x52;   // family kA2A
-inline constexpr uint8_t kA2ADelivery = 0x53;      // family kA2A
-inline constexpr uint8_t kA2APushPending = 0x54;   // family kA2A
+inline constexpr uint8_t kA2AAgent = 0x50;        // family kA2A
+inline constexpr uint8_t kA2ATaskScoped = 0x51;   // family kA2A
+inline constexpr uint8_t kA2ATasksByTime = 0x52;  // family kA2A
+inline constexpr uint8_t kA2ADelivery = 0x53;     // family kA2A
+inline constexpr uint8_t kA2APushPending = 0x54;  // family kA2A
 
 // What follows the A2A task prefix.
 inline constexpr uint8_t kA2ATaskHeader = 0x00;
@@ -171,8 +171,7 @@ inline std::string RunItem(absl::string_view run_id, absl::string_view item_id) 
 inline std::string RunItemPrefix(absl::string_view run_id) {
   return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunItem).key();
 }
-inline std::string RunPending(absl::string_view run_id, uint64_t level,
-                              absl::string_view item_id) {
+inline std::string RunPending(absl::string_view run_id, uint64_t level, absl::string_view item_id) {
   return storage::KeyBuilder(kWorkRunScoped)
       .AddString(run_id)
       .AddByte(kRunPending)
@@ -214,7 +213,7 @@ inline std::string WorkLeaseBound(uint64_t expire_micros) {
 // An append writes its record and rewrites only the small header, whatever the history's
 // length. Every change locks the header (GetForUpdate), so concurrent changes of one task are
 // serialized; a breaker action locks the header before the log meta, never the other way.
-inline constexpr uint8_t kTaskScoped = 0x30;      // family kTasks
+inline constexpr uint8_t kTaskScoped = 0x30;       // family kTasks
 inline constexpr uint8_t kBlockedRegistry = 0x31;  // family kTasks
 inline constexpr uint8_t kBreakerLogMeta = 0x32;   // family kTasks
 inline constexpr uint8_t kBreakerLog = 0x33;       // family kTasks

@@ -15,12 +15,9 @@ namespace {
 
 // Services whose health is reported individually as well as under "".
 constexpr const char* kServiceNames[] = {
-    "coordinator.v1.ContextService",
-    "coordinator.v1.ConversationService",
-    "coordinator.v1.TaskStateService",
-    "coordinator.v1.BreakerService",
-    "coordinator.v1.WorkService",
-    "lf.a2a.v1.A2AService",
+    "coordinator.v1.ContextService",   "coordinator.v1.ConversationService",
+    "coordinator.v1.TaskStateService", "coordinator.v1.BreakerService",
+    "coordinator.v1.WorkService",      "lf.a2a.v1.A2AService",
     "coordinator.v1.AgentRegistry",
 };
 
@@ -32,8 +29,7 @@ std::string WithPort(const std::string& listen, int port) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
-    ServerOptions options) {
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(ServerOptions options) {
   if (options.reaper_period <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("reaper_period must be positive");
   }
@@ -53,12 +49,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
       std::make_unique<ConversationStore>(server->store_.get(), options.limits);
   server->context_service_ =
       std::make_unique<ContextServiceImpl>(server->contexts_.get(), server->pool_.get());
-  server->conversation_service_ = std::make_unique<ConversationServiceImpl>(
-      server->conversations_.get(), server->pool_.get());
-  server->tasks_ =
-      std::make_unique<TaskStateStore>(server->store_.get(), options.task_state);
-  server->breaker_ = std::make_unique<Breaker>(server->store_.get(), server->tasks_.get(),
-                                              options.breaker);
+  server->conversation_service_ =
+      std::make_unique<ConversationServiceImpl>(server->conversations_.get(), server->pool_.get());
+  server->tasks_ = std::make_unique<TaskStateStore>(server->store_.get(), options.task_state);
+  server->breaker_ =
+      std::make_unique<Breaker>(server->store_.get(), server->tasks_.get(), options.breaker);
   server->task_state_service_ =
       std::make_unique<TaskStateServiceImpl>(server->tasks_.get(), server->pool_.get());
   server->breaker_service_ =
@@ -71,8 +66,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   server->a2a_tasks_ =
       std::make_unique<A2ATaskStore>(server->store_.get(), options.limits, options.a2a_store);
   server->agents_ = std::make_unique<AgentRegistryStore>(server->store_.get());
-  server->gateway_ = std::make_unique<A2AGateway>(server->a2a_tasks_.get(),
-                                                  server->agents_.get(), options.gateway);
+  server->gateway_ = std::make_unique<A2AGateway>(server->a2a_tasks_.get(), server->agents_.get(),
+                                                  options.gateway);
   A2AGateway* gateway = server->gateway_.get();
   server->agents_->set_on_register(
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
@@ -102,9 +97,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(
   builder.RegisterService(server->agent_registry_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen,
-                     " (is the address valid and the port free?)"));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
+                                               " (is the address valid and the port free?)"));
   }
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
   for (const char* name : kServiceNames) health->SetServingStatus(name, true);

@@ -42,16 +42,16 @@ class TempDir {
 
 }  // namespace testing_util
 
-#define ASSERT_OK(expr)                                                      \
-  do {                                                                       \
+#define ASSERT_OK(expr)                                                     \
+  do {                                                                      \
     const absl::Status assert_ok_status_ = ::testing_util::GetStatus(expr); \
-    ASSERT_TRUE(assert_ok_status_.ok()) << assert_ok_status_;                \
+    ASSERT_TRUE(assert_ok_status_.ok()) << assert_ok_status_;               \
   } while (false)
 
-#define EXPECT_OK(expr)                                                      \
-  do {                                                                       \
+#define EXPECT_OK(expr)                                                     \
+  do {                                                                      \
     const absl::Status expect_ok_status_ = ::testing_util::GetStatus(expr); \
-    EXPECT_TRUE(expect_ok_status_.ok()) << expect_ok_status_;                \
+    EXPECT_TRUE(expect_ok_status_.ok()) << expect_ok_status_;               \
   } while (false)
 
 #endif  // TESTS_TEST_UTIL_H_
