@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the coordinator builds and tests with, only when one is missing.
-# Nothing is downloaded from anywhere but Debian's package archive.
+# Nothing is downloaded from anywhere but Debian's package archive. Extra packages named as
+# arguments (CI passes clang-format) are installed the same way.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
+  "$@"
 )
 
 missing=()
