@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "httplib.h"
 
 namespace coordinator {
@@ -42,15 +43,24 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", listen));
   }
   httplib::Server* raw = server->server_.get();
-  server->thread_ = std::thread([raw] { raw->listen_after_bind(); });
+  server->thread_ = std::thread([raw, returned = server->listen_returned_] {
+    raw->listen_after_bind();
+    returned->store(true);
+  });
   return server;
 }
 
 AgentCardHttpServer::~AgentCardHttpServer() { Stop(); }
 
 void AgentCardHttpServer::Stop() {
-  if (server_ != nullptr) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (server_ == nullptr || !thread_.joinable()) return;
+  // httplib 0.11 ignores a stop() that arrives before its listen loop is running, and the loop
+  // would then never end: wait until it runs (or has already returned) before stopping it.
+  while (!server_->is_running() && !listen_returned_->load()) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  server_->stop();
+  thread_.join();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #ifndef COORDINATOR_A2A_HTTP_H_
 #define COORDINATOR_A2A_HTTP_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,8 @@ class AgentCardHttpServer {
   AgentCardHttpServer() = default;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  // Set by thread_ once httplib's listen loop has returned (so Stop need not wait for it).
+  std::shared_ptr<std::atomic<bool>> listen_returned_ = std::make_shared<std::atomic<bool>>(false);
   int port_ = 0;
 };
 
