@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run test clean format lint
+.PHONY: deps configure build run test test-asan clean format lint
 
 deps:
 	./scripts/install_deps.sh
@@ -28,6 +28,10 @@ test: build
 
 # The sample task bundles (examples/) are left as they are: their ground truth names line numbers.
 SOURCES = $$(git ls-files '*.h' '*.cc' ':!:examples/')
+
+# Every test again on an AddressSanitizer + UndefinedBehaviorSanitizer build (in build-asan).
+test-asan:
+	$(MAKE) BUILD_DIR=build-asan CMAKE_ARGS=-DCOORD_ASAN=ON test
 
 format:
 	clang-format -i $(SOURCES)

@@ -286,7 +286,7 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
     return Refuse(context, Unsupported("ListTasks"));
   }
   grpc::ServerWriteReactor<a2apb::StreamResponse>* SubscribeToTask(
-      grpc::CallbackServerContext* context, const a2apb::SubscribeToTaskRequest*) override {
+      grpc::CallbackServerContext* /*context*/, const a2apb::SubscribeToTaskRequest*) override {
     class Refused : public grpc::ServerWriteReactor<a2apb::StreamResponse> {
      public:
       explicit Refused(grpc::Status s) { Finish(s); }

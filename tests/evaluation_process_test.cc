@@ -228,7 +228,9 @@ class EvaluationTest : public ::testing::Test {
       if (m.role() == v1::ROLE_AGENT) actions.push_back(m.text());
     }
     EXPECT_EQ(actions.size(), disturb ? 7u : 6u) << absl::StrJoin(actions, "\n");
-    if (disturb) EXPECT_EQ(actions[2], kSlowAction);
+    if (disturb) {
+      EXPECT_EQ(actions[2], kSlowAction);
+    }
     EXPECT_EQ(actions.back(), "submit");
   }
 
