@@ -1,6 +1,7 @@
 #include "storage/rocks_store.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -160,6 +161,63 @@ class RocksTransaction final : public Transaction {
   rocksdb::Transaction* txn_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   bool lock_failed_ = false;
+};
+
+// One RocksDB snapshot, released when the last view that reads it goes.
+class SnapshotHolder {
+ public:
+  SnapshotHolder(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles)
+      : db_(db), handles_(std::move(handles)), snapshot_(db->GetSnapshot()) {}
+  ~SnapshotHolder() { db_->ReleaseSnapshot(snapshot_); }
+  SnapshotHolder(const SnapshotHolder&) = delete;
+  SnapshotHolder& operator=(const SnapshotHolder&) = delete;
+
+  rocksdb::DB* db() const { return db_; }
+  const rocksdb::Snapshot* snapshot() const { return snapshot_; }
+  rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
+    return handles_[static_cast<size_t>(cf)];
+  }
+
+ private:
+  rocksdb::DB* db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+// Store::NewSnapshot: reads at one RocksDB snapshot, refuses writes.
+class SnapshotView final : public Store {
+ public:
+  explicit SnapshotView(std::shared_ptr<SnapshotHolder> holder) : holder_(std::move(holder)) {}
+
+  absl::StatusOr<std::string> Get(ColumnFamily cf, absl::string_view key) override {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = holder_->snapshot();
+    std::string value;
+    rocksdb::Status s = holder_->db()->Get(ro, holder_->handle(cf), ToSlice(key), &value);
+    if (!s.ok()) return FromRocksStatus(s, "get");
+    return value;
+  }
+  std::unique_ptr<Iterator> NewIterator(ColumnFamily cf, absl::string_view lower,
+                                        absl::string_view upper) override {
+    return std::make_unique<RocksIterator>(
+        lower, upper, /*in_transaction=*/false, [&](const rocksdb::ReadOptions& ro) {
+          rocksdb::ReadOptions at = ro;
+          at.snapshot = holder_->snapshot();
+          return holder_->db()->NewIterator(at, holder_->handle(cf));
+        });
+  }
+  absl::Status RunTransaction(absl::FunctionRef<absl::Status(Transaction&)>) override {
+    return absl::FailedPreconditionError("a snapshot of the database is read-only");
+  }
+  absl::Status Checkpoint(const std::string&) override {
+    return absl::FailedPreconditionError("checkpoint the store, not a snapshot of it");
+  }
+  absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() override {
+    return std::make_unique<SnapshotView>(holder_);
+  }
+
+ private:
+  std::shared_ptr<SnapshotHolder> holder_;
 };
 
 rocksdb::ColumnFamilyOptions MakeColumnFamilyOptions(const StoreOptions& options) {
@@ -407,6 +465,12 @@ absl::Status RocksStore::Checkpoint(const std::string& dir) {
   RETURN_IF_ERROR(FromRocksStatus(rocksdb::Checkpoint::Create(db_, &raw), "checkpoint"));
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   return FromRocksStatus(checkpoint->CreateCheckpoint(dir), absl::StrCat("checkpoint to ", dir));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> RocksStore::NewSnapshot() {
+  // What the snapshot shows is served to clients: make it durable first, as Get does.
+  RETURN_IF_ERROR(WaitDurable());
+  return std::make_unique<SnapshotView>(std::make_shared<SnapshotHolder>(db_, handles_));
 }
 
 }  // namespace storage

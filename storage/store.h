@@ -71,6 +71,12 @@ class Store {
   // Writes a consistent copy of the whole database into `dir` (which must not exist) while the
   // store keeps serving. The copy opens as a store of its own.
   [[nodiscard]] virtual absl::Status Checkpoint(const std::string& dir) = 0;
+
+  // A read-only view of every column family as of now (once what it shows is durable): Get and
+  // NewIterator on it read one consistent moment whatever is written meanwhile, RunTransaction
+  // fails with FAILED_PRECONDITION. Domain code runs its ordinary reads on it to export a
+  // consistent picture. The view must not outlive this store.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() = 0;
 };
 
 }  // namespace storage

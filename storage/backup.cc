@@ -1,0 +1,119 @@
+#include "storage/backup.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsEmptyDir(const fs::path& p, std::error_code& ec) {
+  return fs::is_directory(p, ec) && fs::is_empty(p, ec);
+}
+
+// True when `inner` is `outer` or lies under it (both absolute and normalized).
+bool IsWithin(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("backup dir is empty");
+  if (dir.size() > kMaxBackupPathBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat("backup dir is %d bytes long; at most %d",
+                                                      dir.size(), kMaxBackupPathBytes));
+  }
+  for (char c : dir) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("backup dir contains a control character");
+    }
+  }
+  if (dir.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backup dir must be an absolute path on the coordinator's machine, not ", dir));
+  }
+  for (absl::string_view part : absl::StrSplit(dir, '/')) {
+    if (part == "." || part == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("backup dir must not contain '.' or '..' components: ", dir));
+    }
+  }
+  const fs::path target = fs::path(std::string(dir)).lexically_normal();
+  std::error_code ec;
+  const fs::path data = fs::absolute(fs::path(std::string(data_dir)), ec).lexically_normal();
+  if (ec) return absl::InternalError(absl::StrCat("cannot resolve the data dir: ", ec.message()));
+  if (IsWithin(target, data) || IsWithin(data, target)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backup dir ", dir, " overlaps the data dir ", data.string()));
+  }
+  fs::path parent = target.parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the parent of backup dir ", dir, " is not an existing directory on the coordinator"));
+  }
+  if (fs::exists(fs::symlink_status(target, ec))) {
+    if (fs::is_symlink(fs::symlink_status(target, ec)) || !IsEmptyDir(target, ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("backup dir ", dir, " already exists and is not an empty directory"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& dir) {
+  if (absl::Status s = ValidateBackupDir(dir, data_dir); !s.ok()) return s;
+  std::error_code ec;
+  // RocksDB wants to create the directory itself.
+  if (fs::is_directory(dir, ec)) fs::remove(dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot replace the empty directory ", dir, ": ", ec.message()));
+  }
+  return store.Checkpoint(dir);
+}
+
+absl::Status RestoreBackup(const std::string& backup_dir, const std::string& data_dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::path(backup_dir) / "CURRENT", ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot restore from ", backup_dir, ": it is not a backup (no CURRENT file)"));
+  }
+  const fs::path data(data_dir);
+  if (fs::exists(data, ec) && !IsEmptyDir(data, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot restore into ", data_dir,
+                     ": it is not empty (restore only into a new or empty data dir)"));
+  }
+  fs::path staging = data;
+  staging += ".restoring";
+  fs::remove_all(staging, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot clear ", staging.string(), ": ", ec.message()));
+  }
+  fs::copy(backup_dir, staging, fs::copy_options::recursive, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot copy ", backup_dir, " to ", staging.string(), ": ", ec.message()));
+  }
+  if (fs::exists(data, ec)) fs::remove(data, ec);  // empty: checked above
+  fs::rename(staging, data, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot move ", staging.string(), " to ", data_dir, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace storage
