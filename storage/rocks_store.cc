@@ -1,12 +1,14 @@
 #include "storage/rocks_store.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -471,6 +473,37 @@ absl::StatusOr<std::unique_ptr<Store>> RocksStore::NewSnapshot() {
   // What the snapshot shows is served to clients: make it durable first, as Get does.
   RETURN_IF_ERROR(WaitDurable());
   return std::make_unique<SnapshotView>(std::make_shared<SnapshotHolder>(db_, handles_));
+}
+
+StoreStats RocksStore::Stats() {
+  StoreStats stats;
+  uint64_t value = 0;
+  if (db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateLiveDataSize, &value)) {
+    stats.live_data_bytes = value;
+  }
+  // Per column family 0 or 1, so the sum counts the families waiting for a compaction.
+  if (db_->GetAggregatedIntProperty(rocksdb::DB::Properties::kCompactionPending, &value)) {
+    stats.compactions_pending = value;
+  }
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kIsWriteStopped, &value)) {
+    stats.write_stopped = value != 0;
+  }
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kActualDelayedWriteRate, &value)) {
+    stats.delayed_write_rate = value;
+  }
+  // Stall counts are kept per column family, in the "cfstats" map.
+  for (rocksdb::ColumnFamilyHandle* h : handles_) {
+    std::map<std::string, std::string> cf_stats;
+    if (!db_->GetMapProperty(h, rocksdb::DB::Properties::kCFStats, &cf_stats)) continue;
+    auto add = [&](const char* key, uint64_t* total) {
+      auto it = cf_stats.find(key);
+      uint64_t n = 0;
+      if (it != cf_stats.end() && absl::SimpleAtoi(it->second, &n)) *total += n;
+    };
+    add("io_stalls.total_stop", &stats.stall_stops);
+    add("io_stalls.total_slowdown", &stats.stall_slowdowns);
+  }
+  return stats;
 }
 
 }  // namespace storage

@@ -55,6 +55,7 @@ class RocksStore final : public Store {
   absl::Status RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) override;
   absl::Status Checkpoint(const std::string& dir) override;
   absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() override;
+  StoreStats Stats() override;
 
   // The schema version recorded in the database.
   uint32_t schema_version() const { return schema_version_; }

@@ -4,6 +4,7 @@
 #ifndef STORAGE_STORE_H_
 #define STORAGE_STORE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,22 @@ class Transaction {
                                                 absl::string_view upper) = 0;
 };
 
+// Figures of the engine for monitoring (the coordinator's /metrics). Zero where a backend has
+// no such figure.
+struct StoreStats {
+  // Estimated bytes of live data, all column families.
+  uint64_t live_data_bytes = 0;
+  // Column families with a compaction pending.
+  uint64_t compactions_pending = 0;
+  // Whether writes are stopped right now (a hard stall), and the rate writes are slowed to
+  // (bytes per second; 0 when they are not slowed).
+  bool write_stopped = false;
+  uint64_t delayed_write_rate = 0;
+  // Write stalls since the store opened: stops and slowdowns, all column families.
+  uint64_t stall_stops = 0;
+  uint64_t stall_slowdowns = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -77,6 +94,9 @@ class Store {
   // fails with FAILED_PRECONDITION. Domain code runs its ordinary reads on it to export a
   // consistent picture. The view must not outlive this store.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() = 0;
+
+  // The engine's figures now; cheap enough for every metrics scrape.
+  virtual StoreStats Stats() { return {}; }
 };
 
 }  // namespace storage
