@@ -2,10 +2,9 @@
 // the coordinator at start-up and stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
+#include "common/env_flags.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 
@@ -15,10 +14,10 @@ ABSL_FLAG(std::string, coordinator, "",
           "coordinator address (host:port) to register with; empty: do not register");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "echo_agent: an A2A v1.0 example agent.\n"
-      "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]");
-  absl::ParseCommandLine(argc, argv);
+  common::InitFlags("ECHO_AGENT_",
+                    "echo_agent: an A2A v1.0 example agent.\n"
+                    "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]",
+                    argc, argv);
   const common::StopSignals stop_signals;  // before any thread starts
 
   agent_runtime::EchoAgent agent;

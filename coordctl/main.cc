@@ -15,7 +15,7 @@ constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& out) {
   out << "usage: coordctl [--target host:port] [--timeout 10s] <command> [args...]\n"
       << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget << ")\n"
-      << "  --timeout  deadline of each call (default 10s)\n\ncommands:\n";
+      << "  --timeout  deadline of each call (default $COORDCTL_TIMEOUT or 10s)\n\ncommands:\n";
   for (const coordctl::Command& c : commands) {
     out << "  coordctl " << absl::StrJoin(c.words, " ") << (c.usage.empty() ? "" : " ") << c.usage
         << "\n      " << c.help << "\n";
@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_target = std::getenv("COORDCTL_TARGET");
   std::string target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
-  std::string timeout_text = "10s";
+  const char* env_timeout = std::getenv("COORDCTL_TIMEOUT");
+  std::string timeout_text = env_timeout != nullptr && *env_timeout != '\0' ? env_timeout : "10s";
+  // Where the timeout came from, for the error message.
+  std::string timeout_source = timeout_text == "10s" ? "--timeout" : "COORDCTL_TIMEOUT";
 
   coordctl::Env env;
   env.out = &std::cout;
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
       target = value;
     } else if (name == "--timeout") {
       timeout_text = value;
+      timeout_source = "--timeout";
     } else {
       return coordctl::Fail(env, "unknown option " + name + " (see coordctl --help)",
                             coordctl::kExitUsage);
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<absl::Duration> timeout = coordctl::ParseDurationArg("timeout", timeout_text);
   if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
-    return coordctl::Fail(env, "--timeout takes a positive duration such as 10s",
+    return coordctl::Fail(env, timeout_source + " takes a positive duration such as 10s",
                           coordctl::kExitUsage);
   }
   env.timeout = *timeout;

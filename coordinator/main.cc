@@ -3,10 +3,9 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
+#include "common/env_flags.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "coordinator/server.h"
@@ -55,10 +54,10 @@ ABSL_FLAG(absl::Duration, a2a_push_initial_backoff, absl::Seconds(1),
           "A2A push notifications: wait after the first failed POST; doubles with each failure");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "coordinator: durable state for multi-agent systems, over gRPC.\n"
-      "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]");
-  absl::ParseCommandLine(argc, argv);
+  common::InitFlags("COORDINATOR_",
+                    "coordinator: durable state for multi-agent systems, over gRPC.\n"
+                    "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",
+                    argc, argv);
 
   const common::StopSignals stop_signals;  // before any thread starts
 

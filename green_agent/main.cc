@@ -2,10 +2,9 @@
 // agent behind the coordinator. Registers at start-up; stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
+#include "common/env_flags.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "green_agent/green_agent.h"
@@ -25,10 +24,10 @@ ABSL_FLAG(int64_t, output_cap, 64 << 10, "bytes of a command's output returned")
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
-      "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks");
-  absl::ParseCommandLine(argc, argv);
+  common::InitFlags("GREEN_AGENT_",
+                    "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
+                    "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks",
+                    argc, argv);
   const common::StopSignals stop_signals;  // before any thread starts
 
   green_agent::GreenOptions options;

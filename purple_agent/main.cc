@@ -3,10 +3,9 @@
 // registers, then resumes its unfinished evaluations. Stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
+#include "common/env_flags.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "purple_agent/policy.h"
@@ -26,10 +25,10 @@ ABSL_FLAG(absl::Duration, policy_timeout, absl::Seconds(120),
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
-      "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks");
-  absl::ParseCommandLine(argc, argv);
+  common::InitFlags("PURPLE_AGENT_",
+                    "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
+                    "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks",
+                    argc, argv);
   const common::StopSignals stop_signals;  // before any thread starts
 
   purple_agent::PolicyOptions policy_options;
