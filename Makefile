@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run test test-asan clean format lint
+.PHONY: deps configure build run test test-asan clean format lint bench
 
 deps:
 	./scripts/install_deps.sh
@@ -32,6 +32,11 @@ SOURCES = $$(git ls-files '*.h' '*.cc' ':!:examples/')
 # Every test again on an AddressSanitizer + UndefinedBehaviorSanitizer build (in build-asan).
 test-asan:
 	$(MAKE) BUILD_DIR=build-asan CMAKE_ARGS=-DCOORD_ASAN=ON test
+
+# Benchmarks against the peers, side by side in one run (bench/run.sh, about 10-15 minutes):
+# writes bench/RESULTS.md, bench/throughput.png and bench/results.jsonl.
+bench: configure
+	BUILD_DIR=$(BUILD_DIR) ./bench/run.sh
 
 format:
 	clang-format -i $(SOURCES)

@@ -1,16 +1,27 @@
-// coord_bench: drives one coordinator workload at one or more concurrencies and prints a line
-// of JSON per concurrency (throughput, latency percentiles, errors). bench/run.sh starts the
-// coordinators and the peers and turns these lines into bench/RESULTS.md.
+// coord_bench: drives one coordinator workload (bench/workloads.h) at one or more concurrencies
+// and prints a line of JSON per measurement (throughput, latency percentiles, errors).
+// bench/run.sh starts the coordinators and the peers and turns these lines into
+// bench/RESULTS.md.
 //
-//   coord_bench --target=127.0.0.1:50051 --workload=append --concurrency=1,16,64
+//   coord_bench --target=127.0.0.1:50051 --workload=fail --concurrency=1,16,64
 //
 // Workloads (the numbering of bench/RESULTS.md):
-//   append  W3: append to one conversation (--history=N messages are appended first)
-//   get     W4: get-context at random among --contexts=N contexts (created first, if missing)
-#include <atomic>
+//   fail     W1: record-failure on distinct tasks (--tasks are created first)
+//   attempt  W2: increment-attempt on one task
+//   history  W3: append to a conversation; the p50 of --point_calls appends to conversations
+//                of each of --sizes messages (measured in turns), then the concurrencies at the
+//                last size
+//   append   W3 at a fixed size: --history messages are appended first
+//   get      W4: get-context at random among --contexts contexts (created over RPCs unless
+//                --create=false, e.g. after bench_bulk_load)
+//   a2a      W5: blocking SendMessage to --tenant (empty: the target is the agent itself)
+//   serving  waits until the target's health check answers SERVING and prints how long that
+//            took since --since_unix_ns (when the caller started the server)
+// Exit code 1 when any measured call failed or a measurement completed no call.
+#include <algorithm>
 #include <iostream>
-#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -20,188 +31,230 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/blocking_counter.h"
+#include "absl/time/clock.h"
 #include "bench/loadgen.h"
-#include "coordinator/v1/context.grpc.pb.h"
-#include "coordinator/v1/conversation.grpc.pb.h"
+#include "bench/workloads.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
-ABSL_FLAG(std::string, target, "127.0.0.1:50051", "coordinator address");
-ABSL_FLAG(std::string, workload, "append", "append | get");
+ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
+ABSL_FLAG(std::string, workload, "fail", "fail | attempt | history | append | get | a2a | serving");
 ABSL_FLAG(std::string, concurrency, "1,16,64", "comma-separated stream counts");
 ABSL_FLAG(int, channels, 4, "gRPC channels (connections) the streams are spread over");
 ABSL_FLAG(double, warmup_seconds, 1, "warm-up before each measurement");
 ABSL_FLAG(double, seconds, 5, "measured time per concurrency");
+ABSL_FLAG(int64_t, tasks, 1024, "fail: tasks the failures are spread over");
 ABSL_FLAG(int64_t, history, 0, "append: messages appended to the conversation before measuring");
+ABSL_FLAG(std::string, sizes, "10,10000,100000", "history: conversation lengths to measure at");
+ABSL_FLAG(int64_t, point_calls, 1000, "history: appends measured at each size (concurrency 1)");
 ABSL_FLAG(int64_t, contexts, 100000, "get: contexts to read among");
-ABSL_FLAG(std::string, run_id, "bench", "prefix of the ids this run creates");
+ABSL_FLAG(bool, create, true, "get: create the contexts first over RPCs");
+ABSL_FLAG(std::string, tenant, "", "a2a: the agent's tenant at the target");
+ABSL_FLAG(std::string, label, "", "a2a: name of this measurement in the output (e.g. direct)");
+ABSL_FLAG(std::string, run_id, "bench", "prefix of the ids this run creates or reads");
+ABSL_FLAG(int64_t, since_unix_ns, 0, "serving: when the server process was started");
+ABSL_FLAG(double, timeout_seconds, 60, "serving: how long to wait");
 
 namespace {
 
-using coordinator::v1::ContextService;
-using coordinator::v1::ConversationService;
-
-struct Stubs {
-  std::vector<std::unique_ptr<ContextService::Stub>> contexts;
-  std::vector<std::unique_ptr<ConversationService::Stub>> conversations;
-  explicit Stubs(const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
-    for (const auto& c : channels) {
-      contexts.push_back(ContextService::NewStub(c));
-      conversations.push_back(ConversationService::NewStub(c));
-    }
+bool ParseList(const std::string& text, std::vector<int64_t>* out) {
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v <= 0) return false;
+    out->push_back(v);
   }
-};
-
-// One in-flight call: owns its context and messages until the callback runs.
-template <typename Request, typename Response>
-struct Call {
-  grpc::ClientContext context;
-  Request request;
-  Response response;
-};
-
-template <typename Request, typename Response, typename Start>
-void Issue(Request request, Start start, std::function<void(grpc::Status)> done) {
-  auto* call = new Call<Request, Response>();
-  call->request = std::move(request);
-  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  start(&call->context, &call->request, &call->response, [call, done](grpc::Status s) {
-    delete call;
-    done(std::move(s));
-  });
+  return !out->empty();
 }
 
-bench::IssueFn AppendWorkload(Stubs& stubs, const std::string& context_id) {
-  return [&stubs, context_id](int stream, int64_t, std::function<void(grpc::Status)> done) {
-    coordinator::v1::AppendMessageRequest request;
-    request.set_context_id(context_id);
-    request.set_role(coordinator::v1::ROLE_AGENT);
-    request.set_text("execute: grep -rn memcpy src/ | head -20");
-    request.set_tokens(17);
-    auto* stub = stubs.conversations[stream % stubs.conversations.size()].get();
-    Issue<coordinator::v1::AppendMessageRequest, coordinator::v1::AppendMessageResponse>(
-        std::move(request),
-        [stub](auto* ctx, auto* req, auto* resp, auto cb) {
-          stub->async()->AppendMessage(ctx, req, resp, std::move(cb));
-        },
-        std::move(done));
-  };
+// Prints one measurement; false when it had errors or no successful call.
+bool Report(const std::string& workload, const std::string& detail, int concurrency,
+            const bench::LoadResult& r) {
+  std::cout << absl::StrFormat(
+                   "{\"workload\":\"%s\",%s\"concurrency\":%d,\"calls\":%d,\"errors\":%d,"
+                   "\"seconds\":%.3f,\"throughput\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+                   "\"p999_us\":%.1f}",
+                   workload, detail, concurrency, r.calls, r.errors, r.seconds, r.throughput,
+                   r.p50_us, r.p99_us, r.p999_us)
+            << std::endl;
+  bool ok = true;
+  if (r.errors > 0) {
+    std::cerr << "coord_bench: " << workload << ": " << r.errors << " calls failed at concurrency "
+              << concurrency << "; first: " << r.first_error << "\n";
+    ok = false;
+  }
+  if (r.calls == 0) {
+    std::cerr << "coord_bench: " << workload << ": no call succeeded at concurrency " << concurrency
+              << "\n";
+    ok = false;
+  }
+  return ok;
 }
 
-std::string ContextId(int64_t i) { return absl::StrCat(absl::GetFlag(FLAGS_run_id), "-ctx-", i); }
-
-bench::IssueFn GetWorkload(Stubs& stubs, int64_t contexts) {
-  return [&stubs, contexts](int stream, int64_t seq, std::function<void(grpc::Status)> done) {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    coordinator::v1::GetContextRequest request;
-    request.set_context_id(ContextId(static_cast<int64_t>(rng() % contexts)));
-    (void)seq;
-    auto* stub = stubs.contexts[stream % stubs.contexts.size()].get();
-    Issue<coordinator::v1::GetContextRequest, coordinator::v1::TaskContext>(
-        std::move(request),
-        [stub](auto* ctx, auto* req, auto* resp, auto cb) {
-          stub->async()->GetContext(ctx, req, resp, std::move(cb));
-        },
-        std::move(done));
-  };
+bench::LoadOptions Options(int concurrency) {
+  bench::LoadOptions options;
+  options.concurrency = concurrency;
+  options.warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
+  options.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  return options;
 }
 
-// Runs `issue` `count` times at concurrency 64 (set-up work, not measured). Fails loudly.
-bool Preload(int64_t count, const bench::IssueFn& issue, const char* what) {
-  if (count <= 0) return true;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> errors{0};
-  absl::BlockingCounter streams_left(64);
-  std::function<void(int)> step = [&](int stream) {
-    const int64_t i = next++;
-    if (i >= count) {
-      streams_left.DecrementCount();
-      return;
-    }
-    issue(stream, i, [&, stream](grpc::Status s) {
-      if (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS) ++errors;
-      step(stream);
-    });
-  };
-  for (int s = 0; s < 64; ++s) step(s);
-  streams_left.Wait();
-  if (errors > 0) {
-    std::cerr << "coord_bench: " << errors << " errors while preparing " << what << "\n";
+bool RunConcurrencies(const std::string& workload, const std::string& detail,
+                      const std::vector<int64_t>& concurrencies, const bench::IssueFn& issue) {
+  bool ok = true;
+  for (int64_t c : concurrencies) {
+    ok &= Report(workload, detail, static_cast<int>(c),
+                 bench::RunLoad(Options(static_cast<int>(c)), issue));
+  }
+  return ok;
+}
+
+// W3: appends to conversations of different lengths. One conversation per size is filled
+// first (at concurrency 64); then the sizes are measured in turns, --point_calls / kTurns
+// appends each per turn at concurrency 1, so that a change in the machine's load hits every
+// size alike. Then the concurrencies run on the longest conversation.
+bool RunHistory(bench::Stubs& stubs, const std::vector<int64_t>& concurrencies) {
+  constexpr int kTurns = 5;
+  std::vector<int64_t> sizes;
+  if (!ParseList(absl::GetFlag(FLAGS_sizes), &sizes)) {
+    std::cerr << "coord_bench: --sizes takes positive numbers\n";
     return false;
   }
-  return true;
+  std::sort(sizes.begin(), sizes.end());
+  const std::string run = absl::GetFlag(FLAGS_run_id);
+  std::vector<bench::IssueFn> appends;
+  for (int64_t size : sizes) {
+    appends.push_back(bench::AppendMessageWorkload(stubs, absl::StrCat(run, "-convo-", size)));
+    if (absl::Status s = bench::RunCount(size, 64, appends.back()); !s.ok()) {
+      std::cerr << "coord_bench: filling a conversation to " << size << ": " << s << "\n";
+      return false;
+    }
+  }
+  std::vector<bench::LoadResult> points(sizes.size());
+  for (int turn = 0; turn < kTurns; ++turn) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      bench::LoadOptions options;
+      options.concurrency = 1;
+      options.warmup = absl::ZeroDuration();
+      options.duration = absl::Seconds(60);
+      options.max_calls = std::max<int64_t>(1, absl::GetFlag(FLAGS_point_calls) / kTurns);
+      bench::LoadResult r = bench::RunLoad(options, appends[i]);
+      bench::LoadResult& p = points[i];
+      p.calls += r.calls;
+      p.errors += r.errors;
+      p.seconds += r.seconds;
+      if (p.first_error.empty()) p.first_error = r.first_error;
+      p.latencies_us.insert(p.latencies_us.end(), r.latencies_us.begin(), r.latencies_us.end());
+    }
+  }
+  bool ok = true;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    bench::LoadResult& p = points[i];
+    std::sort(p.latencies_us.begin(), p.latencies_us.end());
+    p.throughput = p.seconds > 0 ? p.calls / p.seconds : 0;
+    p.p50_us = bench::Percentile(p.latencies_us, 0.5);
+    p.p99_us = bench::Percentile(p.latencies_us, 0.99);
+    p.p999_us = bench::Percentile(p.latencies_us, 0.999);
+    ok &= Report("history_point", absl::StrFormat("\"history\":%d,", sizes[i]), 1, p);
+  }
+  return ok && RunConcurrencies("history", absl::StrFormat("\"history\":%d,", sizes.back()),
+                                concurrencies, appends.back());
+}
+
+// Waits for SERVING; prints the time since --since_unix_ns.
+bool RunServing() {
+  auto channel =
+      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
+  int64_t probes = 0;
+  while (absl::Now() < deadline) {
+    ++probes;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    grpc::Status s = health->Check(&context, request, &response);
+    if (s.ok() && response.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
+      const int64_t now_ns = absl::ToUnixNanos(absl::Now());
+      const int64_t since = absl::GetFlag(FLAGS_since_unix_ns);
+      std::cout << absl::StrFormat("{\"workload\":\"serving\",\"probes\":%d,\"serving_ms\":%.1f}",
+                                   probes, since > 0 ? (now_ns - since) / 1e6 : -1.0)
+                << std::endl;
+      return true;
+    }
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  std::cerr << "coord_bench: " << absl::GetFlag(FLAGS_target) << " was not SERVING after "
+            << absl::GetFlag(FLAGS_timeout_seconds) << " s\n";
+  return false;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("coord_bench --target=HOST:PORT --workload=append|get");
+  absl::SetProgramUsageMessage(
+      "coord_bench --target=HOST:PORT --workload=fail|attempt|history|append|get|a2a|serving");
   absl::ParseCommandLine(argc, argv);
-  std::vector<int> concurrencies;
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_concurrency), ',')) {
-    int c = 0;
-    if (!absl::SimpleAtoi(part, &c) || c <= 0) {
-      std::cerr << "coord_bench: --concurrency takes positive numbers\n";
-      return 2;
-    }
-    concurrencies.push_back(c);
+  std::vector<int64_t> concurrencies;
+  if (!ParseList(absl::GetFlag(FLAGS_concurrency), &concurrencies)) {
+    std::cerr << "coord_bench: --concurrency takes positive numbers\n";
+    return 2;
   }
-  auto channels = bench::MakeChannels(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_channels));
-  Stubs stubs(channels);
   const std::string workload = absl::GetFlag(FLAGS_workload);
+  if (workload == "serving") return RunServing() ? 0 : 1;
 
-  bench::IssueFn issue;
-  std::string detail;
-  if (workload == "append") {
-    const std::string context_id = absl::StrCat(absl::GetFlag(FLAGS_run_id), "-convo");
-    issue = AppendWorkload(stubs, context_id);
-    if (!Preload(absl::GetFlag(FLAGS_history), issue, "the conversation history")) return 1;
-    detail = absl::StrFormat("\"history\":%d,", absl::GetFlag(FLAGS_history));
+  auto channels = bench::MakeChannels(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_channels));
+  bench::Stubs stubs(channels);
+  const std::string run = absl::GetFlag(FLAGS_run_id);
+  bool ok = true;
+  if (workload == "fail") {
+    absl::StatusOr<std::vector<std::string>> ids =
+        bench::InitTasks(stubs, run, absl::GetFlag(FLAGS_tasks));
+    if (!ids.ok()) {
+      std::cerr << "coord_bench: creating the tasks: " << ids.status() << "\n";
+      return 1;
+    }
+    const std::string detail = absl::StrFormat("\"tasks\":%d,", ids->size());
+    ok = RunConcurrencies(workload, detail, concurrencies,
+                          bench::RecordFailureWorkload(stubs, *std::move(ids)));
+  } else if (workload == "attempt") {
+    absl::StatusOr<std::vector<std::string>> ids = bench::InitTasks(stubs, run, 1);
+    if (!ids.ok()) {
+      std::cerr << "coord_bench: creating the task: " << ids.status() << "\n";
+      return 1;
+    }
+    ok = RunConcurrencies(workload, "", concurrencies,
+                          bench::IncrementAttemptWorkload(stubs, (*ids)[0]));
+  } else if (workload == "history") {
+    ok = RunHistory(stubs, concurrencies);
+  } else if (workload == "append") {
+    bench::IssueFn append = bench::AppendMessageWorkload(stubs, absl::StrCat(run, "-convo"));
+    if (absl::Status s = bench::RunCount(absl::GetFlag(FLAGS_history), 64, append); !s.ok()) {
+      std::cerr << "coord_bench: filling the conversation: " << s << "\n";
+      return 1;
+    }
+    ok =
+        RunConcurrencies(workload, absl::StrFormat("\"history\":%d,", absl::GetFlag(FLAGS_history)),
+                         concurrencies, append);
   } else if (workload == "get") {
     const int64_t n = absl::GetFlag(FLAGS_contexts);
-    auto create = [&stubs](int stream, int64_t i, std::function<void(grpc::Status)> done) {
-      coordinator::v1::CreateContextRequest request;
-      auto* c = request.mutable_context();
-      c->set_context_id(ContextId(i));
-      c->set_agent("green");
-      c->set_workspace_dir(absl::StrCat("/ws/", ContextId(i)));
-      auto* stub = stubs.contexts[stream % stubs.contexts.size()].get();
-      Issue<coordinator::v1::CreateContextRequest, coordinator::v1::TaskContext>(
-          std::move(request),
-          [stub](auto* ctx, auto* req, auto* resp, auto cb) {
-            stub->async()->CreateContext(ctx, req, resp, std::move(cb));
-          },
-          std::move(done));
-    };
-    if (!Preload(n, create, "the contexts")) return 1;
-    issue = GetWorkload(stubs, n);
-    detail = absl::StrFormat("\"contexts\":%d,", n);
+    if (absl::GetFlag(FLAGS_create)) {
+      if (absl::Status s = bench::RunCount(n, 64, bench::CreateContextWorkload(stubs, run));
+          !s.ok()) {
+        std::cerr << "coord_bench: creating the contexts: " << s << "\n";
+        return 1;
+      }
+    }
+    ok = RunConcurrencies(workload, absl::StrFormat("\"contexts\":%d,", n), concurrencies,
+                          bench::GetContextWorkload(stubs, run, n));
+  } else if (workload == "a2a") {
+    const std::string label = absl::GetFlag(FLAGS_label);
+    ok = RunConcurrencies(
+        workload,
+        absl::StrFormat("\"label\":\"%s\",\"tenant\":\"%s\",", label, absl::GetFlag(FLAGS_tenant)),
+        concurrencies, bench::SendMessageWorkload(stubs, absl::GetFlag(FLAGS_tenant)));
   } else {
     std::cerr << "coord_bench: unknown --workload " << workload << "\n";
     return 2;
   }
-
-  bool had_errors = false;
-  for (int c : concurrencies) {
-    bench::LoadOptions options;
-    options.concurrency = c;
-    options.warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
-    options.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
-    bench::LoadResult r = bench::RunLoad(options, issue);
-    std::cout << absl::StrFormat(
-                     "{\"workload\":\"%s\",%s\"concurrency\":%d,\"calls\":%d,\"errors\":%d,"
-                     "\"throughput\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f}",
-                     workload, detail, c, r.calls, r.errors, r.throughput, r.p50_us, r.p99_us,
-                     r.p999_us)
-              << std::endl;
-    if (r.errors > 0) {
-      std::cerr << "coord_bench: " << r.errors << " calls failed at concurrency " << c
-                << "; first: " << r.first_error << "\n";
-      had_errors = true;
-    }
-    if (r.calls == 0) {
-      std::cerr << "coord_bench: no call succeeded at concurrency " << c << "\n";
-      had_errors = true;
-    }
-  }
-  return had_errors ? 1 : 0;
+  return ok ? 0 : 1;
 }

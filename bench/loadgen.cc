@@ -9,13 +9,14 @@
 #include "absl/time/clock.h"
 
 namespace bench {
-namespace {
 
-double Percentile(std::vector<double>& sorted, double q) {
+double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
   const size_t index = std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()));
   return sorted[index];
 }
+
+namespace {
 
 // Shared state of one run. Streams record into per-stream vectors (no contention), and the
 // measured window is decided by the call's start time.
@@ -45,11 +46,17 @@ class Run {
     }
     std::sort(all.begin(), all.end());
     result.calls = static_cast<int64_t>(all.size());
-    result.seconds = absl::ToDoubleSeconds(options_.duration);
+    {
+      absl::MutexLock lock(&error_mu_);
+      result.seconds = limit_reached_ && last_end_ > measure_from_
+                           ? absl::ToDoubleSeconds(last_end_ - measure_from_)
+                           : absl::ToDoubleSeconds(options_.duration);
+    }
     result.throughput = result.calls / result.seconds;
     result.p50_us = Percentile(all, 0.50);
     result.p99_us = Percentile(all, 0.99);
     result.p999_us = Percentile(all, 0.999);
+    result.latencies_us = std::move(all);
     absl::MutexLock lock(&error_mu_);
     result.first_error = first_error_;
     return result;
@@ -58,7 +65,14 @@ class Run {
  private:
   void Next(int stream) {
     const absl::Time begin = absl::Now();
-    if (begin >= stop_at_) {
+    bool stop = begin >= stop_at_;
+    if (!stop && options_.max_calls > 0 && begin >= measure_from_ &&
+        measured_started_.fetch_add(1) >= options_.max_calls) {
+      stop = true;
+      absl::MutexLock lock(&error_mu_);
+      limit_reached_ = true;
+    }
+    if (stop) {
       if (active_.fetch_sub(1) == 1) all_done_.Notify();
       return;
     }
@@ -66,6 +80,10 @@ class Run {
     issue_(stream, seq, [this, stream, begin](grpc::Status status) {
       const absl::Time end = absl::Now();
       if (begin >= measure_from_) {
+        if (options_.max_calls > 0) {
+          absl::MutexLock lock(&error_mu_);
+          last_end_ = std::max(last_end_, end);
+        }
         if (status.ok()) {
           latencies_[stream].push_back(absl::ToDoubleMicroseconds(end - begin));
         } else {
@@ -87,9 +105,13 @@ class Run {
   std::vector<int64_t> errors_;
   std::vector<int64_t> calls_started_;
   std::atomic<int> active_{0};
+  std::atomic<int64_t> measured_started_{0};
   absl::Notification all_done_;
   absl::Mutex error_mu_;
   std::string first_error_ ABSL_GUARDED_BY(error_mu_);
+  // With max_calls: when the last measured call ended, and whether the limit ended the run.
+  absl::Time last_end_ ABSL_GUARDED_BY(error_mu_) = absl::InfinitePast();
+  bool limit_reached_ ABSL_GUARDED_BY(error_mu_) = false;
 };
 
 }  // namespace

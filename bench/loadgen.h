@@ -26,6 +26,9 @@ struct LoadOptions {
   int concurrency = 1;  // concurrent streams
   absl::Duration warmup = absl::Seconds(1);
   absl::Duration duration = absl::Seconds(5);
+  // When positive, the measured window also ends once this many calls were started in it
+  // (W3 measures a few hundred appends at each history length). Default 0: no limit.
+  int64_t max_calls = 0;
 };
 
 struct LoadResult {
@@ -33,10 +36,14 @@ struct LoadResult {
   int64_t calls = 0;   // successful calls in the measured window
   int64_t errors = 0;  // failed calls in the measured window
   std::string first_error;
-  double seconds = 0;
+  double seconds = 0;     // length of the measured window (shorter when max_calls ended it)
   double throughput = 0;  // successful calls per second
   double p50_us = 0, p99_us = 0, p999_us = 0;
+  std::vector<double> latencies_us;  // of the successful calls, sorted
 };
+
+// Percentile `q` (0..1) of sorted values; 0 when there are none.
+double Percentile(const std::vector<double>& sorted, double q);
 
 [[nodiscard]] LoadResult RunLoad(const LoadOptions& options, const IssueFn& issue);
 

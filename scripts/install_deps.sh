@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
+  jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot
   "$@"
 )
 

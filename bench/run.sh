@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The benchmarks of issue 7, side by side in one run (`make bench`): builds what it needs, runs
+# every coordinator workload (W1-W5) and every peer (Redis with appendfsync always, the A2A
+# JavaScript SDK's gRPC server, the shell+jq and Python JSON-file approaches), the resource
+# figures and the disk's fsync latency, then writes bench/RESULTS.md and bench/throughput.png
+# (bench/report.py, gnuplot).
+#
+#   bench/run.sh                       BUILD_DIR=build by default
+#   BENCH_SECONDS=2 bench/run.sh       shorter windows (a smoke run; the committed figures use 5)
+#   BENCH_CONTEXTS=1000000             contexts of the resource figures
+#   BENCH_OUT=bench                    where RESULTS.md, throughput.png and results.jsonl go
+#
+# Every process it starts is stopped by PID when it exits, whatever happens. Each coordinator
+# runs the real binary with its default durable (WAL-synced) writes on a fresh data dir, on an
+# ephemeral port.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-build}"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+seconds="${BENCH_SECONDS:-5}"
+warmup="${BENCH_WARMUP:-1}"
+peer_seconds="${BENCH_PEER_SECONDS:-3}"
+big_contexts="${BENCH_CONTEXTS:-1000000}"
+out_dir="${BENCH_OUT:-$root/bench}"
+concurrencies="1,16,64"
+py=/usr/bin/python3  # Debian's, with the standard library only
+
+for tool in jq redis-server redis-benchmark gnuplot node npm flock; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "bench: $tool is missing (scripts/install_deps.sh installs it)" >&2
+    exit 1
+  fi
+done
+
+# --- build
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build "$build" --target coordinator echo_agent coord_bench bench_bulk_load \
+  bench_fsync_probe
+bin="$build/bin"
+
+# --- the A2A JavaScript SDK (tests/interop's locked packages; its gRPC server is the peer)
+interop="$root/tests/interop"
+lock_sum="$(sha256sum "$interop/package-lock.json" | cut -d' ' -f1)"
+stamp="$interop/node_modules/.interop-lock-sha256"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+  (
+    exec 9>"${TMPDIR:-/tmp}/coordinator-interop-npm.lock"
+    flock -w 600 9
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+      cd "$interop"
+      npm ci --no-audit --no-fund
+      echo "$lock_sum" >"$stamp"
+    fi
+  )
+fi
+
+# --- processes, always cleaned up
+work="$(mktemp -d "${BENCH_TMP:-/tmp}/coordinator-bench.XXXXXX")"
+pids=()
+stop_pid() {
+  local pid="$1"
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+results="$work/results.jsonl"
+: >"$results"
+log() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
+# record <system> <json lines on stdin>: tags each line and appends it to the results.
+record() { jq -c --arg system "$1" '. + {system: $system}' | tee -a "$results" >&2; }
+
+# wait_for <file> <extended regex> <pid> <what>: prints the first match (bounded wait).
+wait_for() {
+  local file="$1" pattern="$2" pid="$3" what="$4" line
+  for _ in $(seq 600); do
+    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null || true)"
+    if [ -n "$line" ]; then
+      echo "$line"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "bench: $what exited before it was ready:" >&2
+      tail -20 "$file" >&2
+      return 1
+    fi
+    sleep 0.05
+  done
+  echo "bench: $what was not ready after 30 s" >&2
+  return 1
+}
+
+coord_pid=""
+coord_addr=""
+# start_coordinator <name>: a coordinator on a fresh data dir $work/<name> (unless it exists).
+start_coordinator() {
+  "$bin/coordinator" --listen=127.0.0.1:0 --data_dir="$work/$1" --http_listen= \
+    >"$work/$1.log" 2>&1 &
+  coord_pid=$!
+  pids+=("$coord_pid")
+  coord_addr="$(wait_for "$work/$1.log" 'listening on 127\.0\.0\.1:[0-9]+' "$coord_pid" \
+    "coordinator $1" | sed 's/^listening on //')"
+}
+stop_coordinator() { stop_pid "$coord_pid"; }
+bench() { "$bin/coord_bench" --target="$coord_addr" --warmup_seconds="$warmup" --seconds="$seconds" "$@"; }
+
+# --- the machine
+log "machine and fsync probe"
+{
+  echo "{\"workload\":\"machine\",\"cores\":$(nproc),\"mem_kb\":$(awk '/MemTotal/ {print $2}' /proc/meminfo),\"cpu\":$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' | jq -R .),\"kernel\":\"$(uname -r)\",\"fs\":\"$(df -T "$work" | awk 'NR==2 {print $2}')\",\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"started\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"commit\":\"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"seconds\":$seconds,\"warmup\":$warmup,\"peer_seconds\":$peer_seconds}"
+} | record machine
+"$bin/bench_fsync_probe" --dir="$work" --count=500 | record probe
+fsync_us="$(jq -r 'select(.workload == "fsync") | .p50_us' "$results")"
+
+# --- W1 durable update, W2 contention, W3 history growth: one fresh coordinator each
+log "W1 record-failure on distinct tasks"
+start_coordinator w1
+bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator
+stop_coordinator
+
+log "W2 increment-attempt on one task"
+start_coordinator w2
+bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" | record coordinator
+stop_coordinator
+
+log "W3 append to one conversation at 10, 10,000 and 100,000 messages"
+start_coordinator w3
+bench --workload=history --run_id=w3 --sizes=10,10000,100000 --point_calls=300 \
+  --concurrency="$concurrencies" | record coordinator
+stop_coordinator
+
+# --- W4 read: 100,000 contexts written offline with the coordinator's store code
+log "W4 get-context among 100,000 contexts"
+"$bin/bench_bulk_load" --data_dir="$work/w4" --contexts=100000 --run_id=w4 | record coordinator
+start_coordinator w4
+bench --workload=get --run_id=w4 --contexts=100000 --create=false \
+  --concurrency="$concurrencies" | record coordinator
+stop_coordinator
+
+# --- W5 A2A: through the coordinator's gateway to echo_agent, echo_agent directly, and the
+# JavaScript SDK's gRPC server directly
+log "W5 A2A SendMessage"
+start_coordinator w5
+"$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
+  >"$work/echo_agent.log" 2>&1 &
+echo_pid=$!
+pids+=("$echo_pid")
+wait_for "$work/echo_agent.log" 'registered with the coordinator' "$echo_pid" echo_agent >/dev/null
+echo_addr="$(wait_for "$work/echo_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' "$echo_pid" \
+  echo_agent | sed 's/^listening on //')"
+node "$interop/js_agent.mjs" --listen=127.0.0.1:0 --name=jsecho >"$work/js_agent.log" 2>&1 &
+js_pid=$!
+pids+=("$js_pid")
+js_addr="$(wait_for "$work/js_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' "$js_pid" js_agent |
+  sed 's/^listening on //')"
+bench --workload=a2a --tenant=echo --label=gateway --concurrency="$concurrencies" |
+  record coordinator
+"$bin/coord_bench" --target="$echo_addr" --warmup_seconds="$warmup" --seconds="$seconds" \
+  --workload=a2a --label=direct --concurrency="$concurrencies" | record echo_agent
+"$bin/coord_bench" --target="$js_addr" --warmup_seconds="$warmup" --seconds="$seconds" \
+  --workload=a2a --label=js_sdk --concurrency="$concurrencies" | record js_sdk
+stop_pid "$js_pid"
+stop_pid "$echo_pid"
+stop_coordinator
+
+# --- Redis with appendonly yes, appendfsync always, on loopback
+log "Redis (appendfsync always) INCR, RPUSH, HSET, GET"
+mkdir -p "$work/redis"
+redis_port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --appendonly yes \
+  --appendfsync always --save '' --daemonize no --protected-mode yes \
+  >"$work/redis.log" 2>&1 &
+redis_pid=$!
+pids+=("$redis_pid")
+wait_for "$work/redis.log" 'Ready to accept connections' "$redis_pid" redis-server >/dev/null
+for c in 1 16 64; do
+  # Enough requests for about $peer_seconds s at the rate the fsync latency allows.
+  n="$("$py" -c "r = 1e6 / max($fsync_us, 20) * (1 if $c == 1 else min($c, 40)); print(int(min(max(r * $peer_seconds, 500), 300000)))")"
+  redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$c" -n "$n" -t incr,rpush,hset,get --csv |
+    "$py" "$root/bench/report.py" redis-csv "$c" | record redis
+done
+stop_pid "$redis_pid"
+
+# --- the approach users run today: one JSON state file, flock, rewrite per update
+for tasks in 50 1000; do
+  for c in 1 16 64; do
+    log "shell+jq and Python JSON file, $tasks tasks, $c writers"
+    "$root/bench/peers/jq_state.sh" bench "$work/jq-state.json" "$tasks" "$c" "$warmup" \
+      "$peer_seconds" "$work/jq-$tasks-$c"
+    "$py" "$root/bench/report.py" latencies shell_jq "$tasks" "$c" "$peer_seconds" \
+      "$work/jq-$tasks-$c"/lat.* | record shell_jq
+    "$py" "$root/bench/peers/json_state.py" --state "$work/py-state.json" --tasks "$tasks" \
+      --concurrency "$c" --warmup "$warmup" --seconds "$peer_seconds" | record python_json
+  done
+done
+
+# --- resource figures: 1,000,000 contexts written offline with the coordinator's store code
+log "resources: $big_contexts contexts"
+"$bin/bench_bulk_load" --data_dir="$work/big" --contexts="$big_contexts" --run_id=big |
+  record coordinator
+bytes="$(du -sb "$work/big" | cut -f1)"
+echo "{\"workload\":\"disk\",\"contexts\":$big_contexts,\"bytes\":$bytes}" | record coordinator
+big_port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+since="$(date +%s%N)"
+"$bin/coordinator" --listen="127.0.0.1:$big_port" --data_dir="$work/big" --http_listen= \
+  >"$work/big.log" 2>&1 &
+coord_pid=$!
+pids+=("$coord_pid")
+coord_addr="127.0.0.1:$big_port"
+"$bin/coord_bench" --target="$coord_addr" --workload=serving --since_unix_ns="$since" |
+  record coordinator
+# Random reads over every context, so the caches fill as they would in service.
+bench --workload=get --run_id=big --contexts="$big_contexts" --create=false \
+  --concurrency=64 | jq -c '.workload = "get_big"' | record coordinator
+echo "{\"workload\":\"rss\",\"contexts\":$big_contexts,\"hwm_kb\":$(awk '/VmHWM/ {print $2}' "/proc/$coord_pid/status"),\"rss_kb\":$(awk '/VmRSS/ {print $2}' "/proc/$coord_pid/status")}" |
+  record coordinator
+stop_coordinator
+
+# --- the report
+log "writing $out_dir/RESULTS.md and $out_dir/throughput.png"
+mkdir -p "$out_dir"
+cp "$results" "$out_dir/results.jsonl"
+"$py" "$root/bench/report.py" render "$out_dir/results.jsonl" "$out_dir"
+log "done"

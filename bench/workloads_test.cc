@@ -1,0 +1,144 @@
+// Keeps the load generator and the workloads working (issue 7's CI check): each runs briefly at
+// concurrency 2 against a real coordinator. No timing is asserted: only that calls complete and
+// that none fails, and that a run against a broken target says it failed.
+#include "bench/workloads.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/loadgen.h"
+#include "gtest/gtest.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace bench {
+namespace {
+
+using ::testing_util::BinaryPath;
+using ::testing_util::CoordinatorProcess;
+using ::testing_util::RunProcess;
+using ::testing_util::TempDir;
+
+LoadOptions OneSecondAtTwo() {
+  LoadOptions options;
+  options.concurrency = 2;
+  options.warmup = absl::Milliseconds(200);
+  options.duration = absl::Seconds(1);
+  return options;
+}
+
+class WorkloadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
+        CoordinatorProcess::Start(dir_.Sub("data"));
+    ASSERT_OK(c);
+    coordinator_ = *std::move(c);
+    stubs_ = std::make_unique<Stubs>(MakeChannels(coordinator_->target(), 2));
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::unique_ptr<Stubs> stubs_;
+};
+
+TEST_F(WorkloadsTest, RecordFailureOnDistinctTasks) {
+  absl::StatusOr<std::vector<std::string>> ids = InitTasks(*stubs_, "ci", 128);
+  ASSERT_OK(ids);
+  ASSERT_EQ(ids->size(), 128u);
+  for (const std::string& id : *ids) ASSERT_EQ(id.size(), 8u) << id;
+  LoadResult r = RunLoad(OneSecondAtTwo(), RecordFailureWorkload(*stubs_, *ids));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+  EXPECT_GT(r.p50_us, 0);
+}
+
+TEST_F(WorkloadsTest, IncrementAttemptOnOneTask) {
+  absl::StatusOr<std::vector<std::string>> ids = InitTasks(*stubs_, "ci", 1);
+  ASSERT_OK(ids);
+  LoadResult r = RunLoad(OneSecondAtTwo(), IncrementAttemptWorkload(*stubs_, (*ids)[0]));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+}
+
+TEST_F(WorkloadsTest, AppendStopsAfterMaxCalls) {
+  IssueFn append = AppendMessageWorkload(*stubs_, "ci-convo");
+  ASSERT_OK(RunCount(50, 8, append));
+  LoadOptions options = OneSecondAtTwo();
+  options.warmup = absl::ZeroDuration();
+  options.duration = absl::Seconds(60);
+  options.max_calls = 20;
+  LoadResult r = RunLoad(options, append);
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_EQ(r.calls, 20);
+  EXPECT_LT(r.seconds, 60);
+}
+
+TEST_F(WorkloadsTest, GetContextAmongCreatedOnes) {
+  ASSERT_OK(RunCount(100, 8, CreateContextWorkload(*stubs_, "ci")));
+  LoadResult r = RunLoad(OneSecondAtTwo(), GetContextWorkload(*stubs_, "ci", 100));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+}
+
+// The load generator is honest: calls that fail are counted, not timed as successes.
+TEST_F(WorkloadsTest, FailedCallsAreCountedAsErrors) {
+  LoadResult r = RunLoad(OneSecondAtTwo(), GetContextWorkload(*stubs_, "missing", 100));
+  EXPECT_GT(r.errors, 0);
+  EXPECT_EQ(r.calls, 0);
+  EXPECT_NE(r.first_error.find("not"), std::string::npos) << r.first_error;
+}
+
+TEST_F(WorkloadsTest, SetUpReportsTheFirstError) {
+  // An unknown task: every RecordFailure is NOT_FOUND.
+  absl::Status s = RunCount(10, 2, RecordFailureWorkload(*stubs_, {"deadbeef"}));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("10 of 10"), std::string::npos) << s;
+}
+
+TEST_F(WorkloadsTest, CoordBenchPrintsJsonAndExitsZero) {
+  absl::StatusOr<testing_util::ProcessResult> r = RunProcess(
+      BinaryPath("coord_bench"), {"--target=" + coordinator_->target(), "--workload=attempt",
+                                  "--concurrency=2", "--warmup_seconds=0.1", "--seconds=1"});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_NE(r->out.find("\"workload\":\"attempt\",\"concurrency\":2,"), std::string::npos)
+      << r->Describe();
+  EXPECT_NE(r->out.find("\"errors\":0,"), std::string::npos) << r->Describe();
+}
+
+TEST_F(WorkloadsTest, CoordBenchFailsWhenCallsFail) {
+  // Reads of contexts that were never created: every call is NOT_FOUND.
+  absl::StatusOr<testing_util::ProcessResult> r =
+      RunProcess(BinaryPath("coord_bench"),
+                 {"--target=" + coordinator_->target(), "--workload=get", "--create=false",
+                  "--contexts=10", "--concurrency=2", "--warmup_seconds=0", "--seconds=0.5"});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 1) << r->Describe();
+  EXPECT_NE(r->err.find("calls failed"), std::string::npos) << r->Describe();
+}
+
+TEST(CoordBenchFlagsTest, BadFlagsAreRefused) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--concurrency=0"},
+           {"--concurrency=abc"},
+           {"--concurrency="},
+           {"--workload=nosuch", "--target=127.0.0.1:1"},
+       }) {
+    absl::StatusOr<testing_util::ProcessResult> r = RunProcess(BinaryPath("coord_bench"), args);
+    ASSERT_OK(r);
+    EXPECT_EQ(r->exit_code, 2) << r->Describe();
+  }
+}
+
+TEST(CoordBenchFlagsTest, UnreachableTargetFails) {
+  absl::StatusOr<testing_util::ProcessResult> r = RunProcess(
+      BinaryPath("coord_bench"), {"--target=127.0.0.1:1", "--workload=attempt", "--concurrency=1",
+                                  "--warmup_seconds=0", "--seconds=0.2"});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 1) << r->Describe();
+}
+
+}  // namespace
+}  // namespace bench
