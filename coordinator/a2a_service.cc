@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a_errors.h"
+#include "coordinator/auth_interceptor.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/unary_handler.h"
 
@@ -342,7 +343,8 @@ absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
 }
 
 absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
-                                                 const std::string& grpc_address) {
+                                                 const std::string& grpc_address,
+                                                 bool bearer_auth) {
   a2apb::AgentCard card;
   card.set_name("coordinator");
   card.set_description(
@@ -354,6 +356,16 @@ absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
   card.mutable_capabilities()->set_extended_agent_card(false);
   card.add_default_input_modes("text/plain");
   card.add_default_output_modes("text/plain");
+  if (bearer_auth) {
+    // Every call needs "authorization: Bearer <token>" (docs/security.md).
+    a2apb::HTTPAuthSecurityScheme* bearer =
+        (*card.mutable_security_schemes())["bearer"].mutable_http_auth_security_scheme();
+    bearer->set_scheme("Bearer");
+    bearer->set_description(
+        "A token from the coordinator's token file, sent as gRPC metadata "
+        "\"authorization: Bearer <token>\" on every call");
+    (*card.add_security_requirements()->mutable_schemes())["bearer"];
+  }
   v1::ListAgentsRequest request;
   request.set_page_size(1000);
   while (true) {
@@ -403,16 +415,27 @@ absl::StatusOr<A2ATaskStore::Change> A2AServiceImpl::Accept(
 grpc::ServerUnaryReactor* A2AServiceImpl::SendMessage(grpc::CallbackServerContext* context,
                                                       const a2apb::SendMessageRequest* request,
                                                       a2apb::SendMessageResponse* response) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
   return SendCall::Begin(this, context, request, response);
 }
 
 grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SendStreamingMessage(
     grpc::CallbackServerContext* context, const a2apb::SendMessageRequest* request) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(caller.status()));
+  }
   return TaskStream::Begin(this, context, request, nullptr);
 }
 
 grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask(
     grpc::CallbackServerContext* context, const a2apb::SubscribeToTaskRequest* request) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(caller.status()));
+  }
   return TaskStream::Begin(this, context, nullptr, request);
 }
 
@@ -482,7 +505,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     a2apb::AgentCard* response) {
   return HandleA2A(context, pool_, response, [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
     if (request->tenant().empty()) {
-      return CoordinatorCard(agents_, grpc_address());
+      return CoordinatorCard(agents_, grpc_address(), bearer_auth_.load());
     }
     ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
     if (agent.card().name().empty()) {

@@ -5,6 +5,7 @@
 #ifndef COORDINATOR_A2A_SERVICE_H_
 #define COORDINATOR_A2A_SERVICE_H_
 
+#include <atomic>
 #include <string>
 
 #include "a2a/v1/a2a.grpc.pb.h"
@@ -20,9 +21,11 @@ namespace coordinator {
 [[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
 
 // The coordinator's own agent card: one GRPC interface per registered agent, at
-// `grpc_address`, with the agent's name as tenant.
+// `grpc_address`, with the agent's name as tenant. With `bearer_auth` (a token file is
+// configured) the card declares the "bearer" HTTP security scheme and requires it.
 [[nodiscard]] absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
-                                                               const std::string& grpc_address);
+                                                               const std::string& grpc_address,
+                                                               bool bearer_auth = false);
 
 class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
  public:
@@ -43,6 +46,8 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
     absl::MutexLock lock(&mu_);
     return grpc_address_;
   }
+  // Whether the coordinator's card declares bearer authentication (default false).
+  void set_bearer_auth(bool on) { bearer_auth_.store(on); }
 
   grpc::ServerUnaryReactor* SendMessage(grpc::CallbackServerContext* context,
                                         const a2apb::SendMessageRequest* request,
@@ -94,6 +99,7 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   common::ThreadPool* pool_;    // not owned
   absl::Mutex mu_;
   std::string grpc_address_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> bearer_auth_{false};
 };
 
 }  // namespace coordinator

@@ -1,5 +1,7 @@
 #include "coordinator/agent_registry_service.h"
 
+#include "common/status_macros.h"
+#include "coordinator/auth.h"
 #include "coordinator/unary_handler.h"
 
 namespace coordinator {
@@ -8,7 +10,10 @@ grpc::ServerUnaryReactor* AgentRegistryServiceImpl::RegisterAgent(
     grpc::CallbackServerContext* context, const v1::RegisterAgentRequest* request,
     v1::Agent* response) {
   return HandleUnary(context, pool_, response,
-                     [this, request] { return agents_->Register(request->agent()); });
+                     [this, request](const Caller& caller) -> absl::StatusOr<v1::Agent> {
+                       RETURN_IF_ERROR(CheckAgentName(caller, request->agent().name()));
+                       return agents_->Register(request->agent());
+                     });
 }
 
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::GetAgent(grpc::CallbackServerContext* context,
@@ -27,12 +32,14 @@ grpc::ServerUnaryReactor* AgentRegistryServiceImpl::ListAgents(grpc::CallbackSer
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::DeleteAgent(
     grpc::CallbackServerContext* context, const v1::DeleteAgentRequest* request,
     google::protobuf::Empty* response) {
-  return HandleUnary(context, pool_, response,
-                     [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
-                       absl::Status s = agents_->Delete(request->name());
-                       if (!s.ok()) return s;
-                       return google::protobuf::Empty();
-                     });
+  return HandleUnary(
+      context, pool_, response,
+      [this, request](const Caller& caller) -> absl::StatusOr<google::protobuf::Empty> {
+        RETURN_IF_ERROR(CheckAgentName(caller, request->name()));
+        absl::Status s = agents_->Delete(request->name());
+        if (!s.ok()) return s;
+        return google::protobuf::Empty();
+      });
 }
 
 }  // namespace coordinator

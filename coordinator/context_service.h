@@ -3,7 +3,10 @@
 #ifndef COORDINATOR_CONTEXT_SERVICE_H_
 #define COORDINATOR_CONTEXT_SERVICE_H_
 
+#include <string>
+
 #include "common/thread_pool.h"
+#include "coordinator/auth.h"
 #include "coordinator/context_store.h"
 #include "coordinator/v1/context.grpc.pb.h"
 
@@ -37,6 +40,9 @@ class ContextServiceImpl final : public v1::ContextService::CallbackService {
                                          v1::ListCommandsResponse* response) override;
 
  private:
+  // OK when `caller` may change the context (its owner, or unrestricted).
+  [[nodiscard]] absl::Status CheckOwner(const Caller& caller, const std::string& context_id);
+
   ContextStore* contexts_;    // not owned
   common::ThreadPool* pool_;  // not owned
 };

@@ -3,6 +3,7 @@
 #define COORDINATOR_CONVERSATION_SERVICE_H_
 
 #include "common/thread_pool.h"
+#include "coordinator/context_store.h"
 #include "coordinator/conversation_store.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 
@@ -10,8 +11,10 @@ namespace coordinator {
 
 class ConversationServiceImpl final : public v1::ConversationService::CallbackService {
  public:
-  ConversationServiceImpl(ConversationStore* conversations, common::ThreadPool* pool)
-      : conversations_(conversations), pool_(pool) {}
+  // `contexts` tells who may read and write a conversation (docs/security.md).
+  ConversationServiceImpl(ConversationStore* conversations, ContextStore* contexts,
+                          common::ThreadPool* pool)
+      : conversations_(conversations), contexts_(contexts), pool_(pool) {}
 
   grpc::ServerUnaryReactor* AppendMessage(grpc::CallbackServerContext* context,
                                           const v1::AppendMessageRequest* request,
@@ -22,6 +25,7 @@ class ConversationServiceImpl final : public v1::ConversationService::CallbackSe
 
  private:
   ConversationStore* conversations_;  // not owned
+  ContextStore* contexts_;            // not owned
   common::ThreadPool* pool_;          // not owned
 };
 

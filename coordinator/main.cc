@@ -34,6 +34,9 @@ ABSL_FLAG(absl::Duration, reaper_period, absl::Seconds(1),
 ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
           "HTTP address of the agent card (/.well-known/agent-card.json); port 0 picks one, "
           "empty turns it off");
+ABSL_FLAG(std::string, token_file, "",
+          "JSON file of bearer tokens, each with a principal and a role (docs/security.md); "
+          "empty (the default) turns authentication off and allows only loopback addresses");
 ABSL_FLAG(absl::Duration, a2a_call_timeout, absl::Seconds(10),
           "A2A gateway: deadline of a unary call to an agent (CancelTask)");
 ABSL_FLAG(absl::Duration, a2a_stream_timeout, absl::Hours(1),
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
   options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);
   options.gateway.initial_backoff = absl::GetFlag(FLAGS_a2a_retry_initial_backoff);

@@ -2,9 +2,12 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "coordinator/auth_interceptor.h"
 #include "coordinator/parse_error_interceptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -27,6 +30,24 @@ std::string WithPort(const std::string& listen, int port) {
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
+// Without a token file, anyone who can reach the port can do everything: only addresses that
+// other machines cannot reach are allowed (127.0.0.0/8, ::1, localhost, unix sockets).
+absl::Status RequireLoopback(absl::string_view flag, absl::string_view listen) {
+  if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) {
+    return absl::OkStatus();
+  }
+  const size_t colon = listen.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? listen : listen.substr(0, colon);
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  if (host == "localhost" || host == "::1" || absl::StartsWith(host, "127.")) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      flag, "=", listen,
+      " is not a loopback address, and without --token_file anyone who reaches it could do "
+      "everything: give a --token_file (docs/security.md) or listen on 127.0.0.1"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(ServerOptions options) {
@@ -35,6 +56,19 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   }
   RETURN_IF_ERROR(ValidateTierLadder(options.task_state.tier_ladder));
   RETURN_IF_ERROR(ValidateBreakerOptions(options.breaker));
+  std::shared_ptr<const Authorizer> authorizer;
+  if (!options.token_file.empty()) {
+    std::vector<std::string> warnings;
+    ASSIGN_OR_RETURN(std::unique_ptr<Authorizer> loaded,
+                     Authorizer::FromFile(options.token_file, &warnings));
+    for (const std::string& warning : warnings) LOG_WARN("%s", warning);
+    authorizer = std::move(loaded);
+  } else {
+    RETURN_IF_ERROR(RequireLoopback("--listen", options.listen));
+    if (!options.http_listen.empty()) {
+      RETURN_IF_ERROR(RequireLoopback("--http_listen", options.http_listen));
+    }
+  }
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
@@ -49,8 +83,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       std::make_unique<ConversationStore>(server->store_.get(), options.limits);
   server->context_service_ =
       std::make_unique<ContextServiceImpl>(server->contexts_.get(), server->pool_.get());
-  server->conversation_service_ =
-      std::make_unique<ConversationServiceImpl>(server->conversations_.get(), server->pool_.get());
+  server->conversation_service_ = std::make_unique<ConversationServiceImpl>(
+      server->conversations_.get(), server->contexts_.get(), server->pool_.get());
   server->tasks_ = std::make_unique<TaskStateStore>(server->store_.get(), options.task_state);
   server->breaker_ =
       std::make_unique<Breaker>(server->store_.get(), server->tasks_.get(), options.breaker);
@@ -87,6 +121,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   // A request that does not parse gets INVALID_ARGUMENT rather than gRPC's bare UNIMPLEMENTED.
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<ParseErrorInterceptorFactory>());
+  // Decides, before any handler runs, whether each call may run (docs/security.md).
+  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(authorizer));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->context_service_.get());
   builder.RegisterService(server->conversation_service_.get());
@@ -105,6 +141,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   health->SetServingStatus(true);
   server->address_ = WithPort(options.listen, server->port_);
   LOG_INFO("listening on %s", server->address_);
+  if (authorizer != nullptr) {
+    LOG_INFO(
+        "authentication on: %d tokens from %s; calls without a valid bearer token get "
+        "UNAUTHENTICATED",
+        static_cast<int>(authorizer->size()), options.token_file);
+  } else {
+    LOG_WARN(
+        "authentication off (no --token_file): every caller may do everything, so only "
+        "loopback addresses are served");
+  }
+  server->a2a_service_->set_bearer_auth(authorizer != nullptr);
   // Its first pass takes back the leases that expired while the coordinator was down.
   server->reaper_ = std::make_unique<Reaper>(server->work_.get(), options.reaper_period);
   server->a2a_service_->set_grpc_address(server->address_);
@@ -114,8 +161,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
     AgentRegistryStore* agents = server->agents_.get();
     const std::string grpc_address = server->address_;
     absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> http = AgentCardHttpServer::Start(
-        options.http_listen, [agents, grpc_address]() -> absl::StatusOr<std::string> {
-          ASSIGN_OR_RETURN(lf::a2a::v1::AgentCard card, CoordinatorCard(agents, grpc_address));
+        options.http_listen, [agents, grpc_address, authorizer]() -> absl::StatusOr<std::string> {
+          ASSIGN_OR_RETURN(lf::a2a::v1::AgentCard card,
+                           CoordinatorCard(agents, grpc_address, authorizer != nullptr));
           std::string json;
           (void)google::protobuf::util::MessageToJsonString(card, &json);
           return json;

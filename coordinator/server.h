@@ -14,6 +14,7 @@
 #include "coordinator/a2a_http.h"
 #include "coordinator/a2a_service.h"
 #include "coordinator/agent_registry_service.h"
+#include "coordinator/auth.h"
 #include "coordinator/breaker_service.h"
 #include "coordinator/context_service.h"
 #include "coordinator/conversation_service.h"
@@ -55,6 +56,9 @@ struct ServerOptions {
   GatewayOptions gateway;
   // A2A store: push-config and webhook retry limits (see A2AStoreOptions).
   A2AStoreOptions a2a_store;
+  // Bearer tokens, principals and roles (docs/security.md). Empty (the default): no
+  // authentication, and Start refuses a non-loopback --listen or --http_listen.
+  std::string token_file;
 };
 
 class CoordinatorServer {

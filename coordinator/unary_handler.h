@@ -4,10 +4,12 @@
 #ifndef COORDINATOR_UNARY_HANDLER_H_
 #define COORDINATOR_UNARY_HANDLER_H_
 
+#include <type_traits>
 #include <utility>
 
 #include "absl/status/statusor.h"
 #include "common/thread_pool.h"
+#include "coordinator/auth_interceptor.h"
 #include "coordinator/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 
@@ -15,16 +17,30 @@ namespace coordinator {
 
 // Runs `work` (returning absl::StatusOr<Response>) on `pool`, stores its value in `response`
 // and finishes the call. A call the client already cancelled is finished without the work.
+// A call whose caller may not make it (CallerOf: no or a bad token, a role that falls short)
+// is finished with that status and never reaches `work`. `work` may take the `const Caller&`
+// to apply ownership rules.
 template <typename Response, typename Work>
 grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
                                       common::ThreadPool* pool, Response* response, Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  pool->Schedule([context, reactor, response, work = std::move(work)]() mutable {
+  absl::StatusOr<Caller> caller = CallerOf(context);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  pool->Schedule([context, reactor, response, work = std::move(work),
+                  caller = *std::move(caller)]() mutable {
     if (context->IsCancelled()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled by the client"));
       return;
     }
-    absl::StatusOr<Response> result = work();
+    absl::StatusOr<Response> result;
+    if constexpr (std::is_invocable_v<Work&, const Caller&>) {
+      result = work(caller);
+    } else {
+      result = work();
+    }
     if (result.ok()) *response = *std::move(result);
     reactor->Finish(ToGrpcStatus(result.status()));
   });

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/validation.h"
+#include "coordinator/auth_interceptor.h"
 #include "coordinator/grpc_status.h"
 #include "coordinator/unary_handler.h"
 
@@ -286,7 +287,10 @@ grpc::ServerUnaryReactor* WorkServiceImpl::Retry(grpc::CallbackServerContext* co
 }
 
 grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
-    grpc::CallbackServerContext* /*context*/, const v1::WatchRunRequest* request) {
+    grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    return RejectStream<v1::RunEvent>(ToGrpcStatus(caller.status()));
+  }
   auto* reactor = new WatchReactor(work_, notifier_, pool_, request->run_id(), max_watch_queue_);
   reactor->Start();
   return reactor;
