@@ -502,7 +502,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
   if (options.coordinator.empty()) return server;
 
   auto stub = coordinator::v1::AgentRegistry::NewStub(
-      grpc::CreateChannel(options.coordinator, grpc::InsecureChannelCredentials()));
+      common::MakeChannel(options.coordinator, options.credentials));
   coordinator::v1::RegisterAgentRequest request;
   request.mutable_agent()->set_name(options.name);
   request.mutable_agent()->set_endpoint(server->endpoint_);

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "grpcpp/grpcpp.h"
 
 namespace agent_runtime {
@@ -69,6 +70,8 @@ struct RuntimeOptions {
   int register_attempts = 20;
   // The card registered with the coordinator and served by GetExtendedAgentCard.
   a2apb::AgentCard card;
+  // Token and TLS root used to register (default none: plaintext, no token).
+  common::ClientCredentialOptions credentials;
 };
 
 class AgentServer {

@@ -26,13 +26,14 @@ bool Ended(a2apb::TaskState s) {
 
 }  // namespace
 
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> CoordinatorChannel(
+    const std::string& target, const common::ClientCredentialOptions& credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return common::MakeChannel(target, credentials, args);
 }
 
 absl::Status FromGrpc(const grpc::Status& status) {

@@ -14,13 +14,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "grpcpp/grpcpp.h"
 
 namespace agent_runtime {
 
 // A channel to the coordinator that reconnects within a second after a restart (gRPC's default
-// reconnect backoff grows to two minutes).
-std::shared_ptr<grpc::Channel> CoordinatorChannel(const std::string& target);
+// reconnect backoff grows to two minutes), with `credentials` (token, TLS root) on every call.
+std::shared_ptr<grpc::Channel> CoordinatorChannel(
+    const std::string& target, const common::ClientCredentialOptions& credentials = {});
 
 struct RetryOptions {
   // Deadline of one call (default 10s).

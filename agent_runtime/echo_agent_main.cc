@@ -5,6 +5,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
 #include "common/env_flags.h"
+#include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 
@@ -25,6 +26,14 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.name = absl::GetFlag(FLAGS_name);
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
+  // --auth_token_file and --tls_ca_file (docs/security.md).
+  absl::StatusOr<common::ClientCredentialOptions> credentials =
+      common::ClientCredentialsFromFlags();
+  if (!credentials.ok()) {
+    LOG_ERROR("%s", credentials.status().message());
+    return 2;
+  }
+  options.credentials = *credentials;
   options.card.set_name(options.name);
   options.card.set_description("Echoes text back; see agent_runtime/echo_agent.h for commands.");
   options.card.set_version("1.0.0");

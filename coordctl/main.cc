@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "common/grpc_client.h"
 #include "coordctl/cli.h"
 
 namespace {
@@ -15,6 +16,10 @@ constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& out) {
   out << "usage: coordctl [--target host:port] [--timeout 10s] <command> [args...]\n"
       << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget << ")\n"
+      << "  --auth-token-file  file holding the bearer token to present (default "
+         "$COORDCTL_AUTH_TOKEN_FILE; none)\n"
+      << "  --tls-ca-file      PEM root certificate: connect with TLS (default "
+         "$COORDCTL_TLS_CA_FILE; plaintext)\n"
       << "  --timeout  deadline of each call (default $COORDCTL_TIMEOUT or 10s)\n\ncommands:\n";
   for (const coordctl::Command& c : commands) {
     out << "  coordctl " << absl::StrJoin(c.words, " ") << (c.usage.empty() ? "" : " ") << c.usage
@@ -40,6 +45,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_target = std::getenv("COORDCTL_TARGET");
   std::string target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
+  // Credentials come from files (docs/security.md), so that a token never shows in `ps`.
+  const char* env_token_file = std::getenv("COORDCTL_AUTH_TOKEN_FILE");
+  std::string auth_token_file = env_token_file != nullptr ? env_token_file : "";
+  const char* env_ca_file = std::getenv("COORDCTL_TLS_CA_FILE");
+  std::string tls_ca_file = env_ca_file != nullptr ? env_ca_file : "";
   const char* env_timeout = std::getenv("COORDCTL_TIMEOUT");
   std::string timeout_text = env_timeout != nullptr && *env_timeout != '\0' ? env_timeout : "10s";
   // Where the timeout came from, for the error message.
@@ -65,7 +75,11 @@ int main(int argc, char** argv) {
     } else {
       return coordctl::Fail(env, name + " needs a value", coordctl::kExitUsage);
     }
-    if (name == "--target") {
+    if (name == "--auth-token-file" || name == "--auth_token_file") {
+      auth_token_file = value;
+    } else if (name == "--tls-ca-file" || name == "--tls_ca_file") {
+      tls_ca_file = value;
+    } else if (name == "--target") {
       target = value;
     } else if (name == "--timeout") {
       timeout_text = value;
@@ -117,6 +131,11 @@ int main(int argc, char** argv) {
   }
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);
-  env.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
+  absl::StatusOr<common::ClientCredentialOptions> credentials =
+      common::LoadClientCredentials(auth_token_file, tls_ca_file);
+  if (!credentials.ok()) {
+    return coordctl::Fail(env, std::string(credentials.status().message()), coordctl::kExitUsage);
+  }
+  env.channel = common::MakeChannel(target, *credentials, channel_args);
   return command->run(env, *parsed);
 }

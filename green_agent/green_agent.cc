@@ -226,6 +226,8 @@ void GreenAgent::Start(const RequestContext& request, const std::string& task_id
       c->set_shared_dir(shared);
       (*c->mutable_labels())["phase"] = "started";
       (*c->mutable_labels())["purple_agent"] = options_.purple_agent;
+      // The agent under test writes this context's conversation (docs/security.md).
+      c->add_parties(options_.purple_agent);
       v1::TaskContext created;
       absl::Status s = agent_runtime::CallWithRetry(
           [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },

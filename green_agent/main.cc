@@ -5,6 +5,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
+#include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "green_agent/green_agent.h"
@@ -41,12 +42,21 @@ int main(int argc, char** argv) {
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_output_cap)));
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
-  green_agent::GreenAgent agent(options, agent_runtime::CoordinatorChannel(coordinator));
+  // --auth_token_file and --tls_ca_file (docs/security.md).
+  absl::StatusOr<common::ClientCredentialOptions> credentials =
+      common::ClientCredentialsFromFlags();
+  if (!credentials.ok()) {
+    LOG_ERROR("%s", credentials.status().message());
+    return 2;
+  }
+  green_agent::GreenAgent agent(options,
+                                agent_runtime::CoordinatorChannel(coordinator, *credentials));
 
   agent_runtime::RuntimeOptions runtime;
   runtime.listen = absl::GetFlag(FLAGS_listen);
   runtime.name = options.name;
   runtime.coordinator = coordinator;
+  runtime.credentials = *credentials;
   runtime.card.set_name(options.name);
   runtime.card.set_description(
       "Judge's environment host for root-cause-analysis evaluations: send \"Task ID: <id>\" to "

@@ -6,6 +6,7 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
+#include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "purple_agent/policy.h"
@@ -47,13 +48,21 @@ int main(int argc, char** argv) {
   options.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
-  purple_agent::PurpleAgent agent(options, agent_runtime::CoordinatorChannel(coordinator),
-                                  *std::move(policy));
+  // --auth_token_file and --tls_ca_file (docs/security.md).
+  absl::StatusOr<common::ClientCredentialOptions> credentials =
+      common::ClientCredentialsFromFlags();
+  if (!credentials.ok()) {
+    LOG_ERROR("%s", credentials.status().message());
+    return 2;
+  }
+  purple_agent::PurpleAgent agent(
+      options, agent_runtime::CoordinatorChannel(coordinator, *credentials), *std::move(policy));
 
   agent_runtime::RuntimeOptions runtime;
   runtime.listen = absl::GetFlag(FLAGS_listen);
   runtime.name = options.name;
   runtime.coordinator = coordinator;
+  runtime.credentials = *credentials;
   runtime.card.set_name(options.name);
   runtime.card.set_description(
       "Agent under test for root-cause-analysis evaluations: takes a formatted task and works "

@@ -1,0 +1,43 @@
+// The one place where clients of the coordinator make their channel (coordctl, the agent
+// runtime, green_agent, purple_agent, echo_agent): plaintext or TLS, and the bearer token
+// (docs/security.md) attached to every call.
+#ifndef COMMON_GRPC_CLIENT_H_
+#define COMMON_GRPC_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+
+namespace common {
+
+struct ClientCredentialOptions {
+  // Sent as "authorization: Bearer <token>" on every call; empty (the default) sends none.
+  std::string auth_token;
+  // PEM root certificates the server's certificate must chain to; empty (the default) makes a
+  // plaintext channel.
+  std::string tls_ca_pem;
+};
+
+// Reads the credentials from files, so that a token never appears in `ps`: `auth_token_file`
+// holds one token (surrounding whitespace is ignored), `tls_ca_file` PEM certificates. An
+// empty path leaves that part out. A missing, unreadable, empty or oversized file, or a token
+// with spaces or control characters in it, is INVALID_ARGUMENT naming the file.
+[[nodiscard]] absl::StatusOr<ClientCredentialOptions> LoadClientCredentials(
+    const std::string& auth_token_file, const std::string& tls_ca_file);
+
+// A channel to `target` with `options`: TLS when tls_ca_pem is set, the token on every call.
+// The token goes in through a client interceptor, so it is sent on plaintext channels too
+// (gRPC's call credentials refuse those).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           const ClientCredentialOptions& options,
+                                           const grpc::ChannelArguments& args = {});
+
+// ClientCredentialOptions from the --auth_token_file and --tls_ca_file flags of a binary that
+// links common/client_flags.cc (the agents). Fails like LoadClientCredentials.
+[[nodiscard]] absl::StatusOr<ClientCredentialOptions> ClientCredentialsFromFlags();
+
+}  // namespace common
+
+#endif  // COMMON_GRPC_CLIENT_H_

@@ -1,0 +1,618 @@
+// Authentication and authorization against the real coordinator binary (docs/security.md):
+// every role boundary tried with no token, a malformed, unknown or expired token, the wrong
+// principal's token and the right one; agents kept to their own contexts; the start-up rules
+// (no token file means loopback only; a malformed token file is refused); the agent card's
+// security scheme; coordctl with --auth-token-file.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_client.h"
+#include "coordinator/a2a_http.h"
+#include "coordinator/v1/agent_registry.grpc.pb.h"
+#include "coordinator/v1/context.grpc.pb.h"
+#include "coordinator/v1/conversation.grpc.pb.h"
+#include "coordinator/v1/task_state.grpc.pb.h"
+#include "coordinator/v1/work.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace v1 = ::coordinator::v1;
+namespace a2apb = ::lf::a2a::v1;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing_util::BinaryPath;
+using ::testing_util::CoordinatorProcess;
+using ::testing_util::ProcessResult;
+using ::testing_util::RunCoordctl;
+using ::testing_util::RunProcess;
+using ::testing_util::TempDir;
+
+constexpr char kAdmin[] = "admin-0f3b9c2e7d41a8b5c6d7e8f9";
+constexpr char kGreen[] = "green-5a1c7e9b3d2f4a6c8e0b1d3f";
+constexpr char kPurple[] = "purple-9e8d7c6b5a4f3e2d1c0b9a8";
+constexpr char kReader[] = "reader-1b2c3d4e5f6a7b8c9d0e1f2";
+constexpr char kExpired[] = "expired-7f6e5d4c3b2a1f0e9d8c7b";
+
+std::string TokenFileJson() {
+  return absl::StrCat(
+      R"({"tokens": [)",                                                        //
+      R"({"token": ")", kAdmin, R"(", "principal": "ops", "role": "admin"},)",  //
+      R"({"token": ")", kGreen, R"(", "principal": "green", "role": "agent"},)", R"({"token": ")",
+      kPurple, R"(", "principal": "purple", "role": "agent"},)", R"({"token": ")", kReader,
+      R"(", "principal": "dash", "role": "reader"},)", R"({"token": ")", kExpired,
+      R"(", "principal": "green", "role": "agent", "expiresAt": )", R"("2021-06-01T00:00:00Z"}]})");
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0600);
+}
+
+std::string Bearer(const std::string& token) { return absl::StrCat("Bearer ", token); }
+
+// One coordinator with the token file above; calls carry whatever authorization value a test
+// gives (empty: none), on one shared channel.
+class AuthProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    token_file_ = dir_.Sub("tokens.json");
+    WriteFile(token_file_, TokenFileJson());
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
+        CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + token_file_});
+    ASSERT_OK(c);
+    coordinator_ = *std::move(c);
+    channel_ = grpc::CreateChannel(coordinator_->target(), grpc::InsecureChannelCredentials());
+    contexts_ = v1::ContextService::NewStub(channel_);
+    conversations_ = v1::ConversationService::NewStub(channel_);
+    agents_ = v1::AgentRegistry::NewStub(channel_);
+    tasks_ = v1::TaskStateService::NewStub(channel_);
+    work_ = v1::WorkService::NewStub(channel_);
+    a2a_ = a2apb::A2AService::NewStub(channel_);
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& authorization) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (!authorization.empty()) ctx->AddMetadata("authorization", authorization);
+    return ctx;
+  }
+
+  grpc::Status Create(const std::string& auth, const std::string& id, const std::string& agent,
+                      const std::vector<std::string>& parties = {}) {
+    v1::CreateContextRequest request;
+    request.mutable_context()->set_context_id(id);
+    request.mutable_context()->set_agent(agent);
+    for (const std::string& p : parties) request.mutable_context()->add_parties(p);
+    v1::TaskContext response;
+    return contexts_->CreateContext(Ctx(auth).get(), request, &response);
+  }
+  absl::StatusOr<v1::TaskContext> Get(const std::string& auth, const std::string& id) {
+    v1::GetContextRequest request;
+    request.set_context_id(id);
+    v1::TaskContext response;
+    grpc::Status s = contexts_->GetContext(Ctx(auth).get(), request, &response);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    }
+    return response;
+  }
+  grpc::Status Update(const std::string& auth, const std::string& id, const std::string& agent,
+                      const std::string& label) {
+    absl::StatusOr<v1::TaskContext> current = Get(Bearer(kAdmin), id);
+    if (!current.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "setup");
+    v1::UpdateContextRequest request;
+    *request.mutable_context() = *current;
+    request.mutable_context()->set_agent(agent);
+    (*request.mutable_context()->mutable_labels())["note"] = label;
+    v1::TaskContext response;
+    return contexts_->UpdateContext(Ctx(auth).get(), request, &response);
+  }
+  grpc::Status Delete(const std::string& auth, const std::string& id) {
+    v1::DeleteContextRequest request;
+    request.set_context_id(id);
+    google::protobuf::Empty response;
+    return contexts_->DeleteContext(Ctx(auth).get(), request, &response);
+  }
+  grpc::Status Record(const std::string& auth, const std::string& id, const std::string& command) {
+    v1::RecordCommandRequest request;
+    request.set_context_id(id);
+    request.set_command(command);
+    v1::RecordCommandResponse response;
+    return contexts_->RecordCommand(Ctx(auth).get(), request, &response);
+  }
+  grpc::Status ListCommands(const std::string& auth, const std::string& id) {
+    v1::ListCommandsRequest request;
+    request.set_context_id(id);
+    v1::ListCommandsResponse response;
+    return contexts_->ListCommands(Ctx(auth).get(), request, &response);
+  }
+  absl::StatusOr<std::vector<std::string>> List(const std::string& auth,
+                                                const std::string& agent = "") {
+    v1::ListContextsRequest request;
+    request.set_agent(agent);
+    v1::ListContextsResponse response;
+    grpc::Status s = contexts_->ListContexts(Ctx(auth).get(), request, &response);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    }
+    std::vector<std::string> ids;
+    for (const v1::TaskContext& c : response.contexts()) ids.push_back(c.context_id());
+    return ids;
+  }
+  grpc::Status Append(const std::string& auth, const std::string& id, const std::string& text) {
+    v1::AppendMessageRequest request;
+    request.set_context_id(id);
+    request.set_role(v1::ROLE_AGENT);
+    request.set_text(text);
+    v1::AppendMessageResponse response;
+    return conversations_->AppendMessage(Ctx(auth).get(), request, &response);
+  }
+  grpc::Status ReadConversation(const std::string& auth, const std::string& id,
+                                v1::GetConversationResponse* response) {
+    v1::GetConversationRequest request;
+    request.set_context_id(id);
+    return conversations_->GetConversation(Ctx(auth).get(), request, response);
+  }
+  grpc::Status Register(const std::string& auth, const std::string& name) {
+    v1::RegisterAgentRequest request;
+    request.mutable_agent()->set_name(name);
+    request.mutable_agent()->set_endpoint("127.0.0.1:1");
+    v1::Agent response;
+    return agents_->RegisterAgent(Ctx(auth).get(), request, &response);
+  }
+  grpc::Status Unregister(const std::string& auth, const std::string& name) {
+    v1::DeleteAgentRequest request;
+    request.set_name(name);
+    google::protobuf::Empty response;
+    return agents_->DeleteAgent(Ctx(auth).get(), request, &response);
+  }
+
+  TempDir dir_;
+  std::string token_file_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ContextService::Stub> contexts_;
+  std::unique_ptr<v1::ConversationService::Stub> conversations_;
+  std::unique_ptr<v1::AgentRegistry::Stub> agents_;
+  std::unique_ptr<v1::TaskStateService::Stub> tasks_;
+  std::unique_ptr<v1::WorkService::Stub> work_;
+  std::unique_ptr<a2apb::A2AService::Stub> a2a_;
+};
+
+MATCHER_P(HasCode, code, "") {
+  *result_listener << "status " << arg.error_code() << ": " << arg.error_message();
+  return arg.error_code() == code;
+}
+
+TEST_F(AuthProcessTest, WithoutATokenNothingCanBeReadOrWritten) {
+  ASSERT_TRUE(Create(Bearer(kAdmin), "secret", "green").ok());
+  for (const std::string& auth :
+       {std::string(), std::string("Bearer "), std::string(kGreen), std::string("Basic ") + kGreen,
+        Bearer("not-a-token-at-all"), Bearer(kExpired), Bearer(std::string(kAdmin) + "0")}) {
+    SCOPED_TRACE(auth);
+    EXPECT_THAT(Create(auth, "planted", ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    EXPECT_EQ(Get(auth, "secret").status().code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(List(auth).status().code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_THAT(Record(auth, "secret", "rm -rf /"), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    EXPECT_THAT(Append(auth, "secret", "hi"), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    EXPECT_THAT(Delete(auth, "secret"), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    EXPECT_THAT(Register(auth, "mallory"), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    // Admin-only RPCs are UNAUTHENTICATED too, not PERMISSION_DENIED, without a valid token.
+    v1::CleanupTaskRequest cleanup;
+    cleanup.set_task_id("abcd1234");
+    v1::CleanupTaskResponse cleaned;
+    EXPECT_THAT(tasks_->CleanupTask(Ctx(auth).get(), cleanup, &cleaned),
+                HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    // The A2A gateway and the streams.
+    a2apb::SendMessageRequest send;
+    send.set_tenant("green");
+    send.mutable_message()->set_message_id("m1");
+    send.mutable_message()->set_role(a2apb::ROLE_USER);
+    send.mutable_message()->add_parts()->set_text("hello");
+    a2apb::SendMessageResponse sent;
+    EXPECT_THAT(a2a_->SendMessage(Ctx(auth).get(), send, &sent),
+                HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    {
+      auto ctx = Ctx(auth);
+      auto stream = a2a_->SendStreamingMessage(ctx.get(), send);
+      a2apb::StreamResponse event;
+      EXPECT_FALSE(stream->Read(&event));
+      EXPECT_THAT(stream->Finish(), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    }
+    {
+      auto ctx = Ctx(auth);
+      v1::WatchRunRequest watch;
+      watch.set_run_id("run-1");
+      auto stream = work_->WatchRun(ctx.get(), watch);
+      v1::RunEvent event;
+      EXPECT_FALSE(stream->Read(&event));
+      EXPECT_THAT(stream->Finish(), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+    }
+  }
+  // Clear messages, without the token.
+  grpc::Status none = Create("", "planted", "");
+  EXPECT_THAT(none.error_message(), HasSubstr("authorization: Bearer <token>"));
+  EXPECT_THAT(Create(Bearer(kExpired), "planted", "").error_message(), HasSubstr("expired"));
+  EXPECT_THAT(Create(Bearer("not-a-token-at-all"), "planted", "").error_message(),
+              HasSubstr("not known"));
+  EXPECT_THAT(Create(kGreen, "planted", "").error_message(), HasSubstr("Bearer <token>"));
+  EXPECT_THAT(Create("Bearer ", "planted", "").error_message(), HasSubstr("empty"));
+
+  // Nothing changed.
+  EXPECT_EQ(Get(Bearer(kAdmin), "planted").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<v1::TaskContext> secret = Get(Bearer(kAdmin), "secret");
+  ASSERT_OK(secret);
+  EXPECT_EQ(secret->command_count(), 0);
+  EXPECT_EQ(secret->version(), 1);
+  v1::GetConversationResponse conversation;
+  EXPECT_THAT(ReadConversation(Bearer(kAdmin), "secret", &conversation),
+              HasCode(grpc::StatusCode::NOT_FOUND));
+  v1::GetAgentRequest get_agent;
+  get_agent.set_name("mallory");
+  v1::Agent agent;
+  EXPECT_THAT(agents_->GetAgent(Ctx(Bearer(kAdmin)).get(), get_agent, &agent),
+              HasCode(grpc::StatusCode::NOT_FOUND));
+  // The log never shows a token.
+  for (const char* token : {kAdmin, kGreen, kPurple, kReader, kExpired}) {
+    EXPECT_THAT(coordinator_->process().stderr_text(), Not(HasSubstr(token)));
+  }
+}
+
+TEST_F(AuthProcessTest, HealthNeedsNoToken) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  ASSERT_TRUE(health->Check(Ctx("").get(), request, &response).ok());
+  EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+TEST_F(AuthProcessTest, ReaderReadsEverythingAndWritesNothing) {
+  ASSERT_TRUE(Create(Bearer(kGreen), "eval-1", "green", {"purple"}).ok());
+  ASSERT_TRUE(Record(Bearer(kGreen), "eval-1", "make").ok());
+  ASSERT_TRUE(Append(Bearer(kPurple), "eval-1", "execute: make").ok());
+
+  const std::string reader = Bearer(kReader);
+  ASSERT_OK(Get(reader, "eval-1"));
+  absl::StatusOr<std::vector<std::string>> all = List(reader);
+  ASSERT_OK(all);
+  EXPECT_THAT(*all, ::testing::ElementsAre("eval-1"));
+  EXPECT_TRUE(ListCommands(reader, "eval-1").ok());
+  v1::GetConversationResponse conversation;
+  EXPECT_TRUE(ReadConversation(reader, "eval-1", &conversation).ok());
+  EXPECT_EQ(conversation.step_count(), 1);
+
+  EXPECT_THAT(Create(reader, "dash-ctx", ""), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Update(reader, "eval-1", "green", "x"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Record(reader, "eval-1", "ls"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Append(reader, "eval-1", "hi"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Delete(reader, "eval-1"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Register(reader, "dash"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  grpc::Status denied = Record(reader, "eval-1", "ls");
+  EXPECT_THAT(denied.error_message(), HasSubstr("dash"));
+
+  absl::StatusOr<v1::TaskContext> after = Get(Bearer(kAdmin), "eval-1");
+  ASSERT_OK(after);
+  EXPECT_EQ(after->command_count(), 1);
+  EXPECT_EQ(after->version(), 2);
+  EXPECT_EQ(Get(Bearer(kAdmin), "dash-ctx").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(AuthProcessTest, AgentsTouchOnlyTheContextsTheyOwnOrTakePartIn) {
+  const std::string green = Bearer(kGreen);
+  const std::string purple = Bearer(kPurple);
+  // The judge's context, with the agent under test as a party; one of each agent's own.
+  ASSERT_TRUE(Create(green, "eval-1", "green", {"purple"}).ok());
+  ASSERT_TRUE(Create(green, "green-only", "").ok());  // agent defaults to the principal
+  ASSERT_TRUE(Create(purple, "purple-only", "purple").ok());
+  absl::StatusOr<v1::TaskContext> green_only = Get(green, "green-only");
+  ASSERT_OK(green_only);
+  EXPECT_EQ(green_only->agent(), "green");
+
+  // Nobody creates a context in someone else's name.
+  EXPECT_THAT(Create(green, "forged", "purple"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_EQ(Get(Bearer(kAdmin), "forged").status().code(), absl::StatusCode::kNotFound);
+
+  // The party reads the judge's context and writes its conversation...
+  ASSERT_OK(Get(purple, "eval-1"));
+  EXPECT_TRUE(ListCommands(purple, "eval-1").ok());
+  EXPECT_TRUE(Append(purple, "eval-1", "execute: ls").ok());
+  // ...but cannot forge the judge's command records, change or delete the context.
+  EXPECT_THAT(Record(purple, "eval-1", "echo forged"),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Update(purple, "eval-1", "green", "forged"),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Update(purple, "eval-1", "purple", "taken"),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Delete(purple, "eval-1"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  // The judge records commands but cannot rewrite the conversation of the agent under test,
+  // nor hand its context to someone else.
+  EXPECT_TRUE(Record(green, "eval-1", "ls").ok());
+  EXPECT_THAT(Append(green, "eval-1", "observation: forged"),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Update(green, "eval-1", "purple", "handed over"),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_TRUE(Update(green, "eval-1", "green", "phase 2").ok());
+
+  // Neither reaches the other's own context.
+  EXPECT_EQ(Get(purple, "green-only").status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(ListCommands(purple, "green-only"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Append(purple, "green-only", "hi"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Record(purple, "green-only", "ls"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Delete(purple, "green-only"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_EQ(Get(green, "purple-only").status().code(), absl::StatusCode::kPermissionDenied);
+  v1::GetConversationResponse conversation;
+  EXPECT_THAT(ReadConversation(green, "purple-only", &conversation),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  // An agent writes a conversation only under a context (it creates its own first).
+  EXPECT_THAT(Append(green, "no-such-context", "hi"), HasCode(grpc::StatusCode::NOT_FOUND));
+  // Listings: its own contexts only.
+  absl::StatusOr<std::vector<std::string>> mine = List(green);
+  ASSERT_OK(mine);
+  EXPECT_THAT(*mine, ::testing::ElementsAre("eval-1", "green-only"));
+  EXPECT_EQ(List(green, "purple").status().code(), absl::StatusCode::kPermissionDenied);
+
+  // Registrations: only its own name.
+  EXPECT_TRUE(Register(green, "green").ok());
+  EXPECT_THAT(Register(purple, "green"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_THAT(Unregister(purple, "green"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
+  EXPECT_TRUE(Register(purple, "purple").ok());
+  // Admin-only RPCs stay closed to agents.
+  v1::CleanupTaskRequest cleanup;
+  cleanup.set_task_id("abcd1234");
+  v1::CleanupTaskResponse cleaned;
+  EXPECT_THAT(tasks_->CleanupTask(Ctx(green).get(), cleanup, &cleaned),
+              HasCode(grpc::StatusCode::PERMISSION_DENIED));
+
+  // What was refused changed nothing.
+  absl::StatusOr<v1::TaskContext> eval = Get(Bearer(kAdmin), "eval-1");
+  ASSERT_OK(eval);
+  EXPECT_EQ(eval->agent(), "green");
+  EXPECT_EQ(eval->command_count(), 1);
+  EXPECT_EQ(eval->labels().at("note"), "phase 2");
+  ASSERT_TRUE(ReadConversation(Bearer(kAdmin), "eval-1", &conversation).ok());
+  ASSERT_EQ(conversation.messages_size(), 1);
+  EXPECT_EQ(conversation.messages(0).text(), "execute: ls");
+  v1::ListCommandsRequest list_commands;
+  list_commands.set_context_id("eval-1");
+  v1::ListCommandsResponse commands;
+  ASSERT_TRUE(contexts_->ListCommands(Ctx(Bearer(kAdmin)).get(), list_commands, &commands).ok());
+  ASSERT_EQ(commands.commands_size(), 1);
+  EXPECT_EQ(commands.commands(0).command(), "ls");
+  ASSERT_OK(Get(Bearer(kAdmin), "green-only"));
+  v1::GetAgentRequest get_agent;
+  get_agent.set_name("green");
+  v1::Agent agent;
+  EXPECT_TRUE(agents_->GetAgent(Ctx(Bearer(kAdmin)).get(), get_agent, &agent).ok());
+}
+
+TEST_F(AuthProcessTest, AdminDoesEverything) {
+  const std::string admin = Bearer(kAdmin);
+  ASSERT_TRUE(Create(Bearer(kGreen), "eval-1", "green", {"purple"}).ok());
+  EXPECT_TRUE(Create(admin, "for-purple", "purple").ok());
+  EXPECT_TRUE(Record(admin, "eval-1", "make").ok());
+  EXPECT_TRUE(Append(admin, "eval-1", "note from ops").ok());
+  EXPECT_TRUE(Update(admin, "eval-1", "purple", "reassigned").ok());
+  EXPECT_TRUE(Register(admin, "green").ok());
+  EXPECT_TRUE(Unregister(admin, "green").ok());
+  absl::StatusOr<std::vector<std::string>> all = List(admin);
+  ASSERT_OK(all);
+  EXPECT_THAT(*all, ::testing::ElementsAre("eval-1", "for-purple"));
+  v1::InitTaskRequest init;
+  init.set_description("admin task");
+  v1::InitTaskResponse state;
+  ASSERT_TRUE(tasks_->InitTask(Ctx(admin).get(), init, &state).ok());
+  v1::CleanupTaskRequest cleanup;
+  cleanup.set_task_id(state.task_id());
+  v1::CleanupTaskResponse cleaned;
+  EXPECT_TRUE(tasks_->CleanupTask(Ctx(admin).get(), cleanup, &cleaned).ok());
+  EXPECT_TRUE(Delete(admin, "eval-1").ok());
+  EXPECT_EQ(Get(admin, "eval-1").status().code(), absl::StatusCode::kNotFound);
+  // The purple agent now owns what the admin handed it.
+  EXPECT_TRUE(Record(Bearer(kPurple), "for-purple", "ls").ok());
+}
+
+TEST_F(AuthProcessTest, OneConnectionCarriesCallsOfDifferentPrincipals) {
+  // The principal is decided per call, not per connection: a reader's call right after an
+  // admin's on the same channel is still a reader's.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Create(Bearer(kAdmin), absl::StrCat("c", i), "ops").ok());
+    EXPECT_THAT(Create(Bearer(kReader), absl::StrCat("r", i), ""),
+                HasCode(grpc::StatusCode::PERMISSION_DENIED));
+    EXPECT_THAT(Create("", absl::StrCat("n", i), ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+  }
+}
+
+TEST_F(AuthProcessTest, ClientChannelAttachesTheTokenFromAFile) {
+  WriteFile(dir_.Sub("green.token"), absl::StrCat("  ", kGreen, "\n"));
+  absl::StatusOr<common::ClientCredentialOptions> credentials =
+      common::LoadClientCredentials(dir_.Sub("green.token"), "");
+  ASSERT_OK(credentials);
+  auto stub =
+      v1::ContextService::NewStub(common::MakeChannel(coordinator_->target(), *credentials));
+  v1::CreateContextRequest request;
+  request.mutable_context()->set_context_id("via-channel");
+  v1::TaskContext created;
+  ASSERT_TRUE(stub->CreateContext(Ctx("").get(), request, &created).ok());
+  EXPECT_EQ(created.agent(), "green");
+
+  WriteFile(dir_.Sub("empty.token"), "\n");
+  EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("empty.token"), "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  WriteFile(dir_.Sub("two.token"), "one two\n");
+  EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("two.token"), "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("missing.token"), "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(common::LoadClientCredentials("", dir_.Sub("green.token")).status().code(),
+            absl::StatusCode::kInvalidArgument);  // not a PEM certificate
+}
+
+TEST_F(AuthProcessTest, CoordctlWithAnAuthTokenFile) {
+  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  WriteFile(dir_.Sub("reader.token"), kReader);
+  absl::StatusOr<ProcessResult> put =
+      RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("admin.token"), "context",
+                                           "put", "eval-9", "--agent", "green"});
+  ASSERT_OK(put);
+  EXPECT_EQ(put->exit_code, 0) << put->Describe();
+  absl::StatusOr<ProcessResult> get =
+      RunCoordctl(coordinator_->target(),
+                  {"--auth-token-file=" + dir_.Sub("reader.token"), "context", "get", "eval-9"});
+  ASSERT_OK(get);
+  EXPECT_EQ(get->exit_code, 0) << get->Describe();
+  EXPECT_THAT(get->out, HasSubstr("green"));
+  absl::StatusOr<ProcessResult> refused =
+      RunCoordctl(coordinator_->target(),
+                  {"--auth-token-file", dir_.Sub("reader.token"), "context", "rm", "eval-9"});
+  ASSERT_OK(refused);
+  EXPECT_EQ(refused->exit_code, 3) << refused->Describe();
+  EXPECT_THAT(refused->err, HasSubstr("PERMISSION_DENIED"));
+  absl::StatusOr<ProcessResult> anonymous =
+      RunCoordctl(coordinator_->target(), {"context", "get", "eval-9"});
+  ASSERT_OK(anonymous);
+  EXPECT_EQ(anonymous->exit_code, 3) << anonymous->Describe();
+  EXPECT_THAT(anonymous->err, HasSubstr("UNAUTHENTICATED"));
+  absl::StatusOr<ProcessResult> missing =
+      RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("none.token"), "health"});
+  ASSERT_OK(missing);
+  EXPECT_EQ(missing->exit_code, 2) << missing->Describe();
+  EXPECT_THAT(missing->err, HasSubstr("none.token"));
+  // The health check works without a token.
+  absl::StatusOr<ProcessResult> health = RunCoordctl(coordinator_->target(), {"health"});
+  ASSERT_OK(health);
+  EXPECT_EQ(health->exit_code, 0) << health->Describe();
+}
+
+TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
+  absl::StatusOr<std::string> line =
+      coordinator_->process().WaitForStderrLine("agent card on ", absl::Seconds(30));
+  ASSERT_OK(line);
+  const size_t at = line->find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << *line;
+  const std::string rest = line->substr(at + strlen("127.0.0.1:"));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(rest.substr(0, rest.find('/')), &port)) << *line;
+  const std::string scheme = line->find("https://") != std::string::npos ? "https" : "http";
+  absl::StatusOr<std::string> json = coordinator::HttpGet(
+      absl::StrCat(scheme, "://127.0.0.1:", port, "/.well-known/agent-card.json"),
+      absl::Seconds(10));
+  ASSERT_OK(json);
+  a2apb::AgentCard card;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &card).ok()) << *json;
+  ASSERT_EQ(card.security_schemes().count("bearer"), 1u) << *json;
+  EXPECT_EQ(card.security_schemes().at("bearer").http_auth_security_scheme().scheme(), "Bearer");
+  ASSERT_EQ(card.security_requirements_size(), 1);
+  EXPECT_EQ(card.security_requirements(0).schemes().count("bearer"), 1u);
+  // The same card over gRPC.
+  a2apb::GetExtendedAgentCardRequest request;
+  a2apb::AgentCard extended;
+  ASSERT_TRUE(a2a_->GetExtendedAgentCard(Ctx(Bearer(kReader)).get(), request, &extended).ok());
+  EXPECT_EQ(extended.security_schemes().count("bearer"), 1u);
+}
+
+TEST(AuthStartupTest, WithoutATokenFileOnlyLoopbackIsServed) {
+  TempDir dir;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--listen=0.0.0.0:0", "--http_listen="},
+        std::vector<std::string>{"--listen=[::]:0", "--http_listen="},
+        std::vector<std::string>{"--listen=127.0.0.1:0", "--http_listen=0.0.0.0:0"}}) {
+    std::vector<std::string> args = {"--data_dir=" + dir.Sub("data")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    absl::StatusOr<ProcessResult> result =
+        RunProcess(BinaryPath("coordinator"), args, absl::Seconds(60));
+    ASSERT_OK(result);
+    EXPECT_TRUE(result->exited()) << result->Describe();
+    EXPECT_EQ(result->exit_code, 1) << result->Describe();
+    EXPECT_THAT(result->err, HasSubstr("not a loopback address")) << result->Describe();
+    EXPECT_THAT(result->err, HasSubstr("--token_file")) << result->Describe();
+    EXPECT_THAT(result->err, Not(HasSubstr("listening on")));
+  }
+  // On loopback it starts, and says that authentication is off.
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> local =
+      CoordinatorProcess::Start(dir.Sub("data"));
+  ASSERT_OK(local);
+  absl::StatusOr<std::string> warning =
+      (*local)->process().WaitForStderrLine("authentication off", absl::Seconds(30));
+  EXPECT_OK(warning);
+  absl::StatusOr<ProcessResult> put =
+      RunCoordctl((*local)->target(), {"context", "put", "open", "--agent", "green"});
+  ASSERT_OK(put);
+  EXPECT_EQ(put->exit_code, 0) << put->Describe();
+}
+
+TEST(AuthStartupTest, WithATokenFileAnyAddressIsServed) {
+  TempDir dir;
+  WriteFile(dir.Sub("tokens.json"), TokenFileJson());
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c = CoordinatorProcess::Start(
+      dir.Sub("data"), {"--listen=0.0.0.0:0", "--token_file=" + dir.Sub("tokens.json")});
+  ASSERT_OK(c);
+  EXPECT_OK((*c)->process().WaitForStderrLine("authentication on", absl::Seconds(30)));
+  auto stub = v1::ContextService::NewStub(
+      grpc::CreateChannel((*c)->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext anonymous;
+  v1::GetContextRequest request;
+  request.set_context_id("x");
+  v1::TaskContext response;
+  EXPECT_THAT(stub->GetContext(&anonymous, request, &response),
+              HasCode(grpc::StatusCode::UNAUTHENTICATED));
+  grpc::ClientContext admin;
+  admin.AddMetadata("authorization", Bearer(kAdmin));
+  EXPECT_THAT(stub->GetContext(&admin, request, &response), HasCode(grpc::StatusCode::NOT_FOUND));
+}
+
+TEST(AuthStartupTest, MalformedTokenFilesAreRefusedAtStart) {
+  TempDir dir;
+  const std::string token = R"("token": "abcdefghijklmnopqrstuvwxyz012345")";
+  const std::pair<std::string, std::string> cases[] = {
+      {"not json", "not a token file"},
+      {R"({"tokens": []})", "no tokens"},
+      {absl::StrCat(R"({"tokens": [{)", token, R"(, "principal": "a", "role": "root"}]})"),
+       "unknown role"},
+      {absl::StrCat(R"({"tokens": [{)", token, R"(, "principal": "", "role": "agent"}]})"),
+       "principal is empty"},
+      {absl::StrCat(R"({"tokens": [{)", token, R"(, "principal": "a", "role": "agent"}, {)", token,
+                    R"(, "principal": "b", "role": "agent"}]})"),
+       "appears twice"},
+      {R"({"tokens": [{"token": "short", "principal": "a", "role": "agent"}]})", "16 to 4096"},
+  };
+  int i = 0;
+  for (const auto& [text, message] : cases) {
+    const std::string path = dir.Sub(absl::StrCat("tokens", i++, ".json"));
+    WriteFile(path, text);
+    absl::StatusOr<ProcessResult> result =
+        RunProcess(BinaryPath("coordinator"),
+                   {"--listen=127.0.0.1:0", "--http_listen=", "--data_dir=" + dir.Sub("data"),
+                    "--token_file=" + path},
+                   absl::Seconds(60));
+    ASSERT_OK(result);
+    EXPECT_EQ(result->exit_code, 1) << result->Describe();
+    EXPECT_THAT(result->err, HasSubstr(path)) << result->Describe();
+    EXPECT_THAT(result->err, HasSubstr(message)) << result->Describe();
+    EXPECT_THAT(result->err, Not(HasSubstr("abcdefghijklmnop"))) << result->Describe();
+    EXPECT_THAT(result->err, Not(HasSubstr("listening on")));
+  }
+  absl::StatusOr<ProcessResult> missing =
+      RunProcess(BinaryPath("coordinator"),
+                 {"--listen=127.0.0.1:0", "--http_listen=", "--data_dir=" + dir.Sub("data"),
+                  "--token_file=" + dir.Sub("missing.json")},
+                 absl::Seconds(60));
+  ASSERT_OK(missing);
+  EXPECT_EQ(missing->exit_code, 1) << missing->Describe();
+  EXPECT_THAT(missing->err, HasSubstr("missing.json"));
+}
+
+}  // namespace
