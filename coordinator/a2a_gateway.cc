@@ -8,6 +8,7 @@
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a_errors.h"
 #include "coordinator/a2a_http.h"
@@ -21,6 +22,41 @@ namespace {
 
 // Largest number of queue entries one pass of a loop reads.
 constexpr int kScanBatch = 1000;
+
+// The delivery figures of /metrics.
+struct DeliveryCounters {
+  common::Gauge* queued;
+  common::Counter* delivered;
+  common::Counter* retries;
+  common::Counter* given_up;
+};
+
+const DeliveryCounters& DeliveryMetrics() {
+  static const DeliveryCounters counters = [] {
+    common::MetricsRegistry& registry = common::MetricsRegistry::Default();
+    return DeliveryCounters{
+        registry
+            .AddGauge("coordinator_a2a_deliveries_queued",
+                      "Messages queued for delivery to agents, at the last scan of the queue "
+                      "(at most 1000 are counted).")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_deliveries_total",
+                        "Messages delivered to agents (the agent answered).")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_delivery_retries_total",
+                        "Failed delivery attempts that will be retried.")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_deliveries_given_up_total",
+                        "Deliveries given up (attempts used up or a final error); the task "
+                        "FAILED.")
+            ->WithLabels({}),
+    };
+  }();
+  return counters;
+}
 // How long a loop sleeps when nothing is due and nobody kicks it.
 constexpr absl::Duration kIdleWake = absl::Seconds(1);
 
@@ -168,6 +204,7 @@ void A2AGateway::DeliveryLoop() {
     if (!pending.ok()) {
       LOG_ERROR("cannot read the delivery queue: %s", pending.status().message());
     } else {
+      DeliveryMetrics().queued->Set(static_cast<int64_t>(pending->size()));
       const absl::Time now = absl::Now();
       absl::flat_hash_set<std::string> seen_tasks;
       for (v1::PendingDelivery& d : *pending) {
@@ -196,6 +233,7 @@ void A2AGateway::Deliver(v1::PendingDelivery delivery) {
   const std::string task_id = delivery.task_id();
   absl::Status result = Attempt(delivery);
   if (result.ok()) {
+    DeliveryMetrics().delivered->Increment();
     absl::Status done = tasks_->DeliveryDone(task_id, delivery.history_seq());
     if (!done.ok()) LOG_ERROR("task %s: cannot dequeue a delivery: %s", task_id, done.message());
   } else {
@@ -215,6 +253,7 @@ void A2AGateway::Deliver(v1::PendingDelivery delivery) {
                              result.code() == absl::StatusCode::kResourceExhausted ||
                              result.code() == absl::StatusCode::kAborted;
       const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
+      (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
       LOG_WARN("task %s: delivery attempt %d to %s failed: %s%s", task_id, attempts,
                delivery.tenant(), result.message(), give_up ? " (giving up)" : "");
       absl::StatusOr<A2ATaskStore::Change> change =

@@ -4,12 +4,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/metrics.h"
 #include "httplib.h"
 
 namespace coordinator {
 namespace {
 
 constexpr char kCardPath[] = "/.well-known/agent-card.json";
+constexpr char kMetricsPath[] = "/metrics";
 
 }  // namespace
 
@@ -25,6 +27,11 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
   std::string host = listen.substr(0, colon);
   std::unique_ptr<AgentCardHttpServer> server(new AgentCardHttpServer());
   server->server_ = std::make_unique<httplib::Server>();
+  // Prometheus text exposition of the process's metrics (common/metrics.h).
+  server->server_->Get(kMetricsPath, [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(common::MetricsRegistry::Default().Render(),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
   server->server_->Get(kCardPath, [card_json](const httplib::Request&, httplib::Response& res) {
     absl::StatusOr<std::string> json = card_json();
     if (!json.ok()) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
 #include "coordinator/error_similarity.h"
@@ -336,6 +337,25 @@ absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& 
   return analysis;
 }
 
+namespace {
+
+// Counts a breaker action for /metrics: force_escalate (a tier jump), human_intervention (asked
+// at the top of the ladder), break (a task blocked).
+void CountTrip(const std::string& action) {
+  static common::CounterFamily* const trips = [] {
+    common::CounterFamily* family = common::MetricsRegistry::Default().AddCounter(
+        "coordinator_breaker_trips_total",
+        "Loop-breaker actions taken, by action: force_escalate, human_intervention, break.",
+        {"action"});
+    // All three show (at 0) from the first trip on.
+    for (const char* a : {"force_escalate", "human_intervention", "break"}) family->WithLabels({a});
+    return family;
+  }();
+  trips->WithLabels({action})->Increment();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
     const v1::ForceEscalateRequest& request) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
@@ -370,6 +390,8 @@ absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
                         request.task_id(), from, tasks_->ModelName(from), escalation.to_tier(),
                         response.model(), Clip(reason, kMaxQuotedBytes)));
   }));
+  CountTrip(response.result() == v1::FORCE_ESCALATE_RESULT_ESCALATED ? "force_escalate"
+                                                                     : "human_intervention");
   return response;
 }
 
@@ -417,6 +439,7 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
                                   request.task_id(), a.pattern_type(), a.attempt_count(),
                                   a.current_tier(), Clip(reason, kMaxQuotedBytes)));
   }));
+  CountTrip("break");
   return response;
 }
 

@@ -1,6 +1,7 @@
 #include "coordinator/reaper.h"
 
 #include "common/log.h"
+#include "common/metrics.h"
 
 namespace coordinator {
 
@@ -19,12 +20,18 @@ void Reaper::Stop() {
 }
 
 void Reaper::Loop() {
+  static common::Counter* const expired =
+      common::MetricsRegistry::Default()
+          .AddCounter("coordinator_work_leases_expired_total",
+                      "Work leases that expired and were taken back by the reaper.")
+          ->WithLabels({});
   while (true) {
     absl::StatusOr<int> reaped = work_->ReapExpired();
     if (!reaped.ok()) {
       // A failed pass (a busy run, a disk error) is retried on the next tick.
       LOG_WARN("reaper: %s", reaped.status().ToString());
     } else if (*reaped > 0) {
+      expired->Increment(static_cast<uint64_t>(*reaped));
       LOG_INFO("reaper: took back %d item(s) whose lease expired", *reaped);
     }
     absl::MutexLock lock(&mu_);

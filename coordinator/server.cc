@@ -110,6 +110,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   server->agent_registry_service_ =
       std::make_unique<AgentRegistryServiceImpl>(server->agents_.get(), server->pool_.get());
 
+  server->metrics_ = std::make_unique<ServerMetrics>(server->store_.get(), server->work_.get());
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -123,6 +125,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   interceptors.push_back(std::make_unique<ParseErrorInterceptorFactory>());
   // Decides, before any handler runs, whether each call may run (docs/security.md).
   interceptors.push_back(std::make_unique<AuthInterceptorFactory>(authorizer));
+  // Counts and times every call for /metrics; last, so it sees the status the others settled on.
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(server->context_service_.get());
   builder.RegisterService(server->conversation_service_.get());
@@ -199,6 +203,8 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (card_http_ != nullptr) card_http_->Stop();
   // Cancels in-flight agent calls (their messages stay queued for the next start).
   if (gateway_ != nullptr) gateway_->Stop();
+  // No scrape reads the store from here on.
+  metrics_.reset();
   pool_.reset();  // runs what is queued, joins the workers
   if (store_ != nullptr) {
     store_.reset();

@@ -20,6 +20,7 @@
 #include "coordinator/conversation_service.h"
 #include "coordinator/limits.h"
 #include "coordinator/reaper.h"
+#include "coordinator/server_metrics.h"
 #include "coordinator/task_state_service.h"
 #include "coordinator/work_service.h"
 #include "grpcpp/grpcpp.h"
@@ -110,6 +111,8 @@ class CoordinatorServer {
   std::unique_ptr<AgentRegistryServiceImpl> agent_registry_service_;
   std::unique_ptr<AgentCardHttpServer> card_http_;
   std::unique_ptr<grpc::Server> server_;
+  // Scrape-time figures of /metrics; reads the store, so it goes before it.
+  std::unique_ptr<ServerMetrics> metrics_;
   int port_ = 0;
   std::string address_;
   bool shut_down_ = false;

@@ -878,4 +878,14 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
   return reaped;
 }
 
+absl::StatusOr<int64_t> WorkStore::CountLeases() {
+  const std::string prefix(1, static_cast<char>(keys::kWorkLeases));
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  int64_t count = 0;
+  for (; it->Valid(); it->Next()) ++count;
+  RETURN_IF_ERROR(it->status());
+  return count;
+}
+
 }  // namespace coordinator

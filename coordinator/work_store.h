@@ -72,6 +72,10 @@ class WorkStore {
   // used up), counting the lost attempt. Returns how many were taken back.
   [[nodiscard]] absl::StatusOr<int> ReapExpired();
 
+  // How many items hold a lease now, expired ones the reaper has not taken back included (a
+  // scan of the lease index; for /metrics).
+  [[nodiscard]] absl::StatusOr<int64_t> CountLeases();
+
  private:
   [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
                                                            std::vector<v1::WorkItem> items);

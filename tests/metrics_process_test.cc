@@ -1,0 +1,148 @@
+// /metrics on the real coordinator: calls made with coordctl show up in the Prometheus text
+// with the right counts (an error code included), the latency histogram agrees with them, and
+// the RocksDB, A2A delivery, lease and breaker families are there.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing_util::CoordinatorProcess;
+using ::testing_util::ProcessResult;
+using ::testing_util::RunCoordctl;
+using ::testing_util::TempDir;
+
+// The HTTP port of a coordinator, from its "agent card on http://127.0.0.1:PORT/..." line.
+absl::StatusOr<int> HttpPort(CoordinatorProcess& coordinator) {
+  absl::StatusOr<std::string> line =
+      coordinator.process().WaitForStderrLine("agent card on", absl::Seconds(60));
+  if (!line.ok()) return line.status();
+  const std::string kMarker = "http://127.0.0.1:";
+  const size_t at = line->find(kMarker);
+  if (at == std::string::npos) return absl::NotFoundError(*line);
+  std::string digits;
+  for (const char c : line->substr(at + kMarker.size())) {
+    if (c < '0' || c > '9') break;
+    digits += c;
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(digits, &port)) return absl::NotFoundError(*line);
+  return port;
+}
+
+// The value of the sample whose line starts with `series` ("name{labels}"), or -1.
+double Sample(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, series) || !absl::ConsumePrefix(&line, " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line, &value)) return value;
+  }
+  return -1;
+}
+
+void ExpectExit(const absl::StatusOr<ProcessResult>& r, int code) {
+  ASSERT_OK(r.status());
+  EXPECT_EQ(r->exit_code, code) << r->Describe();
+}
+
+TEST(MetricsProcessTest, CallsShowUpWithTheirCodes) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(dir.Sub("data"));
+  ASSERT_OK(coordinator);
+  absl::StatusOr<int> http_port = HttpPort(**coordinator);
+  ASSERT_OK(http_port);
+  const std::string target = (*coordinator)->target();
+
+  ExpectExit(RunCoordctl(target, {"context", "get", "missing-1"}), 1);
+  ExpectExit(RunCoordctl(target, {"context", "get", "missing-2"}), 1);
+  ExpectExit(RunCoordctl(target, {"health"}), 0);
+  absl::StatusOr<ProcessResult> init = RunCoordctl(target, {"task", "init", "metrics test task"});
+  ExpectExit(init, 0);
+  const std::string task_id(absl::StripAsciiWhitespace(init->out));
+  ExpectExit(RunCoordctl(target, {"breaker", "break", task_id, "stop it"}), 0);
+  // A call the server refuses as malformed: INVALID_ARGUMENT.
+  ExpectExit(RunCoordctl(target, {"context", "get", std::string(300, 'x')}), 3);
+
+  httplib::Client client("127.0.0.1", *http_port);
+  httplib::Result res = client.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200);
+  EXPECT_THAT(res->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
+  const std::string& text = res->body;
+
+  const std::string get = "service=\"coordinator.v1.ContextService\",method=\"GetContext\"";
+  EXPECT_EQ(Sample(text, "coordinator_grpc_requests_total{" + get + ",code=\"NOT_FOUND\"}"), 2)
+      << text;
+  EXPECT_EQ(Sample(text, "coordinator_grpc_requests_total{" + get + ",code=\"INVALID_ARGUMENT\"}"),
+            1)
+      << text;
+  EXPECT_EQ(Sample(text,
+                   "coordinator_grpc_requests_total{service=\"grpc.health.v1.Health\","
+                   "method=\"Check\",code=\"OK\"}"),
+            1)
+      << text;
+  EXPECT_EQ(Sample(text,
+                   "coordinator_grpc_requests_total{service=\"coordinator.v1.BreakerService\","
+                   "method=\"Break\",code=\"OK\"}"),
+            1)
+      << text;
+  // The histogram counts the same calls; its buckets are cumulative up to +Inf.
+  EXPECT_EQ(Sample(text, "coordinator_grpc_request_duration_seconds_count{" + get + "}"), 3);
+  EXPECT_EQ(
+      Sample(text, "coordinator_grpc_request_duration_seconds_bucket{" + get + ",le=\"+Inf\"}"), 3);
+  EXPECT_LE(
+      Sample(text, "coordinator_grpc_request_duration_seconds_bucket{" + get + ",le=\"0.001\"}"),
+      Sample(text, "coordinator_grpc_request_duration_seconds_bucket{" + get + ",le=\"10\"}"));
+  EXPECT_GT(Sample(text, "coordinator_grpc_request_duration_seconds_sum{" + get + "}"), 0);
+
+  EXPECT_EQ(Sample(text, "coordinator_breaker_trips_total{action=\"break\"}"), 1) << text;
+  EXPECT_EQ(Sample(text, "coordinator_breaker_trips_total{action=\"force_escalate\"}"), 0);
+  EXPECT_EQ(Sample(text, "coordinator_work_leases_held"), 0) << text;
+  EXPECT_EQ(Sample(text, "coordinator_work_leases_expired_total"), 0) << text;
+  EXPECT_EQ(Sample(text, "coordinator_a2a_deliveries_queued"), 0) << text;
+  EXPECT_EQ(Sample(text, "coordinator_a2a_delivery_retries_total"), 0) << text;
+  EXPECT_EQ(Sample(text, "coordinator_rocksdb_write_stopped"), 0) << text;
+  EXPECT_GE(Sample(text, "coordinator_rocksdb_live_data_bytes"), 0) << text;
+  EXPECT_EQ(Sample(text, "coordinator_rocksdb_write_stalls_total{kind=\"stop\"}"), 0) << text;
+  EXPECT_GE(Sample(text, "coordinator_rocksdb_compactions_pending"), 0) << text;
+  EXPECT_THAT(text, HasSubstr("# TYPE coordinator_grpc_request_duration_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE coordinator_grpc_open_streams gauge\n"));
+
+  // Every line is a comment or "name{labels} value".
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "# HELP ") || absl::StartsWith(line, "# TYPE ")) continue;
+    const size_t space = line.rfind(' ');
+    ASSERT_NE(space, absl::string_view::npos) << line;
+    double value = 0;
+    EXPECT_TRUE(absl::SimpleAtod(line.substr(space + 1), &value) ||
+                line.substr(space + 1) == "+Inf" || line.substr(space + 1) == "NaN")
+        << line;
+    EXPECT_TRUE(absl::StartsWith(line, "coordinator_")) << line;
+  }
+
+  // The scrape itself takes no input: a query string changes nothing, another method is not
+  // served, and the server keeps serving.
+  httplib::Result with_query = client.Get("/metrics?name[]=%00%ff&x=" + std::string(4000, 'a'));
+  ASSERT_TRUE(with_query);
+  EXPECT_EQ(with_query->status, 200);
+  httplib::Result post = client.Post("/metrics", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_NE(post->status, 200);
+  ExpectExit(RunCoordctl(target, {"health"}), 0);
+  ASSERT_OK((*coordinator)->Stop().status());
+}
+
+}  // namespace
