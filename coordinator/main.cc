@@ -14,7 +14,7 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (ho
 ABSL_FLAG(std::string, data_dir, "./data", "RocksDB data directory; created when missing");
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "largest request accepted, in bytes; larger ones get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, worker_threads, 32, "threads that run storage work");
+ABSL_FLAG(int, worker_threads, 128, "threads that run storage work");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, tier_ladder,

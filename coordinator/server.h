@@ -35,9 +35,11 @@ struct ServerOptions {
   std::string data_dir = "./data";
   // Largest request accepted, in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED.
   int max_request_bytes = 4 << 20;
-  // Threads that run storage work (default 32). Concurrent durable writes share an fsync
-  // (group commit), so this is well above the core count on purpose.
-  int worker_threads = 32;
+  // Threads that run storage work (default 128). Concurrent durable writes share an fsync
+  // (group commit) and each waits for it on its worker, so this is well above the core count
+  // on purpose: with fewer workers than concurrent writers, calls queue behind the waiting
+  // ones (bench/RESULTS.md: at 64 streams, 32 workers gave a third of the throughput of 128).
+  int worker_threads = 128;
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
   Limits limits;
