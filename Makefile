@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run test test-asan clean format lint bench
+.PHONY: deps configure build run test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke
 
 deps:
 	./scripts/install_deps.sh
@@ -32,6 +32,21 @@ SOURCES = $$(git ls-files '*.h' '*.cc' ':!:examples/')
 # Every test again on an AddressSanitizer + UndefinedBehaviorSanitizer build (in build-asan).
 test-asan:
 	$(MAKE) BUILD_DIR=build-asan CMAKE_ARGS=-DCOORD_ASAN=ON test
+
+# libFuzzer harnesses (fuzz/) on a clang ASan+UBSan build in build-fuzz. `make fuzz` runs each
+# one for FUZZ_SECONDS on its seed corpus (new inputs go to a scratch copy, crashes are kept);
+# fuzz-smoke is the short run CI does.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 20
+fuzz-build: deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCOORD_FUZZ=ON
+	cmake --build $(FUZZ_BUILD_DIR) --target fuzzers -j $(JOBS)
+
+fuzz: fuzz-build
+	./fuzz/run.sh $(FUZZ_BUILD_DIR)/bin $(FUZZ_SECONDS)
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=20
 
 # Benchmarks against the peers, side by side in one run (bench/run.sh, about 10-15 minutes):
 # writes bench/RESULTS.md, bench/throughput.png and bench/results.jsonl.

@@ -818,8 +818,12 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
     }
     RETURN_IF_ERROR(it->status());
     int changed = 0;
-    for (const auto& [index_key, ids] : batch) {
-      const auto& [run_id, item_id] = ids;
+    for (const auto& entry : batch) {
+      // Named references, not structured bindings: the lambda below captures them, which clang
+      // before 16 refuses for bindings (the COORD_FUZZ build uses clang 14).
+      const std::string& index_key = entry.first;
+      const std::string& run_id = entry.second.first;
+      const std::string& item_id = entry.second.second;
       std::vector<v1::RunEvent> events;
       bool taken_back = false;
       bool touched = false;

@@ -9,6 +9,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
   jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot
+  clang libclang-rt-14-dev  # make fuzz-smoke: libFuzzer harnesses (fuzz/) need clang and its runtime
   "$@"
 )
 

@@ -40,13 +40,13 @@ absl::StatusOr<std::string> KeyReader::ReadString() {
   if (rest_.size() < 4) return absl::DataLossError("key ends inside a string length");
   uint32_t len = 0;
   for (int i = 0; i < 4; ++i) len = (len << 8) | static_cast<uint8_t>(rest_[i]);
-  rest_.remove_prefix(4);
-  if (len > rest_.size()) {
+  // Checked before anything is consumed: a read that fails leaves the reader where it was.
+  if (len > rest_.size() - 4) {
     return absl::DataLossError(
-        absl::StrFormat("key string field says %d bytes but %d remain", len, rest_.size()));
+        absl::StrFormat("key string field says %d bytes but %d remain", len, rest_.size() - 4));
   }
-  std::string s(rest_.substr(0, len));
-  rest_.remove_prefix(len);
+  std::string s(rest_.substr(4, len));
+  rest_.remove_prefix(4 + static_cast<size_t>(len));
   return s;
 }
 

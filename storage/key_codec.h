@@ -29,7 +29,8 @@ class KeyBuilder {
 };
 
 // Reads the fields of a key back, in the order they were added. Every read checks bounds, so a
-// truncated or hostile key yields DATA_LOSS instead of reading past the end.
+// truncated or hostile key yields DATA_LOSS instead of reading past the end; a read that fails
+// consumes nothing.
 class KeyReader {
  public:
   explicit KeyReader(absl::string_view key) : rest_(key) {}

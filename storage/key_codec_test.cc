@@ -127,6 +127,26 @@ TEST(KeyCodecTest, HostileLengthIsDataLoss) {
   EXPECT_EQ(KeyReader("1234567").ReadUint64().status().code(), absl::StatusCode::kDataLoss);
 }
 
+// Found by fuzz/fuzz_key_codec (its input is fuzz/corpus/fuzz_key_codec/truncated): a string
+// whose length says more than remains used to consume the length before failing.
+TEST(KeyCodecTest, AFailedReadConsumesNothing) {
+  const std::string key(
+      "\x10\x00\x00\x00\x03"
+      "c",
+      6);
+  KeyReader reader(key);
+  ASSERT_OK(reader.ReadByte());
+  const absl::string_view before = reader.rest();
+  EXPECT_EQ(reader.ReadString().status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(reader.rest(), before);
+  EXPECT_EQ(reader.ReadUint64().status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(reader.rest(), before);
+  // What is there can still be read as what it is.
+  absl::StatusOr<uint8_t> b = reader.ReadByte();
+  ASSERT_OK(b);
+  EXPECT_EQ(*b, 0);
+}
+
 TEST(KeyCodecTest, PrefixUpperBoundEdgeCases) {
   EXPECT_EQ(PrefixUpperBound("abc"), "abd");
   EXPECT_EQ(PrefixUpperBound(std::string("ab\xff", 3)), "ac");

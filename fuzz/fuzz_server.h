@@ -1,0 +1,24 @@
+// What the service harnesses share: the real coordinator (CoordinatorServer, with every service,
+// the parse-error interceptor and the domain stores) started once per fuzzing process on a fresh
+// temporary RocksDB directory, and a call of one of its methods with raw request bytes. The bytes
+// go over a loopback channel exactly as a client would send them, so the server's own parsing is
+// fuzzed too, not only the handlers.
+#ifndef FUZZ_FUZZ_SERVER_H_
+#define FUZZ_FUZZ_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fuzzing {
+
+// One fuzz input against the service `service_name` (such as "coordinator.v1.ContextService"):
+// the first byte picks the method (modulo the service's method count), the rest is the
+// serialized request, sent as it is. Server-streaming methods are read for a short while and
+// then cancelled. Aborts (a finding) when the server answers INTERNAL, UNKNOWN or DATA_LOSS:
+// DESIGN.md promises a clear status for bad input, and those codes mean a handler went wrong.
+// Returns 0, as LLVMFuzzerTestOneInput must.
+int FuzzService(const char* service_name, const uint8_t* data, size_t size);
+
+}  // namespace fuzzing
+
+#endif  // FUZZ_FUZZ_SERVER_H_
