@@ -524,6 +524,53 @@ TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
   EXPECT_EQ(extended.security_schemes().count("bearer"), 1u);
 }
 
+TEST_F(AuthProcessTest, AnEvaluationRunsWithEveryProcessOnItsOwnToken) {
+  // green and purple present their own tokens; the judge's context names purple as a party, so
+  // purple writes the conversation and green records the commands.
+  WriteFile(dir_.Sub("green.token"), kGreen);
+  WriteFile(dir_.Sub("purple.token"), kPurple);
+  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  const std::string tasks = std::string(COORD_SOURCE_DIR) + "/examples/tasks";
+  auto start = [&](const std::string& binary, std::vector<std::string> args) {
+    args.push_back("--coordinator=" + coordinator_->target());
+    absl::StatusOr<std::unique_ptr<testing_util::Process>> p =
+        testing_util::Process::Start(BinaryPath(binary), args);
+    EXPECT_OK(p);
+    if (!p.ok()) return std::unique_ptr<testing_util::Process>();
+    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", absl::Seconds(60)));
+    return *std::move(p);
+  };
+  std::unique_ptr<testing_util::Process> green =
+      start("green_agent", {"--auth_token_file=" + dir_.Sub("green.token"), "--tasks_dir=" + tasks,
+                            "--workspaces_dir=" + dir_.Sub("ws")});
+  std::unique_ptr<testing_util::Process> purple =
+      start("purple_agent",
+            {"--auth_token_file=" + dir_.Sub("purple.token"), "--policy=script:" + tasks});
+  ASSERT_NE(green, nullptr);
+  ASSERT_NE(purple, nullptr);
+  absl::StatusOr<ProcessResult> sent =
+      RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("admin.token"), "send",
+                                           "green", "Task ID: heap-overflow-record", "--context",
+                                           "eval-auth", "--wait", "--for", "120s"});
+  ASSERT_OK(sent);
+  ASSERT_EQ(sent->exit_code, 0) << sent->Describe() << "\ngreen: " << green->stderr_text()
+                                << "\npurple: " << purple->stderr_text();
+  absl::StatusOr<v1::TaskContext> context = Get(Bearer(kAdmin), "eval-auth");
+  ASSERT_OK(context);
+  EXPECT_EQ(context->agent(), "green");
+  EXPECT_THAT(context->parties(), ::testing::ElementsAre("purple"));
+  EXPECT_EQ(context->status(), v1::CONTEXT_STATUS_COMPLETED);
+  EXPECT_GT(context->command_count(), 0);
+  v1::GetConversationResponse conversation;
+  ASSERT_TRUE(ReadConversation(Bearer(kPurple), "eval-auth", &conversation).ok());
+  EXPECT_GT(conversation.step_count(), 0);
+  // Neither agent was refused anything along the way.
+  EXPECT_THAT(green->stderr_text(), Not(HasSubstr("PERMISSION_DENIED")));
+  EXPECT_THAT(purple->stderr_text(), Not(HasSubstr("PERMISSION_DENIED")));
+  EXPECT_THAT(green->stderr_text(), Not(HasSubstr("UNAUTHENTICATED")));
+  EXPECT_THAT(purple->stderr_text(), Not(HasSubstr("UNAUTHENTICATED")));
+}
+
 TEST(AuthStartupTest, WithoutATokenFileOnlyLoopbackIsServed) {
   TempDir dir;
   for (const std::vector<std::string>& flags :
