@@ -29,7 +29,11 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
  public:
   SendCall(A2AServiceImpl* service, grpc::CallbackServerContext* context,
            const a2apb::SendMessageRequest* request, a2apb::SendMessageResponse* response)
-      : service_(service), context_(context), request_(request), response_(response) {}
+      : service_(service),
+        context_(context),
+        request_(request),
+        response_(response),
+        history_length_(HistoryLength(*request)) {}
 
   static SendCall* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
                          const a2apb::SendMessageRequest* request,
@@ -98,9 +102,10 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     if (IsFinalOrInterrupted(header->task().status().state())) Respond();
   }
 
+  // May run in several pool jobs at once (one per notification); only the first finishes the
+  // call, after which gRPC frees the request: so nothing here reads request_.
   void Respond() {
-    absl::StatusOr<a2apb::Task> task =
-        service_->tasks()->GetTask("", task_id_, HistoryLength(*request_));
+    absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
     absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
@@ -119,6 +124,8 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   grpc::CallbackServerContext* context_;
   const a2apb::SendMessageRequest* request_;
   a2apb::SendMessageResponse* response_;
+  // Copied from the request at the start: the request is gone once the call finished.
+  const std::optional<int> history_length_;
   std::shared_ptr<SendCall> self_;
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

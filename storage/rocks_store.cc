@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -118,6 +119,9 @@ class RocksTransaction final : public Transaction {
   RocksTransaction(rocksdb::Transaction* txn, std::vector<rocksdb::ColumnFamilyHandle*> handles)
       : txn_(txn), handles_(std::move(handles)) {}
 
+  // The write stripes (RocksStore::StripeOf) of every key this transaction wrote or deleted.
+  const std::vector<size_t>& written_stripes() const { return written_stripes_; }
+
   absl::StatusOr<std::string> GetForUpdate(ColumnFamily cf, absl::string_view key) override {
     std::string value;
     rocksdb::Status s = txn_->GetForUpdate(rocksdb::ReadOptions(), handle(cf), ToSlice(key), &value,
@@ -132,6 +136,7 @@ class RocksTransaction final : public Transaction {
   absl::Status Put(ColumnFamily cf, absl::string_view key, absl::string_view value) override {
     const std::string k(key);
     const std::string v(value);
+    written_stripes_.push_back(RocksStore::StripeOf(cf, k));
     rocksdb::Status s = txn_->Put(handle(cf), k, v);
     if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
     return FromRocksStatus(s, "put");
@@ -139,6 +144,7 @@ class RocksTransaction final : public Transaction {
 
   absl::Status Delete(ColumnFamily cf, absl::string_view key) override {
     const std::string k(key);
+    written_stripes_.push_back(RocksStore::StripeOf(cf, k));
     rocksdb::Status s = txn_->Delete(handle(cf), k);
     if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) lock_failed_ = true;
     return FromRocksStatus(s, "delete");
@@ -163,6 +169,7 @@ class RocksTransaction final : public Transaction {
   rocksdb::Transaction* txn_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   bool lock_failed_ = false;
+  std::vector<size_t> written_stripes_;
 };
 
 // One RocksDB snapshot, released when the last view that reads it goes.
@@ -314,7 +321,10 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
 
 RocksStore::RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
                        std::vector<rocksdb::ColumnFamilyHandle*> handles)
-    : options_(std::move(options)), db_(db), handles_(std::move(handles)) {}
+    : options_(std::move(options)),
+      db_(db),
+      handles_(std::move(handles)),
+      stripes_(new WriteStripe[kWriteStripes]) {}
 
 RocksStore::~RocksStore() {
   if (!options_.sync_writes) db_->SyncWAL().PermitUncheckedError();
@@ -374,8 +384,13 @@ absl::Status RocksStore::CheckSchema() {
 absl::StatusOr<std::string> RocksStore::Get(ColumnFamily cf, absl::string_view key) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handle(cf), ToSlice(key), &value);
-  // What was read (a value or its absence) is answered only once it cannot be lost.
-  RETURN_IF_ERROR(WaitDurable());
+  // What was read (a value or its absence) is answered only once it cannot be lost: once every
+  // write to this key (and to the keys sharing its stripe) is synced. Writes to other keys need
+  // not be waited for, so a read of settled data does not pay for a sync it does not need.
+  const WriteStripe& stripe = stripes_[StripeOf(cf, key)];
+  const uint64_t needed =
+      stripe.pending.load() > 0 ? db_->GetLatestSequenceNumber() : stripe.max_sequence.load();
+  RETURN_IF_ERROR(WaitDurableUpTo(needed));
   if (!s.ok()) return FromRocksStatus(s, "get");
   return value;
 }
@@ -397,9 +412,15 @@ std::unique_ptr<Iterator> RocksStore::NewIterator(ColumnFamily cf, absl::string_
 // hot key (one counter, one conversation) could change only once per fsync whatever the
 // concurrency. This is safe because the WAL is ordered: a transaction that read a not-yet-synced
 // value commits after it, and its own acknowledgement waits for a sync that covers both.
-absl::Status RocksStore::WaitDurable() {
+absl::Status RocksStore::WaitDurable() { return WaitDurableUpTo(db_->GetLatestSequenceNumber()); }
+
+size_t RocksStore::StripeOf(ColumnFamily cf, absl::string_view key) {
+  return absl::Hash<std::pair<int, absl::string_view>>()({static_cast<int>(cf), key}) %
+         kWriteStripes;
+}
+
+absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
   if (!options_.sync_writes) return absl::OkStatus();
-  const uint64_t needed = db_->GetLatestSequenceNumber();
   sync_mu_.Lock();
   while (synced_sequence_ < needed) {
     if (sync_running_) {
@@ -425,14 +446,18 @@ absl::Status RocksStore::WaitDurable() {
 }
 
 absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
-  absl::Status result = RunTransactionOnce(fn);
-  // Also on failure: the failure may rest on a value another transaction has not yet made
-  // durable (an ALREADY_EXISTS, a version conflict), and must not be answered before it is.
-  absl::Status durable = WaitDurable();
+  uint64_t committed = 0;
+  absl::Status result = RunTransactionOnce(fn, &committed);
+  // A transaction that wrote needs its own commit synced (what it read committed before it, so
+  // that is covered too). Otherwise, also on failure, everything up to now: the outcome may rest
+  // on a value another transaction has not yet made durable (an ALREADY_EXISTS, a version
+  // conflict), and must not be answered before it is.
+  absl::Status durable = result.ok() && committed > 0 ? WaitDurableUpTo(committed) : WaitDurable();
   return result.ok() ? durable : result;
 }
 
-absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn) {
+absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn,
+                                            uint64_t* committed) {
   rocksdb::WriteOptions write_options;
   write_options.sync = false;  // made durable by WaitDurable before anything is acknowledged
   rocksdb::TransactionOptions txn_options;
@@ -452,8 +477,24 @@ absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Trans
       }
       return s;
     }
+    // The stripes of the written keys count this commit as pending from before it becomes
+    // visible until its sequence number is recorded, so that a point read that sees its
+    // writes also waits for them to be synced (see Get).
+    const std::vector<size_t>& stripes = wrapped.written_stripes();
+    for (size_t i : stripes) ++stripes_[i].pending;
     rocksdb::Status c = txn->Commit();
-    if (c.ok()) return absl::OkStatus();
+    const uint64_t sequence = db_->GetLatestSequenceNumber();  // at least this commit's
+    for (size_t i : stripes) {
+      WriteStripe& stripe = stripes_[i];
+      uint64_t seen = stripe.max_sequence.load();
+      while (seen < sequence && !stripe.max_sequence.compare_exchange_weak(seen, sequence)) {
+      }
+      --stripe.pending;
+    }
+    if (c.ok()) {
+      if (!stripes.empty()) *committed = sequence;
+      return absl::OkStatus();
+    }
     last = FromRocksStatus(c, "commit");
     if (!(c.IsBusy() || c.IsTimedOut() || c.IsTryAgain())) return last;
   }

@@ -4,6 +4,7 @@
 #ifndef STORAGE_ROCKS_STORE_H_
 #define STORAGE_ROCKS_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -57,6 +58,9 @@ class RocksStore final : public Store {
   absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() override;
   StoreStats Stats() override;
 
+  // The write stripe of a key: point reads wait only for the syncs of writes to their stripe.
+  static size_t StripeOf(ColumnFamily cf, absl::string_view key);
+
   // The schema version recorded in the database.
   uint32_t schema_version() const { return schema_version_; }
 
@@ -68,7 +72,11 @@ class RocksStore final : public Store {
   // Returns once every write up to the database's latest sequence number is durable. Callers
   // that arrive while a sync runs wait for the next one, so one fsync serves them all.
   [[nodiscard]] absl::Status WaitDurable();
-  [[nodiscard]] absl::Status RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn);
+  // Returns once every write up to sequence number `needed` is durable.
+  [[nodiscard]] absl::Status WaitDurableUpTo(uint64_t needed);
+  // Sets `committed` to a sequence number covering the commit when the transaction wrote.
+  [[nodiscard]] absl::Status RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn,
+                                                uint64_t* committed);
   rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
     return handles_[static_cast<size_t>(cf)];
   }
@@ -82,6 +90,17 @@ class RocksStore final : public Store {
   absl::Mutex sync_mu_;
   uint64_t synced_sequence_ ABSL_GUARDED_BY(sync_mu_) = 0;
   bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
+
+  // Per-stripe write bookkeeping for point reads (see Get): the highest sequence number of a
+  // committed write to a key of the stripe, and how many commits to such keys are under way
+  // (while any is, a read waits for everything, as it cannot know that commit's number yet).
+  // Keys share a stripe by hash; sharing only makes a read wait for more than it needs.
+  static constexpr size_t kWriteStripes = 4096;
+  struct WriteStripe {
+    std::atomic<int> pending{0};
+    std::atomic<uint64_t> max_sequence{0};
+  };
+  std::unique_ptr<WriteStripe[]> stripes_;
 };
 
 // Maps a RocksDB status to the absl::Status a caller can act on (see the table in the .cc).
