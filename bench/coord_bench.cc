@@ -161,13 +161,16 @@ bool RunHistory(bench::Stubs& stubs, const std::vector<int64_t>& concurrencies) 
 
 // Waits for SERVING; prints the time since --since_unix_ns.
 bool RunServing() {
-  auto channel =
-      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
-  auto health = grpc::health::v1::Health::NewStub(channel);
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
   int64_t probes = 0;
   while (absl::Now() < deadline) {
     ++probes;
+    // A new channel (connection) per probe: a channel whose first connect was refused would
+    // wait out gRPC's reconnect backoff (a second or more) and hide when the server came up.
+    grpc::ChannelArguments args;
+    args.SetInt("bench.probe", static_cast<int>(probes));
+    auto health = grpc::health::v1::Health::NewStub(grpc::CreateCustomChannel(
+        absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials(), args));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
     grpc::health::v1::HealthCheckRequest request;

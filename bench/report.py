@@ -119,7 +119,9 @@ def best(series):
 def render(path, out_dir):
     res = Results(path)
     machine = res.find("machine") or {}
-    fsync = res.find("fsync") or {}
+    probes = [r for r in res.lines if r.get("workload") == "fsync"]
+    # The reference is the faster way of the two: the disk's best durable append.
+    fsync = min(probes, key=lambda r: r["p50_us"]) if probes else {}
     w1 = res.series("fail", system="coordinator")
     w2 = res.series("attempt", system="coordinator")
     w3 = res.series("history", system="coordinator")
@@ -154,7 +156,9 @@ def render(path, out_dir):
            f"- the disk's fsync latency, measured by `bench_fsync_probe` (append "
            f"{fsync.get('bytes', '?')} bytes + fdatasync, {fsync.get('count', '?')} times, in the "
            f"benchmark's own directory): **p50 {ms(fsync.get('p50_us', 0))} ms, p99 "
-           f"{ms(fsync.get('p99_us', 0))} ms**",
+           f"{ms(fsync.get('p99_us', 0))} ms** (" + ", ".join(
+               f"{r['way']}: p50 {ms(r['p50_us'])}, p99 {ms(r['p99_us'])} ms" for r in probes)
+           + "; the faster is the reference)",
            f"- windows: {machine.get('warmup', '?')} s warm-up, then {machine.get('seconds', '?')}"
            f" s measured per concurrency for the coordinator and the A2A servers, "
            f"{machine.get('peer_seconds', '?')} s for the JSON-file peers; redis-benchmark runs a "
@@ -238,8 +242,9 @@ def render(path, out_dir):
                 [("Redis INCR of one key (appendfsync always)", redis["incr"])],
                 "Every call is a read-modify-write of the same record (a locked transaction).")
     md += ["### W3 history growth: AppendMessage to one conversation", "",
-           "The p50 of 300 appends at concurrency 1, measured on the same conversation as it "
-           "grows (filled at 64 streams in between):", "",
+           "Appends at concurrency 1 to conversations that already hold 10, 10,000 and 100,000 "
+           "messages (filled at 64 streams first), measured in 5 interleaved turns so that a "
+           "change in the machine's load hits every size alike:", "",
            "| messages before | p50 ms | p99 ms | calls |", "| --- | --- | --- | --- |"]
     for p in points:
         md.append(f"| {p['history']:,} | {ms(p['p50_us'])} | {ms(p['p99_us'])} | {p['calls']} |")

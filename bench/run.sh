@@ -9,6 +9,7 @@
 #   BENCH_SECONDS=2 bench/run.sh       shorter windows (a smoke run; the committed figures use 5)
 #   BENCH_CONTEXTS=1000000             contexts of the resource figures
 #   BENCH_OUT=bench                    where RESULTS.md, throughput.png and results.jsonl go
+#   BENCH_PARTS="w1 redis"             only these parts (w1 w2 w3 w4 w5 redis files resources)
 #
 # Every process it starts is stopped by PID when it exits, whatever happens. Each coordinator
 # runs the real binary with its default durable (WAL-synced) writes on a fresh data dir, on an
@@ -24,6 +25,9 @@ peer_seconds="${BENCH_PEER_SECONDS:-3}"
 big_contexts="${BENCH_CONTEXTS:-1000000}"
 out_dir="${BENCH_OUT:-$root/bench}"
 concurrencies="1,16,64"
+# Which parts run (all by default; a subset is for development, its report has gaps).
+parts=" ${BENCH_PARTS:-w1 w2 w3 w4 w5 redis files resources} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 py=/usr/bin/python3  # Debian's, with the standard library only
 
 for tool in jq redis-server redis-benchmark gnuplot node npm flock; do
@@ -125,35 +129,44 @@ log "machine and fsync probe"
   echo "{\"workload\":\"machine\",\"cores\":$(nproc),\"mem_kb\":$(awk '/MemTotal/ {print $2}' /proc/meminfo),\"cpu\":$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' | jq -R .),\"kernel\":\"$(uname -r)\",\"fs\":\"$(df -T "$work" | awk 'NR==2 {print $2}')\",\"loadavg\":\"$(cut -d' ' -f1-3 /proc/loadavg)\",\"started\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"commit\":\"$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)\",\"seconds\":$seconds,\"warmup\":$warmup,\"peer_seconds\":$peer_seconds}"
 } | record machine
 "$bin/bench_fsync_probe" --dir="$work" --count=500 | record probe
-fsync_us="$(jq -r 'select(.workload == "fsync") | .p50_us' "$results")"
+fsync_us="$(jq -s -r '[.[] | select(.workload == "fsync") | .p50_us] | min' "$results")"
 
 # --- W1 durable update, W2 contention, W3 history growth: one fresh coordinator each
+if want w1; then
 log "W1 record-failure on distinct tasks"
 start_coordinator w1
 bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator
 stop_coordinator
+fi
 
+if want w2; then
 log "W2 increment-attempt on one task"
 start_coordinator w2
 bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" | record coordinator
 stop_coordinator
+fi
 
+if want w3; then
 log "W3 append to one conversation at 10, 10,000 and 100,000 messages"
 start_coordinator w3
 bench --workload=history --run_id=w3 --sizes=10,10000,100000 --point_calls=300 \
   --concurrency="$concurrencies" | record coordinator
 stop_coordinator
+fi
 
 # --- W4 read: 100,000 contexts written offline with the coordinator's store code
+if want w4; then
 log "W4 get-context among 100,000 contexts"
 "$bin/bench_bulk_load" --data_dir="$work/w4" --contexts=100000 --run_id=w4 | record coordinator
 start_coordinator w4
 bench --workload=get --run_id=w4 --contexts=100000 --create=false \
   --concurrency="$concurrencies" | record coordinator
 stop_coordinator
+fi
 
 # --- W5 A2A: through the coordinator's gateway to echo_agent, echo_agent directly, and the
 # JavaScript SDK's gRPC server directly
+if want w5; then
 log "W5 A2A SendMessage"
 start_coordinator w5
 "$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
@@ -177,8 +190,10 @@ bench --workload=a2a --tenant=echo --label=gateway --concurrency="$concurrencies
 stop_pid "$js_pid"
 stop_pid "$echo_pid"
 stop_coordinator
+fi
 
 # --- Redis with appendonly yes, appendfsync always, on loopback
+if want redis; then
 log "Redis (appendfsync always) INCR, RPUSH, HSET, GET"
 mkdir -p "$work/redis"
 redis_port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
@@ -195,8 +210,10 @@ for c in 1 16 64; do
     "$py" "$root/bench/report.py" redis-csv "$c" | record redis
 done
 stop_pid "$redis_pid"
+fi
 
 # --- the approach users run today: one JSON state file, flock, rewrite per update
+if want files; then
 for tasks in 50 1000; do
   for c in 1 16 64; do
     log "shell+jq and Python JSON file, $tasks tasks, $c writers"
@@ -208,8 +225,10 @@ for tasks in 50 1000; do
       --concurrency "$c" --warmup "$warmup" --seconds "$peer_seconds" | record python_json
   done
 done
+fi
 
 # --- resource figures: 1,000,000 contexts written offline with the coordinator's store code
+if want resources; then
 log "resources: $big_contexts contexts"
 "$bin/bench_bulk_load" --data_dir="$work/big" --contexts="$big_contexts" --run_id=big |
   record coordinator
@@ -230,6 +249,7 @@ bench --workload=get --run_id=big --contexts="$big_contexts" --create=false \
 echo "{\"workload\":\"rss\",\"contexts\":$big_contexts,\"hwm_kb\":$(awk '/VmHWM/ {print $2}' "/proc/$coord_pid/status"),\"rss_kb\":$(awk '/VmRSS/ {print $2}' "/proc/$coord_pid/status")}" |
   record coordinator
 stop_coordinator
+fi
 
 # --- the report
 log "writing $out_dir/RESULTS.md and $out_dir/throughput.png"
