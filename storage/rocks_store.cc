@@ -12,6 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
@@ -437,6 +439,7 @@ absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
     sync_running_ = false;
     if (!s.ok()) {
       sync_mu_.Unlock();
+      NoteWriteError(s);
       return FromRocksStatus(s, "sync write-ahead log");
     }
     synced_sequence_ = std::max(synced_sequence_, target);
@@ -445,7 +448,41 @@ absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
   return absl::OkStatus();
 }
 
+void RocksStore::NoteWriteError(const rocksdb::Status& s) {
+  if (s.IsIOError() || s.IsNoSpace()) needs_resume_.store(true);
+}
+
+// A full disk (or another I/O error) while writing the WAL or flushing puts RocksDB into a
+// background-error state in which every write fails. From a full disk RocksDB 7.8 recovers by
+// itself (its SstFileManager polls until one write buffer, 64 MiB, is free; Resume answers Busy
+// meanwhile); from other I/O errors nothing recovers it but DB::Resume(), which flushes the
+// memtables so the WAL holding the failed write is no longer needed. So after such an error the
+// next writes ask it to resume, one caller at a time and at most every kResumeInterval; until it
+// works they fail with the mapped status (RESOURCE_EXHAUSTED for no space, else UNAVAILABLE).
+// Nothing that failed was acknowledged, and what was acknowledged stays readable throughout.
+void RocksStore::MaybeResume() {
+  constexpr absl::Duration kResumeInterval = absl::Milliseconds(200);
+  if (!needs_resume_.load()) return;
+  absl::MutexLock lock(&resume_mu_);
+  if (!needs_resume_.load()) return;  // another caller resumed meanwhile
+  const absl::Time now = absl::Now();
+  if (now - last_resume_ < kResumeInterval) return;
+  last_resume_ = now;
+  // TransactionDB (a StackableDB) does not forward Resume; the DB under it implements it.
+  rocksdb::Status s = db_->GetRootDB()->Resume();
+  if (s.ok()) {
+    needs_resume_.store(false);
+    LOG_INFO("database resumed writing after an I/O error");
+  } else if (now - last_resume_warning_ >= absl::Seconds(10)) {
+    // Busy means RocksDB's own recovery (for a full disk, it waits for free space of one
+    // write buffer) is under way; either way writes keep failing until it is done.
+    last_resume_warning_ = now;
+    LOG_WARN("database cannot resume writing yet: %s", s.ToString());
+  }
+}
+
 absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
+  MaybeResume();
   uint64_t committed = 0;
   absl::Status result = RunTransactionOnce(fn, &committed);
   // A transaction that wrote needs its own commit synced (what it read committed before it, so
@@ -495,6 +532,7 @@ absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Trans
       if (!stripes.empty()) *committed = sequence;
       return absl::OkStatus();
     }
+    NoteWriteError(c);
     last = FromRocksStatus(c, "commit");
     if (!(c.IsBusy() || c.IsTimedOut() || c.IsTryAgain())) return last;
   }

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "storage/store.h"
 
 namespace rocksdb {
@@ -77,6 +78,12 @@ class RocksStore final : public Store {
   // Sets `committed` to a sequence number covering the commit when the transaction wrote.
   [[nodiscard]] absl::Status RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn,
                                                 uint64_t* committed);
+  // Notes that a write failed on an I/O error: RocksDB then refuses every write (a background
+  // error) until DB::Resume() succeeds.
+  void NoteWriteError(const rocksdb::Status& s);
+  // After a write error, asks RocksDB to resume (at most every kResumeInterval), so that writes
+  // succeed again once the cause (a full disk) is gone, without a restart.
+  void MaybeResume();
   rocksdb::ColumnFamilyHandle* handle(ColumnFamily cf) const {
     return handles_[static_cast<size_t>(cf)];
   }
@@ -101,6 +108,13 @@ class RocksStore final : public Store {
     std::atomic<uint64_t> max_sequence{0};
   };
   std::unique_ptr<WriteStripe[]> stripes_;
+
+  // Recovery from write errors (see MaybeResume). The flag is read without the lock on every
+  // write; the lock serialises the Resume calls.
+  std::atomic<bool> needs_resume_{false};
+  absl::Mutex resume_mu_;
+  absl::Time last_resume_ ABSL_GUARDED_BY(resume_mu_) = absl::InfinitePast();
+  absl::Time last_resume_warning_ ABSL_GUARDED_BY(resume_mu_) = absl::InfinitePast();
 };
 
 // Maps a RocksDB status to the absl::Status a caller can act on (see the table in the .cc).
