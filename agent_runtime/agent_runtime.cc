@@ -498,7 +498,8 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
   server->endpoint_ = absl::StrCat(options.advertise_host, ":", server->port_);
-  LOG_INFO("agent %s listening on %s", options.name, server->endpoint_);
+  common::LogInfo({{"agent", options.name}}, "agent %s listening on %s", options.name,
+                  server->endpoint_);
   if (options.coordinator.empty()) return server;
 
   auto stub = coordinator::v1::AgentRegistry::NewStub(
@@ -516,7 +517,8 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
     coordinator::v1::Agent reply;
     status = stub->RegisterAgent(&context, request, &reply);
     if (status.ok()) {
-      LOG_INFO("registered with the coordinator at %s as %s", options.coordinator, options.name);
+      common::LogInfo({{"agent", options.name}}, "registered with the coordinator at %s as %s",
+                      options.coordinator, options.name);
       return server;
     }
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&

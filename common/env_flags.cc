@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
@@ -96,6 +97,7 @@ std::vector<char*> InitFlags(absl::string_view env_prefix, absl::string_view usa
     std::exit(1);
   }
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  SetLogFormat(absl::GetFlag(FLAGS_log_format));
   if (!env->unknown.empty()) {
     LOG_WARN("ignored environment variable(s) that name no flag: %s",
              absl::StrJoin(env->unknown, ", "));

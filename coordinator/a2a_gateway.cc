@@ -165,7 +165,9 @@ void A2AGateway::Kick() {
 
 void A2AGateway::AgentRegistered(const std::string& name) {
   absl::Status s = tasks_->RetryDeliveriesNow(name);
-  if (!s.ok()) LOG_WARN("cannot reschedule deliveries to %s: %s", name, s.message());
+  if (!s.ok()) {
+    common::LogWarn({{"agent", name}}, "cannot reschedule deliveries: %s", s.message());
+  }
   Kick();
 }
 
@@ -235,7 +237,10 @@ void A2AGateway::Deliver(v1::PendingDelivery delivery) {
   if (result.ok()) {
     DeliveryMetrics().delivered->Increment();
     absl::Status done = tasks_->DeliveryDone(task_id, delivery.history_seq());
-    if (!done.ok()) LOG_ERROR("task %s: cannot dequeue a delivery: %s", task_id, done.message());
+    if (!done.ok()) {
+      common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                       "cannot dequeue a delivery: %s", done.message());
+    }
   } else {
     bool stopping;
     {
@@ -254,16 +259,17 @@ void A2AGateway::Deliver(v1::PendingDelivery delivery) {
                              result.code() == absl::StatusCode::kAborted;
       const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
       (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
-      LOG_WARN("task %s: delivery attempt %d to %s failed: %s%s", task_id, attempts,
-               delivery.tenant(), result.message(), give_up ? " (giving up)" : "");
+      common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                      "delivery attempt %d failed: %s%s", attempts, result.message(),
+                      give_up ? " (giving up)" : "");
       absl::StatusOr<A2ATaskStore::Change> change =
           tasks_->DeliveryFailed(task_id, delivery.history_seq(), result.message(),
                                  absl::Now() + Backoff(attempts), give_up);
       if (change.ok()) {
         Published(*change);
       } else {
-        LOG_ERROR("task %s: cannot record a failed delivery: %s", task_id,
-                  change.status().message());
+        common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                         "cannot record a failed delivery: %s", change.status().message());
       }
     }
   }

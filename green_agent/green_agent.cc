@@ -242,7 +242,9 @@ void GreenAgent::Start(const RequestContext& request, const std::string& task_id
                             absl::StrCat("coordinator: ", context.status().message()));
         return;
       }
-      LOG_INFO("context %s: evaluation of %s created in %s", context_id, task_id, workspace);
+      common::LogInfo(
+          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+          "evaluation of %s created in %s", task_id, workspace);
     }
     if (context->labels().count("purple_task") == 0) {
       absl::StatusOr<std::string> report = ReadFile(bundle + "/crash_report.txt");
@@ -277,8 +279,9 @@ void GreenAgent::Start(const RequestContext& request, const std::string& task_id
                             absl::StrCat("coordinator: ", updated.status().message()));
         return;
       }
-      LOG_INFO("context %s: task sent to %s (task %s)", context_id, options_.purple_agent,
-               purple_task);
+      common::LogInfo(
+          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+          "task sent to %s (its task %s)", options_.purple_agent, purple_task);
     }
   }
   events.UpdateStatus(a2apb::TASK_STATE_WORKING,
@@ -388,7 +391,9 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
       std::error_code ec;
       std::filesystem::create_directories(results_dir, ec);
       if (absl::Status s = WriteFileAtomically(result_file, ResultJson(*result)); !s.ok()) {
-        LOG_WARN("context %s: cannot keep the result of exec %d: %s", context_id, seq, s.message());
+        common::LogWarn(
+            {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+            "cannot keep the result of exec %d: %s", seq, s.message());
       }
     }
   }
@@ -481,7 +486,9 @@ void GreenAgent::Submit(const RequestContext& request, EventPublisher& events) {
                           absl::StrCat("coordinator: ", context.status().message()));
       return;
     }
-    LOG_INFO("context %s: %s %s", context_id, ok ? "scored" : "failed", text);
+    common::LogInfo(
+        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+        "%s %s", ok ? "scored" : "failed", text);
   }
   PublishOutcome(*context, events);
 }

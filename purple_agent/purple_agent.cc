@@ -98,7 +98,9 @@ class PurpleAgent::Loop {
 
  private:
   Outcome Interrupted(const absl::Status& s) {
-    if (!agent_->stopping()) LOG_WARN("context %s: interrupted: %s", context_id_, s.message());
+    if (!agent_->stopping())
+      common::LogWarn({{"context_id", context_id_}, {"agent", agent_->options_.name}},
+                      "interrupted: %s", s.message());
     return Outcome{};
   }
 
@@ -323,7 +325,8 @@ class PurpleAgent::Loop {
   }
 
   absl::StatusOr<std::optional<Outcome>> FailAttempt(int attempt, const std::string& error) {
-    LOG_INFO("context %s: attempt %d failed: %s", context_id_, attempt, error);
+    common::LogInfo({{"context_id", context_id_}, {"agent", agent_->options_.name}},
+                    "attempt %d failed: %s", attempt, error);
     RETURN_IF_ERROR(
         Append(v1::ROLE_SYSTEM, absl::StrCat(kAttemptPrefix, attempt, " failed: ", error), 0));
     return std::optional<Outcome>();
@@ -391,8 +394,9 @@ class PurpleAgent::Loop {
       RETURN_IF_ERROR(Call([&](grpc::ClientContext* c) {
         return agent_->breaker_->ForceEscalate(c, force, &forced);
       }));
-      LOG_INFO("context %s: loop %s; force-escalated tier %d -> %d", context_id_,
-               loop.pattern_type(), forced.from_tier(), forced.to_tier());
+      common::LogInfo({{"context_id", context_id_}, {"agent", agent_->options_.name}},
+                      "loop %s; force-escalated tier %d -> %d", loop.pattern_type(),
+                      forced.from_tier(), forced.to_tier());
       if (forced.result() == v1::FORCE_ESCALATE_RESULT_HUMAN_INTERVENTION_REQUIRED) {
         return Break(absl::StrCat("loop (", loop.pattern_type(), ") at the top of the ladder"));
       }
@@ -405,8 +409,8 @@ class PurpleAgent::Loop {
     RETURN_IF_ERROR(Call([&](grpc::ClientContext* c) {
       return agent_->task_state_->Escalate(c, escalate, &escalated);
     }));
-    LOG_INFO("context %s: escalated to tier %d (%s)", context_id_, escalated.model_tier(),
-             escalated.model());
+    common::LogInfo({{"context_id", context_id_}, {"agent", agent_->options_.name}},
+                    "escalated to tier %d (%s)", escalated.model_tier(), escalated.model());
     return std::optional<Outcome>();
   }
 
@@ -459,8 +463,8 @@ class PurpleAgent::Loop {
     std::string text = absl::StrCat(kAttemptPrefix, attempt, ": tier ", state.model_tier(),
                                     " (model ", state.model(), ")");
     if (!failure_context.text().empty()) absl::StrAppend(&text, "\n", failure_context.text());
-    LOG_INFO("context %s: attempt %d at tier %d (%s)", context_id_, attempt, state.model_tier(),
-             state.model());
+    common::LogInfo({{"context_id", context_id_}, {"agent", agent_->options_.name}},
+                    "attempt %d at tier %d (%s)", attempt, state.model_tier(), state.model());
     RETURN_IF_ERROR(Append(v1::ROLE_SYSTEM, text, 0));
     return std::optional<Outcome>();
   }
@@ -486,7 +490,8 @@ class PurpleAgent::Loop {
       }
     }
     RETURN_IF_ERROR(Append(v1::ROLE_SYSTEM, absl::StrCat(ok ? kFinalOk : kFinalFailed, text), 0));
-    LOG_INFO("context %s: %s: %s", context_id_, ok ? "completed" : "failed", text);
+    common::LogInfo({{"context_id", context_id_}, {"agent", agent_->options_.name}}, "%s: %s",
+                    ok ? "completed" : "failed", text);
     Outcome o;
     o.finished = true;
     o.ok = ok;
@@ -545,7 +550,7 @@ std::shared_ptr<PurpleAgent::Worker> PurpleAgent::EnsureWorker(const std::string
   }
   auto worker = std::make_shared<Worker>();
   slot = worker;
-  LOG_INFO("context %s: evaluation loop starts", context_id);
+  common::LogInfo({{"context_id", context_id}, {"agent", options_.name}}, "evaluation loop starts");
   worker->thread = std::thread([this, worker, context_id, task] {
     Loop loop(this, context_id, task);
     worker->outcome = loop.Run();
@@ -606,7 +611,9 @@ void PurpleAgent::ResumeUnfinished() {
           if (task.history_size() == 0) continue;
           const std::string text = agent_runtime::AllText(task.history(0));
           if (TaskIdOf(text).empty()) continue;
-          LOG_INFO("resuming the evaluation in context %s (task %s)", task.context_id(), task.id());
+          common::LogInfo(
+              {{"context_id", task.context_id()}, {"task_id", task.id()}, {"agent", options_.name}},
+              "resuming the evaluation");
           std::string joined;
           for (const a2apb::Part& part : task.history(0).parts()) {
             if (!part.has_text()) continue;

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "coordinator/v1/context.grpc.pb.h"
@@ -259,6 +260,38 @@ TEST_F(EvaluationTest, ScriptedEvaluationIsScored) {
   StartGreen();
   StartPurple("script:" + TasksDir());
   RunEvaluation(nullptr);
+}
+
+// Structured logs (common/log.h): every stderr line of the three processes is one JSON object
+// with time, level and message, and a line that names the evaluation's context carries it in
+// its context_id field, so `grep <context_id>` pulls out the evaluation.
+TEST_F(EvaluationTest, LogsAreJsonLinesThatCarryTheContext) {
+  StartCoordinator();
+  StartGreen();
+  StartPurple("script:" + TasksDir());
+  RunEvaluation(nullptr);
+  const std::string context_id = "eval-LogsAreJsonLinesThatCarryTheContext";
+  const std::vector<std::pair<std::string, std::string>> logs = {
+      {"coordinator", coordinator_->process().stderr_text()},
+      {"green", green_->stderr_text()},
+      {"purple", purple_->stderr_text()}};
+  for (const auto& [who, text] : logs) {
+    int about_context = 0;
+    for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+      google::protobuf::Struct event;
+      ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &event).ok())
+          << who << ": " << line;
+      for (const char* key : {"time", "level", "message"}) {
+        EXPECT_TRUE(event.fields().contains(key)) << who << ": " << key << " missing: " << line;
+      }
+      const auto field = event.fields().find("context_id");
+      const bool tagged =
+          field != event.fields().end() && field->second.string_value() == context_id;
+      if (tagged) ++about_context;
+      if (absl::StrContains(line, context_id)) EXPECT_TRUE(tagged) << who << ": " << line;
+    }
+    if (who != "coordinator") EXPECT_GE(about_context, 2) << who << ":\n" << text;
+  }
 }
 
 TEST_F(EvaluationTest, BadInputGetsAClearStatus) {

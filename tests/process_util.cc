@@ -337,7 +337,9 @@ absl::StatusOr<int> ParseListeningPort(absl::string_view line) {
   if (at == absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat("no \"listening on\" in: ", line));
   }
-  const absl::string_view address = absl::StripAsciiWhitespace(line.substr(at + kMarker.size()));
+  // The address ends at a space or, in a JSON log line, at the message's closing quote.
+  absl::string_view address = absl::StripAsciiWhitespace(line.substr(at + kMarker.size()));
+  address = address.substr(0, address.find_first_of("\" \t"));
   const size_t colon = address.rfind(':');
   int port = 0;
   if (colon == absl::string_view::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||

@@ -101,7 +101,8 @@ class Process {
                                                        const std::string& stdin_data = "");
 
 // Reads the port out of a coordinator log line such as
-// "2024-01-01T00:00:00.000Z INFO listening on 127.0.0.1:43121".
+// "2024-01-01T00:00:00.000Z INFO listening on 127.0.0.1:43121" or (--log_format=json)
+// {"time":"...","level":"INFO","message":"listening on 127.0.0.1:43121"}.
 [[nodiscard]] absl::StatusOr<int> ParseListeningPort(absl::string_view line);
 
 // The real coordinator binary, listening on 127.0.0.1 at a port it chose itself.
