@@ -84,6 +84,7 @@ std::string ToJson(const google::protobuf::Message& message);
 
 // Each command group registers its commands here (see context_commands.cc, ...).
 void AddA2ACommands(std::vector<Command>* commands);
+void AddAdminCommands(std::vector<Command>* commands);
 void AddAgentCommands(std::vector<Command>* commands);
 void AddContextCommands(std::vector<Command>* commands);
 void AddConversationCommands(std::vector<Command>* commands);

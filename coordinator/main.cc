@@ -12,6 +12,17 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (host:port)");
 ABSL_FLAG(std::string, data_dir, "./data", "RocksDB data directory; created when missing");
+ABSL_FLAG(std::string, restore_from, "",
+          "a backup directory (coordctl backup) to copy into --data_dir before starting; the data "
+          "dir must be absent or empty; empty (the default) restores nothing");
+ABSL_FLAG(absl::Duration, retention_terminal_ttl, absl::ZeroDuration(),
+          "contexts, conversations, A2A tasks and work runs that ended longer ago than this are "
+          "deleted in the background; 0 (the default) keeps them forever");
+ABSL_FLAG(int64_t, retention_max_deletes_per_second, 1000,
+          "rate bound of retention, in deleted records (keys) per second; also the default "
+          "size of one coordctl gc pass");
+ABSL_FLAG(absl::Duration, retention_period, absl::Seconds(10),
+          "how often the retention task runs a pass");
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "largest request accepted, in bytes; larger ones get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, worker_threads, 128, "threads that run storage work");
@@ -79,6 +90,10 @@ int main(int argc, char** argv) {
   options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.restore_from = absl::GetFlag(FLAGS_restore_from);
+  options.retention.terminal_ttl = absl::GetFlag(FLAGS_retention_terminal_ttl);
+  options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
+  options.retention.period = absl::GetFlag(FLAGS_retention_period);
   options.token_file = absl::GetFlag(FLAGS_token_file);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);

@@ -12,6 +12,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "storage/backup.h"
 
 namespace coordinator {
 namespace {
@@ -21,7 +22,7 @@ constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",   "coordinator.v1.ConversationService",
     "coordinator.v1.TaskStateService", "coordinator.v1.BreakerService",
     "coordinator.v1.WorkService",      "lf.a2a.v1.A2AService",
-    "coordinator.v1.AgentRegistry",
+    "coordinator.v1.AgentRegistry",   "coordinator.v1.Admin",
 };
 
 std::string WithPort(const std::string& listen, int port) {
@@ -73,6 +74,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
   store_options.sync_writes = options.sync_writes;
+  RETURN_IF_ERROR(ValidateRetentionOptions(options.retention));
+  if (!options.restore_from.empty()) {
+    RETURN_IF_ERROR(storage::RestoreBackup(options.restore_from, options.data_dir));
+    LOG_INFO("restored the backup %s into %s", options.restore_from, options.data_dir);
+  }
   ASSIGN_OR_RETURN(server->store_, storage::RocksStore::Open(store_options));
   LOG_INFO("opened database %s (schema version %d, %s writes)", options.data_dir,
            server->store_->schema_version(), options.sync_writes ? "WAL-synced" : "unsynced");
@@ -109,6 +115,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       server->a2a_tasks_.get(), server->agents_.get(), gateway, server->pool_.get(), "");
   server->agent_registry_service_ =
       std::make_unique<AgentRegistryServiceImpl>(server->agents_.get(), server->pool_.get());
+  server->exporter_ = std::make_unique<Exporter>(server->store_.get(), options.limits,
+                                                 options.task_state, options.breaker);
+  server->retention_ = std::make_unique<Retention>(server->store_.get());
+  server->admin_service_ = std::make_unique<AdminServiceImpl>(
+      server->store_.get(), options.data_dir, server->exporter_.get(), server->retention_.get(),
+      options.retention, server->pool_.get());
 
   server->metrics_ = std::make_unique<ServerMetrics>(server->store_.get(), server->work_.get());
 
@@ -135,6 +147,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   builder.RegisterService(server->work_service_.get());
   builder.RegisterService(server->a2a_service_.get());
   builder.RegisterService(server->agent_registry_service_.get());
+  builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
@@ -158,6 +171,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   server->a2a_service_->set_bearer_auth(authorizer != nullptr);
   // Its first pass takes back the leases that expired while the coordinator was down.
   server->reaper_ = std::make_unique<Reaper>(server->work_.get(), options.reaper_period);
+  // Runs only when --retention_terminal_ttl is set.
+  server->retention_task_ =
+      std::make_unique<RetentionTask>(server->retention_.get(), options.retention);
   server->a2a_service_->set_grpc_address(server->address_);
   // Deliveries queued before a restart resume here.
   server->gateway_->Start();
@@ -191,6 +207,7 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   // The reaper writes to the store, and watch streams never end on their own.
   if (reaper_ != nullptr) reaper_->Stop();
+  if (retention_task_ != nullptr) retention_task_->Stop();
   if (work_notifier_ != nullptr) {
     work_notifier_->Close(
         absl::UnavailableError("the coordinator is shutting down; watch again once it is back"));

@@ -13,6 +13,7 @@
 #include "coordinator/a2a_gateway.h"
 #include "coordinator/a2a_http.h"
 #include "coordinator/a2a_service.h"
+#include "coordinator/admin_service.h"
 #include "coordinator/agent_registry_service.h"
 #include "coordinator/auth.h"
 #include "coordinator/breaker_service.h"
@@ -33,6 +34,11 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   // RocksDB directory (default ./data); created when missing.
   std::string data_dir = "./data";
+  // When set, a backup directory (Admin.Backup) copied into data_dir before opening it;
+  // data_dir must then be absent or empty (default empty: no restore).
+  std::string restore_from;
+  // Retention of records that ended long ago (default: kept forever).
+  RetentionOptions retention;
   // Largest request accepted, in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED.
   int max_request_bytes = 4 << 20;
   // Threads that run storage work (default 128). Concurrent durable writes share an fsync
@@ -111,6 +117,10 @@ class CoordinatorServer {
   std::unique_ptr<A2AGateway> gateway_;
   std::unique_ptr<A2AServiceImpl> a2a_service_;
   std::unique_ptr<AgentRegistryServiceImpl> agent_registry_service_;
+  std::unique_ptr<Exporter> exporter_;
+  std::unique_ptr<Retention> retention_;
+  std::unique_ptr<RetentionTask> retention_task_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<AgentCardHttpServer> card_http_;
   std::unique_ptr<grpc::Server> server_;
   // Scrape-time figures of /metrics; reads the store, so it goes before it.

@@ -30,6 +30,7 @@ bool IsWithin(const fs::path& inner, const fs::path& outer) {
 
 absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir) {
   if (dir.empty()) return absl::InvalidArgumentError("backup dir is empty");
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
   if (dir.size() > kMaxBackupPathBytes) {
     return absl::InvalidArgumentError(absl::StrFormat("backup dir is %d bytes long; at most %d",
                                                       dir.size(), kMaxBackupPathBytes));
@@ -71,14 +72,18 @@ absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir
   return absl::OkStatus();
 }
 
-absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& dir) {
-  if (absl::Status s = ValidateBackupDir(dir, data_dir); !s.ok()) return s;
+absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& requested) {
+  if (absl::Status s = ValidateBackupDir(requested, data_dir); !s.ok()) return s;
+  std::string dir = requested;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::error_code ec;
   // RocksDB wants to create the directory itself.
-  if (fs::is_directory(dir, ec)) fs::remove(dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot replace the empty directory ", dir, ": ", ec.message()));
+  if (fs::is_directory(dir, ec)) {
+    fs::remove(dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot replace the empty directory ", dir, ": ", ec.message()));
+    }
   }
   return store.Checkpoint(dir);
 }

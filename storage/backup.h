@@ -25,8 +25,9 @@ inline constexpr size_t kMaxBackupPathBytes = 4096;
 [[nodiscard]] absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir);
 
 // Validates `dir` as above and writes a checkpoint of `store` (whose data dir is `data_dir`)
-// into it. An empty directory at `dir` is replaced by the backup.
-[[nodiscard]] absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& dir);
+// into it. An empty directory at `dir` is replaced by the backup. Trailing slashes are ignored.
+[[nodiscard]] absl::Status Backup(Store& store, absl::string_view data_dir,
+                                  const std::string& requested);
 
 // Copies the backup at `backup_dir` into `data_dir`, which must be absent or an empty
 // directory: the files are copied into `<data_dir>.restoring` and that directory is renamed to

@@ -63,6 +63,9 @@ TEST(BackupDirTest, RefusesNonEmptyDirsFilesAndMissingParents) {
   std::filesystem::create_directories(dir.Sub("empty"));
   EXPECT_OK(ValidateBackupDir(dir.Sub("empty"), "/nonexistent-data"));
   EXPECT_OK(ValidateBackupDir(dir.Sub("new"), "/nonexistent-data"));
+  EXPECT_OK(ValidateBackupDir(dir.Sub("new/"), "/nonexistent-data"));
+  // The root contains every data dir.
+  EXPECT_EQ(ValidateBackupDir("/", "/nonexistent-data").code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(BackupTest, BackupIntoEmptyDirThenRestoreIntoNewDataDir) {
@@ -72,13 +75,20 @@ TEST(BackupTest, BackupIntoEmptyDirThenRestoreIntoNewDataDir) {
     ASSERT_OK(store);
     ASSERT_OK(Put(**store, ColumnFamily::kContexts, "k", "v"));
     std::filesystem::create_directories(dir.Sub("backup"));
-    ASSERT_OK(Backup(**store, dir.Sub("data"), dir.Sub("backup")));
+    ASSERT_OK(Backup(**store, dir.Sub("data"), dir.Sub("backup") + "/"));
     ASSERT_OK(Put(**store, ColumnFamily::kContexts, "after", "x"));
     // A second backup into the same, now full, directory is refused and changes nothing.
     EXPECT_EQ(Backup(**store, dir.Sub("data"), dir.Sub("backup")).code(),
               absl::StatusCode::kFailedPrecondition);
   }
   ASSERT_OK(RestoreBackup(dir.Sub("backup"), dir.Sub("restored")));
+  // A backup into a directory that does not exist yet.
+  {
+    absl::StatusOr<std::unique_ptr<RocksStore>> store = OpenAt(dir.Sub("data"));
+    ASSERT_OK(store);
+    ASSERT_OK(Backup(**store, dir.Sub("data"), dir.Sub("fresh")));
+    EXPECT_TRUE(std::filesystem::exists(dir.Sub("fresh/CURRENT")));
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("restored.restoring")));
   absl::StatusOr<std::unique_ptr<RocksStore>> restored = OpenAt(dir.Sub("restored"));
   ASSERT_OK(restored);
