@@ -56,10 +56,12 @@ absl::Status ValidateId(absl::string_view field, absl::string_view value) {
   return ValidateOptionalId(field, value);
 }
 
-absl::Status ValidateSize(absl::string_view field, absl::string_view value, size_t max_bytes) {
+absl::Status ValidateSize(absl::string_view field, absl::string_view value, size_t max_bytes,
+                          absl::string_view flag) {
   if (value.size() <= max_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(
-      absl::StrFormat("%s is %d bytes; the limit is %d bytes", field, value.size(), max_bytes));
+      absl::StrFormat("%s is %d bytes; the limit is %d bytes%s", field, value.size(), max_bytes,
+                      flag.empty() ? "" : absl::StrCat(" (--", flag, ")")));
 }
 
 }  // namespace common

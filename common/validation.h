@@ -21,9 +21,10 @@ inline constexpr size_t kMaxIdBytes = 256;
 // Like ValidateId, but an empty value is allowed (an optional identifier such as a filter).
 [[nodiscard]] absl::Status ValidateOptionalId(absl::string_view field, absl::string_view value);
 
-// OK when `value` is at most `max_bytes` long; otherwise RESOURCE_EXHAUSTED naming `field`.
+// OK when `value` is at most `max_bytes` long; otherwise RESOURCE_EXHAUSTED naming `field`, the
+// limit and, when `flag` is set, the flag that configures it ("... (--max_message_bytes)").
 [[nodiscard]] absl::Status ValidateSize(absl::string_view field, absl::string_view value,
-                                        size_t max_bytes);
+                                        size_t max_bytes, absl::string_view flag = "");
 
 }  // namespace common
 

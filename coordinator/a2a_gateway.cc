@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -456,6 +457,24 @@ void A2AGateway::PushLoop() {
 }
 
 void A2AGateway::SendPush(const v1::PushDelivery& push) {
+  // Checked again at send time: a config stored before --outbound_allow_hosts changed is not
+  // called, and the call is recorded as failed at once (no retry would help).
+  absl::StatusOr<common::HttpUrl> url = tasks_->AllowedWebhookUrl(push.config().url());
+  if (!url.ok()) {
+    LOG_WARN("task %s: webhook not called: %s", push.task_id(), url.status().message());
+    v1::PushAttempt refused;
+    *refused.mutable_time() = ToProtoTime(absl::Now());
+    refused.set_error(absl::StrCat("not called: ", url.status().message()));
+    absl::Status s = tasks_->RecordPushAttempt(push, refused, /*delivered=*/false,
+                                               /*give_up=*/true);
+    if (!s.ok()) {
+      LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
+    }
+    return;
+  }
+  // What was checked is what is called: the parsed scheme, host and port.
+  const std::string target = absl::StrCat(url->scheme, "://", url->HostPort(),
+                                          absl::StartsWith(url->path, "/") ? "" : "/", url->path);
   std::string body;
   (void)google::protobuf::util::MessageToJsonString(push.payload(), &body);
   std::vector<std::pair<std::string, std::string>> headers;
@@ -468,7 +487,7 @@ void A2AGateway::SendPush(const v1::PushDelivery& push) {
                                       push.config().authentication().credentials()));
   }
   HttpPostResult result =
-      HttpPost(push.config().url(), body, "application/a2a+json", headers, options_.push_timeout);
+      HttpPost(target, body, "application/a2a+json", headers, options_.push_timeout);
   v1::PushAttempt attempt;
   *attempt.mutable_time() = ToProtoTime(absl::Now());
   attempt.set_http_status(result.status);

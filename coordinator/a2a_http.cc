@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/http_deadline.h"
 #include "common/metrics.h"
 #include "httplib.h"
 
@@ -16,7 +17,8 @@ constexpr char kMetricsPath[] = "/metrics";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
-    const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json) {
+    const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json,
+    const HttpTlsFiles& tls) {
   const size_t colon = listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
@@ -26,7 +28,16 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
   }
   std::string host = listen.substr(0, colon);
   std::unique_ptr<AgentCardHttpServer> server(new AgentCardHttpServer());
-  server->server_ = std::make_unique<httplib::Server>();
+  if (tls.cert_file.empty()) {
+    server->server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto https = std::make_unique<httplib::SSLServer>(tls.cert_file.c_str(), tls.key_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot serve HTTPS with certificate ",
+                                                     tls.cert_file, " and key ", tls.key_file));
+    }
+    server->server_ = std::move(https);
+  }
   // Prometheus text exposition of the process's metrics (common/metrics.h).
   server->server_->Get(kMetricsPath, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(common::MetricsRegistry::Default().Render(),
@@ -112,14 +123,22 @@ HttpPostResult HttpPost(const std::string& url, const std::string& body,
     result.error = "only http:// and https:// webhook URLs are supported";
     return result;
   }
-  auto [base, path] = SplitUrl(url);
+  // Named, not structured bindings: the lambda below captures `path`, which clang before 16
+  // refuses for a binding (the COORD_FUZZ build uses clang 14).
+  const std::pair<std::string, std::string> split = SplitUrl(url);
+  const std::string& base = split.first;
+  const std::string& path = split.second;
   httplib::Client client(base);
-  SetTimeouts(client, timeout);
   httplib::Headers h;
   for (const auto& [name, value] : headers) h.emplace(name, value);
-  httplib::Result res = client.Post(path, h, body, content_type);
+  // `timeout` bounds the whole call, not only each read (a webhook could trickle its answer).
+  bool expired = false;
+  httplib::Result res = common::CallWithDeadline(
+      client, timeout, [&] { return client.Post(path, h, body, content_type); }, &expired);
   if (!res) {
-    result.error = absl::StrCat("no answer: ", httplib::to_string(res.error()));
+    result.error = expired ? absl::StrCat("no answer within ", absl::FormatDuration(timeout),
+                                          " (--a2a_push_timeout)")
+                           : absl::StrCat("no answer: ", httplib::to_string(res.error()));
     return result;
   }
   result.status = res->status;

@@ -21,12 +21,20 @@ class Server;
 
 namespace coordinator {
 
+// Certificate chain and private key (PEM files) for serving HTTPS; both empty means plain HTTP.
+struct HttpTlsFiles {
+  std::string cert_file;
+  std::string key_file;
+};
+
 // Serves GET /.well-known/agent-card.json with the JSON `card_json` returns at that moment.
 class AgentCardHttpServer {
  public:
-  // Binds `listen` (host:port; port 0 picks one) and serves on a thread of its own.
+  // Binds `listen` (host:port; port 0 picks one) and serves on a thread of its own, over TLS
+  // (HTTPS only; a plain HTTP request gets no answer) when `tls` names a certificate and key.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> Start(
-      const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json);
+      const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json,
+      const HttpTlsFiles& tls = {});
   ~AgentCardHttpServer();
 
   int port() const { return port_; }

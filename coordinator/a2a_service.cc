@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a_errors.h"
 #include "coordinator/auth_interceptor.h"
@@ -144,14 +145,17 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
   // kSubscribe: SubscribeToTask (ends when the task reaches a terminal state).
   enum class Mode { kSend, kSubscribe };
 
-  TaskStream(A2AServiceImpl* service, grpc::CallbackServerContext* context, Mode mode)
-      : service_(service), context_(context), mode_(mode) {}
+  TaskStream(A2AServiceImpl* service, grpc::CallbackServerContext* context, Mode mode,
+             std::unique_ptr<StreamSlots::Slot> slot)
+      : service_(service), context_(context), mode_(mode), slot_(std::move(slot)) {}
 
+  // `slot` (may be null) is held until gRPC is done with the stream.
   static TaskStream* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
                            const a2apb::SendMessageRequest* send,
-                           const a2apb::SubscribeToTaskRequest* subscribe) {
-    auto stream = std::make_shared<TaskStream>(service, context,
-                                               send != nullptr ? Mode::kSend : Mode::kSubscribe);
+                           const a2apb::SubscribeToTaskRequest* subscribe,
+                           std::unique_ptr<StreamSlots::Slot> slot) {
+    auto stream = std::make_shared<TaskStream>(
+        service, context, send != nullptr ? Mode::kSend : Mode::kSubscribe, std::move(slot));
     stream->self_ = stream;
     service->pool()->Schedule([stream, send, subscribe] { stream->Start(send, subscribe); });
     return stream.get();
@@ -270,6 +274,10 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     }
     for (v1::StoredEvent& event : *events) {
       if (ending_) break;
+      if (queue_.size() >= service_->stream_queue_limit()) {
+        OverflowLocked();
+        return;
+      }
       cursor_ = event.seq();
       if (event.event().has_status_update() &&
           Ends(event.event().status_update().status().state())) {
@@ -302,6 +310,19 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     FinishLocked(status);
   }
 
+  // The client reads slower than the task changes: rather than hold ever more events for it,
+  // the stream ends. Nothing is lost: every event stays in the task's log, and a new
+  // subscription starts from the task as stored.
+  void OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const size_t limit = service_->stream_queue_limit();
+    LOG_WARN("task %s: closing a stream that fell more than %d events behind", task_id_, limit);
+    queue_.clear();
+    FinishLocked(absl::ResourceExhaustedError(absl::StrCat(
+        "this stream fell more than ", limit,
+        " events behind (--stream_queue_limit); resubscribe with SubscribeToTask: it starts "
+        "from the task as stored, and every event stays in the task's log")));
+  }
+
   void FinishLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_) return;
     finished_ = true;
@@ -312,6 +333,7 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
   grpc::CallbackServerContext* context_;
   const Mode mode_;
   std::shared_ptr<TaskStream> self_;
+  const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
   absl::Mutex mu_;
   std::string task_id_;  // written only by Start, before it subscribes
   uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
@@ -435,7 +457,9 @@ grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SendStreamingMe
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
     return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(caller.status()));
   }
-  return TaskStream::Begin(this, context, request, nullptr);
+  absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
+  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(slot.status()));
+  return TaskStream::Begin(this, context, request, nullptr, *std::move(slot));
 }
 
 grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask(
@@ -443,7 +467,9 @@ grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
     return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(caller.status()));
   }
-  return TaskStream::Begin(this, context, nullptr, request);
+  absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
+  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(ToGrpcStatus(slot.status()));
+  return TaskStream::Begin(this, context, nullptr, request, *std::move(slot));
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* context,

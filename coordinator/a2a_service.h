@@ -14,6 +14,7 @@
 #include "coordinator/a2a_gateway.h"
 #include "coordinator/a2a_task_store.h"
 #include "coordinator/agent_registry_store.h"
+#include "coordinator/stream_slots.h"
 
 namespace coordinator {
 
@@ -46,6 +47,15 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
     absl::MutexLock lock(&mu_);
     return grpc_address_;
   }
+  // Bounds on the task streams (SendStreamingMessage, SubscribeToTask): `slots` counts them
+  // against --max_streams (nullptr: no bound), and a stream holding more than `queue_limit`
+  // unsent events is closed (--stream_queue_limit). Set before the server starts.
+  void set_stream_limits(StreamSlots* slots, size_t queue_limit) {
+    stream_slots_ = slots;
+    stream_queue_limit_ = queue_limit;
+  }
+  StreamSlots* stream_slots() { return stream_slots_; }
+  size_t stream_queue_limit() const { return stream_queue_limit_; }
   // Whether the coordinator's card declares bearer authentication (default false).
   void set_bearer_auth(bool on) { bearer_auth_.store(on); }
 
@@ -93,10 +103,12 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   common::ThreadPool* pool() { return pool_; }
 
  private:
-  A2ATaskStore* tasks_;         // not owned
-  AgentRegistryStore* agents_;  // not owned
-  A2AGateway* gateway_;         // not owned
-  common::ThreadPool* pool_;    // not owned
+  A2ATaskStore* tasks_;                  // not owned
+  AgentRegistryStore* agents_;           // not owned
+  A2AGateway* gateway_;                  // not owned
+  common::ThreadPool* pool_;             // not owned
+  StreamSlots* stream_slots_ = nullptr;  // not owned
+  size_t stream_queue_limit_ = kDefaultStreamQueueLimit;
   absl::Mutex mu_;
   std::string grpc_address_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> bearer_auth_{false};

@@ -228,8 +228,9 @@ absl::Status A2ATaskStore::ValidateMessage(const a2apb::Message& message) const 
   }
   for (int i = 0; i < message.parts_size(); ++i) RETURN_IF_ERROR(ValidatePart(message.parts(i), i));
   if (message.ByteSizeLong() > limits_.max_message_bytes) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "message is %d bytes; the limit is %d", message.ByteSizeLong(), limits_.max_message_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("message is %d bytes; the limit is %d bytes (--max_message_bytes)",
+                        message.ByteSizeLong(), limits_.max_message_bytes));
   }
   return absl::OkStatus();
 }
@@ -628,10 +629,14 @@ absl::Status A2ATaskStore::ValidatePushConfig(
   if (!absl::StartsWith(config.url(), "http://") && !absl::StartsWith(config.url(), "https://")) {
     return absl::InvalidArgumentError("push config url must be an http:// or https:// URL");
   }
-  RETURN_IF_ERROR(common::ValidateSize("token", config.token(), limits_.max_field_bytes));
+  if (absl::Status allowed = AllowedWebhookUrl(config.url()).status(); !allowed.ok()) {
+    return absl::Status(allowed.code(), absl::StrCat("push config url: ", allowed.message()));
+  }
+  RETURN_IF_ERROR(
+      common::ValidateSize("token", config.token(), limits_.max_field_bytes, "max_field_bytes"));
   RETURN_IF_ERROR(common::ValidateSize("authentication.credentials",
                                        config.authentication().credentials(),
-                                       limits_.max_field_bytes));
+                                       limits_.max_field_bytes, "max_field_bytes"));
   return absl::OkStatus();
 }
 
@@ -740,8 +745,15 @@ absl::StatusOr<std::vector<v1::PushDelivery>> A2ATaskStore::PendingPushes(int ma
   return out;
 }
 
+absl::StatusOr<common::HttpUrl> A2ATaskStore::AllowedWebhookUrl(absl::string_view url) const {
+  ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
+  RETURN_IF_ERROR(options_.outbound_allow.Check(url, "outbound_allow_hosts"));
+  return parsed;
+}
+
 absl::Status A2ATaskStore::RecordPushAttempt(const v1::PushDelivery& push,
-                                             const v1::PushAttempt& attempt, bool delivered) {
+                                             const v1::PushAttempt& attempt, bool delivered,
+                                             bool give_up) {
   return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     const std::string key = keys::A2APushPending(push.task_id(), push.seq(), push.config_id());
     absl::StatusOr<std::string> raw = txn.GetForUpdate(ColumnFamily::kA2A, key);
@@ -751,7 +763,7 @@ absl::Status A2ATaskStore::RecordPushAttempt(const v1::PushDelivery& push,
     RETURN_IF_ERROR(DecodeRecord(*raw, &current));
     *current.add_attempts() = attempt;
     const int attempts = current.attempts_size();
-    if (!delivered && attempts < options_.push_max_attempts) {
+    if (!delivered && !give_up && attempts < options_.push_max_attempts) {
       absl::Duration backoff = options_.push_initial_backoff;
       for (int i = 1; i < attempts && backoff < options_.push_max_backoff; ++i) backoff *= 2;
       backoff = std::min(backoff, options_.push_max_backoff);

@@ -13,6 +13,7 @@
 #include "a2a/v1/a2a.pb.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/url_allow_list.h"
 #include "coordinator/limits.h"
 #include "coordinator/v1/a2a_stored.pb.h"
 #include "storage/store.h"
@@ -36,6 +37,9 @@ struct A2AStoreOptions {
   // Delay before the second webhook attempt; doubles each time (default 1s, capped at 60s).
   absl::Duration push_initial_backoff = absl::Seconds(1);
   absl::Duration push_max_backoff = absl::Seconds(60);
+  // Hosts webhook URLs may name (--outbound_allow_hosts; default loopback only). Checked when a
+  // push config is stored and again before every POST.
+  common::HostAllowList outbound_allow;
 };
 
 class A2ATaskStore {
@@ -124,8 +128,13 @@ class A2ATaskStore {
   [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PendingPushes(int max);
   // Records one attempt at `push`. Delivered, or out of attempts: the record moves to the task's
   // push log with every attempt. Otherwise it stays queued with its next attempt time.
+  // `give_up` ends the call at once, whatever the attempts left (a refused host).
   [[nodiscard]] absl::Status RecordPushAttempt(const v1::PushDelivery& push,
-                                               const v1::PushAttempt& attempt, bool delivered);
+                                               const v1::PushAttempt& attempt, bool delivered,
+                                               bool give_up = false);
+  // The parsed `url` when a webhook may call it; INVALID_ARGUMENT when it does not parse,
+  // PERMISSION_DENIED (naming --outbound_allow_hosts) when its host is not allowed.
+  [[nodiscard]] absl::StatusOr<common::HttpUrl> AllowedWebhookUrl(absl::string_view url) const;
   // The finished webhook calls of a task, oldest event first.
   [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PushLog(absl::string_view task_id);
 

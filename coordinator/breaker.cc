@@ -27,7 +27,6 @@ using storage::Transaction;
 using v1::LoopPattern;
 
 constexpr int kDefaultLogPageSize = 500;
-constexpr int kMaxLogPageSize = 1000;
 // Longest piece of caller text (a reason, an error) quoted in a log message.
 constexpr size_t kMaxQuotedBytes = 512;
 constexpr char kDefaultForceReason[] = "Loop detected, forcing escalation";
@@ -488,8 +487,8 @@ absl::StatusOr<v1::CleanupBreakerResponse> Breaker::Cleanup(absl::string_view ta
 absl::StatusOr<v1::ReadBreakerLogResponse> Breaker::ReadLog(
     const v1::ReadBreakerLogRequest& request) {
   if (request.tail() < 0) return absl::InvalidArgumentError("tail must not be negative");
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultLogPageSize, kMaxLogPageSize));
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultLogPageSize,
+                                                        options_.max_log_page_size));
   const std::string filter = absl::StrCat(request.tail());
   ASSIGN_OR_RETURN(std::string resume,
                    DecodePageToken(request.page_token(), "breaker_log", filter));

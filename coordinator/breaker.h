@@ -38,6 +38,9 @@ struct BreakerOptions {
   // Log entries kept (default 100000): appending entry s deletes entry s - retention.
   // 0 keeps every entry.
   int64_t log_retention = 100000;
+  // Entries per page of the breaker log; a larger page_size is lowered to this (default 1000;
+  // the server sets it from --max_page_size).
+  int max_log_page_size = 1000;
 };
 
 [[nodiscard]] absl::Status ValidateBreakerOptions(const BreakerOptions& options);

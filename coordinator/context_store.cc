@@ -25,7 +25,6 @@ using storage::Transaction;
 using v1::TaskContext;
 
 constexpr int kDefaultPageSize = 50;
-constexpr int kMaxPageSize = 1000;
 constexpr int kDefaultCommandPageSize = 100;
 
 // Fields a caller may change with UpdateContext; the others are output only.
@@ -68,21 +67,22 @@ absl::Status ValidateStatus(v1::ContextStatus status) {
 absl::Status ContextStore::ValidateMutableFields(const TaskContext& context) const {
   RETURN_IF_ERROR(common::ValidateOptionalId("agent", context.agent()));
   RETURN_IF_ERROR(common::ValidateOptionalId("external_task_id", context.external_task_id()));
-  RETURN_IF_ERROR(
-      common::ValidateSize("workspace_dir", context.workspace_dir(), limits_.max_field_bytes));
-  RETURN_IF_ERROR(
-      common::ValidateSize("shared_dir", context.shared_dir(), limits_.max_field_bytes));
+  RETURN_IF_ERROR(common::ValidateSize("workspace_dir", context.workspace_dir(),
+                                       limits_.max_field_bytes, "max_field_bytes"));
+  RETURN_IF_ERROR(common::ValidateSize("shared_dir", context.shared_dir(), limits_.max_field_bytes,
+                                       "max_field_bytes"));
   RETURN_IF_ERROR(common::ValidateSize("environment_handle", context.environment_handle(),
-                                       limits_.max_field_bytes));
+                                       limits_.max_field_bytes, "max_field_bytes"));
   RETURN_IF_ERROR(ValidateStatus(context.status()));
   if (static_cast<size_t>(context.labels_size()) > limits_.max_labels) {
-    return absl::ResourceExhaustedError(absl::StrFormat("context has %d labels; the limit is %d",
-                                                        context.labels_size(), limits_.max_labels));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("context has %d labels; the limit is %d (--max_labels)",
+                        context.labels_size(), limits_.max_labels));
   }
   for (const auto& [key, value] : context.labels()) {
     RETURN_IF_ERROR(common::ValidateId("label key", key));
-    RETURN_IF_ERROR(
-        common::ValidateSize(absl::StrCat("label ", key), value, limits_.max_label_value_bytes));
+    RETURN_IF_ERROR(common::ValidateSize(absl::StrCat("label ", key), value,
+                                         limits_.max_label_value_bytes, "max_label_value_bytes"));
   }
   return absl::OkStatus();
 }
@@ -216,7 +216,7 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
   RETURN_IF_ERROR(common::ValidateOptionalId("agent", request.agent()));
   RETURN_IF_ERROR(ValidateStatus(request.status()));
   ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+                   ResolvePageSize(request.page_size(), kDefaultPageSize, limits_.max_page_size));
   const std::string filter = absl::StrCat(request.agent().size(), ":", request.agent(), ":",
                                           static_cast<int>(request.status()));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "contexts", filter));
@@ -291,9 +291,10 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
     const v1::RecordCommandRequest& request) {
   RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
   if (request.command().empty()) return absl::InvalidArgumentError("command is required");
-  RETURN_IF_ERROR(common::ValidateSize("command", request.command(), limits_.max_command_bytes));
-  RETURN_IF_ERROR(
-      common::ValidateSize("output_digest", request.output_digest(), limits_.max_field_bytes));
+  RETURN_IF_ERROR(common::ValidateSize("command", request.command(), limits_.max_command_bytes,
+                                       "max_command_bytes"));
+  RETURN_IF_ERROR(common::ValidateSize("output_digest", request.output_digest(),
+                                       limits_.max_field_bytes, "max_field_bytes"));
   if (request.duration().seconds() < 0 || request.duration().nanos() < 0 ||
       request.duration().nanos() >= 1000000000) {
     return absl::InvalidArgumentError("duration must be a non-negative, normalized duration");
@@ -328,8 +329,9 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
 absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
     const v1::ListCommandsRequest& request) {
   ASSIGN_OR_RETURN(TaskContext context, Get(request.context_id()));
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultCommandPageSize, kMaxPageSize));
+  ASSIGN_OR_RETURN(
+      const int page_size,
+      ResolvePageSize(request.page_size(), kDefaultCommandPageSize, limits_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume,
                    DecodePageToken(request.page_token(), "commands", request.context_id()));
   const std::string prefix = keys::CommandPrefix(request.context_id());

@@ -21,7 +21,6 @@ namespace {
 using storage::ColumnFamily;
 
 constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
 
 }  // namespace
 
@@ -33,7 +32,8 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
         absl::StrCat("role ", request.role(), " is not one of USER, AGENT, SYSTEM"));
   }
   if (request.tokens() < 0) return absl::InvalidArgumentError("tokens must not be negative");
-  RETURN_IF_ERROR(common::ValidateSize("text", request.text(), limits_.max_message_bytes));
+  RETURN_IF_ERROR(
+      common::ValidateSize("text", request.text(), limits_.max_message_bytes, "max_message_bytes"));
 
   v1::AppendMessageResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
@@ -74,7 +74,7 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
   RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
   if (request.tail() < 0) return absl::InvalidArgumentError("tail must not be negative");
   ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+                   ResolvePageSize(request.page_size(), kDefaultPageSize, limits_.max_page_size));
   const std::string filter = absl::StrCat(request.context_id(), ":", request.tail());
   ASSIGN_OR_RETURN(std::string resume,
                    DecodePageToken(request.page_token(), "conversation", filter));

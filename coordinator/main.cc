@@ -8,6 +8,8 @@
 #include "common/env_flags.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
+#include "common/url_allow_list.h"
+#include "coordinator/limit_flags.h"
 #include "coordinator/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (host:port)");
@@ -45,9 +47,18 @@ ABSL_FLAG(absl::Duration, reaper_period, absl::Seconds(1),
 ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
           "HTTP address of the agent card (/.well-known/agent-card.json); port 0 picks one, "
           "empty turns it off");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain: with --tls_key_file, the gRPC and HTTP ports take TLS only; "
+          "empty (the default) serves plaintext");
+ABSL_FLAG(std::string, tls_key_file, "",
+          "PEM private key of --tls_cert_file (unencrypted); both or neither");
 ABSL_FLAG(std::string, token_file, "",
           "JSON file of bearer tokens, each with a principal and a role (docs/security.md); "
           "empty (the default) turns authentication off and allows only loopback addresses");
+ABSL_FLAG(std::string, outbound_allow_hosts, "",
+          "hosts push-notification webhooks may call: host, host:port, [v6] or [v6]:port, "
+          "comma-separated; empty (the default) allows loopback only (127.0.0.0/8, ::1, "
+          "localhost), * allows every host");
 ABSL_FLAG(absl::Duration, a2a_call_timeout, absl::Seconds(10),
           "A2A gateway: deadline of a unary call to an agent (CancelTask)");
 ABSL_FLAG(absl::Duration, a2a_stream_timeout, absl::Hours(1),
@@ -95,6 +106,16 @@ int main(int argc, char** argv) {
   options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
   options.retention.period = absl::GetFlag(FLAGS_retention_period);
   options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  absl::StatusOr<common::HostAllowList> outbound =
+      common::HostAllowList::Parse(absl::GetFlag(FLAGS_outbound_allow_hosts));
+  if (!outbound.ok()) {
+    LOG_ERROR("--outbound_allow_hosts: %s", outbound.status().message());
+    return 2;
+  }
+  options.a2a_store.outbound_allow = *std::move(outbound);
+  LOG_INFO("webhooks may call: %s", options.a2a_store.outbound_allow.ToString());
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);
   options.gateway.initial_backoff = absl::GetFlag(FLAGS_a2a_retry_initial_backoff);
@@ -113,6 +134,10 @@ int main(int argc, char** argv) {
   }
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0) {
     LOG_ERROR("--max_request_bytes and --worker_threads must be positive");
+    return 2;
+  }
+  if (absl::Status limits = coordinator::ApplyLimitFlags(&options); !limits.ok()) {
+    LOG_ERROR("%s", limits.message());
     return 2;
   }
 

@@ -70,6 +70,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       RETURN_IF_ERROR(RequireLoopback("--http_listen", options.http_listen));
     }
   }
+  if (options.limits.max_page_size < 1 || options.max_streams < 1 ||
+      options.stream_queue_limit < 1) {
+    return absl::InvalidArgumentError(
+        "max_page_size, max_streams and stream_queue_limit must be positive");
+  }
+  // One --max_page_size for every coordinator.v1 listing.
+  options.task_state.max_page_size = options.limits.max_page_size;
+  options.breaker.max_log_page_size = options.limits.max_page_size;
+  options.work_limits.max_page_size = options.limits.max_page_size;
+  ASSIGN_OR_RETURN(const std::optional<ServerTls> tls,
+                   LoadServerTls(options.tls_cert_file, options.tls_key_file));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
@@ -101,8 +112,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   server->work_notifier_ = std::make_unique<WorkNotifier>();
   server->work_ = std::make_unique<WorkStore>(server->store_.get(), server->work_notifier_.get(),
                                               options.work_limits);
-  server->work_service_ = std::make_unique<WorkServiceImpl>(
-      server->work_.get(), server->work_notifier_.get(), server->pool_.get());
+  server->stream_slots_ = std::make_unique<StreamSlots>(options.max_streams);
+  server->work_service_ =
+      std::make_unique<WorkServiceImpl>(server->work_.get(), server->work_notifier_.get(),
+                                        server->pool_.get(), options.stream_queue_limit);
+  server->work_service_->set_stream_slots(server->stream_slots_.get());
   server->a2a_tasks_ =
       std::make_unique<A2ATaskStore>(server->store_.get(), options.limits, options.a2a_store);
   server->agents_ = std::make_unique<AgentRegistryStore>(server->store_.get());
@@ -113,6 +127,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
   server->a2a_service_ = std::make_unique<A2AServiceImpl>(
       server->a2a_tasks_.get(), server->agents_.get(), gateway, server->pool_.get(), "");
+  server->a2a_service_->set_stream_limits(server->stream_slots_.get(),
+                                          static_cast<size_t>(options.stream_queue_limit));
   server->agent_registry_service_ =
       std::make_unique<AgentRegistryServiceImpl>(server->agents_.get(), server->pool_.get());
   server->exporter_ = std::make_unique<Exporter>(server->store_.get(), options.limits,
@@ -127,7 +143,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (tls.has_value()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind a port already in use
   // and split clients between two databases at random; a taken port must fail Start instead.
@@ -157,6 +179,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   for (const char* name : kServiceNames) health->SetServingStatus(name, true);
   health->SetServingStatus(true);
   server->address_ = WithPort(options.listen, server->port_);
+  // Tests and scripts read the port from the "listening on" line, so TLS gets a line of its own.
+  if (tls.has_value()) LOG_INFO("gRPC and HTTP take TLS only (%s)", tls->cert_file);
   LOG_INFO("listening on %s", server->address_);
   if (authorizer != nullptr) {
     LOG_INFO(
@@ -174,23 +198,30 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   // Runs only when --retention_terminal_ttl is set.
   server->retention_task_ =
       std::make_unique<RetentionTask>(server->retention_.get(), options.retention);
-  server->a2a_service_->set_grpc_address(server->address_);
+  // The card's interface URL: an absolute https URL when the port takes TLS (as A2A asks of
+  // secured interfaces), else the plain host:port that gRPC clients dial.
+  const std::string card_url =
+      tls.has_value() ? absl::StrCat("https://", server->address_) : server->address_;
+  server->a2a_service_->set_grpc_address(card_url);
   // Deliveries queued before a restart resume here.
   server->gateway_->Start();
   if (!options.http_listen.empty()) {
     AgentRegistryStore* agents = server->agents_.get();
-    const std::string grpc_address = server->address_;
+    const std::string grpc_address = card_url;
     absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> http = AgentCardHttpServer::Start(
-        options.http_listen, [agents, grpc_address, authorizer]() -> absl::StatusOr<std::string> {
+        options.http_listen,
+        [agents, grpc_address, authorizer]() -> absl::StatusOr<std::string> {
           ASSIGN_OR_RETURN(lf::a2a::v1::AgentCard card,
                            CoordinatorCard(agents, grpc_address, authorizer != nullptr));
           std::string json;
           (void)google::protobuf::util::MessageToJsonString(card, &json);
           return json;
-        });
+        },
+        tls.has_value() ? HttpTlsFiles{tls->cert_file, tls->key_file} : HttpTlsFiles{});
     if (http.ok()) {
       server->card_http_ = *std::move(http);
-      LOG_INFO("agent card on http://%s:%d/.well-known/agent-card.json",
+      LOG_INFO("agent card on %s://%s:%d/.well-known/agent-card.json",
+               tls.has_value() ? "https" : "http",
                options.http_listen.substr(0, options.http_listen.rfind(':')),
                server->card_http_->port());
     } else {

@@ -22,7 +22,9 @@
 #include "coordinator/limits.h"
 #include "coordinator/reaper.h"
 #include "coordinator/server_metrics.h"
+#include "coordinator/stream_slots.h"
 #include "coordinator/task_state_service.h"
+#include "coordinator/tls.h"
 #include "coordinator/work_service.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/rocks_store.h"
@@ -68,6 +70,16 @@ struct ServerOptions {
   // Bearer tokens, principals and roles (docs/security.md). Empty (the default): no
   // authentication, and Start refuses a non-loopback --listen or --http_listen.
   std::string token_file;
+  // TLS on the gRPC and HTTP ports: PEM certificate chain and private key (both or neither;
+  // default neither, plaintext). A missing, unreadable or mismatched pair fails Start.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Open streams (A2A SendStreamingMessage and SubscribeToTask, WatchRun) at once; one more is
+  // RESOURCE_EXHAUSTED (default 1000).
+  int max_streams = kDefaultMaxStreams;
+  // Events or changes one stream may hold unsent before it is closed with RESOURCE_EXHAUSTED,
+  // telling the client to subscribe again (default 1024).
+  int stream_queue_limit = kDefaultStreamQueueLimit;
 };
 
 class CoordinatorServer {
@@ -100,6 +112,7 @@ class CoordinatorServer {
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
   std::unique_ptr<common::ThreadPool> pool_;
+  std::unique_ptr<StreamSlots> stream_slots_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<ConversationStore> conversations_;
   std::unique_ptr<ContextServiceImpl> context_service_;

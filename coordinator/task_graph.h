@@ -36,6 +36,9 @@ struct WorkLimits {
   size_t max_graph_json_bytes = 4 << 20;
   // Highest level. Default 1000000.
   int64_t max_level = 1000000;
+  // Runs or items per page of a listing; a larger page_size is lowered to this (default 1000;
+  // the server sets it from --max_page_size).
+  int max_page_size = 1000;
 };
 
 // A task graph parsed from task-graph.json, with the top-level fields the format does not name.

@@ -35,7 +35,6 @@ using storage::Transaction;
 using v1::StoredTaskHeader;
 
 constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
 constexpr size_t kMaxFieldNameBytes = 64;
 constexpr size_t kMaxLadderTiers = 64;
 // Latest time accepted from outside (created_at, imported timestamps): 9999-12-31T23:59:59Z.
@@ -673,7 +672,7 @@ absl::StatusOr<bool> TaskStateStore::Cleanup(absl::string_view task_id) {
 
 absl::StatusOr<v1::ListTasksResponse> TaskStateStore::List(const v1::ListTasksRequest& request) {
   ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+                   ResolvePageSize(request.page_size(), kDefaultPageSize, options_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "tasks", ""));
   const std::string all_prefix(1, static_cast<char>(keys::kTaskScoped));
   std::unique_ptr<storage::Iterator> it =

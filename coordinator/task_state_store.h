@@ -45,6 +45,9 @@ struct TaskStateOptions {
   size_t max_quality_gate_checks = 256;
   // Records of each history kind one import may carry (default 10000).
   size_t max_import_records = 10000;
+  // Tasks per page of ListTasks; a larger page_size is lowered to this (default 1000; the server
+  // sets it from --max_page_size).
+  int max_page_size = 1000;
 };
 
 // The task id of `description`: the first 8 hex characters (lowercase) of its SHA-256.

@@ -32,6 +32,9 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent>, public
         run_id_(std::move(run_id)),
         max_queue_(max_queue) {}
 
+  // Holds `slot` (may be null) until the reactor is deleted. Called before Start.
+  void set_slot(std::unique_ptr<StreamSlots::Slot> slot) { slot_ = std::move(slot); }
+
   // Called before the reactor is returned to gRPC, so OnDone cannot run yet. mu_ is not held
   // while subscribing: the notifier's lock is always taken before mu_, never after.
   void Start() {
@@ -161,10 +164,11 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent>, public
   }
 
   void OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    FinishLocked(
-        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                     absl::StrCat("this watcher fell more than ", max_queue_,
-                                  " changes behind; watch the run again to get a fresh snapshot")));
+    FinishLocked(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("this watcher fell more than ", max_queue_,
+                     " changes behind (--stream_queue_limit); watch the run again to get a "
+                     "fresh snapshot")));
   }
 
   // Finishes once; after the write in flight, if any (a reactor finishes after its writes).
@@ -186,6 +190,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent>, public
   common::ThreadPool* const pool_;
   const std::string run_id_;
   const size_t max_queue_;
+  std::unique_ptr<StreamSlots::Slot> slot_;  // released when the reactor is deleted
 
   absl::Mutex mu_;
   std::deque<v1::RunEvent> queue_ ABSL_GUARDED_BY(mu_);
@@ -291,7 +296,10 @@ grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
     return RejectStream<v1::RunEvent>(ToGrpcStatus(caller.status()));
   }
+  absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
+  if (!slot.ok()) return RejectStream<v1::RunEvent>(ToGrpcStatus(slot.status()));
   auto* reactor = new WatchReactor(work_, notifier_, pool_, request->run_id(), max_watch_queue_);
+  reactor->set_slot(*std::move(slot));
   reactor->Start();
   return reactor;
 }

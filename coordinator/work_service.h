@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "common/thread_pool.h"
+#include "coordinator/stream_slots.h"
 #include "coordinator/v1/work.grpc.pb.h"
 #include "coordinator/work_notifier.h"
 #include "coordinator/work_store.h"
@@ -21,6 +22,10 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
   WorkServiceImpl(WorkStore* work, WorkNotifier* notifier, common::ThreadPool* pool,
                   size_t max_watch_queue = kDefaultWatchQueue)
       : work_(work), notifier_(notifier), pool_(pool), max_watch_queue_(max_watch_queue) {}
+
+  // WatchRun streams count against `slots` (--max_streams; nullptr, the default: no bound).
+  // Set before the server starts.
+  void set_stream_slots(StreamSlots* slots) { stream_slots_ = slots; }
 
   grpc::ServerUnaryReactor* CreateRun(grpc::CallbackServerContext* context,
                                       const v1::CreateRunRequest* request,
@@ -63,6 +68,7 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
   WorkNotifier* notifier_;    // not owned
   common::ThreadPool* pool_;  // not owned
   const size_t max_watch_queue_;
+  StreamSlots* stream_slots_ = nullptr;  // not owned
 };
 
 }  // namespace coordinator

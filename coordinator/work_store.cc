@@ -33,7 +33,6 @@ using v1::WorkRunRecord;
 constexpr ColumnFamily kFamily = ColumnFamily::kWork;
 constexpr int kDefaultRunPageSize = 50;
 constexpr int kDefaultItemPageSize = 100;
-constexpr int kMaxPageSize = 1000;
 // Lease tokens are bounded so a hostile one cannot make the server decode megabytes.
 constexpr size_t kMaxLeaseBytes = 2048;
 // The reaper takes back at most this many leases per scan, then scans again.
@@ -476,8 +475,8 @@ absl::StatusOr<Run> WorkStore::GetRun(absl::string_view run_id) {
 }
 
 absl::StatusOr<v1::ListRunsResponse> WorkStore::ListRuns(const v1::ListRunsRequest& request) {
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultRunPageSize, kMaxPageSize));
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultRunPageSize,
+                                                        limits_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "runs", ""));
   const std::string all_prefix(1, static_cast<char>(keys::kWorkRunScoped));
   std::unique_ptr<storage::Iterator> it =
@@ -506,8 +505,8 @@ absl::StatusOr<v1::ListRunsResponse> WorkStore::ListRuns(const v1::ListRunsReque
 
 absl::StatusOr<v1::ListItemsResponse> WorkStore::ListItems(const v1::ListItemsRequest& request) {
   RETURN_IF_ERROR(GetRun(request.run_id()).status());
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultItemPageSize, kMaxPageSize));
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultItemPageSize,
+                                                        limits_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume,
                    DecodePageToken(request.page_token(), "items", request.run_id()));
   const std::string prefix = keys::RunItemPrefix(request.run_id());

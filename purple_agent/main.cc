@@ -14,6 +14,9 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
 ABSL_FLAG(std::string, name, "purple", "agent name: its tenant at the coordinator");
+ABSL_FLAG(std::string, advertise_host, "127.0.0.1",
+          "host the coordinator dials to reach this agent: the registered endpoint is "
+          "<advertise_host>:<port> (in containers, the service's name)");
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
 ABSL_FLAG(std::string, green_agent, "green", "name of the green agent at the coordinator");
 ABSL_FLAG(std::string, policy, "",
@@ -24,6 +27,9 @@ ABSL_FLAG(int, max_attempts, 5, "attempts before the loop breaker stops the eval
 ABSL_FLAG(absl::Duration, policy_timeout, absl::Seconds(120),
           "deadline of one policy call (cmd: run or model HTTP call)");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
+ABSL_FLAG(std::string, model_allow_hosts, "",
+          "hosts an openai: model endpoint may name: host, host:port, [v6] or [v6]:port, "
+          "comma-separated; empty (the default) allows loopback only, * allows every host");
 
 int main(int argc, char** argv) {
   common::InitFlags("PURPLE_AGENT_",
@@ -34,6 +40,13 @@ int main(int argc, char** argv) {
 
   purple_agent::PolicyOptions policy_options;
   policy_options.timeout = absl::GetFlag(FLAGS_policy_timeout);
+  absl::StatusOr<common::HostAllowList> model_allow =
+      common::HostAllowList::Parse(absl::GetFlag(FLAGS_model_allow_hosts));
+  if (!model_allow.ok()) {
+    LOG_ERROR("--model_allow_hosts: %s", model_allow.status().message());
+    return 2;
+  }
+  policy_options.model_allow = *std::move(model_allow);
   absl::StatusOr<std::unique_ptr<purple_agent::Policy>> policy =
       purple_agent::MakePolicy(absl::GetFlag(FLAGS_policy), policy_options);
   if (!policy.ok()) {
@@ -60,6 +73,7 @@ int main(int argc, char** argv) {
 
   agent_runtime::RuntimeOptions runtime;
   runtime.listen = absl::GetFlag(FLAGS_listen);
+  runtime.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   runtime.name = options.name;
   runtime.coordinator = coordinator;
   runtime.credentials = *credentials;

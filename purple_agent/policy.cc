@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/http_deadline.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
@@ -198,13 +199,11 @@ constexpr char kSystemPrompt[] =
 
 class OpenAIPolicy : public Policy {
  public:
-  OpenAIPolicy(std::string base_url, PolicyOptions options) : options_(std::move(options)) {
-    // Split "http://host:port/prefix" into the client's address and the path prefix.
-    absl::string_view url(base_url);
-    const size_t scheme = url.find("://");
-    const size_t path_at = url.find('/', scheme == absl::string_view::npos ? 0 : scheme + 3);
-    host_ = std::string(url.substr(0, path_at));
-    std::string prefix = path_at == absl::string_view::npos ? "" : std::string(url.substr(path_at));
+  // `url` was parsed and checked against the allow-list by MakePolicy.
+  OpenAIPolicy(const common::HttpUrl& url, PolicyOptions options) : options_(std::move(options)) {
+    // The client's address is exactly the checked scheme, host and port; the rest is a prefix.
+    host_ = absl::StrCat(url.scheme, "://", url.HostPort());
+    std::string prefix = url.path.substr(0, url.path.find_first_of("?#"));
     while (absl::EndsWith(prefix, "/")) prefix.pop_back();
     path_ = absl::EndsWith(prefix, "/v1") ? absl::StrCat(prefix, "/chat/completions")
                                           : absl::StrCat(prefix, "/v1/chat/completions");
@@ -228,16 +227,20 @@ class OpenAIPolicy : public Policy {
     add("system", system);
     for (const Turn& turn : input.turns) add(turn.role, turn.text);
     httplib::Client client(host_);
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
-        absl::ToChronoNanoseconds(options_.timeout));
-    client.set_connection_timeout(seconds);
-    client.set_read_timeout(seconds);
-    client.set_write_timeout(seconds);
     httplib::Headers headers;
     if (!options_.api_key.empty()) {
       headers.emplace("Authorization", absl::StrCat("Bearer ", options_.api_key));
     }
-    httplib::Result response = client.Post(path_, headers, ToJson(body), "application/json");
+    // --policy_timeout bounds the whole call, however the endpoint trickles its answer.
+    bool expired = false;
+    httplib::Result response = common::CallWithDeadline(
+        client, options_.timeout,
+        [&] { return client.Post(path_, headers, ToJson(body), "application/json"); }, &expired);
+    if (!response && expired) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("model endpoint ", host_, path_, " did not answer within ",
+                       absl::FormatDuration(options_.timeout), " (--policy_timeout)"));
+    }
     if (!response) {
       return absl::UnavailableError(absl::StrCat("model endpoint ", host_, path_, ": ",
                                                  httplib::to_string(response.error())));
@@ -328,7 +331,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& spec,
       const char* key = std::getenv("OPENAI_API_KEY");
       if (key != nullptr) o.api_key = key;
     }
-    return std::unique_ptr<Policy>(new OpenAIPolicy(std::string(rest), o));
+    absl::StatusOr<common::HttpUrl> url = common::ParseHttpUrl(rest);
+    if (!url.ok()) return url.status();
+    // Checked once here: the endpoint cannot change while the agent runs.
+    if (absl::Status allowed = o.model_allow.Check(rest, "model_allow_hosts"); !allowed.ok()) {
+      return absl::Status(allowed.code(), absl::StrCat("model endpoint: ", allowed.message()));
+    }
+    return std::unique_ptr<Policy>(new OpenAIPolicy(*url, o));
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown policy \"", spec, "\": use script:<file>, cmd:<program> or openai:<base_url>"));

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/url_allow_list.h"
 
 namespace purple_agent {
 
@@ -60,9 +61,12 @@ struct PolicyOptions {
   absl::Duration timeout = absl::Seconds(120);
   // Bearer token for openai: (default: $OPENAI_API_KEY).
   std::string api_key;
+  // Hosts an openai: base URL may name (--model_allow_hosts; default loopback only).
+  common::HostAllowList model_allow;
 };
 
-// Builds the policy named by `spec` (see above). INVALID_ARGUMENT for an unknown kind.
+// Builds the policy named by `spec` (see above). INVALID_ARGUMENT for an unknown kind or a
+// malformed openai: URL; PERMISSION_DENIED for an openai: host not in options.model_allow.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& spec,
                                                                  const PolicyOptions& options);
 
