@@ -330,6 +330,13 @@ RocksStore::RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
 
 RocksStore::~RocksStore() {
   if (!options_.sync_writes) db_->SyncWAL().PermitUncheckedError();
+  // Write the memtables out, so that the next open reads table files instead of replaying the
+  // write-ahead log: RocksDB does not flush on close when the WAL holds the data, and replaying
+  // a large WAL delays serving (bench/RESULTS.md: 1,000,000 contexts, 12.7 s without this).
+  // Nothing depends on it: a failed flush leaves the WAL, replayed on open as after a crash.
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  db_->Flush(flush, handles_).PermitUncheckedError();
   for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
   db_->Close().PermitUncheckedError();
   delete db_;
