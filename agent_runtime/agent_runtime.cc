@@ -16,6 +16,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
+#include "grpcpp/health_check_service_interface.h"
 
 namespace agent_runtime {
 namespace {
@@ -490,6 +491,9 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
   a2apb::AgentCard card = options.card;
   if (card.name().empty()) card.set_name(options.name);
   server->service_ = std::make_unique<Service>(executor, card);
+  // grpc.health.v1.Health, SERVING while the agent serves: `coordctl --target <agent> health`
+  // is its container health check.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->service_.get());

@@ -12,6 +12,9 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
 ABSL_FLAG(std::string, name, "green", "agent name: its tenant at the coordinator");
+ABSL_FLAG(std::string, advertise_host, "127.0.0.1",
+          "host the coordinator dials to reach this agent: the registered endpoint is "
+          "<advertise_host>:<port> (in containers, the service's name)");
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
 ABSL_FLAG(std::string, purple_agent, "purple", "name of the agent under test at the coordinator");
 ABSL_FLAG(std::string, tasks_dir, "examples/tasks", "folder of task bundles, one per task id");
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
 
   agent_runtime::RuntimeOptions runtime;
   runtime.listen = absl::GetFlag(FLAGS_listen);
+  runtime.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   runtime.name = options.name;
   runtime.coordinator = coordinator;
   runtime.credentials = *credentials;

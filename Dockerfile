@@ -1,0 +1,41 @@
+# One image for the whole stack: coordinator, green_agent, purple_agent, coordctl and echo_agent
+# are on PATH; the command picks one (`docker run IMAGE coordinator --data_dir=/data`). Every
+# flag can also come from the environment (COORDINATOR_DATA_DIR=/data, ...; README "Flags from
+# the environment"). See docker-compose.yml and README "Containers".
+
+# --- Build stage: Debian 12 with the install script and the build command of the README and CI.
+FROM debian:bookworm AS build
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /src
+# The dependencies first, so that a source change does not reinstall them.
+COPY scripts/install_deps.sh scripts/install_deps.sh
+RUN ./scripts/install_deps.sh
+COPY . .
+RUN make build BUILD_DIR=build
+# The shared libraries the binaries load (ldd), copied with their paths into /runtime, so the
+# runtime stage carries exactly what the build linked against and nothing else.
+RUN mkdir -p /runtime/usr/local/bin \
+ && for b in coordinator green_agent purple_agent coordctl echo_agent; do \
+      cp build/bin/$b /runtime/usr/local/bin/; \
+    done \
+ && ldd /runtime/usr/local/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u \
+      | xargs -I{} cp -L --parents {} /runtime/ \
+ && cp docker/make_tokens.sh /runtime/usr/local/bin/make_tokens \
+ && mkdir -p /runtime/usr/share/coordinator && cp -r examples/tasks /runtime/usr/share/coordinator/
+
+# --- Runtime stage: the binaries, their shared libraries and the sample task bundles.
+FROM debian:bookworm-slim
+COPY --from=build /runtime/ /
+RUN useradd --system --create-home --home-dir /var/lib/coordinator coordinator \
+ && mkdir -p /data /workspaces /secrets && chown coordinator /data /workspaces /secrets
+USER coordinator
+WORKDIR /var/lib/coordinator
+# Logs are JSON lines on stderr (--log_format=text for people).
+ENV COORDINATOR_DATA_DIR=/data \
+    GREEN_AGENT_TASKS_DIR=/usr/share/coordinator/tasks \
+    GREEN_AGENT_WORKSPACES_DIR=/workspaces
+VOLUME ["/data"]
+EXPOSE 50051 8080
+HEALTHCHECK --interval=10s --timeout=5s --retries=3 \
+  CMD ["coordctl", "--timeout", "3s", "health"]
+CMD ["coordinator", "--listen=0.0.0.0:50051", "--http_listen=0.0.0.0:8080"]
