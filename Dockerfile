@@ -12,14 +12,19 @@ COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN ./scripts/install_deps.sh
 COPY . .
 RUN make build BUILD_DIR=build
-# The shared libraries the binaries load (ldd), copied with their paths into /runtime, so the
-# runtime stage carries exactly what the build linked against and nothing else.
+# The shared libraries the binaries load (ldd), copied under their directory's real path
+# (/lib is a link to /usr/lib here) into /runtime, so the runtime stage carries exactly what the
+# build linked against. glibc stays the runtime image's own: it must match its loader.
 RUN mkdir -p /runtime/usr/local/bin \
  && for b in coordinator green_agent purple_agent coordctl echo_agent; do \
       cp build/bin/$b /runtime/usr/local/bin/; \
     done \
  && ldd /runtime/usr/local/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u \
-      | xargs -I{} cp -L --parents {} /runtime/ \
+      | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv)\.so|/ld-linux' \
+      | while read -r lib; do \
+          dir=$(readlink -f "$(dirname "$lib")"); \
+          mkdir -p "/runtime$dir" && cp -L "$lib" "/runtime$dir/"; \
+        done \
  && cp docker/make_tokens.sh /runtime/usr/local/bin/make_tokens \
  && mkdir -p /runtime/usr/share/coordinator && cp -r examples/tasks /runtime/usr/share/coordinator/
 
