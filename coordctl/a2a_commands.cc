@@ -1,5 +1,6 @@
 // coordctl send / watch: talk to an agent through the coordinator's A2A gateway (the tenant
 // names the agent) and follow a task until it ends.
+#include <memory>
 #include <ostream>
 
 #include "a2a/v1/a2a.grpc.pb.h"
@@ -8,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/uuid.h"
 #include "coordctl/cli.h"
+#include "coordctl/progress.h"
 
 namespace coordctl {
 namespace {
@@ -56,8 +58,12 @@ int TaskExit(const a2apb::Task& task) {
 // a coordinator restart: unreachable calls are retried until the time is up.
 int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_most, bool json) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
-  const absl::Time deadline = absl::Now() + for_at_most;
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + for_at_most;
   std::string last;
+  // On a terminal the task's status line is redrawn in place with the time it has taken.
+  std::unique_ptr<LiveLines> live;
+  if (!json && IsInteractive(env.out)) live = std::make_unique<LiveLines>(env.out);
   while (true) {
     a2apb::GetTaskRequest request;
     request.set_id(task_id);
@@ -72,7 +78,15 @@ int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_mos
     }
     if (s.ok()) {
       const std::string line = StatusLine(task);
-      if (line != last && !json) *env.out << line << std::endl;
+      if (live != nullptr) {
+        live->Set(
+            "task",
+            absl::StrCat("task ", task_id, "  ", line, "  (",
+                         absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Seconds(1))),
+                         ")"));
+      } else if (line != last && !json) {
+        *env.out << line << std::endl;
+      }
       last = line;
       if (Ended(task.status().state())) {
         if (json) {

@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordctl/cli.h"
+#include "coordctl/progress.h"
 #include "coordinator/v1/work.grpc.pb.h"
 
 extern char** environ;
@@ -264,9 +265,9 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
              << std::endl;
     return kExitOk;
   }
-  *env.out << RunSummary(run) << "\n\n";
+  *env.out << absl::StrReplaceAll(RunSummary(run), {{"\t", "  "}}) << "\n\n";
   std::vector<std::vector<std::string>> rows = {
-      {"ITEM", "STATUS", "WORKER", "ATTEMPTS", "LEVEL", "LAST ERROR OR SUMMARY"}};
+      {"ITEM", "STATE", "ATTEMPTS", "HOLDER", "LEASE EXPIRES", "LEVEL", "LAST ERROR OR SUMMARY"}};
   for (const WorkItem& item : all.items()) {
     std::string note = item.summary();
     if (item.status() == coordinator::v1::ITEM_STATUS_FAILED ||
@@ -275,23 +276,14 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
     } else if (item.status() != coordinator::v1::ITEM_STATUS_DONE) {
       note = item.last_error();
     }
-    rows.push_back({item.item_id(), ItemStatusName(item.status()),
+    const bool leased =
+        item.status() == coordinator::v1::ITEM_STATUS_RUNNING && item.has_lease_expire_time();
+    rows.push_back({item.item_id(), ItemStatusName(item.status()), absl::StrCat(item.attempts()),
                     item.worker_id().empty() ? "-" : item.worker_id(),
-                    absl::StrCat(item.attempts()), absl::StrCat(item.level()), Cell(note)});
+                    leased ? FormatTime(item.lease_expire_time()) : "-", absl::StrCat(item.level()),
+                    Cell(note)});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    *env.out << line << "\n";
-  }
-  env.out->flush();
+  *env.out << FormatTable(rows) << std::flush;
   return kExitOk;
 }
 
@@ -435,6 +427,20 @@ std::string EventLine(const coordinator::v1::RunEvent& event) {
   return line;
 }
 
+// An item's line in the live view of `run watch` on a terminal.
+std::string ItemLine(const WorkItem& item) {
+  std::string line =
+      absl::StrFormat("%-24s %-8s worker=%-10s attempts=%d", Cell(item.item_id(), 24),
+                      ItemStatusName(item.status()),
+                      item.worker_id().empty() ? "-" : item.worker_id(), item.attempts());
+  if (!item.progress().empty() && item.status() == coordinator::v1::ITEM_STATUS_RUNNING) {
+    absl::StrAppend(&line, " ", Cell(item.progress(), 60));
+  } else if (!item.status_reason().empty()) {
+    absl::StrAppend(&line, " ", Cell(item.status_reason(), 60));
+  }
+  return line;
+}
+
 int RunWatch(const Env& env, const ParsedArgs& args) {
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::WatchRunRequest request;
@@ -443,8 +449,21 @@ int RunWatch(const Env& env, const ParsedArgs& args) {
   std::unique_ptr<grpc::ClientReader<coordinator::v1::RunEvent>> reader =
       stub->WatchRun(&context, request);
   coordinator::v1::RunEvent event;
-  while (reader->Read(&event)) {
-    *env.out << (args.flag("json") ? ToJson(event) : EventLine(event)) << std::endl;
+  if (!args.flag("json") && !args.flag("plain") && IsInteractive(env.out)) {
+    // A terminal: one line per item and the run's summary below, redrawn in place.
+    LiveLines lines(env.out);
+    while (reader->Read(&event)) {
+      if (event.type() != coordinator::v1::RunEvent::TYPE_SNAPSHOT_END) {
+        lines.Set(event.item().item_id(), ItemLine(event.item()));
+      }
+      if (event.has_run()) {
+        lines.SetFooter(absl::StrReplaceAll(RunSummary(event.run()), {{"\t", "  "}}));
+      }
+    }
+  } else {
+    while (reader->Read(&event)) {
+      *env.out << (args.flag("json") ? ToJson(event) : EventLine(event)) << std::endl;
+    }
   }
   grpc::Status s = reader->Finish();
   if (!s.ok()) return ReportRpcError(env, s);
@@ -659,8 +678,8 @@ void AddRunCommands(std::vector<Command>* commands) {
        RunImport});
   commands->push_back({{"run", "status"},
                        "<run> [--json]",
-                       "show a run and its items: status, worker, attempts, level, last error "
-                       "or summary",
+                       "show a run and a table of its items: state, attempts, holder, lease "
+                       "expiry, level, last error or summary",
                        {},
                        {"json"},
                        1,
@@ -724,10 +743,11 @@ void AddRunCommands(std::vector<Command>* commands) {
                        false,
                        RunRetry});
   commands->push_back({{"run", "watch"},
-                       "<run> [--json]",
-                       "print the run's items, then a line per change, until interrupted",
+                       "<run> [--json] [--plain]",
+                       "show the run's items live until interrupted: on a terminal a line per "
+                       "item updated in place, otherwise (or with --plain) a line per change",
                        {},
-                       {"json"},
+                       {"json", "plain"},
                        1,
                        1,
                        false,
