@@ -22,7 +22,7 @@ constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",   "coordinator.v1.ConversationService",
     "coordinator.v1.TaskStateService", "coordinator.v1.BreakerService",
     "coordinator.v1.WorkService",      "lf.a2a.v1.A2AService",
-    "coordinator.v1.AgentRegistry",   "coordinator.v1.Admin",
+    "coordinator.v1.AgentRegistry",    "coordinator.v1.Admin",
 };
 
 std::string WithPort(const std::string& listen, int port) {
