@@ -17,9 +17,6 @@ ABSL_FLAG(std::string, name, "purple", "agent name: its tenant at the coordinato
 ABSL_FLAG(std::string, advertise_host, "127.0.0.1",
           "host the coordinator dials to reach this agent: the registered endpoint is "
           "<advertise_host>:<port> (in containers, the service's name)");
-ABSL_FLAG(std::string, advertise_host, "127.0.0.1",
-          "host the coordinator dials to reach this agent: the registered endpoint is "
-          "<advertise_host>:<port> (in containers, the service's name)");
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
 ABSL_FLAG(std::string, green_agent, "green", "name of the green agent at the coordinator");
 ABSL_FLAG(std::string, policy, "",
@@ -76,7 +73,6 @@ int main(int argc, char** argv) {
 
   agent_runtime::RuntimeOptions runtime;
   runtime.listen = absl::GetFlag(FLAGS_listen);
-  runtime.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   runtime.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   runtime.name = options.name;
   runtime.coordinator = coordinator;
