@@ -204,10 +204,14 @@ redis_pid=$!
 pids+=("$redis_pid")
 wait_for "$work/redis.log" 'Ready to accept connections' "$redis_pid" redis-server >/dev/null
 for c in 1 16 64; do
-  # Enough requests for about $peer_seconds s at the rate the fsync latency allows.
-  n="$("$py" -c "r = 1e6 / max($fsync_us, 20) * (1 if $c == 1 else min($c, 40)); print(int(min(max(r * $peer_seconds, 500), 300000)))")"
-  redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$c" -n "$n" -t incr,rpush,hset,get --csv |
+  # Enough requests for about $peer_seconds s each: a short INCR run first gives the rate.
+  rate="$(redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$c" -n $((c * 10 + 100)) -t incr \
+    --csv | "$py" "$root/bench/report.py" redis-csv "$c" | jq -r '.throughput')"
+  n="$("$py" -c "print(int(min(max($rate * $peer_seconds, 200), 300000)))")"
+  redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$c" -n "$n" -t incr,rpush,hset --csv |
     "$py" "$root/bench/report.py" redis-csv "$c" | record redis
+  redis-benchmark -h 127.0.0.1 -p "$redis_port" -c "$c" -n $((20000 * ${peer_seconds%.*})) \
+    -t get --csv | "$py" "$root/bench/report.py" redis-csv "$c" | record redis
 done
 stop_pid "$redis_pid"
 fi
