@@ -69,7 +69,7 @@ ABSL_FLAG(absl::Duration, a2a_retry_max_backoff, absl::Seconds(30),
           "A2A gateway: longest wait between two delivery attempts");
 ABSL_FLAG(int, a2a_delivery_max_attempts, 10,
           "A2A gateway: failed deliveries after which the task is marked FAILED");
-ABSL_FLAG(int, a2a_delivery_threads, 16,
+ABSL_FLAG(int, a2a_delivery_threads, 64,
           "A2A gateway: messages that can be at agents at the same time");
 ABSL_FLAG(absl::Duration, a2a_push_timeout, absl::Seconds(10),
           "A2A push notifications: deadline of one webhook POST");
