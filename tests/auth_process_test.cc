@@ -571,6 +571,62 @@ TEST_F(AuthProcessTest, AnEvaluationRunsWithEveryProcessOnItsOwnToken) {
   EXPECT_THAT(purple->stderr_text(), Not(HasSubstr("UNAUTHENTICATED")));
 }
 
+// The client side of TLS (--tls-ca-file, --tls_ca_file) against the coordinator's TLS port,
+// with tokens: the setup for a coordinator that other machines reach.
+TEST(AuthTlsTest, ClientsTrustTheRootAndPresentTheirTokensOverTls) {
+  TempDir dir;
+  absl::StatusOr<ProcessResult> made = RunProcess(
+      "/usr/bin/openssl", {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                           "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                           "-keyout", dir.Sub("key.pem"), "-out", dir.Sub("cert.pem")});
+  ASSERT_OK(made);
+  ASSERT_EQ(made->exit_code, 0) << made->Describe();
+  WriteFile(dir.Sub("tokens.json"), TokenFileJson());
+  WriteFile(dir.Sub("admin.token"), kAdmin);
+  WriteFile(dir.Sub("green.token"), kGreen);
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c = CoordinatorProcess::Start(
+      dir.Sub("data"),
+      {"--listen=0.0.0.0:0", "--token_file=" + dir.Sub("tokens.json"),
+       "--tls_cert_file=" + dir.Sub("cert.pem"), "--tls_key_file=" + dir.Sub("key.pem")});
+  ASSERT_OK(c);
+  const std::string target = (*c)->target();
+  const std::string ca = "--tls-ca-file=" + dir.Sub("cert.pem");
+
+  absl::StatusOr<ProcessResult> put =
+      RunCoordctl(target, {ca, "--auth-token-file", dir.Sub("admin.token"), "context", "put",
+                           "over-tls", "--agent", "green"});
+  ASSERT_OK(put);
+  EXPECT_EQ(put->exit_code, 0) << put->Describe();
+  // TLS without a token: refused by authentication.
+  absl::StatusOr<ProcessResult> anonymous = RunCoordctl(target, {ca, "context", "get", "over-tls"});
+  ASSERT_OK(anonymous);
+  EXPECT_EQ(anonymous->exit_code, 3) << anonymous->Describe();
+  EXPECT_THAT(anonymous->err, HasSubstr("UNAUTHENTICATED"));
+  // A token without TLS: no answer from a TLS-only port.
+  absl::StatusOr<ProcessResult> plaintext = RunCoordctl(
+      target, {"--timeout", "5s", "--auth-token-file", dir.Sub("admin.token"), "health"});
+  ASSERT_OK(plaintext);
+  EXPECT_EQ(plaintext->exit_code, 3) << plaintext->Describe();
+  absl::StatusOr<ProcessResult> bad_ca =
+      RunCoordctl(target, {"--tls-ca-file", dir.Sub("admin.token"), "health"});
+  ASSERT_OK(bad_ca);
+  EXPECT_EQ(bad_ca->exit_code, 2) << bad_ca->Describe();
+  EXPECT_THAT(bad_ca->err, HasSubstr("no PEM certificate"));
+
+  // An agent on the runtime registers over TLS with its own token.
+  absl::StatusOr<std::unique_ptr<testing_util::Process>> agent = testing_util::Process::Start(
+      BinaryPath("echo_agent"),
+      {"--name=green", "--coordinator=" + target, "--tls_ca_file=" + dir.Sub("cert.pem"),
+       "--auth_token_file=" + dir.Sub("green.token")});
+  ASSERT_OK(agent);
+  EXPECT_OK((*agent)->WaitForStderrLine("registered with the coordinator", absl::Seconds(60)));
+  absl::StatusOr<ProcessResult> agents =
+      RunCoordctl(target, {ca, "--auth-token-file", dir.Sub("green.token"), "agent", "list"});
+  ASSERT_OK(agents);
+  EXPECT_EQ(agents->exit_code, 0) << agents->Describe();
+  EXPECT_THAT(agents->out, HasSubstr("green"));
+}
+
 TEST(AuthStartupTest, WithoutATokenFileOnlyLoopbackIsServed) {
   TempDir dir;
   for (const std::vector<std::string>& flags :
