@@ -10,6 +10,7 @@
 #   BENCH_CONTEXTS=1000000             contexts of the resource figures
 #   BENCH_OUT=bench                    where RESULTS.md, throughput.png and results.jsonl go
 #   BENCH_PARTS="w1 redis"             only these parts (w1 w2 w3 w4 w5 redis files resources)
+#   BENCH_NO_BUILD=1                   use the binaries already in BUILD_DIR/bin as they are
 #
 # Every process it starts is stopped by PID when it exits, whatever happens. Each coordinator
 # runs the real binary with its default durable (WAL-synced) writes on a fresh data dir, on an
@@ -38,11 +39,13 @@ for tool in jq redis-server redis-benchmark gnuplot node npm flock; do
 done
 
 # --- build
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ -z "${BENCH_NO_BUILD:-}" ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  fi
+  cmake --build "$build" --target coordinator echo_agent coord_bench bench_bulk_load \
+    bench_fsync_probe
 fi
-cmake --build "$build" --target coordinator echo_agent coord_bench bench_bulk_load \
-  bench_fsync_probe
 bin="$build/bin"
 
 # --- the A2A JavaScript SDK (tests/interop's locked packages; its gRPC server is the peer)
