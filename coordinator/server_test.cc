@@ -1095,9 +1095,14 @@ TEST(ServerStartTest, DataDirThatCannotBeCreatedIsRefused) {
 TEST(ServerStartTest, UnusableListenAddressIsRefused) {
   TempDir dir;
   ServerOptions options = TestServerOptions(dir.path());
-  options.listen = "not an address";
+  // A loopback host (without a token file anything else is refused before the database is
+  // opened), with a port that cannot be bound.
+  options.listen = "127.0.0.1:notaport";
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kUnavailable) << server.status();
+  options.listen = "not an address";
+  EXPECT_EQ(CoordinatorServer::Start(options).status().code(),
+            absl::StatusCode::kFailedPrecondition);
   // The database it opened was closed again: another server can use the directory.
   options.listen = "127.0.0.1:0";
   EXPECT_OK(CoordinatorServer::Start(options));
