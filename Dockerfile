@@ -37,10 +37,13 @@ USER coordinator
 WORKDIR /var/lib/coordinator
 # Logs are JSON lines on stderr (--log_format=text for people).
 ENV COORDINATOR_DATA_DIR=/data \
+    COORDINATOR_TOKEN_FILE=/secrets/tokens.json \
     GREEN_AGENT_TASKS_DIR=/usr/share/coordinator/tasks \
     GREEN_AGENT_WORKSPACES_DIR=/workspaces
 VOLUME ["/data"]
 EXPOSE 50051 8080
 HEALTHCHECK --interval=10s --timeout=5s --retries=3 \
   CMD ["coordctl", "--timeout", "3s", "health"]
-CMD ["coordinator", "--listen=0.0.0.0:50051", "--http_listen=0.0.0.0:8080"]
+# Beyond loopback the coordinator requires a token file: the default command makes one in /secrets
+# on first start (mount a volume there to keep it, or your own tokens.json), then runs the server.
+CMD ["sh", "-c", "make_tokens /secrets && exec \"$0\" \"$@\"", "coordinator", "--listen=0.0.0.0:50051", "--http_listen=0.0.0.0:8080"]

@@ -152,6 +152,14 @@ TEST_F(TlsTest, AgentCardIsServedOverHttpsOnly) {
         absl::Seconds(30));
     ASSERT_OK(health);
     EXPECT_NE(health->exit_code, 0) << health->Describe();
+    // The same coordctl that trusts the certificate gets through, so the refusal above is TLS.
+    absl::StatusOr<ProcessResult> trusted =
+        RunProcess(BinaryPath("coordctl"),
+                   {"--target", coordinator_->target(), "--tls-ca-file", dir_.Sub("cert.pem"),
+                    "--timeout", "5s", "health"},
+                   absl::Seconds(30));
+    ASSERT_OK(trusted);
+    EXPECT_EQ(trusted->exit_code, 0) << trusted->Describe();
   }
   {
     httplib::Client plain("127.0.0.1", http_port);

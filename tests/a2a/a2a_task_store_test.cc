@@ -327,8 +327,10 @@ TEST_F(A2ATaskStoreTest, PushConfigsQueueOneCallPerStatusChange) {
   a2apb::TaskPushNotificationConfig bad = config;
   bad.set_url("ftp://x");
   EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_url("http://x/");  // not on the default allow-list (loopback only)
+  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kPermissionDenied);
   bad.set_task_id("missing");
-  bad.set_url("http://x/");
+  bad.set_url("http://127.0.0.1/");
   EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kNotFound);
 
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
