@@ -170,7 +170,8 @@ TEST_F(DiskFullTest, WritesFailCleanlyWhenFullAndSucceedAgainWhenSpaceReturns) {
   ASSERT_EQ(unlink(filler.c_str()), 0) << std::strerror(errno);
   bool recovered = false;
   grpc::Status last;
-  for (int attempt = 0; attempt < 300 && !recovered; ++attempt) {
+  for (int attempt = 0; attempt < 1200 && !recovered;
+       ++attempt) {  // up to ~2 min on a busy machine
     const std::string text = absl::StrCat("after:", attempt);
     v1::AppendMessageResponse reply;
     last = Append(text, &reply);
