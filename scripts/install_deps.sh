@@ -8,9 +8,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
+  jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot
   openssl  # the TLS tests make their own certificates with the openssl CLI
   python3-yaml  # tests/container_test.py parses docker-compose.yml
-  jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot
   clang libclang-rt-14-dev  # make fuzz-smoke: libFuzzer harnesses (fuzz/) need clang and its runtime
   python3-grpcio python3-protobuf  # examples/python/example.py and its test (/usr/bin/python3)
   "$@"
