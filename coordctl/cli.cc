@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -87,25 +88,9 @@ int ReportRpcError(const Env& env, const grpc::Status& status) {
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     return Fail(env, absl::StrCat("not found: ", status.error_message()), kExitNo);
   }
-  static constexpr const char* kNames[] = {"OK",
-                                           "CANCELLED",
-                                           "UNKNOWN",
-                                           "INVALID_ARGUMENT",
-                                           "DEADLINE_EXCEEDED",
-                                           "NOT_FOUND",
-                                           "ALREADY_EXISTS",
-                                           "PERMISSION_DENIED",
-                                           "RESOURCE_EXHAUSTED",
-                                           "FAILED_PRECONDITION",
-                                           "ABORTED",
-                                           "OUT_OF_RANGE",
-                                           "UNIMPLEMENTED",
-                                           "INTERNAL",
-                                           "UNAVAILABLE",
-                                           "DATA_LOSS",
-                                           "UNAUTHENTICATED"};
-  const int code = status.error_code();
-  const char* name = code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
+  // gRPC's codes are Abseil's, which can name them.
+  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+  if (name.empty()) name = "UNKNOWN";
   return Fail(env, absl::StrCat(name, ": ", status.error_message()));
 }
 
