@@ -79,9 +79,11 @@ class Run {
     const int64_t seq = calls_started_[stream]++;
     issue_(stream, seq, [this, stream, begin](grpc::Status status) {
       const absl::Time end = absl::Now();
-      // Only calls that both start and end inside the window count: calls still running at
-      // its end would otherwise inflate the count by up to `concurrency` slow calls.
-      if (begin >= measure_from_ && (end <= stop_at_ || options_.max_calls > 0)) {
+      // The calls that end inside the window count (whenever they started): the completion
+      // rate of a closed loop in steady state, also for calls slower than the warm-up.
+      const bool counted =
+          options_.max_calls > 0 ? begin >= measure_from_ : end >= measure_from_ && end <= stop_at_;
+      if (counted) {
         if (options_.max_calls > 0) {
           absl::MutexLock lock(&error_mu_);
           last_end_ = std::max(last_end_, end);

@@ -6,7 +6,7 @@
 # (bench/report.py, gnuplot).
 #
 #   bench/run.sh                       BUILD_DIR=build by default
-#   BENCH_SECONDS=2 bench/run.sh       shorter windows (a smoke run; the committed figures use 5)
+#   BENCH_SECONDS=2 bench/run.sh       shorter windows (a smoke run; the committed figures use 10)
 #   BENCH_CONTEXTS=1000000             contexts of the resource figures
 #   BENCH_OUT=bench                    where RESULTS.md, throughput.png and results.jsonl go
 #   BENCH_PARTS="w1 redis"             only these parts (w1 w2 w3 w4 w5 redis files resources)
@@ -20,9 +20,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-build}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-seconds="${BENCH_SECONDS:-5}"
-warmup="${BENCH_WARMUP:-1}"
-peer_seconds="${BENCH_PEER_SECONDS:-3}"
+seconds="${BENCH_SECONDS:-10}"
+warmup="${BENCH_WARMUP:-2}"
+peer_seconds="${BENCH_PEER_SECONDS:-5}"
 big_contexts="${BENCH_CONTEXTS:-1000000}"
 out_dir="${BENCH_OUT:-$root/bench}"
 concurrencies="1,16,64"
