@@ -510,7 +510,9 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
   EXPECT_EQ(run.counts().done(), done_items);
   EXPECT_EQ(run.counts().blocked(), blocked_items);
   EXPECT_EQ(run.counts().running() + run.counts().failed(), 0);
-  if (blocked_items == 0) EXPECT_EQ(run.status(), coordinator::v1::RUN_STATUS_COMPLETED);
+  if (blocked_items == 0) {
+    EXPECT_EQ(run.status(), coordinator::v1::RUN_STATUS_COMPLETED);
+  }
   // Later levels were claimed only after earlier ones: the claim counts say the kills and
   // crashes really cost attempts, and the run still ended.
   EXPECT_GT(run.claim_count(), static_cast<int64_t>(items.size()));
