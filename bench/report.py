@@ -323,7 +323,7 @@ def render(path, out_dir):
                 f"{s[c]['throughput']:.1f}" if s.get(c) and s[c]["throughput"] > 0 else "NaN"
                 for _, s in series) + "\n")
     plot = [
-        "set terminal pngcairo size 1100,700 font ',10'",
+        "set terminal pngcairo size 1100,700 font ',10' noenhanced",
         f"set output '{os.path.join(out_dir, 'throughput.png')}'",
         "set title 'Throughput against concurrency (same machine, same run)'",
         "set xlabel 'concurrent streams / clients / writers'",
