@@ -45,7 +45,18 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     return call.get();
   }
 
-  void OnCancel() override { FinishOnce(absl::CancelledError("call cancelled by the client")); }
+  // While Run() still reads the request and the context, finishing would let gRPC free them
+  // under it: the cancel is then left for Run() to apply once it is done with them.
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (accepting_) {
+        cancelled_ = true;
+        return;
+      }
+    }
+    FinishOnce(absl::CancelledError("call cancelled by the client"));
+  }
 
   void OnDone() override {
     uint64_t subscription;
@@ -61,6 +72,17 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
  private:
   void Run() {
     absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *request_);
+    const bool return_immediately = request_->configuration().return_immediately();
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      accepting_ = false;  // from here on nothing reads request_ or context_
+      cancelled = cancelled_;
+    }
+    if (cancelled) {
+      FinishOnce(absl::CancelledError("call cancelled by the client"));
+      return;
+    }
     if (!change.ok()) {
       FinishOnce(change.status());
       return;
@@ -69,7 +91,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       absl::MutexLock lock(&mu_);
       task_id_ = change->header.task().id();
     }
-    if (request_->configuration().return_immediately()) {
+    if (return_immediately) {
       Respond();
       return;
     }
@@ -131,7 +153,9 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
-  std::string task_id_;  // set by Run under mu_, before any subscription
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
+  std::string task_id_;                          // set by Run under mu_, before any subscription
   uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -171,8 +195,13 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     WriteNextLocked();
   }
 
+  // As in SendCall: while Start() still reads the request and the context, the cancel waits.
   void OnCancel() override {
     absl::MutexLock lock(&mu_);
+    if (accepting_) {
+      cancelled_ = true;
+      return;
+    }
     FinishLocked(absl::CancelledError("call cancelled by the client"));
   }
 
@@ -197,18 +226,29 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
   void Start(const a2apb::SendMessageRequest* send,
              const a2apb::SubscribeToTaskRequest* subscribe) {
     std::string tenant;
+    absl::Status accepted;
     if (send != nullptr) {
       absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *send);
-      if (!change.ok()) return Fail(change.status());
-      absl::MutexLock lock(&mu_);
-      task_id_ = change->header.task().id();
+      accepted = change.status();
+      if (change.ok()) {
+        absl::MutexLock lock(&mu_);
+        task_id_ = change->header.task().id();
+      }
     } else {
-      if (absl::Status s = CheckA2AVersion(context_); !s.ok()) return Fail(s);
-      {
+      accepted = CheckA2AVersion(context_);
+      if (accepted.ok()) {
         absl::MutexLock lock(&mu_);
         task_id_ = subscribe->id();
+        tenant = subscribe->tenant();
       }
-      tenant = subscribe->tenant();
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      accepting_ = false;  // from here on nothing reads the request or context_
+      if (cancelled_) return FinishLocked(absl::CancelledError("call cancelled by the client"));
+    }
+    if (!accepted.ok()) return Fail(accepted);
+    if (mode_ == Mode::kSubscribe) {
       // Fail fast on an unknown or ended task, before subscribing.
       absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask(tenant, task_id_, 0);
       if (!task.ok()) return Fail(task.status());
@@ -335,7 +375,9 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
   std::shared_ptr<TaskStream> self_;
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
   absl::Mutex mu_;
-  std::string task_id_;  // written only by Start, before it subscribes
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Start() may still read the request, context_
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
+  std::string task_id_;                          // written only by Start, before it subscribes
   uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,7 +7,9 @@
 
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
@@ -172,6 +174,44 @@ TEST_F(GatewayTest, BlockingSendReturnsTheFinishedTaskAndItIsStored) {
   EXPECT_EQ(tasks.total_size(), 1);
   EXPECT_EQ(tasks.tasks(0).id(), task.id());
   EXPECT_EQ(tasks.tasks(0).artifacts_size(), 0);  // include_artifacts unset
+}
+
+// A client that cancels while the coordinator is still storing its message: gRPC frees the
+// request and the server context once the call finishes, so the handler must not finish it
+// (and must not read them) until it is done with them. Under ASan a use after free here fails.
+TEST_F(GatewayTest, CallsCancelledWhileTheMessageIsStoredEndCleanly) {
+  auto agent = StartAgent();
+  for (int i = 0; i < 100; ++i) {
+    grpc::ClientContext context;
+    context.AddMetadata("a2a-version", "1.0");
+    const a2apb::SendMessageRequest request = Send(absl::StrCat("cancelled ", i));
+    a2apb::SendMessageResponse response;
+    absl::Notification done;
+    grpc::Status status;
+    stub_->async()->SendMessage(&context, &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
+    context.TryCancel();
+    done.WaitForNotification();
+    EXPECT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
+        << status.error_code() << " " << status.error_message();
+
+    auto stream_context = Context();
+    auto reader = stub_->SendStreamingMessage(stream_context.get(), Send("cancelled stream"));
+    stream_context->TryCancel();
+    a2apb::StreamResponse event;
+    while (reader->Read(&event)) {
+    }
+    const grpc::Status stream_status = reader->Finish();
+    EXPECT_TRUE(stream_status.ok() || stream_status.error_code() == grpc::StatusCode::CANCELLED)
+        << stream_status.error_code() << " " << stream_status.error_message();
+  }
+  // The coordinator is still up and serving.
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("after"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
 }
 
 TEST_F(GatewayTest, StreamingSendStreamsTheTaskThenItsEvents) {
