@@ -31,7 +31,7 @@ SOURCES = $$(git ls-files '*.h' '*.cc' ':!:examples/')
 
 # Every test again on an AddressSanitizer + UndefinedBehaviorSanitizer build (in build-asan).
 test-asan:
-	$(MAKE) BUILD_DIR=build-asan CMAKE_ARGS=-DCOORD_ASAN=ON test
+	LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp $(MAKE) BUILD_DIR=build-asan CMAKE_ARGS=-DCOORD_ASAN=ON test
 
 # libFuzzer harnesses (fuzz/) on a clang ASan+UBSan build in build-fuzz. `make fuzz` runs each
 # one for FUZZ_SECONDS on its seed corpus (new inputs go to a scratch copy, crashes are kept);
