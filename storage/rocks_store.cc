@@ -17,6 +17,8 @@
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
@@ -24,6 +26,7 @@
 #include "rocksdb/utilities/transaction.h"
 #include "rocksdb/utilities/transaction_db.h"
 #include "storage/key_codec.h"
+#include "storage/wal_guard.h"
 
 namespace storage {
 namespace {
@@ -278,6 +281,11 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
   db_options.IncreaseParallelism(2);
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 4;
+  // WAL files report their failed writes, so that no WAL sync follows one (see wal_guard.h).
+  auto wal_guard = std::make_shared<WalGuard>();
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(NewWalGuardFileSystem(
+      options.file_system ? options.file_system : rocksdb::FileSystem::Default(), wal_guard));
+  db_options.env = env.get();
 
   // Open every family the database already has, including ones this binary does not know (a
   // newer binary made them): RocksDB refuses to open otherwise, and the schema check below gives
@@ -316,20 +324,27 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
     return FromRocksStatus(s, absl::StrCat("open database ", options.path));
   }
 
-  std::unique_ptr<RocksStore> store(new RocksStore(std::move(options), db, std::move(handles)));
+  std::unique_ptr<RocksStore> store(new RocksStore(std::move(options), std::move(wal_guard),
+                                                   std::move(env), db, std::move(handles)));
   RETURN_IF_ERROR(store->CheckSchema());
   return store;
 }
 
-RocksStore::RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
+RocksStore::RocksStore(StoreOptions options, std::shared_ptr<WalGuard> wal_guard,
+                       std::unique_ptr<rocksdb::Env> env, rocksdb::TransactionDB* db,
                        std::vector<rocksdb::ColumnFamilyHandle*> handles)
     : options_(std::move(options)),
+      wal_guard_(std::move(wal_guard)),
+      env_(std::move(env)),
       db_(db),
       handles_(std::move(handles)),
       stripes_(new WriteStripe[kWriteStripes]) {}
 
 RocksStore::~RocksStore() {
-  if (!options_.sync_writes) db_->SyncWAL().PermitUncheckedError();
+  if (!options_.sync_writes && wal_guard_->BeginSync().ok()) {
+    db_->SyncWAL().PermitUncheckedError();
+    wal_guard_->EndSync();
+  }
   // Write the memtables out, so that the next open reads table files instead of replaying the
   // write-ahead log: RocksDB does not flush on close when the WAL holds the data, and replaying
   // a large WAL delays serving (bench/RESULTS.md: 1,000,000 contexts, 12.7 s without this).
@@ -441,7 +456,17 @@ absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
     sync_running_ = true;
     const uint64_t target = db_->GetLatestSequenceNumber();
     sync_mu_.Unlock();
-    rocksdb::Status s = db_->SyncWAL();
+    // After a failed WAL write nothing is synced until the database resumes: what that write
+    // followed cannot be confirmed durable, so the callers get the write's error.
+    rocksdb::Status s = wal_guard_->BeginSync();
+    if (!s.ok()) {
+      sync_mu_.Lock();
+      sync_running_ = false;
+      sync_mu_.Unlock();
+      return WalFailure();
+    }
+    s = db_->SyncWAL();
+    wal_guard_->EndSync();
     sync_mu_.Lock();
     sync_running_ = false;
     if (!s.ok()) {
@@ -453,6 +478,17 @@ absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
   }
   sync_mu_.Unlock();
   return absl::OkStatus();
+}
+
+absl::Status RocksStore::WalFailure() {
+  if (wal_stuck_.load()) {
+    return absl::UnavailableError(
+        "the write-ahead log failed and can be replaced only by restarting the coordinator; "
+        "acknowledged data is safe");
+  }
+  return FromRocksStatus(wal_guard_->failure(),
+                         "write to the write-ahead log failed; writes resume once the database "
+                         "recovers");
 }
 
 void RocksStore::NoteWriteError(const rocksdb::Status& s) {
@@ -469,17 +505,35 @@ void RocksStore::NoteWriteError(const rocksdb::Status& s) {
 // Nothing that failed was acknowledged, and what was acknowledged stays readable throughout.
 void RocksStore::MaybeResume() {
   constexpr absl::Duration kResumeInterval = absl::Milliseconds(200);
-  if (!needs_resume_.load()) return;
+  if (!needs_resume_.load() && !wal_guard_->failed()) return;
   absl::MutexLock lock(&resume_mu_);
-  if (!needs_resume_.load()) return;  // another caller resumed meanwhile
+  if (!needs_resume_.load() && !wal_guard_->failed()) return;  // another caller resumed meanwhile
   const absl::Time now = absl::Now();
   if (now - last_resume_ < kResumeInterval) return;
   last_resume_ = now;
+  const uint64_t wal_generation = wal_guard_->generation();
   // TransactionDB (a StackableDB) does not forward Resume; the DB under it implements it.
   rocksdb::Status s = db_->GetRootDB()->Resume();
   if (s.ok()) {
     needs_resume_.store(false);
-    LOG_INFO("database resumed writing after an I/O error");
+    switch (wal_guard_->Reopen(wal_generation)) {
+      case WalGuard::ReopenResult::kReopened:
+        wal_stuck_.store(false);
+        LOG_INFO("database resumed writing after an I/O error");
+        break;
+      case WalGuard::ReopenResult::kFailedAgain:
+        break;  // the next attempt sees the new failure
+      case WalGuard::ReopenResult::kNoNewLog:
+        wal_stuck_.store(true);
+        if (now - last_resume_warning_ >= absl::Seconds(10)) {
+          last_resume_warning_ = now;
+          LOG_ERROR(
+              "the write-ahead log failed before anything was written to it, and RocksDB 7.8 "
+              "replaces such a log only when the database is opened again: writes fail until "
+              "the coordinator is restarted (acknowledged data is safe)");
+        }
+        break;
+    }
   } else if (now - last_resume_warning_ >= absl::Seconds(10)) {
     // Busy means RocksDB's own recovery (for a full disk, it waits for free space of one
     // write buffer) is under way; either way writes keep failing until it is done.
@@ -490,6 +544,8 @@ void RocksStore::MaybeResume() {
 
 absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
   MaybeResume();
+  // Nothing may reach RocksDB's writer of a failed log (see wal_guard.h).
+  if (wal_guard_->failed()) return WalFailure();
   uint64_t committed = 0;
   absl::Status result = RunTransactionOnce(fn, &committed);
   // A transaction that wrote needs its own commit synced (what it read committed before it, so

@@ -17,11 +17,15 @@
 
 namespace rocksdb {
 class ColumnFamilyHandle;
+class Env;
+class FileSystem;
 class TransactionDB;
 class Status;
 }  // namespace rocksdb
 
 namespace storage {
+
+class WalGuard;
 
 // The database layout this binary writes. A database records the version it was written
 // with; a newer one refuses to open, an older one is migrated on open.
@@ -40,6 +44,8 @@ struct StoreOptions {
   int max_transaction_retries = 5;
   // Block cache size in bytes (default 64 MiB).
   size_t block_cache_bytes = 64 << 20;
+  // The file system under the database (default: the local one). Tests inject faults here.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 class RocksStore final : public Store {
@@ -66,7 +72,8 @@ class RocksStore final : public Store {
   uint32_t schema_version() const { return schema_version_; }
 
  private:
-  RocksStore(StoreOptions options, rocksdb::TransactionDB* db,
+  RocksStore(StoreOptions options, std::shared_ptr<WalGuard> wal_guard,
+             std::unique_ptr<rocksdb::Env> env, rocksdb::TransactionDB* db,
              std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
   [[nodiscard]] absl::Status CheckSchema();
@@ -81,6 +88,8 @@ class RocksStore final : public Store {
   // Notes that a write failed on an I/O error: RocksDB then refuses every write (a background
   // error) until DB::Resume() succeeds.
   void NoteWriteError(const rocksdb::Status& s);
+  // The status of calls refused because a WAL write failed (see WalGuard).
+  absl::Status WalFailure();
   // After a write error, asks RocksDB to resume (at most every kResumeInterval), so that writes
   // succeed again once the cause (a full disk) is gone, without a restart.
   void MaybeResume();
@@ -89,6 +98,9 @@ class RocksStore final : public Store {
   }
 
   const StoreOptions options_;
+  // Declared before db_, so destroyed after it: the database uses both until it closes.
+  const std::shared_ptr<WalGuard> wal_guard_;
+  const std::unique_ptr<rocksdb::Env> env_;
   rocksdb::TransactionDB* db_;                         // owned; deleted after the handles
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; indexed by ColumnFamily
   uint32_t schema_version_ = 0;
@@ -112,6 +124,8 @@ class RocksStore final : public Store {
   // Recovery from write errors (see MaybeResume). The flag is read without the lock on every
   // write; the lock serialises the Resume calls.
   std::atomic<bool> needs_resume_{false};
+  // RocksDB resumed but kept the failed log (WalGuard::ReopenResult::kNoNewLog).
+  std::atomic<bool> wal_stuck_{false};
   absl::Mutex resume_mu_;
   absl::Time last_resume_ ABSL_GUARDED_BY(resume_mu_) = absl::InfinitePast();
   absl::Time last_resume_warning_ ABSL_GUARDED_BY(resume_mu_) = absl::InfinitePast();

@@ -1,0 +1,182 @@
+#include "storage/wal_guard.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+
+namespace storage {
+namespace {
+
+// The thread running DB::SyncWAL between BeginSync and EndSync. A failure of that sync's own
+// fsync is reported from this thread, which must not wait for itself.
+thread_local bool t_in_sync = false;
+
+// A WAL file: every operation that can leave RocksDB's writer in its error state reports a
+// failure to the guard first.
+class GuardedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  GuardedWalFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalGuard> guard)
+      : FSWritableFileOwnerWrapper(std::move(file)), guard_(std::move(guard)) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Append(data, options, dbg));
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Append(data, options, info, dbg));
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     rocksdb::IODebugContext* dbg) override {
+    return Check(target()->PositionedAppend(data, offset, options, dbg));
+  }
+  rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                     const rocksdb::IOOptions& options,
+                                     const rocksdb::DataVerificationInfo& info,
+                                     rocksdb::IODebugContext* dbg) override {
+    return Check(target()->PositionedAppend(data, offset, options, info, dbg));
+  }
+  rocksdb::IOStatus Truncate(uint64_t size, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Truncate(size, options, dbg));
+  }
+  rocksdb::IOStatus Flush(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Flush(options, dbg));
+  }
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Sync(options, dbg));
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
+    return Check(target()->Fsync(options, dbg));
+  }
+  rocksdb::IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const rocksdb::IOOptions& options,
+                              rocksdb::IODebugContext* dbg) override {
+    return Check(target()->RangeSync(offset, nbytes, options, dbg));
+  }
+
+ private:
+  rocksdb::IOStatus Check(rocksdb::IOStatus s) {
+    if (!s.ok()) guard_->WriteFailed(s);
+    return s;
+  }
+
+  const std::shared_ptr<WalGuard> guard_;
+};
+
+class WalGuardFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  WalGuardFileSystem(std::shared_ptr<rocksdb::FileSystem> base, std::shared_ptr<WalGuard> guard)
+      : FileSystemWrapper(std::move(base)), guard_(std::move(guard)) {}
+
+  static const char* kClassName() { return "CoordinatorWalGuardFileSystem"; }
+  const char* Name() const override { return kClassName(); }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    return Wrap(fname, target()->NewWritableFile(fname, options, result, dbg), result);
+  }
+  rocksdb::IOStatus ReopenWritableFile(const std::string& fname,
+                                       const rocksdb::FileOptions& options,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                       rocksdb::IODebugContext* dbg) override {
+    return Wrap(fname, target()->ReopenWritableFile(fname, options, result, dbg), result);
+  }
+  rocksdb::IOStatus ReuseWritableFile(const std::string& fname, const std::string& old_fname,
+                                      const rocksdb::FileOptions& options,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      rocksdb::IODebugContext* dbg) override {
+    return Wrap(fname, target()->ReuseWritableFile(fname, old_fname, options, result, dbg), result);
+  }
+
+ private:
+  rocksdb::IOStatus Wrap(const std::string& fname, rocksdb::IOStatus s,
+                         std::unique_ptr<rocksdb::FSWritableFile>* result) {
+    if (s.ok() && IsWalFileName(fname)) {
+      *result = std::make_unique<GuardedWalFile>(std::move(*result), guard_);
+      guard_->LogCreated();
+    }
+    return s;
+  }
+
+  const std::shared_ptr<WalGuard> guard_;
+};
+
+}  // namespace
+
+rocksdb::IOStatus WalGuard::BeginSync() {
+  absl::MutexLock lock(&mu_);
+  if (failed_) return failure_;
+  syncing_ = true;
+  t_in_sync = true;
+  return rocksdb::IOStatus::OK();
+}
+
+void WalGuard::EndSync() {
+  absl::MutexLock lock(&mu_);
+  syncing_ = false;
+  t_in_sync = false;
+}
+
+uint64_t WalGuard::generation() const {
+  absl::MutexLock lock(&mu_);
+  return generation_;
+}
+
+WalGuard::ReopenResult WalGuard::Reopen(uint64_t generation) {
+  absl::MutexLock lock(&mu_);
+  if (!failed_) return ReopenResult::kReopened;
+  if (generation != generation_) return ReopenResult::kFailedAgain;
+  if (logs_created_ == logs_at_failure_) return ReopenResult::kNoNewLog;
+  failed_ = false;
+  failed_flag_.store(false, std::memory_order_release);
+  failure_ = rocksdb::IOStatus::OK();
+  return ReopenResult::kReopened;
+}
+
+rocksdb::IOStatus WalGuard::failure() const {
+  absl::MutexLock lock(&mu_);
+  return failure_;
+}
+
+void WalGuard::LogCreated() {
+  absl::MutexLock lock(&mu_);
+  ++logs_created_;
+}
+
+void WalGuard::WriteFailed(const rocksdb::IOStatus& s) {
+  absl::MutexLock lock(&mu_);
+  if (!failed_) {
+    failure_ = s;
+    logs_at_failure_ = logs_created_;
+  }
+  failed_ = true;
+  failed_flag_.store(true, std::memory_order_release);
+  ++generation_;
+  if (t_in_sync) return;  // the sync under way is this thread's own
+  mu_.Await(absl::Condition(
+      +[](bool* syncing) { return !*syncing; }, &syncing_));
+}
+
+bool IsWalFileName(absl::string_view fname) {
+  const size_t slash = fname.rfind('/');
+  absl::string_view base = slash == absl::string_view::npos ? fname : fname.substr(slash + 1);
+  if (!absl::ConsumeSuffix(&base, ".log") || base.empty()) return false;
+  for (char c : base) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+std::shared_ptr<rocksdb::FileSystem> NewWalGuardFileSystem(
+    std::shared_ptr<rocksdb::FileSystem> base, std::shared_ptr<WalGuard> guard) {
+  return std::make_shared<WalGuardFileSystem>(std::move(base), std::move(guard));
+}
+
+}  // namespace storage
