@@ -33,7 +33,7 @@ struct Method {
 };
 
 struct Harness {
-  std::string data_dir;
+  std::string data_dir;  // the scratch dir; the store is in <data_dir>/data
   coordinator::CoordinatorServer* server = nullptr;  // never deleted: lives until exit
   std::shared_ptr<grpc::Channel> channel;
 };
@@ -117,11 +117,20 @@ void CheckStatus(const Method& method, const grpc::Status& status) {
 
 }  // namespace
 
+const std::string& ScratchDir() { return GetHarness().data_dir; }
+
 int FuzzService(const char* service_name, const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
+  CallService(service_name, data, size);
+  return 0;
+}
+
+int CallService(const char* service_name, const uint8_t* data, size_t size) {
+  if (size == 0) return grpc::StatusCode::INVALID_ARGUMENT;
   const std::vector<Method>& methods = MethodsOf(service_name);
   const Method& method = methods[data[0] % methods.size()];
-  if (method.client_streaming) return 0;  // none of ours are; nothing to send them this way
+  if (method.client_streaming) {  // none of ours are; nothing to send them this way
+    return grpc::StatusCode::UNIMPLEMENTED;
+  }
   Harness& harness = GetHarness();
 
   grpc::Slice slice(data + 1, size - 1);
@@ -131,9 +140,11 @@ int FuzzService(const char* service_name, const uint8_t* data, size_t size) {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     grpc::ByteBuffer response;
     const grpc::internal::RpcMethod rpc(method.path.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
-    CheckStatus(method, grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-                            harness.channel.get(), rpc, &context, request, &response));
-    return 0;
+    const grpc::Status status =
+        grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            harness.channel.get(), rpc, &context, request, &response);
+    CheckStatus(method, status);
+    return status.error_code();
   }
   // A stream (a watch, a subscription) may stay open for as long as it is wanted: read what
   // comes within a short deadline, and count the deadline as the normal end.
@@ -149,7 +160,7 @@ int FuzzService(const char* service_name, const uint8_t* data, size_t size) {
   context.TryCancel();
   const grpc::Status status = reader->Finish();
   CheckStatus(method, status);
-  return 0;
+  return status.error_code();
 }
 
 }  // namespace fuzzing

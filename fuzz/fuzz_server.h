@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace fuzzing {
 
@@ -18,6 +19,14 @@ namespace fuzzing {
 // DESIGN.md promises a clear status for bad input, and those codes mean a handler went wrong.
 // Returns 0, as LLVMFuzzerTestOneInput must.
 int FuzzService(const char* service_name, const uint8_t* data, size_t size);
+
+// FuzzService, returning the answer's status code (a grpc::StatusCode; 0 is OK) instead of 0.
+int CallService(const char* service_name, const uint8_t* data, size_t size);
+
+// The temporary directory this process's coordinator was started in (starting it if need be):
+// its data dir is <dir>/data, and a harness may use other entries under it. It is removed at
+// exit.
+const std::string& ScratchDir();
 
 }  // namespace fuzzing
 

@@ -11,6 +11,7 @@
 
 #include "a2a/v1/a2a.pb.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/v1/admin.pb.h"
 #include "coordinator/v1/agent_registry.pb.h"
 #include "coordinator/v1/breaker.pb.h"
 #include "coordinator/v1/context.pb.h"
@@ -156,6 +157,18 @@ void ServiceSeeds() {
                                                             1, R"(task_id: "t1")");
   Seed<lf::a2a::v1::DeleteTaskPushNotificationConfigRequest>(
       h, s, "DeleteTaskPushNotificationConfig", 1, R"(task_id: "t1" id: "p1")");
+
+  // The harness moves a backup dir under its own scratch dir (fuzz/fuzz_admin_service.cc).
+  h = "fuzz_admin_service";
+  s = "coordinator.v1.Admin";
+  Seed<v1::BackupRequest>(h, s, "Backup", 1, R"(dir: "/backup-1")");
+  Seed<v1::BackupRequest>(h, s, "Backup", 2, R"(dir: "/missing-parent/backup-2/")");
+  Seed<v1::CollectGarbageRequest>(h, s, "CollectGarbage", 1,
+                                  R"(dry_run: true older_than { nanos: 1 } max_deletes: 5)");
+  Seed<v1::CollectGarbageRequest>(h, s, "CollectGarbage", 2,
+                                  R"(older_than { seconds: 0 nanos: 1000 } max_deletes: 1)");
+  Seed<v1::ExportContextRequest>(h, s, "ExportContext", 1,
+                                 R"(context_id: "ctx-1" retry_task_ids: "257cb146")");
 }
 
 void KeySeeds() {
