@@ -283,8 +283,8 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
   db_options.keep_log_file_num = 4;
   // WAL files report their failed writes, so that no WAL sync follows one (see wal_guard.h).
   auto wal_guard = std::make_shared<WalGuard>();
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(NewWalGuardFileSystem(
-      options.file_system ? options.file_system : rocksdb::FileSystem::Default(), wal_guard));
+  std::unique_ptr<rocksdb::Env> env = NewWalGuardEnv(
+      options.file_system ? options.file_system : rocksdb::FileSystem::Default(), wal_guard);
   db_options.env = env.get();
 
   // Open every family the database already has, including ones this binary does not know (a

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
+#include "rocksdb/env.h"
 
 namespace storage {
 namespace {
@@ -69,6 +70,42 @@ class GuardedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   const std::shared_ptr<WalGuard> guard_;
 };
 
+// RocksDB's info log (LOG): its writer, too, asserts after a failed write in Debian's build, so
+// a log line RocksDB writes on a full disk would abort the process. A line that cannot be
+// written is dropped instead; the database does not depend on that file.
+class InfoLogFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  explicit InfoLogFile(std::unique_ptr<rocksdb::FSWritableFile> file)
+      : FSWritableFileOwnerWrapper(std::move(file)) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    return Drop(target()->Append(data, options, dbg));
+  }
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           const rocksdb::DataVerificationInfo& info,
+                           rocksdb::IODebugContext* dbg) override {
+    return Drop(target()->Append(data, options, info, dbg));
+  }
+  rocksdb::IOStatus Flush(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
+    return Drop(target()->Flush(options, dbg));
+  }
+  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
+    return Drop(target()->Sync(options, dbg));
+  }
+  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
+                          rocksdb::IODebugContext* dbg) override {
+    return Drop(target()->Fsync(options, dbg));
+  }
+
+ private:
+  static rocksdb::IOStatus Drop(rocksdb::IOStatus s) {
+    s.PermitUncheckedError();
+    return rocksdb::IOStatus::OK();
+  }
+};
+
 class WalGuardFileSystem final : public rocksdb::FileSystemWrapper {
  public:
   WalGuardFileSystem(std::shared_ptr<rocksdb::FileSystem> base, std::shared_ptr<WalGuard> guard)
@@ -101,11 +138,29 @@ class WalGuardFileSystem final : public rocksdb::FileSystemWrapper {
     if (s.ok() && IsWalFileName(fname)) {
       *result = std::make_unique<GuardedWalFile>(std::move(*result), guard_);
       guard_->LogCreated();
+    } else if (s.ok() && IsInfoLogFileName(fname)) {
+      *result = std::make_unique<InfoLogFile>(std::move(*result));
     }
     return s;
   }
 
   const std::shared_ptr<WalGuard> guard_;
+};
+
+// The environment the database runs in: the guarded file system, and an info log opened
+// through it (Env::NewLogger would open it through the default file system).
+class WalGuardEnv final : public rocksdb::EnvWrapper {
+ public:
+  explicit WalGuardEnv(std::unique_ptr<rocksdb::Env> composite)
+      : EnvWrapper(std::move(composite)) {}
+
+  static const char* kClassName() { return "CoordinatorWalGuardEnv"; }
+  const char* Name() const override { return kClassName(); }
+
+  rocksdb::Status NewLogger(const std::string& fname,
+                            std::shared_ptr<rocksdb::Logger>* result) override {
+    return rocksdb::NewEnvLogger(fname, this, result);
+  }
 };
 
 }  // namespace
@@ -174,9 +229,15 @@ bool IsWalFileName(absl::string_view fname) {
   return true;
 }
 
-std::shared_ptr<rocksdb::FileSystem> NewWalGuardFileSystem(
-    std::shared_ptr<rocksdb::FileSystem> base, std::shared_ptr<WalGuard> guard) {
-  return std::make_shared<WalGuardFileSystem>(std::move(base), std::move(guard));
+bool IsInfoLogFileName(absl::string_view fname) {
+  const size_t slash = fname.rfind('/');
+  return (slash == absl::string_view::npos ? fname : fname.substr(slash + 1)) == "LOG";
+}
+
+std::unique_ptr<rocksdb::Env> NewWalGuardEnv(std::shared_ptr<rocksdb::FileSystem> base,
+                                             std::shared_ptr<WalGuard> guard) {
+  return std::make_unique<WalGuardEnv>(rocksdb::NewCompositeEnv(
+      std::make_shared<WalGuardFileSystem>(std::move(base), std::move(guard))));
 }
 
 }  // namespace storage

@@ -1,4 +1,5 @@
-// Keeps RocksStore from syncing a write-ahead log after a write to it failed.
+// Keeps RocksStore from syncing a write-ahead log after a write to it failed, and keeps RocksDB's
+// info log from aborting the process on a full disk (see NewWalGuardEnv).
 //
 // RocksDB 7.8 refuses every write after a WAL write error until DB::Resume() (or its own
 // recovery) switches to a new log. A DB::SyncWAL() in that window reaches the failed log's
@@ -24,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 
 namespace storage {
@@ -71,10 +73,15 @@ class WalGuard {
 // Whether `fname` names a write-ahead log file (RocksDB's <number>.log in the WAL directory).
 bool IsWalFileName(absl::string_view fname);
 
-// A file system that forwards everything to `base` and opens WAL files so that their failed
-// writes are reported to `guard`.
-std::shared_ptr<rocksdb::FileSystem> NewWalGuardFileSystem(
-    std::shared_ptr<rocksdb::FileSystem> base, std::shared_ptr<WalGuard> guard);
+// Whether `fname` names RocksDB's info log (LOG in the database directory).
+bool IsInfoLogFileName(absl::string_view fname);
+
+// An environment (Env::Default's threads and clock) whose file system forwards everything to
+// `base`, opens WAL files so that their failed writes are reported to `guard`, and opens the
+// info log so that a line that cannot be written (a full disk) is dropped: RocksDB's writer of
+// that file asserts after a failed write too.
+std::unique_ptr<rocksdb::Env> NewWalGuardEnv(std::shared_ptr<rocksdb::FileSystem> base,
+                                             std::shared_ptr<WalGuard> guard);
 
 }  // namespace storage
 

@@ -30,6 +30,10 @@ using ::testing_util::TempDir;
 class Faults {
  public:
   void set_fail_appends(bool fail) { fail_appends_.store(fail); }
+  void set_fail_info_log(bool fail) { fail_info_log_.store(fail); }
+  bool fail_info_log() const { return fail_info_log_.load(); }
+  int failed_info_log_appends() const { return failed_info_log_appends_.load(); }
+  void CountFailedInfoLogAppend() { ++failed_info_log_appends_; }
   int appends() const { return appends_.load(); }
   int failed_appends() const { return failed_appends_.load(); }
 
@@ -67,6 +71,8 @@ class Faults {
 
  private:
   std::atomic<bool> fail_appends_{false};
+  std::atomic<bool> fail_info_log_{false};
+  std::atomic<int> failed_info_log_appends_{0};
   std::atomic<int> appends_{0};
   std::atomic<int> failed_appends_{0};
   absl::Mutex mu_;
@@ -104,6 +110,25 @@ class FaultyWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   Faults* const faults_;
 };
 
+// RocksDB's info log, failing every append while armed.
+class FaultyInfoLogFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FaultyInfoLogFile(std::unique_ptr<rocksdb::FSWritableFile> file, Faults* faults)
+      : FSWritableFileOwnerWrapper(std::move(file)), faults_(faults) {}
+
+  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                           rocksdb::IODebugContext* dbg) override {
+    if (faults_->fail_info_log()) {
+      faults_->CountFailedInfoLogAppend();
+      return rocksdb::IOStatus::NoSpace("injected: no space left on device");
+    }
+    return target()->Append(data, options, dbg);
+  }
+
+ private:
+  Faults* const faults_;
+};
+
 class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
  public:
   explicit FaultyFileSystem(Faults* faults)
@@ -117,6 +142,8 @@ class FaultyFileSystem final : public rocksdb::FileSystemWrapper {
     rocksdb::IOStatus s = target()->NewWritableFile(fname, options, result, dbg);
     if (s.ok() && IsWalFileName(fname)) {
       *result = std::make_unique<FaultyWalFile>(std::move(*result), faults_);
+    } else if (s.ok() && IsInfoLogFileName(fname)) {
+      *result = std::make_unique<FaultyInfoLogFile>(std::move(*result), faults_);
     }
     return s;
   }
@@ -140,6 +167,9 @@ TEST(WalGuardTest, RecognisesWalFileNames) {
   EXPECT_FALSE(IsWalFileName("/data/MANIFEST-000005"));
   EXPECT_FALSE(IsWalFileName("/data/.log"));
   EXPECT_FALSE(IsWalFileName("/data/x12.log"));
+  EXPECT_TRUE(IsInfoLogFileName("/data/LOG"));
+  EXPECT_FALSE(IsInfoLogFileName("/data/LOG.old.1700000000"));
+  EXPECT_FALSE(IsInfoLogFileName("/data/000012.log"));
 }
 
 TEST(WalGuardTest, FailedWalWriteDuringASyncStopsSyncsUntilTheStoreResumes) {
@@ -249,6 +279,28 @@ TEST(WalGuardTest, FailedFirstWriteToAFreshLogRefusesWritesUntilReopened) {
     SCOPED_TRACE(key);
     EXPECT_OK((*opened)->Get(ColumnFamily::kDefault, key));
   }
+}
+
+// RocksDB's info log on a full disk: its lines are dropped (Debian's librocksdb asserts on the
+// second line after a failed one), and the database goes on.
+TEST(WalGuardTest, InfoLogThatCannotBeWrittenIsDropped) {
+  TempDir dir;
+  Faults faults;
+  StoreOptions options;
+  options.path = dir.Sub("db");
+  options.file_system = std::make_shared<FaultyFileSystem>(&faults);
+  {
+    absl::StatusOr<std::unique_ptr<RocksStore>> opened = RocksStore::Open(options);
+    ASSERT_OK(opened);
+    faults.set_fail_info_log(true);
+    ASSERT_OK(Put(**opened, "a"));
+  }  // closing flushes the memtables, and RocksDB logs each step
+  EXPECT_GE(faults.failed_info_log_appends(), 2);
+  absl::StatusOr<std::unique_ptr<RocksStore>> reopened = RocksStore::Open(options);
+  ASSERT_OK(reopened);
+  ASSERT_OK(Put(**reopened, "b"));
+  EXPECT_OK((*reopened)->Get(ColumnFamily::kDefault, "a"));
+  EXPECT_OK((*reopened)->Get(ColumnFamily::kDefault, "b"));
 }
 
 }  // namespace

@@ -129,11 +129,7 @@ class DiskFullTest : public ::testing::Test {
   std::map<int64_t, std::string> acked_;  // seq -> text of every acknowledged append
 };
 
-// Disabled: Debian's librocksdb is built with assertions, and a WAL sync that follows a failed WAL
-// write can abort the coordinator (WritableFileWriter: `sync_without_flush_called_`), seen once in
-// CI. Run by hand with --gtest_also_run_disabled_tests until the store stops syncing after a
-// WAL write error.
-TEST_F(DiskFullTest, DISABLED_WritesFailCleanlyWhenFullAndSucceedAgainWhenSpaceReturns) {
+TEST_F(DiskFullTest, WritesFailCleanlyWhenFullAndSucceedAgainWhenSpaceReturns) {
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> server =
       CoordinatorProcess::Start(mount_point_ + "/data");
   ASSERT_OK(server);
