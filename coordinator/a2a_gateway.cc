@@ -1,6 +1,7 @@
 #include "coordinator/a2a_gateway.h"
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
@@ -83,6 +85,90 @@ bool IsRetryable(const grpc::Status& status) {
       return false;
   }
 }
+
+// Bounds of one burst of agent events stored in one transaction.
+constexpr size_t kMaxBurstEvents = 64;
+constexpr size_t kMaxBurstBytes = 4 << 20;
+
+// The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
+// arrive while the previous burst is being stored wait here and are stored together, in one
+// transaction. At most kMaxBurstEvents wait; beyond that reading pauses until they are taken.
+class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> {
+ public:
+  explicit AgentStream(a2apb::SendMessageRequest request) : request_(std::move(request)) {}
+
+  void Start(a2apb::A2AService::Stub* stub, grpc::ClientContext* context) {
+    stub->async()->SendStreamingMessage(context, &request_, this);
+    StartRead(&incoming_);
+    StartCall();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended; OnDone follows
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.push_back(std::move(incoming_));
+      if (queue_.size() >= kMaxBurstEvents) {
+        paused_ = true;  // Take() reads on
+        return;
+      }
+    }
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    {
+      absl::MutexLock lock(&mu_);
+      status_ = status;
+      done_ = true;
+    }
+    finished_.Notify();  // the last touch of this object by gRPC's thread
+  }
+
+  // Waits for an event or the end of the stream, then moves the waiting events (in order; at
+  // most kMaxBurstEvents and about kMaxBurstBytes) into `out`. False when the stream has ended
+  // and no event is left.
+  bool Take(std::vector<a2apb::StreamResponse>* out) {
+    out->clear();
+    bool resume;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || done_; };
+      mu_.Await(absl::Condition(&ready));
+      size_t bytes = 0;
+      while (!queue_.empty() && out->size() < kMaxBurstEvents && bytes < kMaxBurstBytes) {
+        bytes += queue_.front().ByteSizeLong();
+        out->push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      resume = paused_ && !done_;
+      paused_ = false;
+    }
+    if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
+      incoming_.Clear();
+      StartRead(&incoming_);
+    }
+    return !out->empty();
+  }
+
+  // Waits until gRPC is done with the call; its final status. The stream may be destroyed then.
+  grpc::Status Finish() {
+    finished_.WaitForNotification();
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  const a2apb::SendMessageRequest request_;
+  a2apb::StreamResponse incoming_;  // written by gRPC while a read is pending
+  absl::Mutex mu_;
+  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Notification finished_;
+};
 
 }  // namespace
 
@@ -234,13 +320,16 @@ void A2AGateway::DeliveryLoop() {
 
 void A2AGateway::Deliver(v1::PendingDelivery delivery) {
   const std::string task_id = delivery.task_id();
-  absl::Status result = Attempt(delivery);
+  bool dequeued = false;
+  absl::Status result = Attempt(delivery, &dequeued);
   if (result.ok()) {
     DeliveryMetrics().delivered->Increment();
-    absl::Status done = tasks_->DeliveryDone(task_id, delivery.history_seq());
-    if (!done.ok()) {
-      common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                       "cannot dequeue a delivery: %s", done.message());
+    if (!dequeued) {
+      absl::StatusOr<int64_t> done = tasks_->DeliveryDone(task_id, delivery.history_seq());
+      if (!done.ok()) {
+        common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                         "cannot dequeue a delivery: %s", done.status().message());
+      }
     }
   } else {
     bool stopping;
@@ -279,7 +368,7 @@ void A2AGateway::Deliver(v1::PendingDelivery delivery) {
   kicked_ = true;
 }
 
-absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
+absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery, bool* dequeued) {
   const std::string& task_id = delivery.task_id();
   absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(task_id);
   if (absl::IsNotFound(header.status())) return absl::OkStatus();  // nothing left to deliver
@@ -310,9 +399,9 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
     absl::MutexLock lock(&mu_);
     calls_.erase(&context);
   };
-  std::unique_ptr<grpc::ClientReader<a2apb::StreamResponse>> reader =
-      stub->SendStreamingMessage(&context, request);
-  a2apb::StreamResponse response;
+  AgentStream reader(request);
+  reader.Start(stub.get(), &context);
+  std::vector<a2apb::StreamResponse> burst;
   bool reached_end = false;
   bool got_any = false;
   absl::Status apply_error;
@@ -322,40 +411,62 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
   // only if the stream ends cleanly with no other status after it.
   const bool follow_up = !header->agent_task_id().empty();
   std::optional<a2apb::TaskStatus> opening_status;
-  while (reader->Read(&response)) {
-    const bool first = !got_any;
-    got_any = true;
-    if (first && follow_up && response.has_task() &&
-        IsInterrupted(response.task().status().state())) {
-      opening_status = response.task().status();
-      response.mutable_task()->clear_status();
-    } else if (response.has_status_update() || response.has_message() ||
-               (response.has_task() &&
-                response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
-      opening_status.reset();
+  // Every event that waits is stored in one transaction with the others (one durable write),
+  // in order, and only then published. The burst that ends the task (or asks for input) also
+  // dequeues the delivery.
+  while (!reached_end && reader.Take(&burst)) {
+    size_t valid = 0;
+    absl::Status invalid;
+    for (a2apb::StreamResponse& response : burst) {
+      const bool first = !got_any;
+      got_any = true;
+      if (first && follow_up && response.has_task() &&
+          IsInterrupted(response.task().status().state())) {
+        opening_status = response.task().status();
+        response.mutable_task()->clear_status();
+      } else if (response.has_status_update() || response.has_message() ||
+                 (response.has_task() &&
+                  response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
+        opening_status.reset();
+      }
+      invalid = A2ATaskStore::CheckAgentUpdate(response);
+      if (!invalid.ok()) break;  // what came before it is still stored
+      ++valid;
     }
-    absl::StatusOr<A2ATaskStore::Change> change = tasks_->ApplyAgentUpdate(task_id, response);
-    if (!change.ok()) {
-      apply_error = change.status();
+    if (valid > 0) {
+      absl::StatusOr<A2ATaskStore::BurstResult> applied = tasks_->ApplyAgentBurst(
+          task_id, absl::MakeConstSpan(burst.data(), valid), delivery.history_seq());
+      if (!applied.ok()) {
+        apply_error = applied.status();
+        context.TryCancel();
+        break;
+      }
+      Published(applied->change);
+      if (IsFinalOrInterrupted(applied->change.header.task().status().state())) {
+        reached_end = true;
+        *dequeued = applied->delivery_done;
+        context.TryCancel();  // the agent's stream should end here; do not wait for it
+        break;
+      }
+    }
+    if (!invalid.ok()) {
+      apply_error = invalid;
       context.TryCancel();
       break;
     }
-    Published(*change);
-    if (IsFinalOrInterrupted(change->header.task().status().state())) {
-      reached_end = true;
-      context.TryCancel();  // the agent's stream should end here; do not wait for it
-      break;
-    }
   }
-  grpc::Status status = reader->Finish();
+  grpc::Status status = reader.Finish();
   unregister();
   if (!apply_error.ok()) return apply_error;
   if (status.ok() && !reached_end && opening_status.has_value()) {
     // Nothing came after the opening snapshot: it was the agent's answer after all.
     a2apb::StreamResponse update;
     *update.mutable_task()->mutable_status() = *std::move(opening_status);
-    ASSIGN_OR_RETURN(A2ATaskStore::Change change, tasks_->ApplyAgentUpdate(task_id, update));
-    Published(change);
+    ASSIGN_OR_RETURN(
+        A2ATaskStore::BurstResult applied,
+        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
+    *dequeued = applied.delivery_done;
+    Published(applied.change);
   }
   if (reached_end || status.ok()) return absl::OkStatus();
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
@@ -369,8 +480,11 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery) {
     a2apb::StreamResponse update;
     if (reply.has_task()) *update.mutable_task() = reply.task();
     if (reply.has_message()) *update.mutable_message() = reply.message();
-    ASSIGN_OR_RETURN(A2ATaskStore::Change change, tasks_->ApplyAgentUpdate(task_id, update));
-    Published(change);
+    ASSIGN_OR_RETURN(
+        A2ATaskStore::BurstResult applied,
+        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
+    *dequeued = applied.delivery_done;
+    Published(applied.change);
     return absl::OkStatus();
   }
   if (IsRetryable(status)) {

@@ -89,8 +89,9 @@ class A2AGateway {
  private:
   void DeliveryLoop();
   void Deliver(v1::PendingDelivery delivery);
-  // One attempt; OK when the message reached the agent and the agent answered.
-  absl::Status Attempt(const v1::PendingDelivery& delivery);
+  // One attempt; OK when the message reached the agent and the agent answered. Sets
+  // `*dequeued` when the delivery left the queue in the same transaction as the agent's answer.
+  absl::Status Attempt(const v1::PendingDelivery& delivery, bool* dequeued);
   void PushLoop();
   void SendPush(const v1::PushDelivery& push);
   absl::Duration Backoff(int attempts) const;

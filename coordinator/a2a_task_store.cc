@@ -121,6 +121,7 @@ absl::Status AppendEvent(Transaction& txn, v1::StoredTask& header, a2apb::Stream
       RETURN_IF_ERROR(txn.Put(ColumnFamily::kA2A,
                               keys::A2APushPending(task_id, push.seq(), push.config_id()),
                               EncodeRecord(push)));
+      change->pushes_queued = true;
     }
     RETURN_IF_ERROR(it->status());
   }
@@ -294,6 +295,7 @@ absl::StatusOr<A2ATaskStore::Change> A2ATaskStore::AcceptMessage(
         txn.Put(ColumnFamily::kA2A,
                 keys::A2ADelivery(header.task().id(), static_cast<uint64_t>(history_seq)),
                 EncodeRecord(delivery)));
+    change.queued_delivery_seq = history_seq;
     if (push_config != nullptr) {
       a2apb::TaskPushNotificationConfig config = *push_config;
       if (config.id().empty()) config.set_id(common::NewUuid());
@@ -402,64 +404,110 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATaskStore::ListTasks(
   return response;
 }
 
+absl::Status A2ATaskStore::CheckAgentUpdate(const a2apb::StreamResponse& update) {
+  switch (update.payload_case()) {
+    case a2apb::StreamResponse::kStatusUpdate:
+      if (update.status_update().status().state() == a2apb::TASK_STATE_UNSPECIFIED) {
+        return a2a::InvalidAgentResponse("agent sent a status update without a state");
+      }
+      return absl::OkStatus();
+    case a2apb::StreamResponse::PAYLOAD_NOT_SET:
+      return a2a::InvalidAgentResponse("agent sent an empty stream response");
+    default:
+      return absl::OkStatus();
+  }
+}
+
+namespace {
+
+// One agent update applied to the locked `header` (see ApplyAgentUpdate). Sets `*touched` when
+// the header changed and must be written.
+absl::Status ApplyOneUpdate(Transaction& txn, v1::StoredTask& header,
+                            const a2apb::StreamResponse& update, A2ATaskStore::Change* change,
+                            bool* touched) {
+  RETURN_IF_ERROR(A2ATaskStore::CheckAgentUpdate(update));
+  if (update.has_task() && header.agent_task_id().empty() && !update.task().id().empty()) {
+    header.set_agent_task_id(update.task().id());
+    *touched = true;
+  }
+  if (IsTerminal(header.task().status().state())) return absl::OkStatus();  // ignored
+  *touched = true;
+  const size_t events_before = change->events.size();
+  header.set_version(header.version() + 1);
+  switch (update.payload_case()) {
+    case a2apb::StreamResponse::kTask: {
+      for (const a2apb::Artifact& artifact : update.task().artifacts()) {
+        a2apb::TaskArtifactUpdateEvent a;
+        *a.mutable_artifact() = artifact;
+        RETURN_IF_ERROR(MergeArtifact(txn, header, a, change));
+      }
+      const a2apb::TaskStatus& status = update.task().status();
+      if (status.state() != a2apb::TASK_STATE_UNSPECIFIED &&
+          (status.state() != header.task().status().state() || status.has_message())) {
+        RETURN_IF_ERROR(SetStatus(txn, header, status, change));
+      }
+      break;
+    }
+    case a2apb::StreamResponse::kStatusUpdate:
+      RETURN_IF_ERROR(SetStatus(txn, header, update.status_update().status(), change));
+      break;
+    case a2apb::StreamResponse::kArtifactUpdate:
+      RETURN_IF_ERROR(MergeArtifact(txn, header, update.artifact_update(), change));
+      break;
+    case a2apb::StreamResponse::kMessage: {
+      a2apb::TaskStatus completed;
+      completed.set_state(a2apb::TASK_STATE_COMPLETED);
+      *completed.mutable_message() = update.message();
+      RETURN_IF_ERROR(SetStatus(txn, header, completed, change));
+      break;
+    }
+    case a2apb::StreamResponse::PAYLOAD_NOT_SET:
+      break;  // refused by CheckAgentUpdate
+  }
+  if (change->events.size() == events_before) header.set_version(header.version() - 1);
+  *header.mutable_update_time() = ToProtoTime(absl::Now());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<A2ATaskStore::Change> A2ATaskStore::ApplyAgentUpdate(
     absl::string_view task_id, const a2apb::StreamResponse& update) {
-  Change change;
+  ASSIGN_OR_RETURN(BurstResult result, ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1)));
+  return std::move(result.change);
+}
+
+absl::StatusOr<A2ATaskStore::BurstResult> A2ATaskStore::ApplyAgentBurst(
+    absl::string_view task_id, absl::Span<const a2apb::StreamResponse> updates,
+    int64_t delivery_seq) {
+  BurstResult result;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    change = Change();
+    result = BurstResult();
     ASSIGN_OR_RETURN(v1::StoredTask header, LockTask(txn, task_id));
     const std::string old_index_key = IndexKey(header);
     bool touched = false;
-    if (update.has_task() && header.agent_task_id().empty() && !update.task().id().empty()) {
-      header.set_agent_task_id(update.task().id());
-      touched = true;
+    for (const a2apb::StreamResponse& update : updates) {
+      RETURN_IF_ERROR(ApplyOneUpdate(txn, header, update, &result.change, &touched));
+      ++result.applied;
+      if (IsFinalOrInterrupted(header.task().status().state())) break;
     }
-    if (IsTerminal(header.task().status().state())) {
-      if (touched) RETURN_IF_ERROR(PutTask(txn, header, old_index_key));
-      change.header = std::move(header);
-      return absl::OkStatus();
-    }
-    header.set_version(header.version() + 1);
-    switch (update.payload_case()) {
-      case a2apb::StreamResponse::kTask: {
-        for (const a2apb::Artifact& artifact : update.task().artifacts()) {
-          a2apb::TaskArtifactUpdateEvent a;
-          *a.mutable_artifact() = artifact;
-          RETURN_IF_ERROR(MergeArtifact(txn, header, a, &change));
-        }
-        const a2apb::TaskStatus& status = update.task().status();
-        if (status.state() != a2apb::TASK_STATE_UNSPECIFIED &&
-            (status.state() != header.task().status().state() || status.has_message())) {
-          RETURN_IF_ERROR(SetStatus(txn, header, status, &change));
-        }
-        break;
+    if (delivery_seq > 0 && IsFinalOrInterrupted(header.task().status().state())) {
+      const std::string key = keys::A2ADelivery(task_id, static_cast<uint64_t>(delivery_seq));
+      absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
+      if (existing.ok()) {
+        RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
+        header.set_pending_deliveries(std::max<int64_t>(header.pending_deliveries() - 1, 0));
+        touched = true;
+      } else if (!absl::IsNotFound(existing.status())) {
+        return existing.status();
       }
-      case a2apb::StreamResponse::kStatusUpdate:
-        if (update.status_update().status().state() == a2apb::TASK_STATE_UNSPECIFIED) {
-          return a2a::InvalidAgentResponse("agent sent a status update without a state");
-        }
-        RETURN_IF_ERROR(SetStatus(txn, header, update.status_update().status(), &change));
-        break;
-      case a2apb::StreamResponse::kArtifactUpdate:
-        RETURN_IF_ERROR(MergeArtifact(txn, header, update.artifact_update(), &change));
-        break;
-      case a2apb::StreamResponse::kMessage: {
-        a2apb::TaskStatus completed;
-        completed.set_state(a2apb::TASK_STATE_COMPLETED);
-        *completed.mutable_message() = update.message();
-        RETURN_IF_ERROR(SetStatus(txn, header, completed, &change));
-        break;
-      }
-      case a2apb::StreamResponse::PAYLOAD_NOT_SET:
-        return a2a::InvalidAgentResponse("agent sent an empty stream response");
+      result.delivery_done = true;
     }
-    if (change.events.empty()) header.set_version(header.version() - 1);
-    *header.mutable_update_time() = ToProtoTime(absl::Now());
-    RETURN_IF_ERROR(PutTask(txn, header, old_index_key));
-    change.header = std::move(header);
+    if (touched) RETURN_IF_ERROR(PutTask(txn, header, old_index_key));
+    result.change.header = std::move(header);
     return absl::OkStatus();
   }));
-  return change;
+  return result;
 }
 
 absl::StatusOr<std::vector<v1::StoredEvent>> A2ATaskStore::ReadEvents(absl::string_view task_id,
@@ -504,17 +552,36 @@ absl::StatusOr<a2apb::Message> A2ATaskStore::HistoryMessage(absl::string_view ta
   return message;
 }
 
-absl::Status A2ATaskStore::DeliveryDone(absl::string_view task_id, int64_t history_seq) {
-  return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+absl::StatusOr<v1::PendingDelivery> A2ATaskStore::GetDelivery(absl::string_view task_id,
+                                                              int64_t history_seq) {
+  RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
+  absl::StatusOr<std::string> raw = store_->Get(
+      ColumnFamily::kA2A, keys::A2ADelivery(task_id, static_cast<uint64_t>(history_seq)));
+  if (absl::IsNotFound(raw.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("no queued delivery of message ", history_seq, " of task ", task_id));
+  }
+  RETURN_IF_ERROR(raw.status());
+  v1::PendingDelivery delivery;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &delivery));
+  return delivery;
+}
+
+absl::StatusOr<int64_t> A2ATaskStore::DeliveryDone(absl::string_view task_id, int64_t history_seq) {
+  int64_t remaining = 0;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     ASSIGN_OR_RETURN(v1::StoredTask header, LockTask(txn, task_id));
+    remaining = header.pending_deliveries();
     const std::string key = keys::A2ADelivery(task_id, static_cast<uint64_t>(history_seq));
     absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
     if (absl::IsNotFound(existing.status())) return absl::OkStatus();  // canceled meanwhile
     RETURN_IF_ERROR(existing.status());
     RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
     header.set_pending_deliveries(std::max<int64_t>(header.pending_deliveries() - 1, 0));
+    remaining = header.pending_deliveries();
     return txn.Put(ColumnFamily::kA2A, keys::A2ATaskHeader(task_id), EncodeRecord(header));
-  });
+  }));
+  return remaining;
 }
 
 absl::StatusOr<A2ATaskStore::Change> A2ATaskStore::DeliveryFailed(absl::string_view task_id,

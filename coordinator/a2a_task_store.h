@@ -13,6 +13,7 @@
 #include "a2a/v1/a2a.pb.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/url_allow_list.h"
 #include "coordinator/limits.h"
 #include "coordinator/v1/a2a_stored.pb.h"
@@ -52,6 +53,20 @@ class A2ATaskStore {
   struct Change {
     v1::StoredTask header;
     std::vector<v1::StoredEvent> events;
+    // The history seq of the message whose delivery this change queued (AcceptMessage), else 0.
+    int64_t queued_delivery_seq = 0;
+    // Whether the change queued webhook calls (a status change of a task with push configs).
+    bool pushes_queued = false;
+  };
+
+  // What ApplyAgentBurst did.
+  struct BurstResult {
+    Change change;
+    // How many of the updates were applied (the rest came after the task stopped).
+    size_t applied = 0;
+    // The delivery named in the call is no longer queued: it was dequeued in the same
+    // transaction, or had already gone (the task was canceled meanwhile).
+    bool delivery_done = false;
   };
 
   // Checks a client's message: message_id, role, at least one part with content, ids, size.
@@ -89,6 +104,19 @@ class A2ATaskStore {
   // the update are replaced by the coordinator's. Updates to an ended task are ignored.
   [[nodiscard]] absl::StatusOr<Change> ApplyAgentUpdate(absl::string_view task_id,
                                                         const a2apb::StreamResponse& update);
+  // INVALID_AGENT_RESPONSE for an update no task can take (empty, or a status update without a
+  // state); OK otherwise. ApplyAgentUpdate and ApplyAgentBurst refuse such an update.
+  [[nodiscard]] static absl::Status CheckAgentUpdate(const a2apb::StreamResponse& update);
+  // Applies a burst of updates that arrived together from the agent running the task, in one
+  // transaction (so one durable write): each exactly as ApplyAgentUpdate would, in order,
+  // stopping after the first one that leaves the task final or interrupted (IsFinalOrInterrupted;
+  // later updates are not applied). When `delivery_seq` > 0 and the task is final or
+  // interrupted afterwards, the delivery of history message `delivery_seq` is dequeued in the
+  // same transaction. All or nothing: if any update is invalid or a write fails, nothing is
+  // stored.
+  [[nodiscard]] absl::StatusOr<BurstResult> ApplyAgentBurst(
+      absl::string_view task_id, absl::Span<const a2apb::StreamResponse> updates,
+      int64_t delivery_seq = 0);
 
   // Events with seq > after_seq, oldest first, at most `max`.
   [[nodiscard]] absl::StatusOr<std::vector<v1::StoredEvent>> ReadEvents(absl::string_view task_id,
@@ -99,8 +127,13 @@ class A2ATaskStore {
   [[nodiscard]] absl::StatusOr<std::vector<v1::PendingDelivery>> PendingDeliveries(int max);
   [[nodiscard]] absl::StatusOr<a2apb::Message> HistoryMessage(absl::string_view task_id,
                                                               int64_t seq);
-  // Removes a delivery that reached its agent.
-  [[nodiscard]] absl::Status DeliveryDone(absl::string_view task_id, int64_t history_seq);
+  // The queued delivery of history message `history_seq`; NOT_FOUND when it is not queued (any
+  // more). What it returns is durable.
+  [[nodiscard]] absl::StatusOr<v1::PendingDelivery> GetDelivery(absl::string_view task_id,
+                                                                int64_t history_seq);
+  // Removes a delivery that reached its agent. Returns the deliveries of the task still queued.
+  [[nodiscard]] absl::StatusOr<int64_t> DeliveryDone(absl::string_view task_id,
+                                                     int64_t history_seq);
   // Records a failed attempt and when to try next. When `give_up`, the delivery is removed and
   // the task FAILED with `error` in its status message.
   [[nodiscard]] absl::StatusOr<Change> DeliveryFailed(absl::string_view task_id,

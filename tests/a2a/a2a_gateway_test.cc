@@ -80,12 +80,13 @@ class GatewayTest : public ::testing::Test {
     server_.reset();
   }
 
-  std::unique_ptr<agent_runtime::AgentServer> StartAgent(const std::string& name = "echo") {
+  std::unique_ptr<agent_runtime::AgentServer> StartAgent(
+      const std::string& name = "echo", agent_runtime::AgentExecutor* executor = nullptr) {
     agent_runtime::RuntimeOptions options;
     options.name = name;
     options.coordinator = server_->address();
     absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> agent =
-        agent_runtime::AgentServer::Start(options, &echo_);
+        agent_runtime::AgentServer::Start(options, executor != nullptr ? executor : &echo_);
     EXPECT_OK(agent);
     return agent.ok() ? *std::move(agent) : nullptr;
   }
@@ -238,6 +239,52 @@ TEST_F(GatewayTest, StreamingSendStreamsTheTaskThenItsEvents) {
   ASSERT_TRUE(events.back().has_status_update());
   EXPECT_EQ(events.back().status_update().task_id(), id);
   EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+}
+
+// Streams many artifact chunks as fast as it can, then completes: far more events arrive while
+// one burst is being stored than one burst takes.
+class FloodAgent : public agent_runtime::AgentExecutor {
+ public:
+  static constexpr int kChunks = 300;
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    (void)request;
+    events.UpdateStatus(a2apb::TASK_STATE_WORKING);
+    for (int i = 0; i < kChunks; ++i) {
+      a2apb::Artifact chunk;
+      chunk.set_artifact_id("flood");
+      chunk.add_parts()->set_text(std::to_string(i));
+      events.AddArtifact(chunk, /*append=*/i > 0, /*last_chunk=*/i + 1 == kChunks);
+    }
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "flooded");
+  }
+};
+
+TEST_F(GatewayTest, AFloodOfAgentEventsIsStoredCompletelyAndInOrder) {
+  FloodAgent flood;
+  auto agent = StartAgent("flood", &flood);
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), Send("go", "flood"));
+  std::vector<a2apb::StreamResponse> events;
+  a2apb::StreamResponse event;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<std::string> chunks;
+  for (const auto& e : events) {
+    if (e.has_artifact_update()) chunks.push_back(e.artifact_update().artifact().parts(0).text());
+  }
+  ASSERT_EQ(chunks.size(), static_cast<size_t>(FloodAgent::kChunks));
+  for (int i = 0; i < FloodAgent::kChunks; ++i) EXPECT_EQ(chunks[i], std::to_string(i));
+  ASSERT_TRUE(events.back().has_status_update());
+  EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  // The stored task holds every chunk, in order, in one artifact.
+  a2apb::Task task = GetTask(events.front().task().id());
+  ASSERT_EQ(task.artifacts_size(), 1);
+  ASSERT_EQ(task.artifacts(0).parts_size(), FloodAgent::kChunks);
+  for (int i = 0; i < FloodAgent::kChunks; ++i) {
+    EXPECT_EQ(task.artifacts(0).parts(i).text(), std::to_string(i));
+  }
 }
 
 TEST_F(GatewayTest, MultiTurnTaskContinuesAfterInputRequired) {

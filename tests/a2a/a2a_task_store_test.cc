@@ -137,6 +137,108 @@ TEST_F(A2ATaskStoreTest, VersionAndEventLogGrowWithEachUpdate) {
   EXPECT_EQ(task->artifacts(0).parts(1).text(), "part2");
 }
 
+// The echo agent's answer as it streams it: its task (its own id, SUBMITTED), WORKING, an
+// artifact, COMPLETED.
+std::vector<a2apb::StreamResponse> EchoBurst() {
+  std::vector<a2apb::StreamResponse> burst(4);
+  burst[0].mutable_task()->set_id("agent-task-1");
+  burst[0].mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_SUBMITTED);
+  burst[1].mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_WORKING);
+  burst[2].mutable_artifact_update()->mutable_artifact()->set_artifact_id("echo");
+  burst[2].mutable_artifact_update()->mutable_artifact()->add_parts()->set_text("hi");
+  burst[3].mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+  burst[3].mutable_status_update()->mutable_status()->mutable_message()->add_parts()->set_text(
+      "echo: hi");
+  return burst;
+}
+
+TEST_F(A2ATaskStoreTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDelivery) {
+  const std::vector<a2apb::StreamResponse> burst = EchoBurst();
+  const std::string one_by_one = NewTask("echo");
+  for (const a2apb::StreamResponse& update : burst) {
+    ASSERT_OK(tasks_->ApplyAgentUpdate(one_by_one, update));
+  }
+  const std::string together = NewTask("echo");
+  absl::StatusOr<A2ATaskStore::BurstResult> result =
+      tasks_->ApplyAgentBurst(together, burst, /*delivery_seq=*/1);
+  ASSERT_OK(result);
+  EXPECT_EQ(result->applied, 4u);
+  EXPECT_TRUE(result->delivery_done);
+  EXPECT_EQ(result->change.events.size(), 3u);  // WORKING, the artifact, COMPLETED
+
+  absl::StatusOr<v1::StoredTask> a = tasks_->GetHeader(one_by_one);
+  absl::StatusOr<v1::StoredTask> b = tasks_->GetHeader(together);
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->version(), a->version());
+  EXPECT_EQ(b->last_event_seq(), a->last_event_seq());
+  EXPECT_EQ(b->history_count(), a->history_count());
+  EXPECT_EQ(b->agent_task_id(), "agent-task-1");
+  EXPECT_EQ(b->task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(b->task().artifacts_size(), 1);
+  // The delivery left the queue in the same transaction; the other task's is still queued.
+  EXPECT_EQ(b->pending_deliveries(), 0);
+  EXPECT_EQ(a->pending_deliveries(), 1);
+  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(together, 1).status()));
+  EXPECT_OK(tasks_->GetDelivery(one_by_one, 1).status());
+
+  absl::StatusOr<std::vector<v1::StoredEvent>> ea = tasks_->ReadEvents(one_by_one, 0, 100);
+  absl::StatusOr<std::vector<v1::StoredEvent>> eb = tasks_->ReadEvents(together, 0, 100);
+  ASSERT_OK(ea);
+  ASSERT_OK(eb);
+  ASSERT_EQ(eb->size(), ea->size());
+  for (size_t i = 0; i < ea->size(); ++i) {
+    EXPECT_EQ((*eb)[i].seq(), (*ea)[i].seq());
+    EXPECT_EQ((*eb)[i].version(), (*ea)[i].version());
+    EXPECT_EQ((*eb)[i].event().payload_case(), (*ea)[i].event().payload_case());
+  }
+}
+
+TEST_F(A2ATaskStoreTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
+  const std::string id = NewTask("echo");
+  // WORKING alone: the agent is not done, so the delivery stays queued.
+  absl::StatusOr<A2ATaskStore::BurstResult> working =
+      tasks_->ApplyAgentBurst(id, {Status(a2apb::TASK_STATE_WORKING)}, 1);
+  ASSERT_OK(working);
+  EXPECT_FALSE(working->delivery_done);
+  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+  // Asking for input ends the turn: what comes after it in the burst is not applied.
+  absl::StatusOr<A2ATaskStore::BurstResult> asked = tasks_->ApplyAgentBurst(
+      id, {Status(a2apb::TASK_STATE_INPUT_REQUIRED, "which?"), Status(a2apb::TASK_STATE_COMPLETED)},
+      1);
+  ASSERT_OK(asked);
+  EXPECT_EQ(asked->applied, 1u);
+  EXPECT_TRUE(asked->delivery_done);
+  EXPECT_EQ(asked->change.header.task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(id, 1).status()));
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+  ASSERT_OK(header);
+  EXPECT_EQ(header->task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_EQ(header->last_event_seq(), 3);  // SUBMITTED, WORKING, INPUT_REQUIRED
+  EXPECT_EQ(header->pending_deliveries(), 0);
+}
+
+TEST_F(A2ATaskStoreTest, ABurstWithAnInvalidUpdateStoresNothing) {
+  const std::string id = NewTask("echo");
+  absl::StatusOr<v1::StoredTask> before = tasks_->GetHeader(id);
+  ASSERT_OK(before);
+  std::vector<a2apb::StreamResponse> burst = EchoBurst();
+  burst[2] = Status(a2apb::TASK_STATE_UNSPECIFIED);  // a status update without a state
+  absl::StatusOr<A2ATaskStore::BurstResult> result = tasks_->ApplyAgentBurst(id, burst, 1);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal) << result.status();
+  EXPECT_NE(result.status().message().find("without a state"), std::string::npos);
+  EXPECT_EQ(A2ATaskStore::CheckAgentUpdate(burst[2]).code(), absl::StatusCode::kInternal);
+  EXPECT_OK(A2ATaskStore::CheckAgentUpdate(burst[1]));
+  // Nothing of the burst was stored, not even the updates before the invalid one.
+  absl::StatusOr<v1::StoredTask> after = tasks_->GetHeader(id);
+  ASSERT_OK(after);
+  EXPECT_EQ(after->SerializeAsString(), before->SerializeAsString());
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 100);
+  ASSERT_OK(events);
+  EXPECT_EQ(events->size(), 1u);  // SUBMITTED only
+  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+}
+
 TEST_F(A2ATaskStoreTest, HistoryLength) {
   const std::string id = NewTask("echo");
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q1")));
