@@ -240,9 +240,38 @@ void A2AGateway::Stop() {
 
 void A2AGateway::Published(const A2ATaskStore::Change& change) {
   if (!change.events.empty()) notifier_.Notify(change.header.task().id());
-  absl::MutexLock lock(&mu_);
-  kicked_ = true;
-  push_kicked_ = true;
+  if (change.pushes_queued) {
+    absl::MutexLock lock(&mu_);
+    push_kicked_ = true;
+  }
+}
+
+void A2AGateway::Accepted(const A2ATaskStore::Change& change) {
+  Published(change);
+  if (change.queued_delivery_seq <= 0) return;
+  if (change.header.pending_deliveries() == 1) {
+    // The only message of its task waiting: nothing to keep in order behind.
+    v1::PendingDelivery delivery;
+    delivery.set_task_id(change.header.task().id());
+    delivery.set_tenant(change.header.tenant());
+    delivery.set_history_seq(change.queued_delivery_seq);
+    if (Dispatch(std::move(delivery))) return;
+  }
+  Kick();
+}
+
+bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || delivery_pool_ == nullptr) return false;
+    if (!in_flight_.insert(delivery.task_id()).second) {
+      deferred_.insert(delivery.task_id());
+      return false;
+    }
+  }
+  delivery_pool_->Schedule(
+      [this, delivery = std::move(delivery)]() mutable { Deliver(std::move(delivery)); });
+  return true;
 }
 
 void A2AGateway::Kick() {
@@ -307,6 +336,7 @@ void A2AGateway::DeliveryLoop() {
         {
           absl::MutexLock lock(&mu_);
           if (stopping_) return;
+          // In flight: its end wakes this loop when more of the task waits.
           if (!in_flight_.insert(d.task_id()).second) continue;
         }
         delivery_pool_->Schedule([this, d = std::move(d)]() mutable { Deliver(std::move(d)); });
@@ -318,57 +348,82 @@ void A2AGateway::DeliveryLoop() {
   }
 }
 
-void A2AGateway::Deliver(v1::PendingDelivery delivery) {
-  const std::string task_id = delivery.task_id();
-  bool dequeued = false;
-  absl::Status result = Attempt(delivery, &dequeued);
-  if (result.ok()) {
-    DeliveryMetrics().delivered->Increment();
-    if (!dequeued) {
-      absl::StatusOr<int64_t> done = tasks_->DeliveryDone(task_id, delivery.history_seq());
-      if (!done.ok()) {
-        common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                         "cannot dequeue a delivery: %s", done.status().message());
-      }
+void A2AGateway::Deliver(v1::PendingDelivery seen) {
+  const std::string task_id = seen.task_id();
+  // Whether the queue scan should look again when this ends: more of the task's messages wait,
+  // or this one was rescheduled.
+  bool rescan = false;
+  // What the caller saw may be stale (a scan that read the queue before this delivery was done
+  // by another thread): the queue entry as stored now decides. Reading it also waits until it
+  // is durable, and with it the message it carries.
+  absl::StatusOr<v1::PendingDelivery> current = tasks_->GetDelivery(task_id, seen.history_seq());
+  if (!current.ok()) {
+    if (!absl::IsNotFound(current.status())) {
+      common::LogError({{"task_id", task_id}, {"agent", seen.tenant()}},
+                       "cannot read a queued delivery: %s", current.status().message());
+      rescan = true;
     }
+  } else if (FromProtoTime(current->next_attempt_time()) > absl::Now()) {
+    rescan = true;  // rescheduled since it was seen: the scan waits for it
   } else {
-    bool stopping;
-    {
-      absl::MutexLock lock(&mu_);
-      stopping = stopping_;
-    }
-    // A delivery cut short by our own shutdown is not the agent's failure: it stays queued.
-    if (!stopping) {
-      const int attempts = delivery.attempts() + 1;
-      // Errors without a retryable code are the agent's definite answer: no point retrying.
-      const bool retryable = result.code() == absl::StatusCode::kUnavailable ||
-                             result.code() == absl::StatusCode::kDeadlineExceeded ||
-                             result.code() == absl::StatusCode::kCancelled ||
-                             result.code() == absl::StatusCode::kUnknown ||
-                             result.code() == absl::StatusCode::kResourceExhausted ||
-                             result.code() == absl::StatusCode::kAborted;
-      const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
-      (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
-      common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                      "delivery attempt %d failed: %s%s", attempts, result.message(),
-                      give_up ? " (giving up)" : "");
-      absl::StatusOr<A2ATaskStore::Change> change =
-          tasks_->DeliveryFailed(task_id, delivery.history_seq(), result.message(),
-                                 absl::Now() + Backoff(attempts), give_up);
-      if (change.ok()) {
-        Published(*change);
-      } else {
-        common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                         "cannot record a failed delivery: %s", change.status().message());
+    const v1::PendingDelivery& delivery = *current;
+    std::optional<int64_t> remaining;
+    const absl::Status result = Attempt(delivery, &remaining);
+    if (result.ok()) {
+      DeliveryMetrics().delivered->Increment();
+      if (!remaining.has_value()) {
+        absl::StatusOr<int64_t> done = tasks_->DeliveryDone(task_id, delivery.history_seq());
+        if (done.ok()) {
+          remaining = *done;
+        } else {
+          common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                           "cannot dequeue a delivery: %s", done.status().message());
+        }
       }
+      rescan = !remaining.has_value() || *remaining > 0;
+    } else {
+      rescan = true;
+      DeliveryFailed(delivery, result);
     }
   }
   absl::MutexLock lock(&mu_);
   in_flight_.erase(task_id);
-  kicked_ = true;
+  if (deferred_.erase(task_id) > 0) rescan = true;
+  if (rescan) kicked_ = true;
 }
 
-absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery, bool* dequeued) {
+void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result) {
+  const std::string& task_id = delivery.task_id();
+  {
+    // A delivery cut short by our own shutdown is not the agent's failure: it stays queued.
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+  }
+  const int attempts = delivery.attempts() + 1;
+  // Errors without a retryable code are the agent's definite answer: no point retrying.
+  const bool retryable = result.code() == absl::StatusCode::kUnavailable ||
+                         result.code() == absl::StatusCode::kDeadlineExceeded ||
+                         result.code() == absl::StatusCode::kCancelled ||
+                         result.code() == absl::StatusCode::kUnknown ||
+                         result.code() == absl::StatusCode::kResourceExhausted ||
+                         result.code() == absl::StatusCode::kAborted;
+  const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
+  (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
+  common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                  "delivery attempt %d failed: %s%s", attempts, result.message(),
+                  give_up ? " (giving up)" : "");
+  absl::StatusOr<A2ATaskStore::Change> change = tasks_->DeliveryFailed(
+      task_id, delivery.history_seq(), result.message(), absl::Now() + Backoff(attempts), give_up);
+  if (change.ok()) {
+    Published(*change);
+  } else {
+    common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                     "cannot record a failed delivery: %s", change.status().message());
+  }
+}
+
+absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
+                                 std::optional<int64_t>* remaining) {
   const std::string& task_id = delivery.task_id();
   absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(task_id);
   if (absl::IsNotFound(header.status())) return absl::OkStatus();  // nothing left to deliver
@@ -444,7 +499,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery, bool* dequ
       Published(applied->change);
       if (IsFinalOrInterrupted(applied->change.header.task().status().state())) {
         reached_end = true;
-        *dequeued = applied->delivery_done;
+        if (applied->delivery_done) *remaining = applied->change.header.pending_deliveries();
         context.TryCancel();  // the agent's stream should end here; do not wait for it
         break;
       }
@@ -465,7 +520,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery, bool* dequ
     ASSIGN_OR_RETURN(
         A2ATaskStore::BurstResult applied,
         tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
-    *dequeued = applied.delivery_done;
+    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
     Published(applied.change);
   }
   if (reached_end || status.ok()) return absl::OkStatus();
@@ -483,7 +538,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery, bool* dequ
     ASSIGN_OR_RETURN(
         A2ATaskStore::BurstResult applied,
         tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
-    *dequeued = applied.delivery_done;
+    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
     Published(applied.change);
     return absl::OkStatus();
   }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -72,9 +73,19 @@ class A2AGateway {
 
   TaskNotifier* notifier() { return &notifier_; }
 
-  // Tells watchers of the change's task and wakes the delivery loop.
+  // Tells watchers of the change's task, and wakes the webhook loop when it queued calls.
   void Published(const A2ATaskStore::Change& change);
-  // Wakes the delivery loop now (a message was queued, an agent registered).
+  // A client's message was stored (durably) and its delivery queued: publishes the change and
+  // hands the delivery straight to a delivery thread when it is the only message of its task
+  // still queued; otherwise the queue scan takes it, in order.
+  void Accepted(const A2ATaskStore::Change& change);
+  // Starts delivering `delivery` on a delivery thread unless a delivery of its task is in
+  // flight (false; that one's end wakes the queue scan). Whatever the caller saw, the delivery
+  // is read again from the queue first and skipped when it is gone or not yet due, so a stale
+  // view (a scan that read the queue before the delivery was done) sends nothing twice.
+  bool Dispatch(v1::PendingDelivery delivery);
+  // Wakes the delivery loop's queue scan now (an agent registered, a message waits behind
+  // another of its task).
   void Kick();
   // An agent (re)registered: its queued deliveries are due now.
   void AgentRegistered(const std::string& name);
@@ -88,10 +99,13 @@ class A2AGateway {
 
  private:
   void DeliveryLoop();
-  void Deliver(v1::PendingDelivery delivery);
+  void Deliver(v1::PendingDelivery seen);
+  // Records a failed attempt: retried later, or given up and the task FAILED.
+  void DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result);
   // One attempt; OK when the message reached the agent and the agent answered. Sets
-  // `*dequeued` when the delivery left the queue in the same transaction as the agent's answer.
-  absl::Status Attempt(const v1::PendingDelivery& delivery, bool* dequeued);
+  // `*remaining` to the task's deliveries still queued when this one left the queue in the same
+  // transaction as the agent's answer.
+  absl::Status Attempt(const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining);
   void PushLoop();
   void SendPush(const v1::PushDelivery& push);
   absl::Duration Backoff(int attempts) const;
@@ -106,6 +120,9 @@ class A2AGateway {
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   bool push_kicked_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Tasks whose Dispatch was refused while they were in flight: the end of that delivery wakes
+  // the queue scan.
+  absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
 

@@ -479,7 +479,7 @@ absl::StatusOr<A2ATaskStore::Change> A2AServiceImpl::Accept(
   }
   ASSIGN_OR_RETURN(A2ATaskStore::Change change,
                    tasks_->AcceptMessage(request.tenant(), request.message(), push));
-  gateway_->Published(change);
+  gateway_->Accepted(change);
   return change;
 }
 
