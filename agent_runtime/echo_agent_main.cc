@@ -6,6 +6,7 @@
 #include "agent_runtime/echo_agent.h"
 #include "common/env_flags.h"
 #include "common/grpc_client.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
                     "echo_agent: an A2A v1.0 example agent.\n"
                     "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]",
                     argc, argv);
+  common::RouteGrpcLogs();
   const common::StopSignals stop_signals;  // before any thread starts
 
   agent_runtime::EchoAgent agent;

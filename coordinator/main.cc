@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "common/env_flags.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "common/url_allow_list.h"
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
                     "coordinator: durable state for multi-agent systems, over gRPC.\n"
                     "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",
                     argc, argv);
+  common::RouteGrpcLogs();
 
   const common::StopSignals stop_signals;  // before any thread starts
 

@@ -6,6 +6,7 @@
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
 #include "common/grpc_client.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "green_agent/green_agent.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
                     "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
                     "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks",
                     argc, argv);
+  common::RouteGrpcLogs();
   const common::StopSignals stop_signals;  // before any thread starts
 
   green_agent::GreenOptions options;

@@ -7,6 +7,7 @@
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
 #include "common/grpc_client.h"
+#include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/stop_signals.h"
 #include "purple_agent/policy.h"
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
                     "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
                     "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks",
                     argc, argv);
+  common::RouteGrpcLogs();
   const common::StopSignals stop_signals;  // before any thread starts
 
   purple_agent::PolicyOptions policy_options;

@@ -60,6 +60,31 @@ TEST(LogProcessTest, DefaultIsOneJsonObjectPerLine) {
   EXPECT_THAT(stopped->err, HasSubstr("\"message\":\"stopped cleanly\""));
 }
 
+// gRPC's own lines (here its bind error) come out in the same format, marked as gRPC's.
+TEST(LogProcessTest, GrpcLinesAreJsonToo) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> first =
+      CoordinatorProcess::Start(dir.Sub("a"));
+  ASSERT_OK(first);
+  absl::StatusOr<ProcessResult> second = testing_util::RunProcess(
+      BinaryPath("coordinator"),
+      {"--listen=" + (*first)->target(), "--http_listen=", "--data_dir=" + dir.Sub("b")});
+  ASSERT_OK(second);
+  EXPECT_NE(second->exit_code, 0) << second->Describe();
+  bool grpc_line = false;
+  for (absl::string_view line : absl::StrSplit(second->err, '\n', absl::SkipEmpty())) {
+    google::protobuf::Struct event;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(std::string(line), &event).ok())
+        << line;
+    auto source = event.fields().find("source");
+    if (source == event.fields().end() || source->second.string_value() != "grpc") continue;
+    grpc_line = true;
+    EXPECT_EQ(event.fields().at("level").string_value(), "ERROR") << line;
+    EXPECT_THAT(event.fields().at("location").string_value(), HasSubstr(".cc:")) << line;
+  }
+  EXPECT_TRUE(grpc_line) << second->err;
+}
+
 TEST(LogProcessTest, TextFormatByFlagOrEnvironment) {
   TempDir dir;
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
