@@ -89,6 +89,21 @@ bool IsRetryable(const grpc::Status& status) {
 // Bounds of one burst of agent events stored in one transaction.
 constexpr size_t kMaxBurstEvents = 64;
 constexpr size_t kMaxBurstBytes = 4 << 20;
+// How long the agent's opening snapshot of the task waits for the events after it.
+constexpr absl::Duration kOpeningLinger = absl::Milliseconds(20);
+
+// Whether `response`, the first of a delivery's stream, is only the agent's snapshot of the
+// task as it already stands: no artifacts, no status message, and the state the task has (or
+// none; or, on a follow-up, the interrupted state being answered, which is set aside).
+bool OpensQuietly(const a2apb::StreamResponse& response, const v1::StoredTask& header,
+                  bool follow_up) {
+  if (!response.has_task() || response.task().artifacts_size() > 0) return false;
+  const a2apb::TaskStatus& status = response.task().status();
+  if (status.has_message()) return false;
+  return status.state() == a2apb::TASK_STATE_UNSPECIFIED ||
+         status.state() == header.task().status().state() ||
+         (follow_up && IsInterrupted(status.state()));
+}
 
 // The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
 // arrive while the previous burst is being stored wait here and are stored together, in one
@@ -126,16 +141,15 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
     finished_.Notify();  // the last touch of this object by gRPC's thread
   }
 
-  // Waits for an event or the end of the stream, then moves the waiting events (in order; at
-  // most kMaxBurstEvents and about kMaxBurstBytes) into `out`. False when the stream has ended
-  // and no event is left.
-  bool Take(std::vector<a2apb::StreamResponse>* out) {
-    out->clear();
+  // Waits for an event, the end of the stream or `deadline`, then appends the waiting events
+  // (in order; up to kMaxBurstEvents and about kMaxBurstBytes in `out`) to `out`. False when
+  // `out` is still empty.
+  bool Take(std::vector<a2apb::StreamResponse>* out, absl::Time deadline = absl::InfiniteFuture()) {
     bool resume;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || done_; };
-      mu_.Await(absl::Condition(&ready));
+      mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
       size_t bytes = 0;
       while (!queue_.empty() && out->size() < kMaxBurstEvents && bytes < kMaxBurstBytes) {
         bytes += queue_.front().ByteSizeLong();
@@ -469,7 +483,14 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // Every event that waits is stored in one transaction with the others (one durable write),
   // in order, and only then published. The burst that ends the task (or asks for input) also
   // dequeues the delivery.
-  while (!reached_end && reader.Take(&burst)) {
+  while (!reached_end) {
+    burst.clear();
+    if (!reader.Take(&burst)) break;  // the stream ended
+    if (!got_any && burst.size() == 1 && OpensQuietly(burst[0], *header, follow_up)) {
+      // The agent's opening snapshot changes nothing a client sees (it names the agent's own
+      // task id): wait a moment for the events that follow it, to store them together.
+      reader.Take(&burst, absl::Now() + kOpeningLinger);
+    }
     size_t valid = 0;
     absl::Status invalid;
     for (a2apb::StreamResponse& response : burst) {

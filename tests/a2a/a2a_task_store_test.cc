@@ -262,6 +262,33 @@ TEST_F(A2ATaskStoreTest, HistoryLength) {
   EXPECT_EQ(tasks_->GetTask("", id, -1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(A2ATaskStoreTest, LongAndShortHistoriesReadTheSame) {
+  // 1 + 2 * 12 = 25 messages: more than are read record by record, so both ways are used.
+  const std::string id = NewTask("echo");
+  for (int turn = 0; turn < 12; ++turn) {
+    ASSERT_OK(tasks_->ApplyAgentUpdate(
+        id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q" + std::to_string(turn))));
+    ASSERT_OK(tasks_->AcceptMessage("echo", UserText("a" + std::to_string(turn), id)));
+  }
+  absl::StatusOr<a2apb::Task> all = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(all);
+  ASSERT_EQ(all->history_size(), 25);
+  EXPECT_EQ(all->history(0).parts(0).text(), "hi");
+  for (int turn = 0; turn < 12; ++turn) {
+    EXPECT_EQ(all->history(1 + 2 * turn).parts(0).text(), "q" + std::to_string(turn));
+    EXPECT_EQ(all->history(2 + 2 * turn).parts(0).text(), "a" + std::to_string(turn));
+  }
+  for (int length : {1, 3, 16, 17, 24, 25, 40}) {
+    absl::StatusOr<a2apb::Task> latest = tasks_->GetTask("", id, length);
+    ASSERT_OK(latest);
+    const int expected = std::min(length, 25);
+    ASSERT_EQ(latest->history_size(), expected) << length;
+    for (int i = 0; i < expected; ++i) {
+      EXPECT_EQ(latest->history(i).message_id(), all->history(25 - expected + i).message_id());
+    }
+  }
+}
+
 TEST_F(A2ATaskStoreTest, BadMessagesAreRefusedAndChangeNothing) {
   a2apb::Message no_parts = UserText("x");
   no_parts.clear_parts();
