@@ -30,7 +30,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Backup(grpc::CallbackServerContext* 
   return HandleUnary(
       context, pool_, response, [this, request]() -> absl::StatusOr<v1::BackupResponse> {
         const absl::Time start = absl::Now();
-        absl::Status s = storage::Backup(*store_, data_dir_, request->dir());
+        absl::Status s = storage::Backup(*store_, data_dir_, request->dir(), backup_root_);
         if (!s.ok()) return s;
         v1::BackupResponse out;
         out.set_dir(request->dir());

@@ -15,13 +15,14 @@ namespace coordinator {
 
 class AdminServiceImpl final : public v1::Admin::CallbackService {
  public:
-  // `data_dir` is the store's directory (backups may not go inside it); `retention` gives the
-  // defaults of CollectGarbage.
-  AdminServiceImpl(storage::Store* store, std::string data_dir, Exporter* exporter,
-                   Retention* retention, RetentionOptions retention_options,
+  // `data_dir` is the store's directory (backups may not go inside it); backups go only under
+  // `backup_root` when it is not empty; `retention` gives the defaults of CollectGarbage.
+  AdminServiceImpl(storage::Store* store, std::string data_dir, std::string backup_root,
+                   Exporter* exporter, Retention* retention, RetentionOptions retention_options,
                    common::ThreadPool* pool)
       : store_(store),
         data_dir_(std::move(data_dir)),
+        backup_root_(std::move(backup_root)),
         exporter_(exporter),
         retention_(retention),
         retention_options_(retention_options),
@@ -40,6 +41,7 @@ class AdminServiceImpl final : public v1::Admin::CallbackService {
  private:
   storage::Store* store_;  // not owned
   const std::string data_dir_;
+  const std::string backup_root_;
   Exporter* exporter_;    // not owned
   Retention* retention_;  // not owned
   const RetentionOptions retention_options_;

@@ -18,6 +18,9 @@ ABSL_FLAG(std::string, data_dir, "./data", "RocksDB data directory; created when
 ABSL_FLAG(std::string, restore_from, "",
           "a backup directory (coordctl backup) to copy into --data_dir before starting; the data "
           "dir must be absent or empty; empty (the default) restores nothing");
+ABSL_FLAG(std::string, backup_root, "",
+          "directory under which Admin.Backup may write (default: any absolute path outside "
+          "--data_dir that an admin names)");
 ABSL_FLAG(absl::Duration, retention_terminal_ttl, absl::ZeroDuration(),
           "contexts, conversations, A2A tasks and work runs that ended longer ago than this are "
           "deleted in the background; 0 (the default) keeps them forever");
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.restore_from = absl::GetFlag(FLAGS_restore_from);
+  options.backup_root = absl::GetFlag(FLAGS_backup_root);
   options.retention.terminal_ttl = absl::GetFlag(FLAGS_retention_terminal_ttl);
   options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
   options.retention.period = absl::GetFlag(FLAGS_retention_period);

@@ -1,5 +1,6 @@
 #include "coordinator/server.h"
 
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -86,6 +87,15 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   store_options.path = options.data_dir;
   store_options.sync_writes = options.sync_writes;
   RETURN_IF_ERROR(ValidateRetentionOptions(options.retention));
+  if (!options.backup_root.empty()) {
+    std::error_code ec;
+    if (options.backup_root.front() != '/' ||
+        !std::filesystem::is_directory(options.backup_root, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--backup_root must be an absolute path to an existing directory, not ",
+                       options.backup_root));
+    }
+  }
   if (!options.restore_from.empty()) {
     RETURN_IF_ERROR(storage::RestoreBackup(options.restore_from, options.data_dir));
     LOG_INFO("restored the backup %s into %s", options.restore_from, options.data_dir);
@@ -135,8 +145,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
                                                  options.task_state, options.breaker);
   server->retention_ = std::make_unique<Retention>(server->store_.get());
   server->admin_service_ = std::make_unique<AdminServiceImpl>(
-      server->store_.get(), options.data_dir, server->exporter_.get(), server->retention_.get(),
-      options.retention, server->pool_.get());
+      server->store_.get(), options.data_dir, options.backup_root, server->exporter_.get(),
+      server->retention_.get(), options.retention, server->pool_.get());
 
   server->metrics_ = std::make_unique<ServerMetrics>(server->store_.get(), server->work_.get());
 

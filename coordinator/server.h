@@ -39,6 +39,9 @@ struct ServerOptions {
   // When set, a backup directory (Admin.Backup) copied into data_dir before opening it;
   // data_dir must then be absent or empty (default empty: no restore).
   std::string restore_from;
+  // When set, Admin.Backup writes only under this directory (default empty: any absolute path
+  // outside data_dir that an admin names).
+  std::string backup_root;
   // Retention of records that ended long ago (default: kept forever).
   RetentionOptions retention;
   // Largest request accepted, in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED.

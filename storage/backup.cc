@@ -28,7 +28,8 @@ bool IsWithin(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
-absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir) {
+absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir,
+                               absl::string_view root) {
   if (dir.empty()) return absl::InvalidArgumentError("backup dir is empty");
   while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
   if (dir.size() > kMaxBackupPathBytes) {
@@ -63,6 +64,18 @@ absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir
     return absl::FailedPreconditionError(absl::StrCat(
         "the parent of backup dir ", dir, " is not an existing directory on the coordinator"));
   }
+  if (!root.empty()) {
+    // Resolve links on both sides, so that neither a link in the path nor a link as the root
+    // moves the backup somewhere else.
+    const fs::path real_parent = fs::canonical(parent, ec);
+    const fs::path real_root = fs::weakly_canonical(fs::path(std::string(root)), ec);
+    if (ec || !IsWithin(real_parent / target.filename(), real_root) ||
+        real_parent / target.filename() == real_root) {
+      return absl::InvalidArgumentError(absl::StrCat("backup dir ", dir,
+                                                     " is outside the backup root ", root,
+                                                     " (--backup_root): write backups under it"));
+    }
+  }
   if (fs::exists(fs::symlink_status(target, ec))) {
     if (fs::is_symlink(fs::symlink_status(target, ec)) || !IsEmptyDir(target, ec)) {
       return absl::FailedPreconditionError(
@@ -72,8 +85,9 @@ absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir
   return absl::OkStatus();
 }
 
-absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& requested) {
-  if (absl::Status s = ValidateBackupDir(requested, data_dir); !s.ok()) return s;
+absl::Status Backup(Store& store, absl::string_view data_dir, const std::string& requested,
+                    absl::string_view root) {
+  if (absl::Status s = ValidateBackupDir(requested, data_dir, root); !s.ok()) return s;
   std::string dir = requested;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::error_code ec;

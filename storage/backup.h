@@ -20,14 +20,16 @@ inline constexpr size_t kMaxBackupPathBytes = 4096;
 // Checks that `dir` may receive a backup of the database at `data_dir`: an absolute path without
 // `.` or `..` components or control characters, at most kMaxBackupPathBytes, whose parent is an
 // existing directory, which is either absent or an empty directory, and which is neither inside
-// the data dir nor contains it. INVALID_ARGUMENT for a malformed path, FAILED_PRECONDITION for
-// one the file system refuses (parent missing, directory not empty).
-[[nodiscard]] absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir);
+// the data dir nor contains it; and, when `root` is not empty, which lies inside `root` once
+// symbolic links are resolved. INVALID_ARGUMENT for a malformed path or one outside `root`,
+// FAILED_PRECONDITION for one the file system refuses (parent missing, directory not empty).
+[[nodiscard]] absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir,
+                                             absl::string_view root = "");
 
 // Validates `dir` as above and writes a checkpoint of `store` (whose data dir is `data_dir`)
 // into it. An empty directory at `dir` is replaced by the backup. Trailing slashes are ignored.
 [[nodiscard]] absl::Status Backup(Store& store, absl::string_view data_dir,
-                                  const std::string& requested);
+                                  const std::string& requested, absl::string_view root = "");
 
 // Copies the backup at `backup_dir` into `data_dir`, which must be absent or an empty
 // directory: the files are copied into `<data_dir>.restoring` and that directory is renamed to

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
 #include "tests/test_util.h"
@@ -47,6 +48,27 @@ TEST(BackupDirTest, RefusesTheDataDirAndWhatIsInsideIt) {
   // A backup dir that would contain the data dir.
   EXPECT_EQ(ValidateBackupDir(dir.path(), dir.Sub("data")).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BackupDirTest, WithARootOnlyDirsUnderItAreAccepted) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.Sub("root/nightly"));
+  std::filesystem::create_directories(dir.Sub("elsewhere"));
+  const std::string root = dir.Sub("root");
+  EXPECT_OK(ValidateBackupDir(dir.Sub("root/b1"), "/nonexistent-data", root));
+  EXPECT_OK(ValidateBackupDir(dir.Sub("root/nightly/b2"), "/nonexistent-data", root));
+  EXPECT_OK(ValidateBackupDir(dir.Sub("root/b1"), "/nonexistent-data", root + "/"));
+  EXPECT_EQ(ValidateBackupDir(dir.Sub("elsewhere/b"), "/nonexistent-data", root).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateBackupDir(root, "/nonexistent-data", root).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateBackupDir(dir.Sub("rootless"), "/nonexistent-data", root).code(),
+            absl::StatusCode::kInvalidArgument);
+  // A link inside the root that points out of it does not take the backup out.
+  std::filesystem::create_directory_symlink(dir.Sub("elsewhere"), dir.Sub("root/out"));
+  absl::Status through_link = ValidateBackupDir(dir.Sub("root/out/b"), "/nonexistent-data", root);
+  EXPECT_EQ(through_link.code(), absl::StatusCode::kInvalidArgument) << through_link;
+  EXPECT_THAT(std::string(through_link.message()), ::testing::HasSubstr("--backup_root"));
 }
 
 TEST(BackupDirTest, RefusesNonEmptyDirsFilesAndMissingParents) {

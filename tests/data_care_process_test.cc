@@ -284,6 +284,32 @@ TEST_F(DataCareTest, BadBackupDirsAreRefusedAndWriteNothing) {
   EXPECT_EQ(Ctl(c->target(), {"backup", "a", "b"}).exit_code, 2);
 }
 
+// With --backup_root, a backup goes only under it; a missing or relative root stops the start.
+TEST_F(DataCareTest, BackupRootConfinesBackups) {
+  std::filesystem::create_directories(dir_.Sub("backups"));
+  std::unique_ptr<CoordinatorProcess> c =
+      Start(dir_.Sub("data"), {"--backup_root=" + dir_.Sub("backups")});
+  ASSERT_NE(c, nullptr);
+  ProcessResult outside = Ctl(c->target(), {"backup", dir_.Sub("elsewhere")});
+  EXPECT_EQ(outside.exit_code, 3) << outside.Describe();
+  EXPECT_THAT(outside.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(outside.err, HasSubstr("--backup_root"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("elsewhere")));
+  ProcessResult inside = Ctl(c->target(), {"backup", dir_.Sub("backups/b1")});
+  EXPECT_EQ(inside.exit_code, 0) << inside.Describe();
+  EXPECT_TRUE(std::filesystem::exists(dir_.Sub("backups/b1/CURRENT")));
+
+  for (const std::string& root : {dir_.Sub("missing"), std::string("relative")}) {
+    absl::StatusOr<ProcessResult> bad = testing_util::RunProcess(
+        testing_util::BinaryPath("coordinator"),
+        {"--listen=127.0.0.1:0", "--http_listen=", "--data_dir=" + dir_.Sub("d2"),
+         "--backup_root=" + root});
+    ASSERT_OK(bad);
+    EXPECT_NE(bad->exit_code, 0) << bad->Describe();
+    EXPECT_THAT(bad->err, HasSubstr("--backup_root must be an absolute path")) << bad->Describe();
+  }
+}
+
 TEST_F(DataCareTest, RestoreRefusesANonBackupAndAUsedDataDir) {
   {
     std::unique_ptr<CoordinatorProcess> c = Start(dir_.Sub("data"));
