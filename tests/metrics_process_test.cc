@@ -10,7 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "coordinator/v1/work.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/process_util.h"
@@ -55,6 +59,60 @@ double Sample(const std::string& text, const std::string& series) {
 void ExpectExit(const absl::StatusOr<ProcessResult>& r, int code) {
   ASSERT_OK(r.status());
   EXPECT_EQ(r->exit_code, code) << r->Describe();
+}
+
+// The open-streams gauge counts a run watch while it is open, and not once it is cancelled.
+TEST(MetricsProcessTest, OpenStreamsGaugeFollowsAWatch) {
+  namespace v1 = coordinator::v1;
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(dir.Sub("data"));
+  ASSERT_OK(coordinator);
+  absl::StatusOr<int> http_port = HttpPort(**coordinator);
+  ASSERT_OK(http_port);
+  httplib::Client http("127.0.0.1", *http_port);
+  const std::string series =
+      "coordinator_grpc_open_streams{service=\"coordinator.v1.WorkService\",method=\"WatchRun\"}";
+  auto open_watches = [&]() -> double {
+    httplib::Result res = http.Get("/metrics");
+    return res && res->status == 200 ? Sample(res->body, series) : -2;
+  };
+
+  auto stub = v1::WorkService::NewStub(
+      grpc::CreateChannel((*coordinator)->target(), grpc::InsecureChannelCredentials()));
+  v1::CreateRunRequest create;
+  create.mutable_run()->set_run_id("watched");
+  create.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+  v1::WorkItem* item = create.add_items();
+  item->set_item_id("a");
+  item->set_title("a");
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    v1::Run run;
+    ASSERT_TRUE(stub->CreateRun(&ctx, create, &run).ok());
+  }
+
+  grpc::ClientContext watch_ctx;
+  v1::WatchRunRequest watch;
+  watch.set_run_id("watched");
+  std::unique_ptr<grpc::ClientReader<v1::RunEvent>> reader = stub->WatchRun(&watch_ctx, watch);
+  v1::RunEvent first;
+  ASSERT_TRUE(reader->Read(&first));  // the stream is open on the server now
+  EXPECT_EQ(open_watches(), 1);
+
+  watch_ctx.TryCancel();
+  v1::RunEvent ignored;
+  while (reader->Read(&ignored)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The server lets go of the call a moment after the cancel reaches it.
+  double after = open_watches();
+  for (int i = 0; i < 300 && after != 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    after = open_watches();
+  }
+  EXPECT_EQ(after, 0);
 }
 
 TEST(MetricsProcessTest, CallsShowUpWithTheirCodes) {
