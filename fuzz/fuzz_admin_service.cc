@@ -2,15 +2,17 @@
 // ExportContext) of the real coordinator running in this process (fuzz/fuzz_server.h): the first
 // byte picks the method, the rest is the serialized request.
 //
-// Backup writes a checkpoint wherever the request's `dir` says, on the coordinator's file system:
-// any absolute path whose parent exists and that is absent or empty (storage/backup.h). So that a
-// fuzzed Backup can only write inside this process's scratch dir, a Backup input is parsed here
-// and its `dir` moved under <scratch>/backups before it is sent: "/x/y" becomes
-// "<scratch>/backups/x/y" (and a relative "x", which the server would refuse, becomes
-// "<scratch>/backups/x"); an input that does not parse as a BackupRequest is not sent at all.
-// Everything else about the path (`.`/`..` components, control characters, length, a missing
-// parent, trailing slashes) reaches the server as the fuzzer made it. The backups are removed
-// after each call.
+// Backup writes a checkpoint wherever the request's `dir` says, on the coordinator's file system,
+// unless --backup_root confines it (storage/backup.h). The harness's coordinator has
+// --backup_root=<scratch>/backups/root, and so that a fuzzed Backup could only write inside this
+// process's scratch dir even if that check failed, a Backup input is parsed here and its `dir`
+// moved under <scratch>/backups before it is sent: "/x/y" becomes "<scratch>/backups/x/y" (and a
+// relative "x", which the server would refuse, "<scratch>/backups/x"); an input that does not
+// parse as a BackupRequest is not sent at all. So "/root/..." is inside the backup root and
+// anything else outside it, where the server must refuse: a Backup that succeeds outside the
+// root is a finding. Everything else about the path (`.`/`..` components, control characters,
+// length, a missing parent, trailing slashes) reaches the server as the fuzzer made it. The
+// backups are removed after each call.
 //
 // ExportContext and CollectGarbage need something stored to read and delete: a small evaluation
 // (a context with a command, its conversation, its retry state and a break, a work run) is written
@@ -101,37 +103,53 @@ void Populate() {
   Send("coordinator.v1.WorkService", "CreateRun", run);
 }
 
-// Where fuzzed backups go: <scratch>/backups, an empty directory between inputs.
-const std::string& BackupRoot() {
-  static const std::string* root = new std::string(fuzzing::ScratchDir() + "/backups");
-  return *root;
+// Where fuzzed backups go: <scratch>/backups, holding only the empty backup root between inputs.
+const std::string& BackupsDir() {
+  static const std::string* dir = new std::string(fuzzing::ScratchDir() + "/backups");
+  return *dir;
 }
 
-void ResetBackupRoot() {
+void ResetBackupsDir() {
   std::error_code ec;
-  std::filesystem::remove_all(BackupRoot(), ec);
-  std::filesystem::create_directories(BackupRoot(), ec);
+  std::filesystem::remove_all(BackupsDir(), ec);
+  std::filesystem::create_directories(fuzzing::BackupRoot(), ec);
   if (ec) {
-    std::fprintf(stderr, "cannot create %s: %s\n", BackupRoot().c_str(), ec.message().c_str());
+    std::fprintf(stderr, "cannot create %s: %s\n", fuzzing::BackupRoot().c_str(),
+                 ec.message().c_str());
     std::abort();
   }
+}
+
+// True when `dir` names something strictly under `root` once repeated and trailing slashes are
+// dropped (the harness's dirs hold no links, and `.`/`..` components are refused anyway).
+bool StrictlyUnder(const std::string& path, const std::string& root) {
+  std::string dir = std::filesystem::path(path).lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const std::string prefix = root + "/";
+  return dir.compare(0, prefix.size(), prefix) == 0 && dir.size() > prefix.size();
 }
 
 void FuzzBackup(const uint8_t* data, size_t size) {
   v1::BackupRequest request;
   if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return;
   const std::string& dir = request.dir();
-  request.set_dir(absl::StrCat(BackupRoot(), (!dir.empty() && dir[0] == '/') ? "" : "/", dir));
+  request.set_dir(absl::StrCat(BackupsDir(), (!dir.empty() && dir[0] == '/') ? "" : "/", dir));
   const std::string bytes =
       absl::StrCat(std::string(1, static_cast<char>(data[0])), request.SerializeAsString());
-  fuzzing::FuzzService(kAdmin, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  ResetBackupRoot();
+  const int code =
+      fuzzing::CallService(kAdmin, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (code == 0 && !StrictlyUnder(request.dir(), fuzzing::BackupRoot())) {
+    std::fprintf(stderr, "Backup wrote %s, outside --backup_root=%s\n", request.dir().c_str(),
+                 fuzzing::BackupRoot().c_str());
+    std::abort();
+  }
+  ResetBackupsDir();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-  ResetBackupRoot();
+  ResetBackupsDir();
   Populate();
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,8 @@ void RemoveDataDir() {
   if (!DataDirToRemove()->empty()) std::filesystem::remove_all(*DataDirToRemove(), ec);
 }
 
+std::string BackupRootOf(const std::string& scratch) { return scratch + "/backups/root"; }
+
 // Starts the coordinator on first use. Writes are not synced: durability is the torture tool's
 // subject, and an fsync per input would only slow the fuzzer down.
 Harness& GetHarness() {
@@ -67,6 +70,14 @@ Harness& GetHarness() {
     options.data_dir = tmpl + "/data";
     options.sync_writes = false;
     options.worker_threads = 4;
+    // Admin.Backup may write only under <scratch>/backups/root (fuzz_admin_service.cc).
+    std::error_code ec;
+    std::filesystem::create_directories(BackupRootOf(tmpl), ec);
+    if (ec) {
+      std::fprintf(stderr, "cannot create the backup root: %s\n", ec.message().c_str());
+      std::abort();
+    }
+    options.backup_root = BackupRootOf(tmpl);
     absl::StatusOr<std::unique_ptr<coordinator::CoordinatorServer>> server =
         coordinator::CoordinatorServer::Start(std::move(options));
     if (!server.ok()) {
@@ -118,6 +129,8 @@ void CheckStatus(const Method& method, const grpc::Status& status) {
 }  // namespace
 
 const std::string& ScratchDir() { return GetHarness().data_dir; }
+
+std::string BackupRoot() { return BackupRootOf(ScratchDir()); }
 
 int FuzzService(const char* service_name, const uint8_t* data, size_t size) {
   CallService(service_name, data, size);

@@ -28,6 +28,9 @@ int CallService(const char* service_name, const uint8_t* data, size_t size);
 // exit.
 const std::string& ScratchDir();
 
+// The coordinator's --backup_root: <ScratchDir()>/backups/root, created at start.
+std::string BackupRoot();
+
 }  // namespace fuzzing
 
 #endif  // FUZZ_FUZZ_SERVER_H_

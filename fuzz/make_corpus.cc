@@ -158,11 +158,13 @@ void ServiceSeeds() {
   Seed<lf::a2a::v1::DeleteTaskPushNotificationConfigRequest>(
       h, s, "DeleteTaskPushNotificationConfig", 1, R"(task_id: "t1" id: "p1")");
 
-  // The harness moves a backup dir under its own scratch dir (fuzz/fuzz_admin_service.cc).
+  // The harness moves a backup dir under its own scratch dir, where "/root" is the server's
+  // --backup_root (fuzz/fuzz_admin_service.cc).
   h = "fuzz_admin_service";
   s = "coordinator.v1.Admin";
-  Seed<v1::BackupRequest>(h, s, "Backup", 1, R"(dir: "/backup-1")");
-  Seed<v1::BackupRequest>(h, s, "Backup", 2, R"(dir: "/missing-parent/backup-2/")");
+  Seed<v1::BackupRequest>(h, s, "Backup", 1, R"(dir: "/root/backup-1")");
+  Seed<v1::BackupRequest>(h, s, "Backup", 2, R"(dir: "/root/missing-parent/backup-2/")");
+  Seed<v1::BackupRequest>(h, s, "Backup", 3, R"(dir: "/outside-the-root")");
   Seed<v1::CollectGarbageRequest>(h, s, "CollectGarbage", 1,
                                   R"(dry_run: true older_than { nanos: 1 } max_deletes: 5)");
   Seed<v1::CollectGarbageRequest>(h, s, "CollectGarbage", 2,
