@@ -92,6 +92,15 @@ constexpr size_t kMaxBurstBytes = 4 << 20;
 // How long the agent's opening snapshot of the task waits for the events after it.
 constexpr absl::Duration kOpeningLinger = absl::Milliseconds(20);
 
+// Whether `response` ends the agent's turn: a final or interrupted status, or a direct message.
+bool EndsTurn(const a2apb::StreamResponse& response) {
+  if (response.has_message()) return true;
+  if (response.has_status_update()) {
+    return IsFinalOrInterrupted(response.status_update().status().state());
+  }
+  return response.has_task() && IsFinalOrInterrupted(response.task().status().state());
+}
+
 // Whether `response`, the first of a delivery's stream, is only the agent's snapshot of the
 // task as it already stands: no artifacts, no status message, and the state the task has (or
 // none; or, on a follow-up, the interrupted state being answered, which is set aside).
@@ -142,9 +151,11 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
   }
 
   // Waits for an event, the end of the stream or `deadline`, then appends the waiting events
-  // (in order; up to kMaxBurstEvents and about kMaxBurstBytes in `out`) to `out`. False when
-  // `out` is still empty.
-  bool Take(std::vector<a2apb::StreamResponse>* out, absl::Time deadline = absl::InfiniteFuture()) {
+  // (in order; up to kMaxBurstEvents and about kMaxBurstBytes in `out`) to `out`. Returns how
+  // many it appended: 0 when the stream has ended (or the deadline passed) with none waiting.
+  size_t Take(std::vector<a2apb::StreamResponse>* out,
+              absl::Time deadline = absl::InfiniteFuture()) {
+    const size_t before = out->size();
     bool resume;
     {
       absl::MutexLock lock(&mu_);
@@ -163,7 +174,7 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
       incoming_.Clear();
       StartRead(&incoming_);
     }
-    return !out->empty();
+    return out->size() - before;
   }
 
   // Waits until gRPC is done with the call; its final status. The stream may be destroyed then.
@@ -485,11 +496,15 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // dequeues the delivery.
   while (!reached_end) {
     burst.clear();
-    if (!reader.Take(&burst)) break;  // the stream ended
-    if (!got_any && burst.size() == 1 && OpensQuietly(burst[0], *header, follow_up)) {
+    if (reader.Take(&burst) == 0) break;  // the stream ended
+    if (!got_any && OpensQuietly(burst[0], *header, follow_up)) {
       // The agent's opening snapshot changes nothing a client sees (it names the agent's own
-      // task id): wait a moment for the events that follow it, to store them together.
-      reader.Take(&burst, absl::Now() + kOpeningLinger);
+      // task id): wait a moment for the events that follow it, up to the one that ends the
+      // turn, to store them together.
+      const absl::Time until = absl::Now() + kOpeningLinger;
+      while ((burst.size() == 1 || !EndsTurn(burst.back())) && burst.size() < kMaxBurstEvents &&
+             reader.Take(&burst, until) > 0) {
+      }
     }
     size_t valid = 0;
     absl::Status invalid;
