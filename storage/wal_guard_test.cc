@@ -6,6 +6,7 @@
 #include "storage/wal_guard.h"
 
 #include <atomic>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -158,6 +159,29 @@ absl::Status Put(Store& store, const std::string& key) {
   });
 }
 
+// A store directory whose file system injects the faults of `faults`.
+class WalGuardStoreTest : public ::testing::Test {
+ protected:
+  WalGuardStoreTest() {
+    options.path = dir.Sub("db");
+    options.file_system = std::make_shared<FaultyFileSystem>(&faults);
+  }
+
+  // Each of `keys` reads back from `store`.
+  static void ExpectReadable(RocksStore& store, std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      SCOPED_TRACE(key);
+      absl::StatusOr<std::string> value = store.Get(ColumnFamily::kDefault, key);
+      ASSERT_OK(value);
+      EXPECT_EQ(*value, std::string("value of ") + key);
+    }
+  }
+
+  TempDir dir;
+  Faults faults;
+  StoreOptions options;
+};
+
 TEST(WalGuardTest, RecognisesWalFileNames) {
   EXPECT_TRUE(IsWalFileName("/data/000012.log"));
   EXPECT_TRUE(IsWalFileName("000004.log"));
@@ -172,12 +196,7 @@ TEST(WalGuardTest, RecognisesWalFileNames) {
   EXPECT_FALSE(IsInfoLogFileName("/data/000012.log"));
 }
 
-TEST(WalGuardTest, FailedWalWriteDuringASyncStopsSyncsUntilTheStoreResumes) {
-  TempDir dir;
-  Faults faults;
-  StoreOptions options;
-  options.path = dir.Sub("db");
-  options.file_system = std::make_shared<FaultyFileSystem>(&faults);
+TEST_F(WalGuardStoreTest, FailedWalWriteDuringASyncStopsSyncsUntilTheStoreResumes) {
   absl::StatusOr<std::unique_ptr<RocksStore>> opened = RocksStore::Open(options);
   ASSERT_OK(opened);
   RocksStore& store = **opened;
@@ -220,34 +239,21 @@ TEST(WalGuardTest, FailedWalWriteDuringASyncStopsSyncsUntilTheStoreResumes) {
   }
   ASSERT_OK(f);
   ASSERT_OK(Put(store, "g"));
-  for (const char* key : {"a", "b", "f", "g"}) {
-    SCOPED_TRACE(key);
-    absl::StatusOr<std::string> value = store.Get(ColumnFamily::kDefault, key);
-    ASSERT_OK(value);
-    EXPECT_EQ(*value, std::string("value of ") + key);
-  }
+  ExpectReadable(store, {"a", "b", "f", "g"});
 
   // And all of it survives reopening.
   opened->reset();
   options.file_system = nullptr;
   opened = RocksStore::Open(options);
   ASSERT_OK(opened);
-  for (const char* key : {"a", "b", "f", "g"}) {
-    SCOPED_TRACE(key);
-    EXPECT_OK((*opened)->Get(ColumnFamily::kDefault, key));
-  }
+  ExpectReadable(**opened, {"a", "b", "f", "g"});
 }
 
 // The first write after the store opened (every memtable empty) fails on the log. RocksDB 7.8
 // then has nothing to flush when it resumes and keeps the failed log as its current one; a
 // write reaching it would abort the process in Debian's build. The store refuses writes
 // instead, says a restart is needed, keeps serving reads, and a reopened store writes again.
-TEST(WalGuardTest, FailedFirstWriteToAFreshLogRefusesWritesUntilReopened) {
-  TempDir dir;
-  Faults faults;
-  StoreOptions options;
-  options.path = dir.Sub("db");
-  options.file_system = std::make_shared<FaultyFileSystem>(&faults);
+TEST_F(WalGuardStoreTest, FailedFirstWriteToAFreshLogRefusesWritesUntilReopened) {
   {
     absl::StatusOr<std::unique_ptr<RocksStore>> created = RocksStore::Open(options);
     ASSERT_OK(created);
@@ -275,20 +281,12 @@ TEST(WalGuardTest, FailedFirstWriteToAFreshLogRefusesWritesUntilReopened) {
   opened = RocksStore::Open(options);
   ASSERT_OK(opened);
   ASSERT_OK(Put(**opened, "d"));
-  for (const char* key : {"a", "d"}) {
-    SCOPED_TRACE(key);
-    EXPECT_OK((*opened)->Get(ColumnFamily::kDefault, key));
-  }
+  ExpectReadable(**opened, {"a", "d"});
 }
 
 // RocksDB's info log on a full disk: its lines are dropped (Debian's librocksdb asserts on the
 // second line after a failed one), and the database goes on.
-TEST(WalGuardTest, InfoLogThatCannotBeWrittenIsDropped) {
-  TempDir dir;
-  Faults faults;
-  StoreOptions options;
-  options.path = dir.Sub("db");
-  options.file_system = std::make_shared<FaultyFileSystem>(&faults);
+TEST_F(WalGuardStoreTest, InfoLogThatCannotBeWrittenIsDropped) {
   {
     absl::StatusOr<std::unique_ptr<RocksStore>> opened = RocksStore::Open(options);
     ASSERT_OK(opened);
@@ -299,8 +297,7 @@ TEST(WalGuardTest, InfoLogThatCannotBeWrittenIsDropped) {
   absl::StatusOr<std::unique_ptr<RocksStore>> reopened = RocksStore::Open(options);
   ASSERT_OK(reopened);
   ASSERT_OK(Put(**reopened, "b"));
-  EXPECT_OK((*reopened)->Get(ColumnFamily::kDefault, "a"));
-  EXPECT_OK((*reopened)->Get(ColumnFamily::kDefault, "b"));
+  ExpectReadable(**reopened, {"a", "b"});
 }
 
 }  // namespace

@@ -61,16 +61,28 @@ void ExpectExit(const absl::StatusOr<ProcessResult>& r, int code) {
   EXPECT_EQ(r->exit_code, code) << r->Describe();
 }
 
+// A coordinator with its HTTP port (for /metrics).
+class MetricsProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> started =
+        CoordinatorProcess::Start(dir_.Sub("data"));
+    ASSERT_OK(started);
+    coordinator_ = *std::move(started);
+    absl::StatusOr<int> port = HttpPort(*coordinator_);
+    ASSERT_OK(port);
+    http_port_ = *port;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  int http_port_ = 0;
+};
+
 // The open-streams gauge counts a run watch while it is open, and not once it is cancelled.
-TEST(MetricsProcessTest, OpenStreamsGaugeFollowsAWatch) {
+TEST_F(MetricsProcessTest, OpenStreamsGaugeFollowsAWatch) {
   namespace v1 = coordinator::v1;
-  TempDir dir;
-  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
-      CoordinatorProcess::Start(dir.Sub("data"));
-  ASSERT_OK(coordinator);
-  absl::StatusOr<int> http_port = HttpPort(**coordinator);
-  ASSERT_OK(http_port);
-  httplib::Client http("127.0.0.1", *http_port);
+  httplib::Client http("127.0.0.1", http_port_);
   const std::string series =
       "coordinator_grpc_open_streams{service=\"coordinator.v1.WorkService\",method=\"WatchRun\"}";
   auto open_watches = [&]() -> double {
@@ -79,7 +91,7 @@ TEST(MetricsProcessTest, OpenStreamsGaugeFollowsAWatch) {
   };
 
   auto stub = v1::WorkService::NewStub(
-      grpc::CreateChannel((*coordinator)->target(), grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(coordinator_->target(), grpc::InsecureChannelCredentials()));
   v1::CreateRunRequest create;
   create.mutable_run()->set_run_id("watched");
   create.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
@@ -115,14 +127,8 @@ TEST(MetricsProcessTest, OpenStreamsGaugeFollowsAWatch) {
   EXPECT_EQ(after, 0);
 }
 
-TEST(MetricsProcessTest, CallsShowUpWithTheirCodes) {
-  TempDir dir;
-  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
-      CoordinatorProcess::Start(dir.Sub("data"));
-  ASSERT_OK(coordinator);
-  absl::StatusOr<int> http_port = HttpPort(**coordinator);
-  ASSERT_OK(http_port);
-  const std::string target = (*coordinator)->target();
+TEST_F(MetricsProcessTest, CallsShowUpWithTheirCodes) {
+  const std::string target = coordinator_->target();
 
   ExpectExit(RunCoordctl(target, {"context", "get", "missing-1"}), 1);
   ExpectExit(RunCoordctl(target, {"context", "get", "missing-2"}), 1);
@@ -134,7 +140,7 @@ TEST(MetricsProcessTest, CallsShowUpWithTheirCodes) {
   // A call the server refuses as malformed: INVALID_ARGUMENT.
   ExpectExit(RunCoordctl(target, {"context", "get", std::string(300, 'x')}), 3);
 
-  httplib::Client client("127.0.0.1", *http_port);
+  httplib::Client client("127.0.0.1", http_port_);
   httplib::Result res = client.Get("/metrics");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   ASSERT_EQ(res->status, 200);
@@ -200,7 +206,7 @@ TEST(MetricsProcessTest, CallsShowUpWithTheirCodes) {
   ASSERT_TRUE(post);
   EXPECT_NE(post->status, 200);
   ExpectExit(RunCoordctl(target, {"health"}), 0);
-  ASSERT_OK((*coordinator)->Stop().status());
+  ASSERT_OK(coordinator_->Stop().status());
 }
 
 }  // namespace
