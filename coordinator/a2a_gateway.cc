@@ -133,7 +133,10 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
       absl::MutexLock lock(&mu_);
       queue_.push_back(std::move(incoming_));
       if (queue_.size() >= kMaxBurstEvents) {
-        paused_ = true;  // Take() reads on
+        // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
+        // pending, so that Take() may still start one; Take() or Finish() removes it.
+        paused_ = true;
+        AddHold();
         return;
       }
     }
@@ -167,18 +170,26 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
         out->push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      resume = paused_ && !done_;
+      resume = paused_;
       paused_ = false;
     }
     if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
       incoming_.Clear();
       StartRead(&incoming_);
+      RemoveHold();
     }
     return out->size() - before;
   }
 
   // Waits until gRPC is done with the call; its final status. The stream may be destroyed then.
   grpc::Status Finish() {
+    bool release;
+    {
+      absl::MutexLock lock(&mu_);
+      release = paused_;
+      paused_ = false;
+    }
+    if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
     finished_.WaitForNotification();
     absl::MutexLock lock(&mu_);
     return status_;
