@@ -297,14 +297,13 @@ void A2AGateway::Accepted(const A2ATaskStore::Change& change) {
 }
 
 bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_ || delivery_pool_ == nullptr) return false;
-    if (!in_flight_.insert(delivery.task_id()).second) {
-      deferred_.insert(delivery.task_id());
-      return false;
-    }
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || delivery_pool_ == nullptr) return false;
+  if (!in_flight_.insert(delivery.task_id()).second) {
+    deferred_.insert(delivery.task_id());
+    return false;
   }
+  // Queued under mu_, so never on a pool that Stop() is already tearing down.
   delivery_pool_->Schedule(
       [this, delivery = std::move(delivery)]() mutable { Deliver(std::move(delivery)); });
   return true;
