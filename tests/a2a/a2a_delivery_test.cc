@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -13,6 +14,7 @@
 #include "coordinator/a2a_gateway.h"
 #include "coordinator/a2a_task_store.h"
 #include "coordinator/agent_registry_store.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
 #include "tests/test_util.h"
@@ -195,6 +197,61 @@ TEST_F(DeliveryTest, MessagesQueuedBehindOneAtTheAgentFollowItInOrder) {
   ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 3 && !Queued(id, 3); }));
   EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"gate", "a", "b"}));
   EXPECT_EQ(State(id), a2apb::TASK_STATE_INPUT_REQUIRED);
+}
+
+// An agent that answers in one go: INPUT_REQUIRED, then (against the protocol) 300 artifact
+// chunks after it, all written at once, so many wait in the gateway while it stores the first.
+class RudeAgent : public a2apb::A2AService::Service {
+ public:
+  grpc::Status SendStreamingMessage(grpc::ServerContext* context,
+                                    const a2apb::SendMessageRequest* request,
+                                    grpc::ServerWriter<a2apb::StreamResponse>* writer) override {
+    (void)request;
+    a2apb::StreamResponse asked;
+    asked.mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
+    if (!writer->Write(asked)) return grpc::Status::OK;
+    for (int i = 0; i < 300 && !context->IsCancelled(); ++i) {
+      a2apb::StreamResponse chunk;
+      chunk.mutable_artifact_update()->mutable_artifact()->set_artifact_id("late");
+      chunk.mutable_artifact_update()->mutable_artifact()->add_parts()->set_text("x");
+      chunk.mutable_artifact_update()->set_append(i > 0);
+      if (!writer->Write(chunk)) break;
+    }
+    return grpc::Status::OK;
+  }
+};
+
+TEST_F(DeliveryTest, NothingAfterTheEventThatEndsTheTurnIsStored) {
+  RudeAgent rude;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&rude);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  v1::Agent registration;
+  registration.set_name("rude");
+  registration.set_endpoint("127.0.0.1:" + std::to_string(port));
+  ASSERT_OK(agents_->Register(registration));
+  a2apb::Message m;
+  m.set_message_id("rude-1");
+  m.set_role(a2apb::ROLE_USER);
+  m.add_parts()->set_text("hello");
+  absl::StatusOr<A2ATaskStore::Change> change = tasks_->AcceptMessage("rude", m);
+  ASSERT_OK(change);
+  gateway_->Accepted(*change);
+  const std::string id = change->header.task().id();
+  // The delivery ends (it does not wait for the rest of the stream) and leaves the queue.
+  ASSERT_TRUE(WaitFor([&] { return !Queued(id, 1); }));
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(task);
+  EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_EQ(task->artifacts_size(), 0);
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 1000);
+  ASSERT_OK(events);
+  EXPECT_EQ(events->size(), 2u);  // SUBMITTED, INPUT_REQUIRED
+  gateway_->Stop();               // ends with the rest of the stream unread: must not hang
+  server->Shutdown();
 }
 
 }  // namespace
