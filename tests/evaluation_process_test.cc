@@ -288,9 +288,13 @@ TEST_F(EvaluationTest, LogsAreJsonLinesThatCarryTheContext) {
       const bool tagged =
           field != event.fields().end() && field->second.string_value() == context_id;
       if (tagged) ++about_context;
-      if (absl::StrContains(line, context_id)) EXPECT_TRUE(tagged) << who << ": " << line;
+      if (absl::StrContains(line, context_id)) {
+        EXPECT_TRUE(tagged) << who << ": " << line;
+      }
     }
-    if (who != "coordinator") EXPECT_GE(about_context, 2) << who << ":\n" << text;
+    if (who != "coordinator") {
+      EXPECT_GE(about_context, 2) << who << ":\n" << text;
+    }
   }
 }
 
