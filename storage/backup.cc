@@ -64,13 +64,23 @@ absl::Status ValidateBackupDir(absl::string_view dir, absl::string_view data_dir
     return absl::FailedPreconditionError(absl::StrCat(
         "the parent of backup dir ", dir, " is not an existing directory on the coordinator"));
   }
+  // The same checks once links are resolved, so that a link in the path cannot put the backup
+  // inside the data dir, nor outside the root.
+  const fs::path real_parent = fs::canonical(parent, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot resolve the parent of backup dir ", dir, ": ", ec.message()));
+  }
+  const fs::path real_target = real_parent / target.filename();
+  const fs::path real_data = fs::weakly_canonical(data, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot resolve the data dir: ", ec.message()));
+  if (IsWithin(real_target, real_data) || IsWithin(real_data, real_target)) {
+    return absl::InvalidArgumentError(absl::StrCat("backup dir ", dir, " overlaps the data dir ",
+                                                   data.string(), " once links are resolved"));
+  }
   if (!root.empty()) {
-    // Resolve links on both sides, so that neither a link in the path nor a link as the root
-    // moves the backup somewhere else.
-    const fs::path real_parent = fs::canonical(parent, ec);
     const fs::path real_root = fs::weakly_canonical(fs::path(std::string(root)), ec);
-    if (ec || !IsWithin(real_parent / target.filename(), real_root) ||
-        real_parent / target.filename() == real_root) {
+    if (ec || !IsWithin(real_target, real_root) || real_target == real_root) {
       return absl::InvalidArgumentError(absl::StrCat("backup dir ", dir,
                                                      " is outside the backup root ", root,
                                                      " (--backup_root): write backups under it"));

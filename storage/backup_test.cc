@@ -50,6 +50,16 @@ TEST(BackupDirTest, RefusesTheDataDirAndWhatIsInsideIt) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(BackupDirTest, ALinkCannotPutTheBackupInsideTheDataDir) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.Sub("data"));
+  std::filesystem::create_directory_symlink(dir.Sub("data"), dir.Sub("to-data"));
+  absl::Status s = ValidateBackupDir(dir.Sub("to-data/backup"), dir.Sub("data"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("links are resolved"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("data/backup")));
+}
+
 TEST(BackupDirTest, WithARootOnlyDirsUnderItAreAccepted) {
   TempDir dir;
   std::filesystem::create_directories(dir.Sub("root/nightly"));
