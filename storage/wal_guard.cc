@@ -14,11 +14,20 @@ namespace {
 // fsync is reported from this thread, which must not wait for itself.
 thread_local bool t_in_sync = false;
 
-// A WAL file: every operation that can leave RocksDB's writer in its error state reports a
-// failure to the guard first.
-class GuardedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
+// The last component of a path.
+absl::string_view BaseName(absl::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == absl::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A file RocksDB writes through a WritableFileWriter, whose error state this wrapper keeps the
+// process out of. Every operation that can put the writer in that state goes through Check:
+//   - a WAL file (with a guard) reports the failure to the guard first, then returns it;
+//   - RocksDB's info log (no guard) drops it: a log line that cannot be written (a full disk) is
+//     lost, and the database does not depend on that file.
+class CheckedFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
-  GuardedWalFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalGuard> guard)
+  CheckedFile(std::unique_ptr<rocksdb::FSWritableFile> file, std::shared_ptr<WalGuard> guard)
       : FSWritableFileOwnerWrapper(std::move(file)), guard_(std::move(guard)) {}
 
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
@@ -63,47 +72,16 @@ class GuardedWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
 
  private:
   rocksdb::IOStatus Check(rocksdb::IOStatus s) {
-    if (!s.ok()) guard_->WriteFailed(s);
-    return s;
-  }
-
-  const std::shared_ptr<WalGuard> guard_;
-};
-
-// RocksDB's info log (LOG): its writer, too, asserts after a failed write in Debian's build, so
-// a log line RocksDB writes on a full disk would abort the process. A line that cannot be
-// written is dropped instead; the database does not depend on that file.
-class InfoLogFile final : public rocksdb::FSWritableFileOwnerWrapper {
- public:
-  explicit InfoLogFile(std::unique_ptr<rocksdb::FSWritableFile> file)
-      : FSWritableFileOwnerWrapper(std::move(file)) {}
-
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           rocksdb::IODebugContext* dbg) override {
-    return Drop(target()->Append(data, options, dbg));
-  }
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
-                           const rocksdb::DataVerificationInfo& info,
-                           rocksdb::IODebugContext* dbg) override {
-    return Drop(target()->Append(data, options, info, dbg));
-  }
-  rocksdb::IOStatus Flush(const rocksdb::IOOptions& options,
-                          rocksdb::IODebugContext* dbg) override {
-    return Drop(target()->Flush(options, dbg));
-  }
-  rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
-    return Drop(target()->Sync(options, dbg));
-  }
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
-                          rocksdb::IODebugContext* dbg) override {
-    return Drop(target()->Fsync(options, dbg));
-  }
-
- private:
-  static rocksdb::IOStatus Drop(rocksdb::IOStatus s) {
+    if (s.ok()) return s;
+    if (guard_ != nullptr) {
+      guard_->WriteFailed(s);
+      return s;
+    }
     s.PermitUncheckedError();
     return rocksdb::IOStatus::OK();
   }
+
+  const std::shared_ptr<WalGuard> guard_;  // null for the info log
 };
 
 class WalGuardFileSystem final : public rocksdb::FileSystemWrapper {
@@ -136,10 +114,10 @@ class WalGuardFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus Wrap(const std::string& fname, rocksdb::IOStatus s,
                          std::unique_ptr<rocksdb::FSWritableFile>* result) {
     if (s.ok() && IsWalFileName(fname)) {
-      *result = std::make_unique<GuardedWalFile>(std::move(*result), guard_);
+      *result = std::make_unique<CheckedFile>(std::move(*result), guard_);
       guard_->LogCreated();
     } else if (s.ok() && IsInfoLogFileName(fname)) {
-      *result = std::make_unique<InfoLogFile>(std::move(*result));
+      *result = std::make_unique<CheckedFile>(std::move(*result), nullptr);
     }
     return s;
   }
@@ -220,8 +198,7 @@ void WalGuard::WriteFailed(const rocksdb::IOStatus& s) {
 }
 
 bool IsWalFileName(absl::string_view fname) {
-  const size_t slash = fname.rfind('/');
-  absl::string_view base = slash == absl::string_view::npos ? fname : fname.substr(slash + 1);
+  absl::string_view base = BaseName(fname);
   if (!absl::ConsumeSuffix(&base, ".log") || base.empty()) return false;
   for (char c : base) {
     if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
@@ -229,10 +206,7 @@ bool IsWalFileName(absl::string_view fname) {
   return true;
 }
 
-bool IsInfoLogFileName(absl::string_view fname) {
-  const size_t slash = fname.rfind('/');
-  return (slash == absl::string_view::npos ? fname : fname.substr(slash + 1)) == "LOG";
-}
+bool IsInfoLogFileName(absl::string_view fname) { return BaseName(fname) == "LOG"; }
 
 std::unique_ptr<rocksdb::Env> NewWalGuardEnv(std::shared_ptr<rocksdb::FileSystem> base,
                                              std::shared_ptr<WalGuard> guard) {
