@@ -21,8 +21,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "coordinator/context_store.h"
-#include "coordinator/limits.h"
+#include "coordinator/store/context_store.h"
+#include "coordinator/store/limits.h"
 #include "storage/rocks_store.h"
 
 ABSL_FLAG(std::string, data_dir, "", "the coordinator's data dir (created when missing)");

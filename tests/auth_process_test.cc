@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_client.h"
-#include "coordinator/a2a_http.h"
+#include "coordinator/a2a/http.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/conversation.grpc.pb.h"

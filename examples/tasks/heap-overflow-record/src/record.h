@@ -1,5 +1,5 @@
-#ifndef RECORD_H_
-#define RECORD_H_
+#ifndef EXAMPLES_TASKS_HEAP_OVERFLOW_RECORD_SRC_RECORD_H_
+#define EXAMPLES_TASKS_HEAP_OVERFLOW_RECORD_SRC_RECORD_H_
 
 /* One "name:value" record of the input. */
 struct record {

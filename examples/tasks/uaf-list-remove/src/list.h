@@ -1,5 +1,5 @@
-#ifndef LIST_H_
-#define LIST_H_
+#ifndef EXAMPLES_TASKS_UAF_LIST_REMOVE_SRC_LIST_H_
+#define EXAMPLES_TASKS_UAF_LIST_REMOVE_SRC_LIST_H_
 
 /* A singly linked list of integer keys. */
 struct node {

@@ -1,0 +1,258 @@
+// The gateway's two ways to a delivery thread, in process on its own store: a message handed
+// straight from SendMessage (A2AGateway::Accepted, Dispatch) and the queue scan. Each message
+// reaches its agent once, and the messages of one task reach it one at a time, in order.
+// No sleeps in the test itself: every wait polls with a bound.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "agent_runtime/agent_runtime.h"
+#include "coordinator/a2a/gateway.h"
+#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/agent_registry_store.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "storage/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using testing_util::TempDir;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+template <typename Pred>
+bool WaitFor(Pred pred) {
+  const absl::Time deadline = absl::Now() + kWait;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return pred();
+}
+
+// Records every message it gets. "done" completes the task, "hold" works until canceled,
+// "gate" works until the test opens the gate; everything else asks for input, so the task
+// takes more messages.
+class RecordingAgent : public agent_runtime::AgentExecutor {
+ public:
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    const std::string text = request.message.parts(0).text();
+    {
+      absl::MutexLock lock(&mu_);
+      texts_.push_back(text);
+    }
+    events.UpdateStatus(a2apb::TASK_STATE_WORKING);
+    if (text == "hold") {
+      while (!events.WaitCancelled(absl::Milliseconds(50))) {
+      }
+      return;
+    }
+    if (text == "gate") {
+      while (!gate_.WaitForNotificationWithTimeout(absl::Milliseconds(50)) && !events.cancelled()) {
+      }
+    }
+    events.UpdateStatus(
+        text == "done" ? a2apb::TASK_STATE_COMPLETED : a2apb::TASK_STATE_INPUT_REQUIRED, text);
+  }
+
+  void OpenGate() { gate_.Notify(); }
+
+  std::vector<std::string> texts() {
+    absl::MutexLock lock(&mu_);
+    return texts_;
+  }
+
+ private:
+  absl::Notification gate_;
+  absl::Mutex mu_;
+  std::vector<std::string> texts_;
+};
+
+class DeliveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    storage::StoreOptions store_options;
+    store_options.path = dir_.Sub("db");
+    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store =
+        storage::RocksStore::Open(store_options);
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    tasks_ = std::make_unique<A2ATaskStore>(store_.get(), Limits());
+    agents_ = std::make_unique<AgentRegistryStore>(store_.get());
+    GatewayOptions options;
+    options.initial_backoff = absl::Milliseconds(20);
+    options.max_backoff = absl::Milliseconds(100);
+    options.delivery_threads = 4;
+    gateway_ = std::make_unique<A2AGateway>(tasks_.get(), agents_.get(), options);
+    gateway_->Start();
+    agent_runtime::RuntimeOptions agent_options;
+    agent_options.name = "rec";
+    absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> agent =
+        agent_runtime::AgentServer::Start(agent_options, &recorder_);
+    ASSERT_OK(agent);
+    agent_ = *std::move(agent);
+    v1::Agent registration;
+    registration.set_name("rec");
+    registration.set_endpoint(agent_->endpoint());
+    ASSERT_OK(agents_->Register(registration));
+  }
+
+  void TearDown() override {
+    if (gateway_ != nullptr) gateway_->Stop();
+    if (agent_ != nullptr) agent_->Shutdown();
+  }
+
+  // Stores a client's message as SendMessage does and hands it to the gateway.
+  A2ATaskStore::Change Send(const std::string& text, const std::string& task_id = "") {
+    static int counter = 0;
+    a2apb::Message m;
+    m.set_message_id("m" + std::to_string(++counter));
+    m.set_role(a2apb::ROLE_USER);
+    m.set_task_id(task_id);
+    m.add_parts()->set_text(text);
+    absl::StatusOr<A2ATaskStore::Change> change = tasks_->AcceptMessage("rec", m);
+    EXPECT_OK(change);
+    if (!change.ok()) return {};
+    gateway_->Accepted(*change);
+    return *std::move(change);
+  }
+
+  a2apb::TaskState State(const std::string& id) {
+    absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+    return header.ok() ? header->task().status().state() : a2apb::TASK_STATE_UNSPECIFIED;
+  }
+
+  bool Queued(const std::string& id, int64_t seq) { return tasks_->GetDelivery(id, seq).ok(); }
+
+  TempDir dir_;
+  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<A2ATaskStore> tasks_;
+  std::unique_ptr<AgentRegistryStore> agents_;
+  std::unique_ptr<A2AGateway> gateway_;
+  RecordingAgent recorder_;
+  std::unique_ptr<agent_runtime::AgentServer> agent_;
+};
+
+TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
+  const A2ATaskStore::Change first = Send("ask");
+  const std::string id = first.header.task().id();
+  ASSERT_EQ(first.queued_delivery_seq, 1);
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_INPUT_REQUIRED; }));
+  ASSERT_TRUE(WaitFor([&] { return !Queued(id, 1); }));
+  // What a queue scan that read the queue before the delivery was done still holds: the task
+  // waits for input (not ended), so a delivery thread taking this view at its word would send
+  // the message to the agent again.
+  v1::PendingDelivery stale;
+  stale.set_task_id(id);
+  stale.set_tenant("rec");
+  stale.set_history_seq(1);
+  ASSERT_TRUE(WaitFor([&] { return gateway_->Dispatch(stale); }));
+  // The follow-up goes to the agent only after that stale delivery's thread is done with the
+  // task (one delivery per task at a time), so once it is answered the agent has had its say.
+  const A2ATaskStore::Change second = Send("done", id);
+  ASSERT_EQ(second.queued_delivery_seq, 3);  // after the agent's question
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_COMPLETED; }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"ask", "done"}));
+  ASSERT_TRUE(WaitFor([&] { return !Queued(id, 3); }));
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+  ASSERT_OK(header);
+  EXPECT_EQ(header->pending_deliveries(), 0);
+}
+
+TEST_F(DeliveryTest, ATaskInFlightIsNotDispatchedTwice) {
+  const A2ATaskStore::Change change = Send("hold");
+  const std::string id = change.header.task().id();
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_WORKING; }));
+  v1::PendingDelivery again;
+  again.set_task_id(id);
+  again.set_tenant("rec");
+  again.set_history_seq(1);
+  EXPECT_FALSE(gateway_->Dispatch(again));
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  ASSERT_OK(gateway_->CancelTask(cancel));
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_CANCELED; }));
+  ASSERT_TRUE(WaitFor([&] { return !Queued(id, 1); }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"hold"}));
+}
+
+TEST_F(DeliveryTest, MessagesQueuedBehindOneAtTheAgentFollowItInOrder) {
+  const A2ATaskStore::Change first = Send("gate");
+  const std::string id = first.header.task().id();
+  ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 1; }));
+  // Sent while "gate" is at the agent: not handed off (the task is in flight or has a message
+  // queued before them), so they wait for the queue scan, which keeps them in order.
+  const A2ATaskStore::Change a = Send("a", id);
+  const A2ATaskStore::Change b = Send("b", id);
+  EXPECT_EQ(a.header.pending_deliveries(), 2);
+  EXPECT_EQ(b.header.pending_deliveries(), 3);
+  recorder_.OpenGate();
+  ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 3 && !Queued(id, 3); }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"gate", "a", "b"}));
+  EXPECT_EQ(State(id), a2apb::TASK_STATE_INPUT_REQUIRED);
+}
+
+// An agent that answers in one go: INPUT_REQUIRED, then (against the protocol) 300 artifact
+// chunks after it, all written at once, so many wait in the gateway while it stores the first.
+class RudeAgent : public a2apb::A2AService::Service {
+ public:
+  grpc::Status SendStreamingMessage(grpc::ServerContext* context,
+                                    const a2apb::SendMessageRequest* request,
+                                    grpc::ServerWriter<a2apb::StreamResponse>* writer) override {
+    (void)request;
+    a2apb::StreamResponse asked;
+    asked.mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
+    if (!writer->Write(asked)) return grpc::Status::OK;
+    for (int i = 0; i < 300 && !context->IsCancelled(); ++i) {
+      a2apb::StreamResponse chunk;
+      chunk.mutable_artifact_update()->mutable_artifact()->set_artifact_id("late");
+      chunk.mutable_artifact_update()->mutable_artifact()->add_parts()->set_text("x");
+      chunk.mutable_artifact_update()->set_append(i > 0);
+      if (!writer->Write(chunk)) break;
+    }
+    return grpc::Status::OK;
+  }
+};
+
+TEST_F(DeliveryTest, NothingAfterTheEventThatEndsTheTurnIsStored) {
+  RudeAgent rude;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&rude);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  v1::Agent registration;
+  registration.set_name("rude");
+  registration.set_endpoint("127.0.0.1:" + std::to_string(port));
+  ASSERT_OK(agents_->Register(registration));
+  a2apb::Message m;
+  m.set_message_id("rude-1");
+  m.set_role(a2apb::ROLE_USER);
+  m.add_parts()->set_text("hello");
+  absl::StatusOr<A2ATaskStore::Change> change = tasks_->AcceptMessage("rude", m);
+  ASSERT_OK(change);
+  gateway_->Accepted(*change);
+  const std::string id = change->header.task().id();
+  // The delivery ends (it does not wait for the rest of the stream) and leaves the queue.
+  ASSERT_TRUE(WaitFor([&] { return !Queued(id, 1); }));
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(task);
+  EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_EQ(task->artifacts_size(), 0);
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 1000);
+  ASSERT_OK(events);
+  EXPECT_EQ(events->size(), 2u);  // SUBMITTED, INPUT_REQUIRED
+  gateway_->Stop();               // ends with the rest of the stream unread: must not hang
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace coordinator

@@ -1,0 +1,719 @@
+#include "coordinator/a2a/gateway.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
+#include "a2a_protocol/errors.h"
+#include "coordinator/a2a/http.h"
+#include "coordinator/store/time_util.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace coordinator {
+namespace {
+
+// Largest number of queue entries one pass of a loop reads.
+constexpr int kScanBatch = 1000;
+
+// The delivery figures of /metrics.
+struct DeliveryCounters {
+  common::Gauge* queued;
+  common::Counter* delivered;
+  common::Counter* retries;
+  common::Counter* given_up;
+};
+
+const DeliveryCounters& DeliveryMetrics() {
+  static const DeliveryCounters counters = [] {
+    common::MetricsRegistry& registry = common::MetricsRegistry::Default();
+    return DeliveryCounters{
+        registry
+            .AddGauge("coordinator_a2a_deliveries_queued",
+                      "Messages queued for delivery to agents, at the last scan of the queue "
+                      "(at most 1000 are counted).")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_deliveries_total",
+                        "Messages delivered to agents (the agent answered).")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_delivery_retries_total",
+                        "Failed delivery attempts that will be retried.")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_deliveries_given_up_total",
+                        "Deliveries given up (attempts used up or a final error); the task "
+                        "FAILED.")
+            ->WithLabels({}),
+    };
+  }();
+  return counters;
+}
+// How long a loop sleeps when nothing is due and nobody kicks it.
+constexpr absl::Duration kIdleWake = absl::Seconds(1);
+
+std::chrono::system_clock::time_point Deadline(absl::Duration d) {
+  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d);
+}
+
+bool IsInterrupted(a2apb::TaskState state) {
+  return state == a2apb::TASK_STATE_INPUT_REQUIRED || state == a2apb::TASK_STATE_AUTH_REQUIRED;
+}
+
+// Codes after which the same message may well get through later.
+bool IsRetryable(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::ABORTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Bounds of one burst of agent events stored in one transaction.
+constexpr size_t kMaxBurstEvents = 64;
+constexpr size_t kMaxBurstBytes = 4 << 20;
+// How long the agent's opening snapshot of the task waits for the events after it.
+constexpr absl::Duration kOpeningLinger = absl::Milliseconds(20);
+
+// Whether `response` ends the agent's turn: a final or interrupted status, or a direct message.
+bool EndsTurn(const a2apb::StreamResponse& response) {
+  if (response.has_message()) return true;
+  if (response.has_status_update()) {
+    return IsFinalOrInterrupted(response.status_update().status().state());
+  }
+  return response.has_task() && IsFinalOrInterrupted(response.task().status().state());
+}
+
+// Whether `response`, the first of a delivery's stream, is only the agent's snapshot of the
+// task as it already stands: no artifacts, no status message, and the state the task has (or
+// none; or, on a follow-up, the interrupted state being answered, which is set aside).
+bool OpensQuietly(const a2apb::StreamResponse& response, const v1::StoredTask& header,
+                  bool follow_up) {
+  if (!response.has_task() || response.task().artifacts_size() > 0) return false;
+  const a2apb::TaskStatus& status = response.task().status();
+  if (status.has_message()) return false;
+  return status.state() == a2apb::TASK_STATE_UNSPECIFIED ||
+         status.state() == header.task().status().state() ||
+         (follow_up && IsInterrupted(status.state()));
+}
+
+// The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
+// arrive while the previous burst is being stored wait here and are stored together, in one
+// transaction. At most kMaxBurstEvents wait; beyond that reading pauses until they are taken.
+class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> {
+ public:
+  explicit AgentStream(a2apb::SendMessageRequest request) : request_(std::move(request)) {}
+
+  void Start(a2apb::A2AService::Stub* stub, grpc::ClientContext* context) {
+    stub->async()->SendStreamingMessage(context, &request_, this);
+    StartRead(&incoming_);
+    StartCall();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended; OnDone follows
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.push_back(std::move(incoming_));
+      if (queue_.size() >= kMaxBurstEvents) {
+        // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
+        // pending, so that Take() may still start one; Take() or Finish() removes it.
+        paused_ = true;
+        AddHold();
+        return;
+      }
+    }
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    {
+      absl::MutexLock lock(&mu_);
+      status_ = status;
+      done_ = true;
+    }
+    finished_.Notify();  // the last touch of this object by gRPC's thread
+  }
+
+  // Waits for an event, the end of the stream or `deadline`, then appends the waiting events
+  // (in order; up to kMaxBurstEvents and about kMaxBurstBytes in `out`) to `out`. Returns how
+  // many it appended: 0 when the stream has ended (or the deadline passed) with none waiting.
+  size_t Take(std::vector<a2apb::StreamResponse>* out,
+              absl::Time deadline = absl::InfiniteFuture()) {
+    const size_t before = out->size();
+    bool resume;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || done_; };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+      size_t bytes = 0;
+      while (!queue_.empty() && out->size() < kMaxBurstEvents && bytes < kMaxBurstBytes) {
+        bytes += queue_.front().ByteSizeLong();
+        out->push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      resume = paused_;
+      paused_ = false;
+    }
+    if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
+      incoming_.Clear();
+      StartRead(&incoming_);
+      RemoveHold();
+    }
+    return out->size() - before;
+  }
+
+  // Waits until gRPC is done with the call; its final status. The stream may be destroyed then.
+  grpc::Status Finish() {
+    bool release;
+    {
+      absl::MutexLock lock(&mu_);
+      release = paused_;
+      paused_ = false;
+    }
+    if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
+    finished_.WaitForNotification();
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  const a2apb::SendMessageRequest request_;
+  a2apb::StreamResponse incoming_;  // written by gRPC while a read is pending
+  absl::Mutex mu_;
+  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Notification finished_;
+};
+
+}  // namespace
+
+absl::Status FromAgentStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  google::rpc::Status details;
+  if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
+    for (const google::protobuf::Any& any : details.details()) {
+      google::rpc::ErrorInfo info;
+      if (any.UnpackTo(&info) && info.domain() == a2a::kErrorDomain) {
+        return a2a::Error(code, info.reason(), status.error_message());
+      }
+    }
+  }
+  return absl::Status(code, status.error_message());
+}
+
+void AddA2AVersion(grpc::ClientContext* context) { context->AddMetadata("a2a-version", "1.0"); }
+
+uint64_t TaskNotifier::Subscribe(const std::string& task_id, Listener listener) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t id = next_id_++;
+  listeners_[task_id][id] = std::move(listener);
+  return id;
+}
+
+void TaskNotifier::Unsubscribe(const std::string& task_id, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = listeners_.find(task_id);
+  if (it == listeners_.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) listeners_.erase(it);
+}
+
+void TaskNotifier::Notify(const std::string& task_id) {
+  std::vector<Listener> to_call;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = listeners_.find(task_id);
+    if (it == listeners_.end()) return;
+    for (const auto& [id, listener] : it->second) to_call.push_back(listener);
+  }
+  for (const Listener& listener : to_call) listener();
+}
+
+A2AGateway::A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options)
+    : tasks_(tasks), agents_(agents), options_(options) {}
+
+A2AGateway::~A2AGateway() { Stop(); }
+
+void A2AGateway::Start() {
+  delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
+  delivery_thread_ = std::thread([this] { DeliveryLoop(); });
+  push_thread_ = std::thread([this] { PushLoop(); });
+}
+
+void A2AGateway::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (grpc::ClientContext* call : calls_) call->TryCancel();
+  }
+  if (delivery_thread_.joinable()) delivery_thread_.join();
+  if (push_thread_.joinable()) push_thread_.join();
+  delivery_pool_.reset();  // joins the deliveries, whose calls were cancelled
+}
+
+void A2AGateway::Published(const A2ATaskStore::Change& change) {
+  if (!change.events.empty()) notifier_.Notify(change.header.task().id());
+  if (change.pushes_queued) {
+    absl::MutexLock lock(&mu_);
+    push_kicked_ = true;
+  }
+}
+
+void A2AGateway::Accepted(const A2ATaskStore::Change& change) {
+  Published(change);
+  if (change.queued_delivery_seq <= 0) return;
+  if (change.header.pending_deliveries() == 1) {
+    // The only message of its task waiting: nothing to keep in order behind.
+    v1::PendingDelivery delivery;
+    delivery.set_task_id(change.header.task().id());
+    delivery.set_tenant(change.header.tenant());
+    delivery.set_history_seq(change.queued_delivery_seq);
+    if (Dispatch(std::move(delivery))) return;
+  }
+  Kick();
+}
+
+bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || delivery_pool_ == nullptr) return false;
+  if (!in_flight_.insert(delivery.task_id()).second) {
+    deferred_.insert(delivery.task_id());
+    return false;
+  }
+  // Queued under mu_, so never on a pool that Stop() is already tearing down.
+  delivery_pool_->Schedule(
+      [this, delivery = std::move(delivery)]() mutable { Deliver(std::move(delivery)); });
+  return true;
+}
+
+void A2AGateway::Kick() {
+  absl::MutexLock lock(&mu_);
+  kicked_ = true;
+}
+
+void A2AGateway::AgentRegistered(const std::string& name) {
+  absl::Status s = tasks_->RetryDeliveriesNow(name);
+  if (!s.ok()) {
+    common::LogWarn({{"agent", name}}, "cannot reschedule deliveries: %s", s.message());
+  }
+  Kick();
+}
+
+std::shared_ptr<grpc::Channel> A2AGateway::ChannelFor(const std::string& endpoint) {
+  absl::MutexLock lock(&mu_);
+  auto it = channels_.find(endpoint);
+  if (it != channels_.end()) return it->second;
+  grpc::ChannelArguments args;
+  // An agent that comes back should be reached within a second, not after gRPC's default
+  // reconnect backoff of up to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+  channels_[endpoint] = channel;
+  return channel;
+}
+
+absl::Duration A2AGateway::Backoff(int attempts) const {
+  absl::Duration d = options_.initial_backoff;
+  for (int i = 1; i < attempts && d < options_.max_backoff; ++i) d *= 2;
+  return std::min(d, options_.max_backoff);
+}
+
+void A2AGateway::DeliveryLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      kicked_ = false;
+    }
+    absl::Time wake = absl::Now() + kIdleWake;
+    absl::StatusOr<std::vector<v1::PendingDelivery>> pending =
+        tasks_->PendingDeliveries(kScanBatch);
+    if (!pending.ok()) {
+      LOG_ERROR("cannot read the delivery queue: %s", pending.status().message());
+    } else {
+      DeliveryMetrics().queued->Set(static_cast<int64_t>(pending->size()));
+      const absl::Time now = absl::Now();
+      absl::flat_hash_set<std::string> seen_tasks;
+      for (v1::PendingDelivery& d : *pending) {
+        // Messages of one task go in order, one at a time: only its oldest is a candidate.
+        if (!seen_tasks.insert(d.task_id()).second) continue;
+        const absl::Time due = FromProtoTime(d.next_attempt_time());
+        if (due > now) {
+          wake = std::min(wake, due);
+          continue;
+        }
+        {
+          absl::MutexLock lock(&mu_);
+          if (stopping_) return;
+          // In flight: its end wakes this loop when more of the task waits.
+          if (!in_flight_.insert(d.task_id()).second) continue;
+        }
+        delivery_pool_->Schedule([this, d = std::move(d)]() mutable { Deliver(std::move(d)); });
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stopping_; };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+  }
+}
+
+void A2AGateway::Deliver(v1::PendingDelivery seen) {
+  const std::string task_id = seen.task_id();
+  // Whether the queue scan should look again when this ends: more of the task's messages wait,
+  // or this one was rescheduled.
+  bool rescan = false;
+  // What the caller saw may be stale (a scan that read the queue before this delivery was done
+  // by another thread): the queue entry as stored now decides. Reading it also waits until it
+  // is durable, and with it the message it carries.
+  absl::StatusOr<v1::PendingDelivery> current = tasks_->GetDelivery(task_id, seen.history_seq());
+  if (!current.ok()) {
+    if (!absl::IsNotFound(current.status())) {
+      common::LogError({{"task_id", task_id}, {"agent", seen.tenant()}},
+                       "cannot read a queued delivery: %s", current.status().message());
+      rescan = true;
+    }
+  } else if (FromProtoTime(current->next_attempt_time()) > absl::Now()) {
+    rescan = true;  // rescheduled since it was seen: the scan waits for it
+  } else {
+    const v1::PendingDelivery& delivery = *current;
+    std::optional<int64_t> remaining;
+    const absl::Status result = Attempt(delivery, &remaining);
+    if (result.ok()) {
+      DeliveryMetrics().delivered->Increment();
+      if (!remaining.has_value()) {
+        absl::StatusOr<int64_t> done = tasks_->DeliveryDone(task_id, delivery.history_seq());
+        if (done.ok()) {
+          remaining = *done;
+        } else {
+          common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                           "cannot dequeue a delivery: %s", done.status().message());
+        }
+      }
+      rescan = !remaining.has_value() || *remaining > 0;
+    } else {
+      rescan = true;
+      DeliveryFailed(delivery, result);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  in_flight_.erase(task_id);
+  if (deferred_.erase(task_id) > 0) rescan = true;
+  if (rescan) kicked_ = true;
+}
+
+void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result) {
+  const std::string& task_id = delivery.task_id();
+  {
+    // A delivery cut short by our own shutdown is not the agent's failure: it stays queued.
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+  }
+  const int attempts = delivery.attempts() + 1;
+  // Errors without a retryable code are the agent's definite answer: no point retrying.
+  const bool retryable = result.code() == absl::StatusCode::kUnavailable ||
+                         result.code() == absl::StatusCode::kDeadlineExceeded ||
+                         result.code() == absl::StatusCode::kCancelled ||
+                         result.code() == absl::StatusCode::kUnknown ||
+                         result.code() == absl::StatusCode::kResourceExhausted ||
+                         result.code() == absl::StatusCode::kAborted;
+  const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
+  (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
+  common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                  "delivery attempt %d failed: %s%s", attempts, result.message(),
+                  give_up ? " (giving up)" : "");
+  absl::StatusOr<A2ATaskStore::Change> change = tasks_->DeliveryFailed(
+      task_id, delivery.history_seq(), result.message(), absl::Now() + Backoff(attempts), give_up);
+  if (change.ok()) {
+    Published(*change);
+  } else {
+    common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                     "cannot record a failed delivery: %s", change.status().message());
+  }
+}
+
+absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
+                                 std::optional<int64_t>* remaining) {
+  const std::string& task_id = delivery.task_id();
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(task_id);
+  if (absl::IsNotFound(header.status())) return absl::OkStatus();  // nothing left to deliver
+  RETURN_IF_ERROR(header.status());
+  if (IsTerminal(header->task().status().state())) return absl::OkStatus();
+  absl::StatusOr<v1::Agent> agent = agents_->Get(header->tenant());
+  if (absl::IsNotFound(agent.status())) {
+    return absl::UnavailableError(absl::StrCat("agent ", header->tenant(), " is not registered"));
+  }
+  RETURN_IF_ERROR(agent.status());
+  ASSIGN_OR_RETURN(a2apb::Message message, tasks_->HistoryMessage(task_id, delivery.history_seq()));
+  // The agent knows the task by its own id (none before its first answer).
+  message.set_task_id(header->agent_task_id());
+  message.set_context_id(header->task().context_id());
+  a2apb::SendMessageRequest request;
+  *request.mutable_message() = std::move(message);
+
+  auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
+  grpc::ClientContext context;
+  context.set_deadline(Deadline(options_.stream_timeout));
+  AddA2AVersion(&context);
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::CancelledError("coordinator is stopping");
+    calls_.insert(&context);
+  }
+  auto unregister = [&] {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(&context);
+  };
+  AgentStream reader(request);
+  reader.Start(stub.get(), &context);
+  std::vector<a2apb::StreamResponse> burst;
+  bool reached_end = false;
+  bool got_any = false;
+  absl::Status apply_error;
+  // On a follow-up turn, agents on the A2A JavaScript SDK (whose executors must publish the task
+  // first on every turn) open the stream with the task as they stored it: still INPUT_REQUIRED
+  // or AUTH_REQUIRED, the state this very message answers. That status is set aside and counts
+  // only if the stream ends cleanly with no other status after it.
+  const bool follow_up = !header->agent_task_id().empty();
+  std::optional<a2apb::TaskStatus> opening_status;
+  // Every event that waits is stored in one transaction with the others (one durable write),
+  // in order, and only then published. The burst that ends the task (or asks for input) also
+  // dequeues the delivery.
+  while (!reached_end) {
+    burst.clear();
+    if (reader.Take(&burst) == 0) break;  // the stream ended
+    if (!got_any && OpensQuietly(burst[0], *header, follow_up)) {
+      // The agent's opening snapshot changes nothing a client sees (it names the agent's own
+      // task id): wait a moment for the events that follow it, up to the one that ends the
+      // turn, to store them together.
+      const absl::Time until = absl::Now() + kOpeningLinger;
+      while ((burst.size() == 1 || !EndsTurn(burst.back())) && burst.size() < kMaxBurstEvents &&
+             reader.Take(&burst, until) > 0) {
+      }
+    }
+    size_t valid = 0;
+    absl::Status invalid;
+    for (a2apb::StreamResponse& response : burst) {
+      const bool first = !got_any;
+      got_any = true;
+      if (first && follow_up && response.has_task() &&
+          IsInterrupted(response.task().status().state())) {
+        opening_status = response.task().status();
+        response.mutable_task()->clear_status();
+      } else if (response.has_status_update() || response.has_message() ||
+                 (response.has_task() &&
+                  response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
+        opening_status.reset();
+      }
+      invalid = A2ATaskStore::CheckAgentUpdate(response);
+      if (!invalid.ok()) break;  // what came before it is still stored
+      ++valid;
+    }
+    if (valid > 0) {
+      absl::StatusOr<A2ATaskStore::BurstResult> applied = tasks_->ApplyAgentBurst(
+          task_id, absl::MakeConstSpan(burst.data(), valid), delivery.history_seq());
+      if (!applied.ok()) {
+        apply_error = applied.status();
+        context.TryCancel();
+        break;
+      }
+      Published(applied->change);
+      if (IsFinalOrInterrupted(applied->change.header.task().status().state())) {
+        reached_end = true;
+        if (applied->delivery_done) *remaining = applied->change.header.pending_deliveries();
+        context.TryCancel();  // the agent's stream should end here; do not wait for it
+        break;
+      }
+    }
+    if (!invalid.ok()) {
+      apply_error = invalid;
+      context.TryCancel();
+      break;
+    }
+  }
+  grpc::Status status = reader.Finish();
+  unregister();
+  if (!apply_error.ok()) return apply_error;
+  if (status.ok() && !reached_end && opening_status.has_value()) {
+    // Nothing came after the opening snapshot: it was the agent's answer after all.
+    a2apb::StreamResponse update;
+    *update.mutable_task()->mutable_status() = *std::move(opening_status);
+    ASSIGN_OR_RETURN(
+        A2ATaskStore::BurstResult applied,
+        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
+    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
+    Published(applied.change);
+  }
+  if (reached_end || status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
+    // An agent without streaming: one blocking call instead.
+    grpc::ClientContext unary;
+    unary.set_deadline(Deadline(options_.stream_timeout));
+    AddA2AVersion(&unary);
+    a2apb::SendMessageResponse reply;
+    grpc::Status s = stub->SendMessage(&unary, request, &reply);
+    if (!s.ok()) return FromAgentStatus(s);
+    a2apb::StreamResponse update;
+    if (reply.has_task()) *update.mutable_task() = reply.task();
+    if (reply.has_message()) *update.mutable_message() = reply.message();
+    ASSIGN_OR_RETURN(
+        A2ATaskStore::BurstResult applied,
+        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
+    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
+    Published(applied.change);
+    return absl::OkStatus();
+  }
+  if (IsRetryable(status)) {
+    return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
+                                               ": ", status.error_message()));
+  }
+  return FromAgentStatus(status);
+}
+
+absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskRequest& request) {
+  ASSIGN_OR_RETURN(a2apb::Task current, tasks_->GetTask(request.tenant(), request.id(), 0));
+  if (IsTerminal(current.status().state())) {
+    return a2a::TaskNotCancelable(absl::StrCat("task ", request.id(), " has already ended (",
+                                               a2apb::TaskState_Name(current.status().state()),
+                                               ")"));
+  }
+  ASSIGN_OR_RETURN(v1::StoredTask header, tasks_->GetHeader(request.id()));
+  bool agent_has_it = false;
+  if (!header.agent_task_id().empty()) {
+    absl::StatusOr<v1::Agent> agent = agents_->Get(header.tenant());
+    if (agent.ok()) {
+      auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
+      grpc::ClientContext context;
+      context.set_deadline(Deadline(options_.call_timeout));
+      AddA2AVersion(&context);
+      a2apb::CancelTaskRequest forward;
+      forward.set_id(header.agent_task_id());
+      *forward.mutable_metadata() = request.metadata();
+      a2apb::Task reply;
+      grpc::Status s = stub->CancelTask(&context, forward, &reply);
+      if (s.ok()) {
+        agent_has_it = true;
+        a2apb::StreamResponse update;
+        *update.mutable_task() = std::move(reply);
+        ASSIGN_OR_RETURN(A2ATaskStore::Change change,
+                         tasks_->ApplyAgentUpdate(request.id(), update));
+        Published(change);
+      } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return FromAgentStatus(s);  // the agent says it cannot be canceled now
+      }
+      // NOT_FOUND: the agent is not running it; UNAVAILABLE: the agent is down. Either way
+      // nothing runs the task, so it is canceled here.
+    }
+  }
+  if (!agent_has_it) {
+    absl::StatusOr<A2ATaskStore::Change> change =
+        tasks_->CancelLocally(request.tenant(), request.id(), "");
+    if (!change.ok()) return change.status();
+    Published(*change);
+  }
+  return tasks_->GetTask(request.tenant(), request.id(), std::nullopt);
+}
+
+void A2AGateway::PushLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      push_kicked_ = false;
+    }
+    absl::Time wake = absl::Now() + kIdleWake;
+    absl::StatusOr<std::vector<v1::PushDelivery>> pending = tasks_->PendingPushes(kScanBatch);
+    if (!pending.ok()) {
+      LOG_ERROR("cannot read the webhook queue: %s", pending.status().message());
+    } else {
+      for (const v1::PushDelivery& push : *pending) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (stopping_) return;
+        }
+        const absl::Time due = FromProtoTime(push.next_attempt_time());
+        if (due > absl::Now()) {
+          wake = std::min(wake, due);
+          continue;
+        }
+        SendPush(push);
+        wake = absl::Now();  // look again: the call may have been rescheduled or more queued
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return push_kicked_ || stopping_; };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+  }
+}
+
+void A2AGateway::SendPush(const v1::PushDelivery& push) {
+  // Checked again at send time: a config stored before --outbound_allow_hosts changed is not
+  // called, and the call is recorded as failed at once (no retry would help).
+  absl::StatusOr<common::HttpUrl> url = tasks_->AllowedWebhookUrl(push.config().url());
+  if (!url.ok()) {
+    LOG_WARN("task %s: webhook not called: %s", push.task_id(), url.status().message());
+    v1::PushAttempt refused;
+    *refused.mutable_time() = ToProtoTime(absl::Now());
+    refused.set_error(absl::StrCat("not called: ", url.status().message()));
+    absl::Status s = tasks_->RecordPushAttempt(push, refused, /*delivered=*/false,
+                                               /*give_up=*/true);
+    if (!s.ok()) {
+      LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
+    }
+    return;
+  }
+  // What was checked is what is called: the parsed scheme, host and port.
+  const std::string target = absl::StrCat(url->scheme, "://", url->HostPort(),
+                                          absl::StartsWith(url->path, "/") ? "" : "/", url->path);
+  std::string body;
+  (void)google::protobuf::util::MessageToJsonString(push.payload(), &body);
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!push.config().token().empty()) {
+    headers.emplace_back("X-A2A-Notification-Token", push.config().token());
+  }
+  if (!push.config().authentication().scheme().empty()) {
+    headers.emplace_back("Authorization",
+                         absl::StrCat(push.config().authentication().scheme(), " ",
+                                      push.config().authentication().credentials()));
+  }
+  HttpPostResult result =
+      HttpPost(target, body, "application/a2a+json", headers, options_.push_timeout);
+  v1::PushAttempt attempt;
+  *attempt.mutable_time() = ToProtoTime(absl::Now());
+  attempt.set_http_status(result.status);
+  attempt.set_error(result.error);
+  const bool delivered = result.status >= 200 && result.status < 300;
+  if (!delivered && result.error.empty()) {
+    attempt.set_error(absl::StrCat("HTTP ", result.status));
+  }
+  absl::Status s = tasks_->RecordPushAttempt(push, attempt, delivered);
+  if (!s.ok())
+    LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
+}
+
+}  // namespace coordinator

@@ -1,0 +1,142 @@
+// The A2A gateway's moving parts: the in-process notifier that wakes streams and waiting calls
+// when a task changes, the delivery loop that carries queued messages to agents (retrying with
+// exponential backoff, failing the task after a limit), cancellation forwarded to agents, and
+// the webhook loop for push notifications. Every change is stored before anyone is told of it.
+// Outbound calls run on the gateway's own threads, never on a gRPC reactor thread.
+#ifndef COORDINATOR_A2A_GATEWAY_H_
+#define COORDINATOR_A2A_GATEWAY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/thread_pool.h"
+#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/agent_registry_store.h"
+#include "grpcpp/grpcpp.h"
+
+namespace coordinator {
+
+struct GatewayOptions {
+  // Deadline of a unary call to an agent (CancelTask, a non-streaming send). Default 10s.
+  absl::Duration call_timeout = absl::Seconds(10);
+  // Deadline of one streamed delivery: how long an agent may work on one message. Default 1h.
+  absl::Duration stream_timeout = absl::Hours(1);
+  // Delay after the first failed delivery; doubles with each failure up to the maximum.
+  // Defaults 500ms and 30s.
+  absl::Duration initial_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  // Failed attempts after which a message is given up and its task FAILED (default 10).
+  int max_delivery_attempts = 10;
+  // Threads carrying deliveries to agents (default 64): how many messages can be at agents at
+  // once. Each holds its thread through every durable write of the agent's answer, so fewer
+  // threads cap the gateway (bench/analysis.md: 16 threads, 300/s; 64, 424/s).
+  int delivery_threads = 64;
+  // Deadline of one webhook POST (default 10s).
+  absl::Duration push_timeout = absl::Seconds(10);
+};
+
+// Wakes whoever watches a task (streams, blocking sends) after a change was committed.
+// Listeners must return quickly: they only schedule work.
+class TaskNotifier {
+ public:
+  using Listener = std::function<void()>;
+  uint64_t Subscribe(const std::string& task_id, Listener listener);
+  void Unsubscribe(const std::string& task_id, uint64_t id);
+  void Notify(const std::string& task_id);
+
+ private:
+  absl::Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<std::string, absl::flat_hash_map<uint64_t, Listener>> listeners_
+      ABSL_GUARDED_BY(mu_);
+};
+
+class A2AGateway {
+ public:
+  A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options);
+  // Stops the loops and waits for in-flight deliveries to end (their calls are cancelled).
+  ~A2AGateway();
+
+  // Starts the delivery and webhook loops. Deliveries left queued by a previous run resume.
+  void Start();
+  void Stop();
+
+  TaskNotifier* notifier() { return &notifier_; }
+
+  // Tells watchers of the change's task, and wakes the webhook loop when it queued calls.
+  void Published(const A2ATaskStore::Change& change);
+  // A client's message was stored (durably) and its delivery queued: publishes the change and
+  // hands the delivery straight to a delivery thread when it is the only message of its task
+  // still queued; otherwise the queue scan takes it, in order.
+  void Accepted(const A2ATaskStore::Change& change);
+  // Starts delivering `delivery` on a delivery thread unless a delivery of its task is in
+  // flight (false; that one's end wakes the queue scan). Whatever the caller saw, the delivery
+  // is read again from the queue first and skipped when it is gone or not yet due, so a stale
+  // view (a scan that read the queue before the delivery was done) sends nothing twice.
+  bool Dispatch(v1::PendingDelivery delivery);
+  // Wakes the delivery loop's queue scan now (an agent registered, a message waits behind
+  // another of its task).
+  void Kick();
+  // An agent (re)registered: its queued deliveries are due now.
+  void AgentRegistered(const std::string& name);
+
+  // Cancels a task: forwarded to its agent when the agent is running it, else done in the
+  // store. Blocking (outbound call): run it on a worker thread.
+  [[nodiscard]] absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request);
+
+  // The agent's channel (cached per endpoint, reconnecting quickly).
+  std::shared_ptr<grpc::Channel> ChannelFor(const std::string& endpoint);
+
+ private:
+  void DeliveryLoop();
+  void Deliver(v1::PendingDelivery seen);
+  // Records a failed attempt: retried later, or given up and the task FAILED.
+  void DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result);
+  // One attempt; OK when the message reached the agent and the agent answered. Sets
+  // `*remaining` to the task's deliveries still queued when this one left the queue in the same
+  // transaction as the agent's answer.
+  absl::Status Attempt(const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining);
+  void PushLoop();
+  void SendPush(const v1::PushDelivery& push);
+  absl::Duration Backoff(int attempts) const;
+
+  A2ATaskStore* tasks_;         // not owned
+  AgentRegistryStore* agents_;  // not owned
+  const GatewayOptions options_;
+  TaskNotifier notifier_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool push_kicked_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Tasks whose Dispatch was refused while they were in flight: the end of that delivery wakes
+  // the queue scan.
+  absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+
+  std::unique_ptr<common::ThreadPool> delivery_pool_;
+  std::thread delivery_thread_;
+  std::thread push_thread_;
+};
+
+// An agent's gRPC status as an absl::Status, keeping the A2A reason of its ErrorInfo detail.
+absl::Status FromAgentStatus(const grpc::Status& status);
+
+// Adds the a2a-version metadata this gateway speaks to an outbound call.
+void AddA2AVersion(grpc::ClientContext* context);
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_A2A_GATEWAY_H_

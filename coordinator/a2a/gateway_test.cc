@@ -1,0 +1,568 @@
+// The A2A gateway end to end, in process: a real CoordinatorServer on 127.0.0.1:0 and echo
+// agents built on the agent runtime, talked to through the generated A2A client stub. No
+// sleeps: every wait polls with a bound.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "agent_runtime/agent_runtime.h"
+#include "agent_runtime/echo_agent.h"
+#include "coordinator/a2a/http.h"
+#include "coordinator/server.h"
+#include "coordinator/v1/agent_registry.grpc.pb.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using testing_util::TempDir;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+// The A2A reason in a status's ErrorInfo detail, or "".
+std::string Reason(const grpc::Status& status) {
+  google::rpc::Status details;
+  if (!details.ParseFromString(status.error_details())) return "";
+  for (const auto& any : details.details()) {
+    google::rpc::ErrorInfo info;
+    if (any.UnpackTo(&info) && info.domain() == "a2a-protocol.org") return info.reason();
+  }
+  return "";
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return pred();
+}
+
+class GatewayTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartCoordinator(); }
+
+  void StartCoordinator(int max_attempts = 1000) {
+    ServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.data_dir = dir_.Sub("data");
+    options.http_listen = "127.0.0.1:0";
+    options.worker_threads = 8;
+    options.limits.max_message_bytes = 64 << 10;
+    options.gateway.initial_backoff = absl::Milliseconds(20);
+    options.gateway.max_backoff = absl::Milliseconds(200);
+    options.gateway.max_delivery_attempts = max_attempts;
+    options.gateway.delivery_threads = 4;
+    options.a2a_store.push_initial_backoff = absl::Milliseconds(20);
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
+    ASSERT_OK(server);
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = a2apb::A2AService::NewStub(channel_);
+  }
+
+  void StopCoordinator() {
+    stub_.reset();
+    channel_.reset();
+    server_->Shutdown(absl::Seconds(1));
+    server_.reset();
+  }
+
+  std::unique_ptr<agent_runtime::AgentServer> StartAgent(
+      const std::string& name = "echo", agent_runtime::AgentExecutor* executor = nullptr) {
+    agent_runtime::RuntimeOptions options;
+    options.name = name;
+    options.coordinator = server_->address();
+    absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> agent =
+        agent_runtime::AgentServer::Start(options, executor != nullptr ? executor : &echo_);
+    EXPECT_OK(agent);
+    return agent.ok() ? *std::move(agent) : nullptr;
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = kWait) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+    context->AddMetadata("a2a-version", "1.0");
+    return context;
+  }
+
+  static a2apb::SendMessageRequest Send(const std::string& text, const std::string& tenant = "echo",
+                                        const std::string& task_id = "") {
+    static int counter = 0;
+    a2apb::SendMessageRequest request;
+    request.set_tenant(tenant);
+    a2apb::Message* m = request.mutable_message();
+    m->set_message_id("msg-" + std::to_string(++counter));
+    m->set_role(a2apb::ROLE_USER);
+    m->set_task_id(task_id);
+    m->add_parts()->set_text(text);
+    return request;
+  }
+
+  a2apb::Task GetTask(const std::string& id) {
+    a2apb::GetTaskRequest request;
+    request.set_id(id);
+    a2apb::Task task;
+    grpc::Status s = stub_->GetTask(Context().get(), request, &task);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return task;
+  }
+
+  bool WaitForState(const std::string& id, a2apb::TaskState state) {
+    return WaitFor([&] { return GetTask(id).status().state() == state; });
+  }
+
+  std::string SendNow(const std::string& text, const std::string& tenant = "echo") {
+    a2apb::SendMessageRequest request = Send(text, tenant);
+    request.mutable_configuration()->set_return_immediately(true);
+    a2apb::SendMessageResponse response;
+    grpc::Status s = stub_->SendMessage(Context().get(), request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response.task().id();
+  }
+
+  int TotalTasks() {
+    a2apb::ListTasksResponse response;
+    grpc::Status s = stub_->ListTasks(Context().get(), {}, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response.total_size();
+  }
+
+  TempDir dir_;
+  agent_runtime::EchoAgent echo_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<a2apb::A2AService::Stub> stub_;
+};
+
+TEST_F(GatewayTest, BlockingSendReturnsTheFinishedTaskAndItIsStored) {
+  auto agent = StartAgent();
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("hello"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const a2apb::Task& task = response.task();
+  EXPECT_EQ(task.status().state(), a2apb::TASK_STATE_COMPLETED);
+  ASSERT_EQ(task.artifacts_size(), 1);
+  EXPECT_EQ(task.artifacts(0).parts(0).text(), "hello");
+  ASSERT_GE(task.history_size(), 2);
+  EXPECT_EQ(task.history(0).parts(0).text(), "hello");
+  EXPECT_EQ(task.status().message().parts(0).text(), "echo: hello");
+
+  a2apb::GetTaskRequest get;
+  get.set_id(task.id());
+  get.set_history_length(1);
+  a2apb::Task read;
+  ASSERT_TRUE(stub_->GetTask(Context().get(), get, &read).ok());
+  ASSERT_EQ(read.history_size(), 1);
+  EXPECT_EQ(read.history(0).parts(0).text(), "echo: hello");
+
+  a2apb::ListTasksRequest list;
+  list.set_tenant("echo");
+  a2apb::ListTasksResponse tasks;
+  ASSERT_TRUE(stub_->ListTasks(Context().get(), list, &tasks).ok());
+  EXPECT_EQ(tasks.total_size(), 1);
+  EXPECT_EQ(tasks.tasks(0).id(), task.id());
+  EXPECT_EQ(tasks.tasks(0).artifacts_size(), 0);  // include_artifacts unset
+}
+
+// A client that cancels while the coordinator is still storing its message: gRPC frees the
+// request and the server context once the call finishes, so the handler must not finish it
+// (and must not read them) until it is done with them. Under ASan a use after free here fails.
+TEST_F(GatewayTest, CallsCancelledWhileTheMessageIsStoredEndCleanly) {
+  auto agent = StartAgent();
+  for (int i = 0; i < 100; ++i) {
+    grpc::ClientContext context;
+    context.AddMetadata("a2a-version", "1.0");
+    const a2apb::SendMessageRequest request = Send(absl::StrCat("cancelled ", i));
+    a2apb::SendMessageResponse response;
+    absl::Notification done;
+    grpc::Status status;
+    stub_->async()->SendMessage(&context, &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
+    context.TryCancel();
+    done.WaitForNotification();
+    EXPECT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
+        << status.error_code() << " " << status.error_message();
+
+    auto stream_context = Context();
+    auto reader = stub_->SendStreamingMessage(stream_context.get(), Send("cancelled stream"));
+    stream_context->TryCancel();
+    a2apb::StreamResponse event;
+    while (reader->Read(&event)) {
+    }
+    const grpc::Status stream_status = reader->Finish();
+    EXPECT_TRUE(stream_status.ok() || stream_status.error_code() == grpc::StatusCode::CANCELLED)
+        << stream_status.error_code() << " " << stream_status.error_message();
+  }
+  // The coordinator is still up and serving.
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("after"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+}
+
+TEST_F(GatewayTest, StreamingSendStreamsTheTaskThenItsEvents) {
+  auto agent = StartAgent();
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), Send("streamed"));
+  std::vector<a2apb::StreamResponse> events;
+  a2apb::StreamResponse event;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_GE(events.size(), 3u);
+  ASSERT_TRUE(events.front().has_task());
+  EXPECT_EQ(events.front().task().status().state(), a2apb::TASK_STATE_SUBMITTED);
+  const std::string id = events.front().task().id();
+  bool saw_artifact = false;
+  for (const auto& e : events) {
+    if (e.has_artifact_update()) {
+      saw_artifact = true;
+      EXPECT_EQ(e.artifact_update().task_id(), id);
+    }
+  }
+  EXPECT_TRUE(saw_artifact);
+  ASSERT_TRUE(events.back().has_status_update());
+  EXPECT_EQ(events.back().status_update().task_id(), id);
+  EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+}
+
+// Streams many artifact chunks as fast as it can, then completes: far more events arrive while
+// one burst is being stored than one burst takes.
+class FloodAgent : public agent_runtime::AgentExecutor {
+ public:
+  static constexpr int kChunks = 300;
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    (void)request;
+    events.UpdateStatus(a2apb::TASK_STATE_WORKING);
+    for (int i = 0; i < kChunks; ++i) {
+      a2apb::Artifact chunk;
+      chunk.set_artifact_id("flood");
+      chunk.add_parts()->set_text(std::to_string(i));
+      events.AddArtifact(chunk, /*append=*/i > 0, /*last_chunk=*/i + 1 == kChunks);
+    }
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "flooded");
+  }
+};
+
+TEST_F(GatewayTest, AFloodOfAgentEventsIsStoredCompletelyAndInOrder) {
+  FloodAgent flood;
+  auto agent = StartAgent("flood", &flood);
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), Send("go", "flood"));
+  std::vector<a2apb::StreamResponse> events;
+  a2apb::StreamResponse event;
+  while (reader->Read(&event)) events.push_back(event);
+  grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<std::string> chunks;
+  for (const auto& e : events) {
+    if (e.has_artifact_update()) chunks.push_back(e.artifact_update().artifact().parts(0).text());
+  }
+  ASSERT_EQ(chunks.size(), static_cast<size_t>(FloodAgent::kChunks));
+  for (int i = 0; i < FloodAgent::kChunks; ++i) EXPECT_EQ(chunks[i], std::to_string(i));
+  ASSERT_TRUE(events.back().has_status_update());
+  EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  // The stored task holds every chunk, in order, in one artifact.
+  a2apb::Task task = GetTask(events.front().task().id());
+  ASSERT_EQ(task.artifacts_size(), 1);
+  ASSERT_EQ(task.artifacts(0).parts_size(), FloodAgent::kChunks);
+  for (int i = 0; i < FloodAgent::kChunks; ++i) {
+    EXPECT_EQ(task.artifacts(0).parts(i).text(), std::to_string(i));
+  }
+}
+
+TEST_F(GatewayTest, MultiTurnTaskContinuesAfterInputRequired) {
+  auto agent = StartAgent();
+  a2apb::SendMessageResponse first;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("ask"), &first).ok());
+  ASSERT_EQ(first.task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  a2apb::SendMessageRequest reply = Send("the answer", "echo", first.task().id());
+  reply.mutable_message()->set_context_id(first.task().context_id());
+  a2apb::SendMessageResponse second;
+  grpc::Status s = stub_->SendMessage(Context().get(), reply, &second);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(second.task().id(), first.task().id());
+  EXPECT_EQ(second.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(second.task().status().message().parts(0).text(), "echo: the answer");
+}
+
+TEST_F(GatewayTest, CancelForwardsToTheAgentAndEndedTasksAreNotCancelable) {
+  auto agent = StartAgent();
+  const std::string id = SendNow("hold");
+  ASSERT_TRUE(WaitFor([&] {
+    return GetTask(id).status().message().parts_size() > 0 &&
+           absl::StrContains(GetTask(id).status().message().parts(0).text(), "holding");
+  }));
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  grpc::Status s = stub_->CancelTask(Context().get(), cancel, &canceled);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(canceled.status().state(), a2apb::TASK_STATE_CANCELED);
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_CANCELED);
+
+  s = stub_->CancelTask(Context().get(), cancel, &canceled);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Reason(s), "TASK_NOT_CANCELABLE");
+}
+
+TEST_F(GatewayTest, SubscriberGetsSnapshotThenLiveEventsAndEndedTasksRefuseSubscription) {
+  auto agent = StartAgent();
+  const std::string id = SendNow("hold");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_WORKING));
+  auto context = Context();
+  a2apb::SubscribeToTaskRequest subscribe;
+  subscribe.set_id(id);
+  auto reader = stub_->SubscribeToTask(context.get(), subscribe);
+  a2apb::StreamResponse first;
+  ASSERT_TRUE(reader->Read(&first));
+  ASSERT_TRUE(first.has_task());
+  EXPECT_EQ(first.task().id(), id);
+  EXPECT_EQ(first.task().status().state(), a2apb::TASK_STATE_WORKING);
+
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  ASSERT_TRUE(stub_->CancelTask(Context().get(), cancel, &canceled).ok());
+  a2apb::StreamResponse event, last;
+  while (reader->Read(&event)) last = event;
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.has_status_update());
+  EXPECT_EQ(last.status_update().status().state(), a2apb::TASK_STATE_CANCELED);
+
+  auto again = Context();
+  auto refused = stub_->SubscribeToTask(again.get(), subscribe);
+  while (refused->Read(&event)) {
+  }
+  grpc::Status s = refused->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Reason(s), "UNSUPPORTED_OPERATION");
+}
+
+TEST_F(GatewayTest, AgentDownMidTaskThenMessagesQueueAndAreDeliveredWhenItReturns) {
+  auto agent = StartAgent();
+  const std::string held = SendNow("hold");
+  ASSERT_TRUE(WaitForState(held, a2apb::TASK_STATE_WORKING));
+  agent->Shutdown(absl::ZeroDuration());
+  agent.reset();
+
+  // Still readable, from the store.
+  EXPECT_EQ(GetTask(held).status().state(), a2apb::TASK_STATE_WORKING);
+  // A new message is accepted and kept SUBMITTED while the agent is away.
+  const std::string queued = SendNow("while you were out");
+  EXPECT_EQ(GetTask(queued).status().state(), a2apb::TASK_STATE_SUBMITTED);
+
+  // The agent comes back on another port and registers again; the queue drains.
+  agent = StartAgent();
+  ASSERT_TRUE(WaitForState(queued, a2apb::TASK_STATE_COMPLETED));
+  EXPECT_EQ(GetTask(queued).artifacts(0).parts(0).text(), "while you were out");
+  // The interrupted message was delivered again: the task is being held once more.
+  ASSERT_TRUE(WaitFor([&] {
+    a2apb::Task t = GetTask(held);
+    return t.status().message().parts_size() > 0 &&
+           absl::StrContains(t.status().message().parts(0).text(), "holding") &&
+           t.history_size() >= 3;
+  }));
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(held);
+  a2apb::Task canceled;
+  ASSERT_TRUE(stub_->CancelTask(Context().get(), cancel, &canceled).ok());
+  EXPECT_EQ(canceled.status().state(), a2apb::TASK_STATE_CANCELED);
+}
+
+TEST_F(GatewayTest, CancelWhileTheAgentIsDownEndsTheQueuedTask) {
+  auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
+  coordinator::v1::RegisterAgentRequest reg;
+  reg.mutable_agent()->set_name("away");
+  reg.mutable_agent()->set_endpoint("127.0.0.1:1");
+  coordinator::v1::Agent agent;
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &agent).ok());
+  const std::string id = SendNow("anyone?", "away");
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  ASSERT_TRUE(stub_->CancelTask(Context().get(), cancel, &canceled).ok());
+  EXPECT_EQ(canceled.status().state(), a2apb::TASK_STATE_CANCELED);
+}
+
+TEST_F(GatewayTest, DeliveryGivesUpAfterTheLimitAndFailsTheTask) {
+  StopCoordinator();
+  StartCoordinator(/*max_attempts=*/3);
+  auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
+  coordinator::v1::RegisterAgentRequest reg;
+  reg.mutable_agent()->set_name("gone");
+  reg.mutable_agent()->set_endpoint("127.0.0.1:1");
+  coordinator::v1::Agent agent;
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &agent).ok());
+  const std::string id = SendNow("hello?", "gone");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  const a2apb::Task task = GetTask(id);
+  EXPECT_TRUE(absl::StrContains(task.status().message().parts(0).text(), "after 3 attempts"))
+      << task.status().message().parts(0).text();
+}
+
+TEST_F(GatewayTest, BadInputGetsTheSpecErrorAndChangesNothing) {
+  auto agent = StartAgent();
+  a2apb::SendMessageResponse response;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("one"), &response).ok());
+  const int before = TotalTasks();
+
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("x", "nobody"), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+
+  a2apb::SendMessageRequest no_parts = Send("x");
+  no_parts.mutable_message()->clear_parts();
+  s = stub_->SendMessage(Context().get(), no_parts, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+
+  s = stub_->SendMessage(Context().get(), Send(std::string(100 << 10, 'x')), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+
+  s = stub_->SendMessage(Context().get(), Send("x", "echo", "no-such-task"), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Reason(s), "TASK_NOT_FOUND");
+
+  a2apb::SendMessageResponse asked;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("ask"), &asked).ok());
+  const int with_asked = TotalTasks();
+  const a2apb::Task asked_before = GetTask(asked.task().id());
+  a2apb::SendMessageRequest mismatched = Send("x", "echo", asked.task().id());
+  mismatched.mutable_message()->set_context_id("another-context");
+  s = stub_->SendMessage(Context().get(), mismatched, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_EQ(GetTask(asked.task().id()).history_size(), asked_before.history_size());
+
+  a2apb::ListTasksRequest list;
+  list.set_page_token("bm90LWEtdG9rZW4");
+  a2apb::ListTasksResponse tasks;
+  s = stub_->ListTasks(Context().get(), list, &tasks);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A real token, but from another listing (push configs of a task).
+  auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
+  coordinator::v1::ListAgentsRequest agents_request;
+  agents_request.set_page_size(1);
+  coordinator::v1::RegisterAgentRequest reg;
+  reg.mutable_agent()->set_name("zeta");
+  reg.mutable_agent()->set_endpoint("127.0.0.1:1");
+  coordinator::v1::Agent registered;
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &registered).ok());
+  coordinator::v1::ListAgentsResponse agents_page;
+  ASSERT_TRUE(registry->ListAgents(Context().get(), agents_request, &agents_page).ok());
+  ASSERT_FALSE(agents_page.next_page_token().empty());
+  list.set_page_token(agents_page.next_page_token());
+  s = stub_->ListTasks(Context().get(), list, &tasks);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  auto old_version = std::make_unique<grpc::ClientContext>();
+  old_version->AddMetadata("a2a-version", "0.3");
+  s = stub_->SendMessage(old_version.get(), Send("x"), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Reason(s), "VERSION_NOT_SUPPORTED");
+
+  a2apb::GetTaskRequest missing;
+  missing.set_id("no-such-task");
+  a2apb::Task task;
+  s = stub_->GetTask(Context().get(), missing, &task);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Reason(s), "TASK_NOT_FOUND");
+
+  EXPECT_EQ(TotalTasks(), with_asked);
+  EXPECT_EQ(with_asked, before + 1);
+}
+
+TEST_F(GatewayTest, TasksSurviveACoordinatorRestart) {
+  auto agent = StartAgent();
+  a2apb::SendMessageResponse response;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("durable"), &response).ok());
+  agent->Shutdown(absl::ZeroDuration());
+  StopCoordinator();
+  StartCoordinator();
+  const a2apb::Task task = GetTask(response.task().id());
+  EXPECT_EQ(task.status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(task.artifacts(0).parts(0).text(), "durable");
+}
+
+TEST_F(GatewayTest, AgentCardListsOneInterfacePerAgent) {
+  auto agent = StartAgent();
+  absl::StatusOr<std::string> json = HttpGet(
+      "http://127.0.0.1:" + std::to_string(server_->http_port()) + "/.well-known/agent-card.json",
+      absl::Seconds(10));
+  ASSERT_OK(json);
+  EXPECT_TRUE(absl::StrContains(*json, "\"supportedInterfaces\"")) << *json;
+  EXPECT_TRUE(absl::StrContains(*json, "\"tenant\":\"echo\"")) << *json;
+  EXPECT_TRUE(absl::StrContains(*json, "\"protocolBinding\":\"GRPC\"")) << *json;
+  EXPECT_TRUE(absl::StrContains(*json, server_->address())) << *json;
+}
+
+TEST_F(GatewayTest, StatusChangesArePostedToWebhooksWithTheToken) {
+  httplib::Server hook;
+  absl::Mutex mu;
+  std::vector<std::string> bodies;
+  std::vector<std::string> tokens;
+  int failures_left = 1;  // the first call fails: it must be retried
+  hook.Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    if (failures_left > 0) {
+      --failures_left;
+      res.status = 503;
+      return;
+    }
+    bodies.push_back(req.body);
+    tokens.push_back(req.get_header_value("X-A2A-Notification-Token"));
+    res.status = 200;
+  });
+  const int port = hook.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread hook_thread([&] { hook.listen_after_bind(); });
+
+  auto agent = StartAgent();
+  a2apb::SendMessageRequest request = Send("notify me");
+  a2apb::TaskPushNotificationConfig* config =
+      request.mutable_configuration()->mutable_task_push_notification_config();
+  config->set_url("http://127.0.0.1:" + std::to_string(port) + "/hook");
+  config->set_token("tok-123");
+  a2apb::SendMessageResponse response;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), request, &response).ok());
+  ASSERT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+
+  const bool got_completed = WaitFor([&] {
+    absl::MutexLock lock(&mu);
+    for (const std::string& b : bodies) {
+      if (absl::StrContains(b, "TASK_STATE_COMPLETED")) return true;
+    }
+    return false;
+  });
+  hook.stop();
+  hook_thread.join();
+  ASSERT_TRUE(got_completed);
+  absl::MutexLock lock(&mu);
+  for (const std::string& t : tokens) EXPECT_EQ(t, "tok-123");
+  EXPECT_TRUE(absl::StrContains(bodies.back(), "statusUpdate")) << bodies.back();
+
+  a2apb::ListTaskPushNotificationConfigsRequest list;
+  list.set_task_id(response.task().id());
+  a2apb::ListTaskPushNotificationConfigsResponse configs;
+  ASSERT_TRUE(stub_->ListTaskPushNotificationConfigs(Context().get(), list, &configs).ok());
+  ASSERT_EQ(configs.configs_size(), 1);
+  EXPECT_EQ(configs.configs(0).token(), "tok-123");
+}
+
+}  // namespace
+}  // namespace coordinator

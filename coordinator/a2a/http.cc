@@ -1,0 +1,148 @@
+#include "coordinator/a2a/http.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/http_deadline.h"
+#include "common/metrics.h"
+#include "httplib.h"
+
+namespace coordinator {
+namespace {
+
+constexpr char kCardPath[] = "/.well-known/agent-card.json";
+constexpr char kMetricsPath[] = "/metrics";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
+    const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json,
+    const HttpTlsFiles& tls) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_listen \"", listen, "\" is not host:port"));
+  }
+  std::string host = listen.substr(0, colon);
+  std::unique_ptr<AgentCardHttpServer> server(new AgentCardHttpServer());
+  if (tls.cert_file.empty()) {
+    server->server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto https = std::make_unique<httplib::SSLServer>(tls.cert_file.c_str(), tls.key_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot serve HTTPS with certificate ",
+                                                     tls.cert_file, " and key ", tls.key_file));
+    }
+    server->server_ = std::move(https);
+  }
+  // Prometheus text exposition of the process's metrics (common/metrics.h).
+  server->server_->Get(kMetricsPath, [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(common::MetricsRegistry::Default().Render(),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server->server_->Get(kCardPath, [card_json](const httplib::Request&, httplib::Response& res) {
+    absl::StatusOr<std::string> json = card_json();
+    if (!json.ok()) {
+      res.status = 503;
+      res.set_content(std::string(json.status().message()), "text/plain");
+      return;
+    }
+    res.set_content(*json, "application/json");
+  });
+  if (port == 0) {
+    server->port_ = server->server_->bind_to_any_port(host);
+  } else if (server->server_->bind_to_port(host, port)) {
+    server->port_ = port;
+  }
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", listen));
+  }
+  httplib::Server* raw = server->server_.get();
+  server->thread_ = std::thread([raw, returned = server->listen_returned_] {
+    raw->listen_after_bind();
+    returned->store(true);
+  });
+  return server;
+}
+
+AgentCardHttpServer::~AgentCardHttpServer() { Stop(); }
+
+void AgentCardHttpServer::Stop() {
+  if (server_ == nullptr || !thread_.joinable()) return;
+  // httplib 0.11 ignores a stop() that arrives before its listen loop is running, and the loop
+  // would then never end: wait until it runs (or has already returned) before stopping it.
+  while (!server_->is_running() && !listen_returned_->load()) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  server_->stop();
+  thread_.join();
+}
+
+namespace {
+
+// Splits "http://host:port/path" into the scheme-host-port part and the path.
+std::pair<std::string, std::string> SplitUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  if (path_start == std::string::npos) return {url, "/"};
+  return {url.substr(0, path_start), url.substr(path_start)};
+}
+
+void SetTimeouts(httplib::Client& client, absl::Duration timeout) {
+  const auto micros = absl::ToInt64Microseconds(timeout);
+  client.set_connection_timeout(micros / 1000000, micros % 1000000);
+  client.set_read_timeout(micros / 1000000, micros % 1000000);
+  client.set_write_timeout(micros / 1000000, micros % 1000000);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> HttpGet(const std::string& url, absl::Duration timeout) {
+  auto [base, path] = SplitUrl(url);
+  httplib::Client client(base);
+  SetTimeouts(client, timeout);
+  httplib::Result res = client.Get(path);
+  if (!res) {
+    return absl::UnavailableError(absl::StrCat("GET ", url, ": ", httplib::to_string(res.error())));
+  }
+  if (res->status < 200 || res->status >= 300) {
+    return absl::UnavailableError(absl::StrCat("GET ", url, ": HTTP ", res->status));
+  }
+  return res->body;
+}
+
+HttpPostResult HttpPost(const std::string& url, const std::string& body,
+                        const std::string& content_type,
+                        const std::vector<std::pair<std::string, std::string>>& headers,
+                        absl::Duration timeout) {
+  HttpPostResult result;
+  if (!absl::StartsWith(url, "http://") && !absl::StartsWith(url, "https://")) {
+    result.error = "only http:// and https:// webhook URLs are supported";
+    return result;
+  }
+  // Named, not structured bindings: the lambda below captures `path`, which clang before 16
+  // refuses for a binding (the COORD_FUZZ build uses clang 14).
+  const std::pair<std::string, std::string> split = SplitUrl(url);
+  const std::string& base = split.first;
+  const std::string& path = split.second;
+  httplib::Client client(base);
+  httplib::Headers h;
+  for (const auto& [name, value] : headers) h.emplace(name, value);
+  // `timeout` bounds the whole call, not only each read (a webhook could trickle its answer).
+  bool expired = false;
+  httplib::Result res = common::CallWithDeadline(
+      client, timeout, [&] { return client.Post(path, h, body, content_type); }, &expired);
+  if (!res) {
+    result.error = expired ? absl::StrCat("no answer within ", absl::FormatDuration(timeout),
+                                          " (--a2a_push_timeout)")
+                           : absl::StrCat("no answer: ", httplib::to_string(res.error()));
+    return result;
+  }
+  result.status = res->status;
+  return result;
+}
+
+}  // namespace coordinator

@@ -1,0 +1,594 @@
+#include "coordinator/a2a/service.h"
+
+#include <deque>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "a2a_protocol/errors.h"
+#include "coordinator/rpc/auth_interceptor.h"
+#include "common/grpc_status.h"
+#include "coordinator/rpc/unary_handler.h"
+
+namespace coordinator {
+namespace {
+
+// Events read from the log per store read while streaming.
+constexpr int kEventBatch = 100;
+
+std::optional<int> HistoryLength(const a2apb::SendMessageRequest& request) {
+  if (request.configuration().has_history_length()) return request.configuration().history_length();
+  return std::nullopt;
+}
+
+// A blocking (or immediate) SendMessage. Owns itself from creation to OnDone; pool jobs and the
+// notifier listener hold references, and `finished_` keeps late ones from touching the call.
+class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from_this<SendCall> {
+ public:
+  SendCall(A2AServiceImpl* service, grpc::CallbackServerContext* context,
+           const a2apb::SendMessageRequest* request, a2apb::SendMessageResponse* response)
+      : service_(service),
+        context_(context),
+        request_(request),
+        response_(response),
+        history_length_(HistoryLength(*request)) {}
+
+  static SendCall* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
+                         const a2apb::SendMessageRequest* request,
+                         a2apb::SendMessageResponse* response) {
+    auto call = std::make_shared<SendCall>(service, context, request, response);
+    call->self_ = call;
+    service->pool()->Schedule([call] { call->Run(); });
+    return call.get();
+  }
+
+  // While Run() still reads the request and the context, finishing would let gRPC free them
+  // under it: the cancel is then left for Run() to apply once it is done with them.
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (accepting_) {
+        cancelled_ = true;
+        return;
+      }
+    }
+    FinishOnce(absl::CancelledError("call cancelled by the client"));
+  }
+
+  void OnDone() override {
+    uint64_t subscription;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      subscription = subscription_;
+    }
+    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id_, subscription);
+    self_.reset();  // may delete this
+  }
+
+ private:
+  void Run() {
+    absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *request_);
+    const bool return_immediately = request_->configuration().return_immediately();
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      accepting_ = false;  // from here on nothing reads request_ or context_
+      cancelled = cancelled_;
+    }
+    if (cancelled) {
+      FinishOnce(absl::CancelledError("call cancelled by the client"));
+      return;
+    }
+    if (!change.ok()) {
+      FinishOnce(change.status());
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      task_id_ = change->header.task().id();
+    }
+    if (return_immediately) {
+      Respond();
+      return;
+    }
+    std::weak_ptr<SendCall> weak = weak_from_this();
+    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+      if (auto call = weak.lock()) call->service_->pool()->Schedule([call] { call->Check(); });
+    });
+    {
+      absl::MutexLock lock(&mu_);
+      if (done_) {
+        mu_.Unlock();
+        service_->gateway()->notifier()->Unsubscribe(task_id_, id);
+        mu_.Lock();
+        return;
+      }
+      subscription_ = id;
+    }
+    Check();  // the task may have moved on before the subscription
+  }
+
+  void Check() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+    }
+    absl::StatusOr<v1::StoredTask> header = service_->tasks()->GetHeader(task_id_);
+    if (!header.ok()) {
+      FinishOnce(header.status());
+      return;
+    }
+    if (IsFinalOrInterrupted(header->task().status().state())) Respond();
+  }
+
+  // May run in several pool jobs at once (one per notification); only the first finishes the
+  // call, after which gRPC frees the request: so nothing here reads request_.
+  void Respond() {
+    absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    if (task.ok()) *response_->mutable_task() = *std::move(task);
+    Finish(common::ToGrpcStatus(task.status()));
+  }
+
+  void FinishOnce(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(common::ToGrpcStatus(status));
+  }
+
+  A2AServiceImpl* service_;
+  grpc::CallbackServerContext* context_;
+  const a2apb::SendMessageRequest* request_;
+  a2apb::SendMessageResponse* response_;
+  // Copied from the request at the start: the request is gone once the call finished.
+  const std::optional<int> history_length_;
+  std::shared_ptr<SendCall> self_;
+  absl::Mutex mu_;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
+  std::string task_id_;                          // set by Run under mu_, before any subscription
+  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A stream of one task: the stored snapshot first, then every later event from the log, in
+// order, until the task stops. Events are always read back from the store, so nothing that was
+// stored after the snapshot can be missed, and nothing reaches a client before it is stored.
+class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
+                   public std::enable_shared_from_this<TaskStream> {
+ public:
+  // kSend: SendStreamingMessage (ends when the task stops or waits for input);
+  // kSubscribe: SubscribeToTask (ends when the task reaches a terminal state).
+  enum class Mode { kSend, kSubscribe };
+
+  TaskStream(A2AServiceImpl* service, grpc::CallbackServerContext* context, Mode mode,
+             std::unique_ptr<StreamSlots::Slot> slot)
+      : service_(service), context_(context), mode_(mode), slot_(std::move(slot)) {}
+
+  // `slot` (may be null) is held until gRPC is done with the stream.
+  static TaskStream* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
+                           const a2apb::SendMessageRequest* send,
+                           const a2apb::SubscribeToTaskRequest* subscribe,
+                           std::unique_ptr<StreamSlots::Slot> slot) {
+    auto stream = std::make_shared<TaskStream>(
+        service, context, send != nullptr ? Mode::kSend : Mode::kSubscribe, std::move(slot));
+    stream->self_ = stream;
+    service->pool()->Schedule([stream, send, subscribe] { stream->Start(send, subscribe); });
+    return stream.get();
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) {
+      FinishLocked(absl::CancelledError("stream closed by the client"));
+      return;
+    }
+    WriteNextLocked();
+  }
+
+  // As in SendCall: while Start() still reads the request and the context, the cancel waits.
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    if (accepting_) {
+      cancelled_ = true;
+      return;
+    }
+    FinishLocked(absl::CancelledError("call cancelled by the client"));
+  }
+
+  void OnDone() override {
+    uint64_t subscription;
+    std::string task_id;
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      subscription = subscription_;
+      task_id = task_id_;
+    }
+    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id, subscription);
+    self_.reset();  // may delete this
+  }
+
+ private:
+  bool Ends(a2apb::TaskState state) const {
+    return mode_ == Mode::kSend ? IsFinalOrInterrupted(state) : IsTerminal(state);
+  }
+
+  void Start(const a2apb::SendMessageRequest* send,
+             const a2apb::SubscribeToTaskRequest* subscribe) {
+    std::string tenant;
+    absl::Status accepted;
+    if (send != nullptr) {
+      absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *send);
+      accepted = change.status();
+      if (change.ok()) {
+        absl::MutexLock lock(&mu_);
+        task_id_ = change->header.task().id();
+      }
+    } else {
+      accepted = CheckA2AVersion(context_);
+      if (accepted.ok()) {
+        absl::MutexLock lock(&mu_);
+        task_id_ = subscribe->id();
+        tenant = subscribe->tenant();
+      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      accepting_ = false;  // from here on nothing reads the request or context_
+      if (cancelled_) return FinishLocked(absl::CancelledError("call cancelled by the client"));
+    }
+    if (!accepted.ok()) return Fail(accepted);
+    if (mode_ == Mode::kSubscribe) {
+      // Fail fast on an unknown or ended task, before subscribing.
+      absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask(tenant, task_id_, 0);
+      if (!task.ok()) return Fail(task.status());
+    }
+    std::weak_ptr<TaskStream> weak = weak_from_this();
+    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+      if (auto stream = weak.lock()) {
+        stream->service_->pool()->Schedule([stream] { stream->Fetch(); });
+      }
+    });
+    bool done;
+    {
+      absl::MutexLock lock(&mu_);
+      done = done_;
+      if (!done) subscription_ = id;
+    }
+    if (done) {
+      service_->gateway()->notifier()->Unsubscribe(task_id_, id);
+      return;
+    }
+    absl::StatusOr<std::pair<a2apb::Task, int64_t>> snapshot =
+        service_->tasks()->Snapshot(tenant, task_id_);
+    if (!snapshot.ok()) return Fail(snapshot.status());
+    const a2apb::TaskState state = snapshot->first.status().state();
+    if (mode_ == Mode::kSubscribe && IsTerminal(state)) {
+      return Fail(a2a::UnsupportedOperation(absl::StrCat("task ", task_id_, " has ended (",
+                                                         a2apb::TaskState_Name(state),
+                                                         "); read it with GetTask")));
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      cursor_ = snapshot->second;
+      a2apb::StreamResponse first;
+      *first.mutable_task() = std::move(snapshot->first);
+      queue_.push_back(std::move(first));
+      ending_ = Ends(state);
+      started_ = true;
+      WriteNextLocked();
+    }
+    Fetch();
+  }
+
+  // Reads the events after the cursor from the log and queues them for writing.
+  void Fetch() {
+    int64_t from;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!started_ || finished_ || ending_) return;
+      if (fetching_) {
+        refetch_ = true;
+        return;
+      }
+      fetching_ = true;
+      from = cursor_;
+    }
+    absl::StatusOr<std::vector<v1::StoredEvent>> events =
+        service_->tasks()->ReadEvents(task_id_, from, kEventBatch);
+    absl::MutexLock lock(&mu_);
+    fetching_ = false;
+    if (!events.ok()) {
+      FinishLocked(events.status());
+      return;
+    }
+    for (v1::StoredEvent& event : *events) {
+      if (ending_) break;
+      if (queue_.size() >= service_->stream_queue_limit()) {
+        OverflowLocked();
+        return;
+      }
+      cursor_ = event.seq();
+      if (event.event().has_status_update() &&
+          Ends(event.event().status_update().status().state())) {
+        ending_ = true;
+      }
+      queue_.push_back(std::move(*event.mutable_event()));
+    }
+    const bool more = refetch_ || static_cast<int>(events->size()) == kEventBatch;
+    refetch_ = false;
+    if (more && !ending_) {
+      service_->pool()->Schedule([stream = shared_from_this()] { stream->Fetch(); });
+    }
+    WriteNextLocked();
+  }
+
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || writing_) return;
+    if (!queue_.empty()) {
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+      return;
+    }
+    if (ending_) FinishLocked(absl::OkStatus());
+  }
+
+  void Fail(const absl::Status& status) {
+    absl::MutexLock lock(&mu_);
+    FinishLocked(status);
+  }
+
+  // The client reads slower than the task changes: rather than hold ever more events for it,
+  // the stream ends. Nothing is lost: every event stays in the task's log, and a new
+  // subscription starts from the task as stored.
+  void OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const size_t limit = service_->stream_queue_limit();
+    LOG_WARN("task %s: closing a stream that fell more than %d events behind", task_id_, limit);
+    queue_.clear();
+    FinishLocked(absl::ResourceExhaustedError(absl::StrCat(
+        "this stream fell more than ", limit,
+        " events behind (--stream_queue_limit); resubscribe with SubscribeToTask: it starts "
+        "from the task as stored, and every event stays in the task's log")));
+  }
+
+  void FinishLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(common::ToGrpcStatus(status));
+  }
+
+  A2AServiceImpl* service_;
+  grpc::CallbackServerContext* context_;
+  const Mode mode_;
+  std::shared_ptr<TaskStream> self_;
+  const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
+  absl::Mutex mu_;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Start() may still read the request, context_
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
+  std::string task_id_;                          // written only by Start, before it subscribes
+  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool fetching_ ABSL_GUARDED_BY(mu_) = false;
+  bool refetch_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
+  a2apb::StreamResponse current_;
+};
+
+// Wraps a unary handler's work with the a2a-version check.
+template <typename Response, typename Work>
+grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, common::ThreadPool* pool,
+                                    Response* response, Work work) {
+  return HandleUnary(context, pool, response,
+                     [context, work = std::move(work)]() mutable -> absl::StatusOr<Response> {
+                       RETURN_IF_ERROR(CheckA2AVersion(context));
+                       return work();
+                     });
+}
+
+}  // namespace
+
+absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("a2a-version");
+  if (it == metadata.end()) return absl::OkStatus();
+  const absl::string_view version(it->second.data(), it->second.size());
+  if (version.empty() || version == "1.0" || version == "1") return absl::OkStatus();
+  return a2a::VersionNotSupported(version);
+}
+
+absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
+                                                 const std::string& grpc_address,
+                                                 bool bearer_auth) {
+  a2apb::AgentCard card;
+  card.set_name("coordinator");
+  card.set_description(
+      "Durable A2A gateway: reach each registered agent through the interface whose tenant is "
+      "its name; tasks, messages and events are stored and outlive agent restarts.");
+  card.set_version("1.0.0");
+  card.mutable_capabilities()->set_streaming(true);
+  card.mutable_capabilities()->set_push_notifications(true);
+  card.mutable_capabilities()->set_extended_agent_card(false);
+  card.add_default_input_modes("text/plain");
+  card.add_default_output_modes("text/plain");
+  if (bearer_auth) {
+    // Every call needs "authorization: Bearer <token>" (docs/security.md).
+    a2apb::HTTPAuthSecurityScheme* bearer =
+        (*card.mutable_security_schemes())["bearer"].mutable_http_auth_security_scheme();
+    bearer->set_scheme("Bearer");
+    bearer->set_description(
+        "A token from the coordinator's token file, sent as gRPC metadata "
+        "\"authorization: Bearer <token>\" on every call");
+    (*card.add_security_requirements()->mutable_schemes())["bearer"];
+  }
+  v1::ListAgentsRequest request;
+  request.set_page_size(1000);
+  while (true) {
+    ASSIGN_OR_RETURN(v1::ListAgentsResponse page, agents->List(request));
+    for (const v1::Agent& agent : page.agents()) {
+      a2apb::AgentInterface* iface = card.add_supported_interfaces();
+      iface->set_url(grpc_address);
+      iface->set_protocol_binding("GRPC");
+      iface->set_tenant(agent.name());
+      iface->set_protocol_version("1.0");
+      a2apb::AgentSkill* skill = card.add_skills();
+      skill->set_id(agent.name());
+      skill->set_name(agent.card().name().empty() ? agent.name() : agent.card().name());
+      skill->set_description(agent.card().description().empty()
+                                 ? absl::StrCat("Agent ", agent.name(), " behind this gateway")
+                                 : agent.card().description());
+      skill->add_tags("agent");
+    }
+    if (page.next_page_token().empty()) break;
+    request.set_page_token(page.next_page_token());
+  }
+  return card;
+}
+
+absl::StatusOr<A2ATaskStore::Change> A2AServiceImpl::Accept(
+    const grpc::CallbackServerContext* context, const a2apb::SendMessageRequest& request) {
+  RETURN_IF_ERROR(CheckA2AVersion(context));
+  if (!request.has_message()) return absl::InvalidArgumentError("message is required");
+  RETURN_IF_ERROR(tasks_->ValidateMessage(request.message()));
+  if (!request.tenant().empty()) {
+    // The tenant names the agent; an unknown one gets NOT_FOUND before anything is stored.
+    RETURN_IF_ERROR(agents_->Get(request.tenant()).status());
+  } else if (request.message().task_id().empty()) {
+    return absl::InvalidArgumentError(
+        "tenant is required for a new task: it names the agent to send the message to");
+  }
+  const a2apb::TaskPushNotificationConfig* push = nullptr;
+  if (request.configuration().has_task_push_notification_config()) {
+    push = &request.configuration().task_push_notification_config();
+  }
+  ASSIGN_OR_RETURN(A2ATaskStore::Change change,
+                   tasks_->AcceptMessage(request.tenant(), request.message(), push));
+  gateway_->Accepted(change);
+  return change;
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::SendMessage(grpc::CallbackServerContext* context,
+                                                      const a2apb::SendMessageRequest* request,
+                                                      a2apb::SendMessageResponse* response) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(common::ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  return SendCall::Begin(this, context, request, response);
+}
+
+grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SendStreamingMessage(
+    grpc::CallbackServerContext* context, const a2apb::SendMessageRequest* request) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
+  }
+  absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
+  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
+  return TaskStream::Begin(this, context, request, nullptr, *std::move(slot));
+}
+
+grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask(
+    grpc::CallbackServerContext* context, const a2apb::SubscribeToTaskRequest* request) {
+  if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
+    return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
+  }
+  absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
+  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
+  return TaskStream::Begin(this, context, nullptr, request, *std::move(slot));
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* context,
+                                                  const a2apb::GetTaskRequest* request,
+                                                  a2apb::Task* response) {
+  return HandleA2A(context, pool_, response, [this, request] {
+    std::optional<int> history;
+    if (request->has_history_length()) history = request->history_length();
+    return tasks_->GetTask(request->tenant(), request->id(), history);
+  });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::ListTasks(grpc::CallbackServerContext* context,
+                                                    const a2apb::ListTasksRequest* request,
+                                                    a2apb::ListTasksResponse* response) {
+  return HandleA2A(context, pool_, response,
+                   [this, request] { return tasks_->ListTasks(*request); });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext* context,
+                                                     const a2apb::CancelTaskRequest* request,
+                                                     a2apb::Task* response) {
+  // The gateway may call the agent: that blocking call runs here, on the work pool.
+  return HandleA2A(context, pool_, response,
+                   [this, request] { return gateway_->CancelTask(*request); });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
+    grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig* request,
+    a2apb::TaskPushNotificationConfig* response) {
+  return HandleA2A(context, pool_, response,
+                   [this, request] { return tasks_->CreatePushConfig(*request); });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
+    grpc::CallbackServerContext* context,
+    const a2apb::GetTaskPushNotificationConfigRequest* request,
+    a2apb::TaskPushNotificationConfig* response) {
+  return HandleA2A(context, pool_, response, [this, request] {
+    return tasks_->GetPushConfig(request->tenant(), request->task_id(), request->id());
+  });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
+    grpc::CallbackServerContext* context,
+    const a2apb::ListTaskPushNotificationConfigsRequest* request,
+    a2apb::ListTaskPushNotificationConfigsResponse* response) {
+  return HandleA2A(context, pool_, response,
+                   [this, request] { return tasks_->ListPushConfigs(*request); });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
+    grpc::CallbackServerContext* context,
+    const a2apb::DeleteTaskPushNotificationConfigRequest* request,
+    google::protobuf::Empty* response) {
+  return HandleA2A(
+      context, pool_, response, [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
+        RETURN_IF_ERROR(
+            tasks_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
+        return google::protobuf::Empty();
+      });
+}
+
+grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
+    grpc::CallbackServerContext* context, const a2apb::GetExtendedAgentCardRequest* request,
+    a2apb::AgentCard* response) {
+  return HandleA2A(context, pool_, response, [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
+    if (request->tenant().empty()) {
+      return CoordinatorCard(agents_, grpc_address(), bearer_auth_.load());
+    }
+    ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
+    if (agent.card().name().empty()) {
+      return a2a::ExtendedAgentCardNotConfigured(
+          absl::StrCat("agent ", agent.name(), " registered no card"));
+    }
+    return agent.card();
+  });
+}
+
+}  // namespace coordinator

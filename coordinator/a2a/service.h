@@ -1,0 +1,119 @@
+// gRPC face of the A2A gateway: lf.a2a.v1.A2AService. A request's `tenant` names the agent it
+// is for. Handlers check the a2a-version metadata, do their storage work on the work pool, and
+// never wait on an agent: sends are stored and queued (the gateway delivers them), blocking
+// sends and streams wake on the task notifier, reads come from the store.
+#ifndef COORDINATOR_A2A_SERVICE_H_
+#define COORDINATOR_A2A_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/synchronization/mutex.h"
+#include "common/thread_pool.h"
+#include "coordinator/a2a/gateway.h"
+#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/rpc/stream_slots.h"
+
+namespace coordinator {
+
+// OK when the a2a-version metadata is absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
+[[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
+
+// The coordinator's own agent card: one GRPC interface per registered agent, at
+// `grpc_address`, with the agent's name as tenant. With `bearer_auth` (a token file is
+// configured) the card declares the "bearer" HTTP security scheme and requires it.
+[[nodiscard]] absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
+                                                               const std::string& grpc_address,
+                                                               bool bearer_auth = false);
+
+class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
+ public:
+  A2AServiceImpl(A2ATaskStore* tasks, AgentRegistryStore* agents, A2AGateway* gateway,
+                 common::ThreadPool* pool, std::string grpc_address)
+      : tasks_(tasks),
+        agents_(agents),
+        gateway_(gateway),
+        pool_(pool),
+        grpc_address_(std::move(grpc_address)) {}
+
+  // The address is known only once the server has bound its port.
+  void set_grpc_address(std::string address) {
+    absl::MutexLock lock(&mu_);
+    grpc_address_ = std::move(address);
+  }
+  std::string grpc_address() {
+    absl::MutexLock lock(&mu_);
+    return grpc_address_;
+  }
+  // Bounds on the task streams (SendStreamingMessage, SubscribeToTask): `slots` counts them
+  // against --max_streams (nullptr: no bound), and a stream holding more than `queue_limit`
+  // unsent events is closed (--stream_queue_limit). Set before the server starts.
+  void set_stream_limits(StreamSlots* slots, size_t queue_limit) {
+    stream_slots_ = slots;
+    stream_queue_limit_ = queue_limit;
+  }
+  StreamSlots* stream_slots() { return stream_slots_; }
+  size_t stream_queue_limit() const { return stream_queue_limit_; }
+  // Whether the coordinator's card declares bearer authentication (default false).
+  void set_bearer_auth(bool on) { bearer_auth_.store(on); }
+
+  grpc::ServerUnaryReactor* SendMessage(grpc::CallbackServerContext* context,
+                                        const a2apb::SendMessageRequest* request,
+                                        a2apb::SendMessageResponse* response) override;
+  grpc::ServerWriteReactor<a2apb::StreamResponse>* SendStreamingMessage(
+      grpc::CallbackServerContext* context, const a2apb::SendMessageRequest* request) override;
+  grpc::ServerUnaryReactor* GetTask(grpc::CallbackServerContext* context,
+                                    const a2apb::GetTaskRequest* request,
+                                    a2apb::Task* response) override;
+  grpc::ServerUnaryReactor* ListTasks(grpc::CallbackServerContext* context,
+                                      const a2apb::ListTasksRequest* request,
+                                      a2apb::ListTasksResponse* response) override;
+  grpc::ServerUnaryReactor* CancelTask(grpc::CallbackServerContext* context,
+                                       const a2apb::CancelTaskRequest* request,
+                                       a2apb::Task* response) override;
+  grpc::ServerWriteReactor<a2apb::StreamResponse>* SubscribeToTask(
+      grpc::CallbackServerContext* context, const a2apb::SubscribeToTaskRequest* request) override;
+  grpc::ServerUnaryReactor* CreateTaskPushNotificationConfig(
+      grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig* request,
+      a2apb::TaskPushNotificationConfig* response) override;
+  grpc::ServerUnaryReactor* GetTaskPushNotificationConfig(
+      grpc::CallbackServerContext* context,
+      const a2apb::GetTaskPushNotificationConfigRequest* request,
+      a2apb::TaskPushNotificationConfig* response) override;
+  grpc::ServerUnaryReactor* ListTaskPushNotificationConfigs(
+      grpc::CallbackServerContext* context,
+      const a2apb::ListTaskPushNotificationConfigsRequest* request,
+      a2apb::ListTaskPushNotificationConfigsResponse* response) override;
+  grpc::ServerUnaryReactor* GetExtendedAgentCard(grpc::CallbackServerContext* context,
+                                                 const a2apb::GetExtendedAgentCardRequest* request,
+                                                 a2apb::AgentCard* response) override;
+  grpc::ServerUnaryReactor* DeleteTaskPushNotificationConfig(
+      grpc::CallbackServerContext* context,
+      const a2apb::DeleteTaskPushNotificationConfigRequest* request,
+      google::protobuf::Empty* response) override;
+
+  // Stores a client's message and queues its delivery (shared by both send calls).
+  [[nodiscard]] absl::StatusOr<A2ATaskStore::Change> Accept(
+      const grpc::CallbackServerContext* context, const a2apb::SendMessageRequest& request);
+
+  A2ATaskStore* tasks() { return tasks_; }
+  A2AGateway* gateway() { return gateway_; }
+  common::ThreadPool* pool() { return pool_; }
+
+ private:
+  A2ATaskStore* tasks_;                  // not owned
+  AgentRegistryStore* agents_;           // not owned
+  A2AGateway* gateway_;                  // not owned
+  common::ThreadPool* pool_;             // not owned
+  StreamSlots* stream_slots_ = nullptr;  // not owned
+  size_t stream_queue_limit_ = kDefaultStreamQueueLimit;
+  absl::Mutex mu_;
+  std::string grpc_address_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> bearer_auth_{false};
+};
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_A2A_SERVICE_H_

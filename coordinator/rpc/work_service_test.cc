@@ -1,0 +1,194 @@
+// WorkService over real gRPC (127.0.0.1:0): the unary calls map statuses, and WatchRun sends a
+// snapshot, then every change, and ends a watcher that falls behind without slowing writers.
+#include "coordinator/rpc/work_service.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/store/time_util.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "storage/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+class WorkServiceTest : public ::testing::Test {
+ protected:
+  void Start(size_t max_watch_queue) {
+    storage::StoreOptions options;
+    options.path = dir_.Sub("db");
+    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    pool_ = std::make_unique<common::ThreadPool>(8);
+    work_ = std::make_unique<WorkStore>(store_.get(), &notifier_, WorkLimits());
+    service_ =
+        std::make_unique<WorkServiceImpl>(work_.get(), &notifier_, pool_.get(), max_watch_queue);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    target_ = absl::StrCat("127.0.0.1:", port);
+    stub_ =
+        v1::WorkService::NewStub(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    notifier_.Close(absl::UnavailableError("test over"));
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    pool_.reset();
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return context;
+  }
+
+  void CreateRun(const std::string& run_id, int items) {
+    v1::CreateRunRequest request;
+    request.mutable_run()->set_run_id(run_id);
+    request.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+    for (int i = 0; i < items; ++i) request.add_items()->set_item_id(absl::StrCat("ws-", i));
+    v1::Run run;
+    grpc::Status s = stub_->CreateRun(Context().get(), request, &run);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  v1::ClaimResponse Claim(const std::string& run_id, const std::string& worker) {
+    v1::ClaimRequest request;
+    request.set_run_id(run_id);
+    request.set_worker_id(worker);
+    v1::ClaimResponse response;
+    grpc::Status s = stub_->Claim(Context().get(), request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response;
+  }
+
+  testing_util::TempDir dir_;
+  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<common::ThreadPool> pool_;
+  WorkNotifier notifier_;
+  std::unique_ptr<WorkStore> work_;
+  std::unique_ptr<WorkServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string target_;
+  std::unique_ptr<v1::WorkService::Stub> stub_;
+};
+
+TEST_F(WorkServiceTest, WatchSendsTheSnapshotThenEveryChange) {
+  Start(WorkServiceImpl::kDefaultWatchQueue);
+  CreateRun("r", 2);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WatchRunRequest request;
+  request.set_run_id("r");
+  auto reader = stub_->WatchRun(&context, request);
+  v1::RunEvent event;
+  std::vector<std::string> snapshot;
+  while (reader->Read(&event) && event.type() == v1::RunEvent::TYPE_SNAPSHOT) {
+    snapshot.push_back(event.item().item_id());
+  }
+  EXPECT_EQ(snapshot, (std::vector<std::string>{"ws-0", "ws-1"}));
+  ASSERT_EQ(event.type(), v1::RunEvent::TYPE_SNAPSHOT_END);
+  EXPECT_EQ(event.run().status(), v1::RUN_STATUS_PLANNING);
+
+  v1::ClaimResponse claimed = Claim("r", "w1");
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.type(), v1::RunEvent::TYPE_CHANGED);
+  EXPECT_EQ(event.item().item_id(), claimed.item().item_id());
+  EXPECT_EQ(event.item().status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(event.run().status(), v1::RUN_STATUS_RUNNING);
+
+  v1::CompleteRequest complete;
+  complete.set_lease(claimed.lease());
+  v1::WorkItem done;
+  ASSERT_TRUE(stub_->Complete(Context().get(), complete, &done).ok());
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.item().status(), v1::ITEM_STATUS_DONE);
+
+  context.TryCancel();
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(WorkServiceTest, WatchOfAnUnknownRunIsNotFound) {
+  Start(WorkServiceImpl::kDefaultWatchQueue);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WatchRunRequest request;
+  request.set_run_id("nope");
+  auto reader = stub_->WatchRun(&context, request);
+  v1::RunEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(WorkServiceTest, ASlowWatcherIsEndedWithoutBlockingWriters) {
+  Start(/*max_watch_queue=*/4);
+  CreateRun("r", 1);
+  // A watcher on its own connection whose receive window stays small (no BDP probing), so a
+  // watcher that stops reading soon stops taking data.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto slow_stub = v1::WorkService::NewStub(
+      grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v1::WatchRunRequest request;
+  request.set_run_id("r");
+  auto reader = slow_stub->WatchRun(&context, request);
+  v1::RunEvent event;
+  ASSERT_TRUE(reader->Read(&event));  // the stream is live
+  v1::ClaimResponse claimed = Claim("r", "w1");
+
+  // The watcher reads nothing more while large changes pile up: the transport's window fills,
+  // the queue overflows, and every heartbeat still goes through.
+  const std::string progress(60 << 10, 'p');
+  for (int i = 0; i < 200; ++i) {
+    v1::HeartbeatRequest beat;
+    beat.set_lease(claimed.lease());
+    beat.set_progress(absl::StrCat(i, progress));
+    v1::HeartbeatResponse response;
+    grpc::Status s = stub_->Heartbeat(Context().get(), beat, &response);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  while (reader->Read(&event)) {
+  }
+  grpc::Status end = reader->Finish();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(end.error_message(), HasSubstr("watch the run again"));
+}
+
+TEST_F(WorkServiceTest, StaleLeaseIsFailedPrecondition) {
+  Start(WorkServiceImpl::kDefaultWatchQueue);
+  CreateRun("r", 1);
+  v1::ClaimResponse claimed = Claim("r", "w1");
+  v1::FailRequest fail;
+  fail.set_lease(claimed.lease());
+  fail.set_error("oops");
+  fail.set_retryable(false);
+  v1::WorkItem item;
+  ASSERT_TRUE(stub_->Fail(Context().get(), fail, &item).ok());
+  v1::CompleteRequest complete;
+  complete.set_lease(claimed.lease());
+  EXPECT_EQ(stub_->Complete(Context().get(), complete, &item).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  complete.set_lease("garbage!");
+  EXPECT_EQ(stub_->Complete(Context().get(), complete, &item).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace coordinator

@@ -1,0 +1,185 @@
+// Domain logic of the A2A gateway's durable state: tasks (status, artifacts, a version), their
+// history and append-only event log, the queue of messages still to be delivered to agents,
+// push-notification configs and the queue of webhook calls. Every change of a task is one
+// transaction that locks the task header first. Knows nothing of gRPC.
+#ifndef COORDINATOR_STORE_A2A_TASK_STORE_H_
+#define COORDINATOR_STORE_A2A_TASK_STORE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.pb.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/url_allow_list.h"
+#include "coordinator/store/limits.h"
+#include "coordinator/v1/a2a_stored.pb.h"
+#include "storage/store.h"
+
+namespace coordinator {
+
+namespace a2apb = ::lf::a2a::v1;
+
+// True for COMPLETED, FAILED, CANCELED and REJECTED.
+bool IsTerminal(a2apb::TaskState state);
+// True for terminal states and the interrupted ones (INPUT_REQUIRED, AUTH_REQUIRED): where a
+// blocking SendMessage returns and an agent's stream ends.
+bool IsFinalOrInterrupted(a2apb::TaskState state);
+
+// Bounds of the A2A listings and records.
+struct A2AStoreOptions {
+  // Push configs one task may have (default 16).
+  int max_push_configs_per_task = 16;
+  // Attempts at one webhook call before it is recorded as failed (default 5).
+  int push_max_attempts = 5;
+  // Delay before the second webhook attempt; doubles each time (default 1s, capped at 60s).
+  absl::Duration push_initial_backoff = absl::Seconds(1);
+  absl::Duration push_max_backoff = absl::Seconds(60);
+  // Hosts webhook URLs may name (--outbound_allow_hosts; default loopback only). Checked when a
+  // push config is stored and again before every POST.
+  common::HostAllowList outbound_allow;
+};
+
+class A2ATaskStore {
+ public:
+  A2ATaskStore(storage::Store* store, Limits limits, A2AStoreOptions options = {})
+      : store_(store), limits_(limits), options_(options) {}
+
+  // What a change did: the task header afterwards and the events it appended (none when the
+  // change was ignored, e.g. an update that arrives after the task ended).
+  struct Change {
+    v1::StoredTask header;
+    std::vector<v1::StoredEvent> events;
+    // The history seq of the message whose delivery this change queued (AcceptMessage), else 0.
+    int64_t queued_delivery_seq = 0;
+    // Whether the change queued webhook calls (a status change of a task with push configs).
+    bool pushes_queued = false;
+  };
+
+  // What ApplyAgentBurst did.
+  struct BurstResult {
+    Change change;
+    // How many of the updates were applied (the rest came after the task stopped).
+    size_t applied = 0;
+    // The delivery named in the call is no longer queued: it was dequeued in the same
+    // transaction, or had already gone (the task was canceled meanwhile).
+    bool delivery_done = false;
+  };
+
+  // Checks a client's message: message_id, role, at least one part with content, ids, size.
+  [[nodiscard]] absl::Status ValidateMessage(const a2apb::Message& message) const;
+
+  // Stores a client's message for agent `tenant` before anything is sent to the agent. Without
+  // message.task_id a task is created (new task id; the message's context_id or a new one);
+  // with one, that task is continued (it must exist, belong to `tenant` when `tenant` is set,
+  // match the message's context_id, and not have ended). Either way the message is appended to
+  // the history, the task goes to SUBMITTED (logged as an event), and a delivery is queued.
+  // `push_config`, when given, is registered for the task in the same write.
+  [[nodiscard]] absl::StatusOr<Change> AcceptMessage(
+      absl::string_view tenant, const a2apb::Message& message,
+      const a2apb::TaskPushNotificationConfig* push_config = nullptr);
+
+  [[nodiscard]] absl::StatusOr<v1::StoredTask> GetHeader(absl::string_view task_id);
+
+  // The task as served. `tenant`, when set, must own the task (else TASK_NOT_FOUND).
+  // `history_length`: unset for all of the history, 0 for none, n for the latest n.
+  [[nodiscard]] absl::StatusOr<a2apb::Task> GetTask(absl::string_view tenant,
+                                                    absl::string_view task_id,
+                                                    std::optional<int> history_length);
+  // Like GetTask with all of the history, plus the sequence number of the last event the
+  // returned state includes: a subscriber sends this and then the events after it.
+  [[nodiscard]] absl::StatusOr<std::pair<a2apb::Task, int64_t>> Snapshot(absl::string_view tenant,
+                                                                         absl::string_view task_id);
+
+  // Tasks, newest status first, with the filters and paging of the A2A ListTasks call.
+  [[nodiscard]] absl::StatusOr<a2apb::ListTasksResponse> ListTasks(
+      const a2apb::ListTasksRequest& request);
+
+  // Applies one update from the agent running the task: a Task (the agent's view: its id is
+  // remembered as the agent's task id, its status and artifacts are merged), a status update,
+  // an artifact update, or a Message (a direct reply: recorded and the task COMPLETED). Ids in
+  // the update are replaced by the coordinator's. Updates to an ended task are ignored.
+  [[nodiscard]] absl::StatusOr<Change> ApplyAgentUpdate(absl::string_view task_id,
+                                                        const a2apb::StreamResponse& update);
+  // INVALID_AGENT_RESPONSE for an update no task can take (empty, or a status update without a
+  // state); OK otherwise. ApplyAgentUpdate and ApplyAgentBurst refuse such an update.
+  [[nodiscard]] static absl::Status CheckAgentUpdate(const a2apb::StreamResponse& update);
+  // Applies a burst of updates that arrived together from the agent running the task, in one
+  // transaction (so one durable write): each exactly as ApplyAgentUpdate would, in order,
+  // stopping after the first one that leaves the task final or interrupted (IsFinalOrInterrupted;
+  // later updates are not applied). When `delivery_seq` > 0 and the task is final or
+  // interrupted afterwards, the delivery of history message `delivery_seq` is dequeued in the
+  // same transaction. All or nothing: if any update is invalid or a write fails, nothing is
+  // stored.
+  [[nodiscard]] absl::StatusOr<BurstResult> ApplyAgentBurst(
+      absl::string_view task_id, absl::Span<const a2apb::StreamResponse> updates,
+      int64_t delivery_seq = 0);
+
+  // Events with seq > after_seq, oldest first, at most `max`.
+  [[nodiscard]] absl::StatusOr<std::vector<v1::StoredEvent>> ReadEvents(absl::string_view task_id,
+                                                                        int64_t after_seq, int max);
+
+  // --- The delivery queue. ---
+  // Queued deliveries in key order (per task, oldest message first), at most `max`.
+  [[nodiscard]] absl::StatusOr<std::vector<v1::PendingDelivery>> PendingDeliveries(int max);
+  [[nodiscard]] absl::StatusOr<a2apb::Message> HistoryMessage(absl::string_view task_id,
+                                                              int64_t seq);
+  // The queued delivery of history message `history_seq`; NOT_FOUND when it is not queued (any
+  // more). What it returns is durable.
+  [[nodiscard]] absl::StatusOr<v1::PendingDelivery> GetDelivery(absl::string_view task_id,
+                                                                int64_t history_seq);
+  // Removes a delivery that reached its agent. Returns the deliveries of the task still queued.
+  [[nodiscard]] absl::StatusOr<int64_t> DeliveryDone(absl::string_view task_id,
+                                                     int64_t history_seq);
+  // Records a failed attempt and when to try next. When `give_up`, the delivery is removed and
+  // the task FAILED with `error` in its status message.
+  [[nodiscard]] absl::StatusOr<Change> DeliveryFailed(absl::string_view task_id,
+                                                      int64_t history_seq, absl::string_view error,
+                                                      absl::Time next_attempt, bool give_up);
+  // Makes every queued delivery of `tenant` due now (its agent just registered).
+  [[nodiscard]] absl::Status RetryDeliveriesNow(absl::string_view tenant);
+  // Ends a task that its agent is not running: CANCELED, its queued deliveries dropped.
+  // TASK_NOT_CANCELABLE when it has already ended.
+  [[nodiscard]] absl::StatusOr<Change> CancelLocally(absl::string_view tenant,
+                                                     absl::string_view task_id,
+                                                     absl::string_view reason);
+
+  // --- Push-notification configs. ---
+  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> CreatePushConfig(
+      const a2apb::TaskPushNotificationConfig& config);
+  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> GetPushConfig(
+      absl::string_view tenant, absl::string_view task_id, absl::string_view id);
+  [[nodiscard]] absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> ListPushConfigs(
+      const a2apb::ListTaskPushNotificationConfigsRequest& request);
+  [[nodiscard]] absl::Status DeletePushConfig(absl::string_view tenant, absl::string_view task_id,
+                                              absl::string_view id);
+
+  // --- The webhook queue. ---
+  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PendingPushes(int max);
+  // Records one attempt at `push`. Delivered, or out of attempts: the record moves to the task's
+  // push log with every attempt. Otherwise it stays queued with its next attempt time.
+  // `give_up` ends the call at once, whatever the attempts left (a refused host).
+  [[nodiscard]] absl::Status RecordPushAttempt(const v1::PushDelivery& push,
+                                               const v1::PushAttempt& attempt, bool delivered,
+                                               bool give_up = false);
+  // The parsed `url` when a webhook may call it; INVALID_ARGUMENT when it does not parse,
+  // PERMISSION_DENIED (naming --outbound_allow_hosts) when its host is not allowed.
+  [[nodiscard]] absl::StatusOr<common::HttpUrl> AllowedWebhookUrl(absl::string_view url) const;
+  // The finished webhook calls of a task, oldest event first.
+  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PushLog(absl::string_view task_id);
+
+ private:
+  [[nodiscard]] absl::Status ValidatePushConfig(
+      const a2apb::TaskPushNotificationConfig& config) const;
+
+  storage::Store* store_;  // not owned
+  const Limits limits_;
+  const A2AStoreOptions options_;
+};
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_STORE_A2A_TASK_STORE_H_

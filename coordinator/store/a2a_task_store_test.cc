@@ -1,0 +1,538 @@
+// Unit tests of the A2A task store: versions, the event log, history_length, ListTasks paging
+// and filters, the delivery queue and push configs. Each test opens its own database.
+#include "coordinator/store/a2a_task_store.h"
+
+#include <memory>
+#include <set>
+
+#include "absl/time/clock.h"
+#include "a2a_protocol/errors.h"
+#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/time_util.h"
+#include "gtest/gtest.h"
+#include "storage/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using testing_util::TempDir;
+
+class A2ATaskStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    storage::StoreOptions options;
+    options.path = dir_.Sub("db");
+    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    Limits limits;
+    limits.max_message_bytes = 4096;
+    tasks_ = std::make_unique<A2ATaskStore>(store_.get(), limits);
+  }
+
+  static a2apb::Message UserText(const std::string& text, const std::string& task_id = "",
+                                 const std::string& context_id = "") {
+    static int counter = 0;
+    a2apb::Message m;
+    m.set_message_id("m" + std::to_string(++counter));
+    m.set_role(a2apb::ROLE_USER);
+    m.set_task_id(task_id);
+    m.set_context_id(context_id);
+    m.add_parts()->set_text(text);
+    return m;
+  }
+
+  static a2apb::StreamResponse Status(a2apb::TaskState state, const std::string& text = "") {
+    a2apb::StreamResponse r;
+    r.mutable_status_update()->mutable_status()->set_state(state);
+    if (!text.empty()) {
+      r.mutable_status_update()->mutable_status()->mutable_message()->add_parts()->set_text(text);
+    }
+    return r;
+  }
+
+  std::string NewTask(const std::string& tenant, const std::string& context_id = "") {
+    absl::StatusOr<A2ATaskStore::Change> change =
+        tasks_->AcceptMessage(tenant, UserText("hi", "", context_id));
+    EXPECT_OK(change);
+    return change.ok() ? change->header.task().id() : "";
+  }
+
+  TempDir dir_;
+  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<A2ATaskStore> tasks_;
+};
+
+TEST_F(A2ATaskStoreTest, AcceptCreatesSubmittedTaskWithHistoryEventAndDelivery) {
+  absl::StatusOr<A2ATaskStore::Change> change =
+      tasks_->AcceptMessage("echo", UserText("hello", "", "ctx-1"));
+  ASSERT_OK(change);
+  const v1::StoredTask& h = change->header;
+  EXPECT_FALSE(h.task().id().empty());
+  EXPECT_EQ(h.task().context_id(), "ctx-1");
+  EXPECT_EQ(h.tenant(), "echo");
+  EXPECT_EQ(h.task().status().state(), a2apb::TASK_STATE_SUBMITTED);
+  EXPECT_EQ(h.version(), 1);
+  EXPECT_EQ(h.history_count(), 1);
+  EXPECT_EQ(h.last_event_seq(), 1);
+  ASSERT_EQ(change->events.size(), 1u);
+  EXPECT_TRUE(change->events[0].event().has_status_update());
+
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("echo", h.task().id(), std::nullopt);
+  ASSERT_OK(task);
+  ASSERT_EQ(task->history_size(), 1);
+  EXPECT_EQ(task->history(0).parts(0).text(), "hello");
+  EXPECT_EQ(task->history(0).task_id(), h.task().id());
+
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].task_id(), h.task().id());
+  EXPECT_EQ((*pending)[0].history_seq(), 1);
+}
+
+TEST_F(A2ATaskStoreTest, VersionAndEventLogGrowWithEachUpdate) {
+  const std::string id = NewTask("echo");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
+  a2apb::StreamResponse artifact;
+  artifact.mutable_artifact_update()->mutable_artifact()->set_artifact_id("a1");
+  artifact.mutable_artifact_update()->mutable_artifact()->add_parts()->set_text("part1");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, artifact));
+  artifact.mutable_artifact_update()->set_append(true);
+  artifact.mutable_artifact_update()->mutable_artifact()->mutable_parts(0)->set_text("part2");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, artifact));
+  absl::StatusOr<A2ATaskStore::Change> done =
+      tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_COMPLETED, "done"));
+  ASSERT_OK(done);
+  EXPECT_EQ(done->header.version(), 5);
+  EXPECT_EQ(done->header.last_event_seq(), 5);
+  EXPECT_EQ(done->header.history_count(), 2);  // the user's message and the status message
+
+  // Updates after the end are ignored and change nothing.
+  absl::StatusOr<A2ATaskStore::Change> late =
+      tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING));
+  ASSERT_OK(late);
+  EXPECT_TRUE(late->events.empty());
+  EXPECT_EQ(late->header.version(), 5);
+
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 100);
+  ASSERT_OK(events);
+  ASSERT_EQ(events->size(), 5u);
+  for (size_t i = 0; i < events->size(); ++i)
+    EXPECT_EQ((*events)[i].seq(), static_cast<int64_t>(i + 1));
+  EXPECT_EQ((*events)[4].event().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ((*events)[4].event().status_update().task_id(), id);
+
+  // Replay from the middle.
+  absl::StatusOr<std::vector<v1::StoredEvent>> tail = tasks_->ReadEvents(id, 3, 100);
+  ASSERT_OK(tail);
+  ASSERT_EQ(tail->size(), 2u);
+  EXPECT_EQ((*tail)[0].seq(), 4);
+
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(task);
+  ASSERT_EQ(task->artifacts_size(), 1);
+  ASSERT_EQ(task->artifacts(0).parts_size(), 2);
+  EXPECT_EQ(task->artifacts(0).parts(1).text(), "part2");
+}
+
+// The echo agent's answer as it streams it: its task (its own id, SUBMITTED), WORKING, an
+// artifact, COMPLETED.
+std::vector<a2apb::StreamResponse> EchoBurst() {
+  std::vector<a2apb::StreamResponse> burst(4);
+  burst[0].mutable_task()->set_id("agent-task-1");
+  burst[0].mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_SUBMITTED);
+  burst[1].mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_WORKING);
+  burst[2].mutable_artifact_update()->mutable_artifact()->set_artifact_id("echo");
+  burst[2].mutable_artifact_update()->mutable_artifact()->add_parts()->set_text("hi");
+  burst[3].mutable_status_update()->mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+  burst[3].mutable_status_update()->mutable_status()->mutable_message()->add_parts()->set_text(
+      "echo: hi");
+  return burst;
+}
+
+TEST_F(A2ATaskStoreTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDelivery) {
+  const std::vector<a2apb::StreamResponse> burst = EchoBurst();
+  const std::string one_by_one = NewTask("echo");
+  for (const a2apb::StreamResponse& update : burst) {
+    ASSERT_OK(tasks_->ApplyAgentUpdate(one_by_one, update));
+  }
+  const std::string together = NewTask("echo");
+  absl::StatusOr<A2ATaskStore::BurstResult> result =
+      tasks_->ApplyAgentBurst(together, burst, /*delivery_seq=*/1);
+  ASSERT_OK(result);
+  EXPECT_EQ(result->applied, 4u);
+  EXPECT_TRUE(result->delivery_done);
+  EXPECT_EQ(result->change.events.size(), 3u);  // WORKING, the artifact, COMPLETED
+
+  absl::StatusOr<v1::StoredTask> a = tasks_->GetHeader(one_by_one);
+  absl::StatusOr<v1::StoredTask> b = tasks_->GetHeader(together);
+  ASSERT_OK(a);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->version(), a->version());
+  EXPECT_EQ(b->last_event_seq(), a->last_event_seq());
+  EXPECT_EQ(b->history_count(), a->history_count());
+  EXPECT_EQ(b->agent_task_id(), "agent-task-1");
+  EXPECT_EQ(b->task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(b->task().artifacts_size(), 1);
+  // The delivery left the queue in the same transaction; the other task's is still queued.
+  EXPECT_EQ(b->pending_deliveries(), 0);
+  EXPECT_EQ(a->pending_deliveries(), 1);
+  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(together, 1).status()));
+  EXPECT_OK(tasks_->GetDelivery(one_by_one, 1).status());
+
+  absl::StatusOr<std::vector<v1::StoredEvent>> ea = tasks_->ReadEvents(one_by_one, 0, 100);
+  absl::StatusOr<std::vector<v1::StoredEvent>> eb = tasks_->ReadEvents(together, 0, 100);
+  ASSERT_OK(ea);
+  ASSERT_OK(eb);
+  ASSERT_EQ(eb->size(), ea->size());
+  for (size_t i = 0; i < ea->size(); ++i) {
+    EXPECT_EQ((*eb)[i].seq(), (*ea)[i].seq());
+    EXPECT_EQ((*eb)[i].version(), (*ea)[i].version());
+    EXPECT_EQ((*eb)[i].event().payload_case(), (*ea)[i].event().payload_case());
+  }
+}
+
+TEST_F(A2ATaskStoreTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
+  const std::string id = NewTask("echo");
+  // WORKING alone: the agent is not done, so the delivery stays queued.
+  absl::StatusOr<A2ATaskStore::BurstResult> working =
+      tasks_->ApplyAgentBurst(id, {Status(a2apb::TASK_STATE_WORKING)}, 1);
+  ASSERT_OK(working);
+  EXPECT_FALSE(working->delivery_done);
+  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+  // Asking for input ends the turn: what comes after it in the burst is not applied.
+  absl::StatusOr<A2ATaskStore::BurstResult> asked = tasks_->ApplyAgentBurst(
+      id, {Status(a2apb::TASK_STATE_INPUT_REQUIRED, "which?"), Status(a2apb::TASK_STATE_COMPLETED)},
+      1);
+  ASSERT_OK(asked);
+  EXPECT_EQ(asked->applied, 1u);
+  EXPECT_TRUE(asked->delivery_done);
+  EXPECT_EQ(asked->change.header.task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(id, 1).status()));
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+  ASSERT_OK(header);
+  EXPECT_EQ(header->task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_EQ(header->last_event_seq(), 3);  // SUBMITTED, WORKING, INPUT_REQUIRED
+  EXPECT_EQ(header->pending_deliveries(), 0);
+}
+
+TEST_F(A2ATaskStoreTest, ABurstWithAnInvalidUpdateStoresNothing) {
+  const std::string id = NewTask("echo");
+  absl::StatusOr<v1::StoredTask> before = tasks_->GetHeader(id);
+  ASSERT_OK(before);
+  std::vector<a2apb::StreamResponse> burst = EchoBurst();
+  burst[2] = Status(a2apb::TASK_STATE_UNSPECIFIED);  // a status update without a state
+  absl::StatusOr<A2ATaskStore::BurstResult> result = tasks_->ApplyAgentBurst(id, burst, 1);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal) << result.status();
+  EXPECT_NE(result.status().message().find("without a state"), std::string::npos);
+  EXPECT_EQ(A2ATaskStore::CheckAgentUpdate(burst[2]).code(), absl::StatusCode::kInternal);
+  EXPECT_OK(A2ATaskStore::CheckAgentUpdate(burst[1]));
+  // Nothing of the burst was stored, not even the updates before the invalid one.
+  absl::StatusOr<v1::StoredTask> after = tasks_->GetHeader(id);
+  ASSERT_OK(after);
+  EXPECT_EQ(after->SerializeAsString(), before->SerializeAsString());
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 100);
+  ASSERT_OK(events);
+  EXPECT_EQ(events->size(), 1u);  // SUBMITTED only
+  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+}
+
+TEST_F(A2ATaskStoreTest, HistoryLength) {
+  const std::string id = NewTask("echo");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q1")));
+  ASSERT_OK(tasks_->AcceptMessage("echo", UserText("a1", id)));
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q2")));
+  // History: hi, q1, a1, q2.
+  absl::StatusOr<a2apb::Task> all = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(all);
+  EXPECT_EQ(all->history_size(), 4);
+  absl::StatusOr<a2apb::Task> none = tasks_->GetTask("", id, 0);
+  ASSERT_OK(none);
+  EXPECT_EQ(none->history_size(), 0);
+  absl::StatusOr<a2apb::Task> two = tasks_->GetTask("", id, 2);
+  ASSERT_OK(two);
+  ASSERT_EQ(two->history_size(), 2);
+  EXPECT_EQ(two->history(0).parts(0).text(), "a1");
+  EXPECT_EQ(two->history(1).parts(0).text(), "q2");
+  absl::StatusOr<a2apb::Task> many = tasks_->GetTask("", id, 99);
+  ASSERT_OK(many);
+  EXPECT_EQ(many->history_size(), 4);
+  EXPECT_EQ(tasks_->GetTask("", id, -1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(A2ATaskStoreTest, LongAndShortHistoriesReadTheSame) {
+  // 1 + 2 * 12 = 25 messages: more than are read record by record, so both ways are used.
+  const std::string id = NewTask("echo");
+  for (int turn = 0; turn < 12; ++turn) {
+    ASSERT_OK(tasks_->ApplyAgentUpdate(
+        id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q" + std::to_string(turn))));
+    ASSERT_OK(tasks_->AcceptMessage("echo", UserText("a" + std::to_string(turn), id)));
+  }
+  absl::StatusOr<a2apb::Task> all = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(all);
+  ASSERT_EQ(all->history_size(), 25);
+  EXPECT_EQ(all->history(0).parts(0).text(), "hi");
+  for (int turn = 0; turn < 12; ++turn) {
+    EXPECT_EQ(all->history(1 + 2 * turn).parts(0).text(), "q" + std::to_string(turn));
+    EXPECT_EQ(all->history(2 + 2 * turn).parts(0).text(), "a" + std::to_string(turn));
+  }
+  for (int length : {1, 3, 16, 17, 24, 25, 40}) {
+    absl::StatusOr<a2apb::Task> latest = tasks_->GetTask("", id, length);
+    ASSERT_OK(latest);
+    const int expected = std::min(length, 25);
+    ASSERT_EQ(latest->history_size(), expected) << length;
+    for (int i = 0; i < expected; ++i) {
+      EXPECT_EQ(latest->history(i).message_id(), all->history(25 - expected + i).message_id());
+    }
+  }
+}
+
+TEST_F(A2ATaskStoreTest, BadMessagesAreRefusedAndChangeNothing) {
+  a2apb::Message no_parts = UserText("x");
+  no_parts.clear_parts();
+  EXPECT_EQ(tasks_->AcceptMessage("echo", no_parts).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  a2apb::Message empty_part = UserText("x");
+  empty_part.add_parts();
+  EXPECT_EQ(tasks_->AcceptMessage("echo", empty_part).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  a2apb::Message no_id = UserText("x");
+  no_id.clear_message_id();
+  EXPECT_EQ(tasks_->AcceptMessage("echo", no_id).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tasks_->AcceptMessage("echo", UserText(std::string(8000, 'x'))).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  absl::Status missing = tasks_->AcceptMessage("echo", UserText("x", "no-such-task")).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(a2a::Reason(missing), a2a::kTaskNotFound);
+
+  const std::string id = NewTask("echo", "ctx-a");
+  EXPECT_EQ(tasks_->AcceptMessage("echo", UserText("x", id, "ctx-b")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tasks_->AcceptMessage("other", UserText("x", id)).status().code(),
+            absl::StatusCode::kNotFound);
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+  ASSERT_OK(header);
+  EXPECT_EQ(header->version(), 1);
+  EXPECT_EQ(header->history_count(), 1);
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  EXPECT_EQ(pending->size(), 1u);
+
+  // An ended task takes no more messages.
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_COMPLETED)));
+  absl::Status ended = tasks_->AcceptMessage("echo", UserText("x", id)).status();
+  EXPECT_EQ(ended.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(a2a::Reason(ended), a2a::kUnsupportedOperation);
+}
+
+TEST_F(A2ATaskStoreTest, ListTasksPagesNewestFirstWithFilters) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 7; ++i)
+    ids.push_back(NewTask(i % 2 == 0 ? "even" : "odd", i < 3 ? "c1" : "c2"));
+  ASSERT_OK(tasks_->ApplyAgentUpdate(ids[0], Status(a2apb::TASK_STATE_COMPLETED)));
+
+  a2apb::ListTasksRequest request;
+  request.set_page_size(3);
+  std::vector<std::string> seen;
+  for (int page = 0; page < 10; ++page) {
+    absl::StatusOr<a2apb::ListTasksResponse> response = tasks_->ListTasks(request);
+    ASSERT_OK(response);
+    EXPECT_EQ(response->total_size(), 7);
+    EXPECT_EQ(response->page_size(), 3);
+    for (const a2apb::Task& t : response->tasks()) {
+      seen.push_back(t.id());
+      EXPECT_EQ(t.artifacts_size(), 0);
+    }
+    if (response->next_page_token().empty()) break;
+    request.set_page_token(response->next_page_token());
+  }
+  ASSERT_EQ(seen.size(), 7u);
+  EXPECT_EQ(seen[0], ids[0]);  // its status changed last
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 7u);
+
+  a2apb::ListTasksRequest by_tenant;
+  by_tenant.set_tenant("odd");
+  absl::StatusOr<a2apb::ListTasksResponse> odd = tasks_->ListTasks(by_tenant);
+  ASSERT_OK(odd);
+  EXPECT_EQ(odd->total_size(), 3);
+
+  a2apb::ListTasksRequest by_context;
+  by_context.set_context_id("c1");
+  by_context.set_status(a2apb::TASK_STATE_SUBMITTED);
+  absl::StatusOr<a2apb::ListTasksResponse> c1 = tasks_->ListTasks(by_context);
+  ASSERT_OK(c1);
+  EXPECT_EQ(c1->total_size(), 2);
+  EXPECT_TRUE(c1->next_page_token().empty());
+
+  // Only tasks whose status changed after the sixth task's status time.
+  absl::StatusOr<a2apb::Task> sixth = tasks_->GetTask("", ids[5], 0);
+  ASSERT_OK(sixth);
+  a2apb::ListTasksRequest after;
+  *after.mutable_status_timestamp_after() = sixth->status().timestamp();
+  absl::StatusOr<a2apb::ListTasksResponse> recent = tasks_->ListTasks(after);
+  ASSERT_OK(recent);
+  EXPECT_EQ(recent->total_size(), 2);  // ids[6] and the completed ids[0]
+
+  // A token from another listing or other filters is refused.
+  a2apb::ListTasksRequest replay = by_tenant;
+  replay.set_page_token(odd->next_page_token().empty() ? "bogus" : odd->next_page_token());
+  EXPECT_EQ(tasks_->ListTasks(replay).status().code(), absl::StatusCode::kInvalidArgument);
+  a2apb::ListTasksRequest first_page;
+  first_page.set_page_size(1);
+  first_page.set_tenant("even");
+  absl::StatusOr<a2apb::ListTasksResponse> even = tasks_->ListTasks(first_page);
+  ASSERT_OK(even);
+  ASSERT_FALSE(even->next_page_token().empty());
+  a2apb::ListTasksRequest wrong = by_context;
+  wrong.set_page_token(even->next_page_token());
+  EXPECT_EQ(tasks_->ListTasks(wrong).status().code(), absl::StatusCode::kInvalidArgument);
+
+  a2apb::ListTasksRequest too_big;
+  too_big.set_page_size(101);
+  EXPECT_EQ(tasks_->ListTasks(too_big).status().code(), absl::StatusCode::kInvalidArgument);
+
+  a2apb::ListTasksRequest with_artifacts;
+  with_artifacts.set_include_artifacts(true);
+  with_artifacts.set_history_length(0);
+  absl::StatusOr<a2apb::ListTasksResponse> full = tasks_->ListTasks(with_artifacts);
+  ASSERT_OK(full);
+  EXPECT_EQ(full->tasks(0).history_size(), 0);
+}
+
+TEST_F(A2ATaskStoreTest, DeliveryFailuresBackOffThenFailTheTask) {
+  const std::string id = NewTask("echo");
+  absl::StatusOr<A2ATaskStore::Change> first =
+      tasks_->DeliveryFailed(id, 1, "agent unreachable", absl::Now() + absl::Seconds(1), false);
+  ASSERT_OK(first);
+  EXPECT_TRUE(first->events.empty());
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].attempts(), 1);
+  EXPECT_EQ((*pending)[0].last_error(), "agent unreachable");
+
+  absl::StatusOr<A2ATaskStore::Change> last =
+      tasks_->DeliveryFailed(id, 1, "agent unreachable", absl::Now(), true);
+  ASSERT_OK(last);
+  EXPECT_EQ(last->header.task().status().state(), a2apb::TASK_STATE_FAILED);
+  EXPECT_NE(last->header.task().status().message().parts(0).text().find("after 2 attempts"),
+            std::string::npos);
+  pending = tasks_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  EXPECT_TRUE(pending->empty());
+}
+
+TEST_F(A2ATaskStoreTest, CancelLocallyDropsDeliveriesAndRefusesEndedTasks) {
+  const std::string id = NewTask("echo");
+  absl::StatusOr<A2ATaskStore::Change> canceled = tasks_->CancelLocally("echo", id, "");
+  ASSERT_OK(canceled);
+  EXPECT_EQ(canceled->header.task().status().state(), a2apb::TASK_STATE_CANCELED);
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  EXPECT_TRUE(pending->empty());
+  absl::Status again = tasks_->CancelLocally("echo", id, "").status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(a2a::Reason(again), a2a::kTaskNotCancelable);
+}
+
+TEST_F(A2ATaskStoreTest, PushConfigsQueueOneCallPerStatusChange) {
+  const std::string id = NewTask("echo");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_url("http://127.0.0.1:9/hook");
+  config.set_token("secret");
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> created = tasks_->CreatePushConfig(config);
+  ASSERT_OK(created);
+  EXPECT_FALSE(created->id().empty());
+  EXPECT_EQ(created->tenant(), "echo");
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> read =
+      tasks_->GetPushConfig("", id, created->id());
+  ASSERT_OK(read);
+  EXPECT_EQ(read->token(), "secret");
+
+  a2apb::TaskPushNotificationConfig bad = config;
+  bad.set_url("ftp://x");
+  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_url("http://x/");  // not on the default allow-list (loopback only)
+  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kPermissionDenied);
+  bad.set_task_id("missing");
+  bad.set_url("http://127.0.0.1/");
+  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kNotFound);
+
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
+  absl::StatusOr<std::vector<v1::PushDelivery>> pushes = tasks_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  ASSERT_EQ(pushes->size(), 1u);
+  EXPECT_EQ((*pushes)[0].payload().status_update().status().state(), a2apb::TASK_STATE_WORKING);
+
+  v1::PushAttempt attempt;
+  attempt.set_http_status(200);
+  ASSERT_OK(tasks_->RecordPushAttempt((*pushes)[0], attempt, true));
+  pushes = tasks_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  EXPECT_TRUE(pushes->empty());
+  absl::StatusOr<std::vector<v1::PushDelivery>> log = tasks_->PushLog(id);
+  ASSERT_OK(log);
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0].state(), v1::PUSH_STATE_DELIVERED);
+  EXPECT_EQ((*log)[0].attempts_size(), 1);
+
+  a2apb::ListTaskPushNotificationConfigsRequest list;
+  list.set_task_id(id);
+  absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> configs =
+      tasks_->ListPushConfigs(list);
+  ASSERT_OK(configs);
+  EXPECT_EQ(configs->configs_size(), 1);
+  ASSERT_OK(tasks_->DeletePushConfig("", id, created->id()));
+  EXPECT_EQ(tasks_->DeletePushConfig("", id, created->id()).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(A2ATaskStoreTest, StoredStateSurvivesReopen) {
+  const std::string id = NewTask("echo");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
+  tasks_.reset();
+  store_.reset();
+  storage::StoreOptions options;
+  options.path = dir_.Sub("db");
+  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  ASSERT_OK(store);
+  store_ = *std::move(store);
+  tasks_ = std::make_unique<A2ATaskStore>(store_.get(), Limits());
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(task);
+  EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_WORKING);
+}
+
+TEST(AgentRegistryStoreTest, RegisterListDelete) {
+  TempDir dir;
+  storage::StoreOptions options;
+  options.path = dir.Sub("db");
+  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  ASSERT_OK(store);
+  AgentRegistryStore registry(store->get());
+  int registered = 0;
+  registry.set_on_register([&](const v1::Agent&) { ++registered; });
+  v1::Agent agent;
+  agent.set_name("echo");
+  agent.set_endpoint("127.0.0.1:1234");
+  ASSERT_OK(registry.Register(agent));
+  agent.set_endpoint("127.0.0.1:2345");
+  ASSERT_OK(registry.Register(agent));
+  EXPECT_EQ(registered, 2);
+  absl::StatusOr<v1::Agent> read = registry.Get("echo");
+  ASSERT_OK(read);
+  EXPECT_EQ(read->endpoint(), "127.0.0.1:2345");
+  agent.set_endpoint("no-port");
+  EXPECT_EQ(registry.Register(agent).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<v1::ListAgentsResponse> list = registry.List({});
+  ASSERT_OK(list);
+  EXPECT_EQ(list->agents_size(), 1);
+  ASSERT_OK(registry.Delete("echo"));
+  EXPECT_EQ(registry.Get("echo").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace coordinator

@@ -1,0 +1,119 @@
+#include "coordinator/store/agent_registry_store.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "common/validation.h"
+#include "coordinator/store/keys.h"
+#include "coordinator/store/page_token.h"
+#include "coordinator/store/record_codec.h"
+#include "coordinator/store/time_util.h"
+#include "storage/key_codec.h"
+
+namespace coordinator {
+namespace {
+
+using storage::ColumnFamily;
+
+constexpr int kDefaultPageSize = 50;
+constexpr int kMaxPageSize = 1000;
+// A card is small; this bounds what one registration can store.
+constexpr size_t kMaxCardBytes = 256 << 10;
+
+}  // namespace
+
+absl::Status ValidateEndpoint(absl::string_view endpoint) {
+  RETURN_IF_ERROR(common::ValidateId("endpoint", endpoint));
+  const size_t colon = endpoint.rfind(':');
+  int port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(endpoint.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("endpoint \"", endpoint, "\" is not host:port with a port in 1..65535"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request) {
+  RETURN_IF_ERROR(common::ValidateId("name", request.name()));
+  RETURN_IF_ERROR(ValidateEndpoint(request.endpoint()));
+  if (request.card().ByteSizeLong() > kMaxCardBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("agent card is larger than ", kMaxCardBytes, " bytes"));
+  }
+  v1::Agent agent;
+  agent.set_name(request.name());
+  agent.set_endpoint(request.endpoint());
+  *agent.mutable_card() = request.card();
+  const auto now = ToProtoTime(absl::Now());
+  RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
+    const std::string key = keys::A2AAgent(agent.name());
+    absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
+    *agent.mutable_create_time() = now;
+    if (existing.ok()) {
+      v1::Agent old;
+      RETURN_IF_ERROR(DecodeRecord(*existing, &old));
+      *agent.mutable_create_time() = old.create_time();
+    } else if (!absl::IsNotFound(existing.status())) {
+      return existing.status();
+    }
+    *agent.mutable_update_time() = now;
+    return txn.Put(ColumnFamily::kA2A, key, EncodeRecord(agent));
+  }));
+  if (on_register_) on_register_(agent);
+  return agent;
+}
+
+absl::StatusOr<v1::Agent> AgentRegistryStore::Get(absl::string_view name) {
+  RETURN_IF_ERROR(common::ValidateId("name", name));
+  absl::StatusOr<std::string> raw = store_->Get(ColumnFamily::kA2A, keys::A2AAgent(name));
+  if (absl::IsNotFound(raw.status())) {
+    return absl::NotFoundError(absl::StrCat("agent ", name, " is not registered"));
+  }
+  RETURN_IF_ERROR(raw.status());
+  v1::Agent agent;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &agent));
+  return agent;
+}
+
+absl::StatusOr<v1::ListAgentsResponse> AgentRegistryStore::List(
+    const v1::ListAgentsRequest& request) {
+  ASSIGN_OR_RETURN(const int page_size,
+                   ResolvePageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+  ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "agents", ""));
+  const std::string prefix(1, static_cast<char>(keys::kA2AAgent));
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
+  if (!resume.empty()) it->Seek(keys::A2AAgent(resume));
+  v1::ListAgentsResponse response;
+  for (; it->Valid(); it->Next()) {
+    v1::Agent agent;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &agent));
+    if (response.agents_size() == page_size) {
+      response.set_next_page_token(EncodePageToken("agents", "", agent.name()));
+      break;
+    }
+    *response.add_agents() = std::move(agent);
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+absl::Status AgentRegistryStore::Delete(absl::string_view name) {
+  RETURN_IF_ERROR(common::ValidateId("name", name));
+  return store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
+    const std::string key = keys::A2AAgent(name);
+    absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
+    if (absl::IsNotFound(existing.status())) {
+      return absl::NotFoundError(absl::StrCat("agent ", name, " is not registered"));
+    }
+    RETURN_IF_ERROR(existing.status());
+    return txn.Delete(ColumnFamily::kA2A, key);
+  });
+}
+
+}  // namespace coordinator

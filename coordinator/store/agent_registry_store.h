@@ -1,0 +1,38 @@
+// Domain logic of the A2A agent registry: which agents sit behind the gateway, where they
+// listen, and the card each registered. Stored in the kA2A family; knows nothing of gRPC.
+#ifndef COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
+#define COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
+
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "coordinator/v1/agent_registry.pb.h"
+#include "storage/store.h"
+
+namespace coordinator {
+
+class AgentRegistryStore {
+ public:
+  explicit AgentRegistryStore(storage::Store* store) : store_(store) {}
+
+  // Adds the agent, or replaces the endpoint and card of one already registered (an agent that
+  // restarted on another port). Keeps the first create_time.
+  [[nodiscard]] absl::StatusOr<v1::Agent> Register(const v1::Agent& agent);
+  [[nodiscard]] absl::StatusOr<v1::Agent> Get(absl::string_view name);
+  [[nodiscard]] absl::StatusOr<v1::ListAgentsResponse> List(const v1::ListAgentsRequest& request);
+  [[nodiscard]] absl::Status Delete(absl::string_view name);
+
+  // Called after every successful Register (the gateway retries queued deliveries at once).
+  void set_on_register(std::function<void(const v1::Agent&)> fn) { on_register_ = std::move(fn); }
+
+ private:
+  storage::Store* store_;  // not owned
+  std::function<void(const v1::Agent&)> on_register_;
+};
+
+// OK when `endpoint` looks like host:port with a port in 1..65535.
+[[nodiscard]] absl::Status ValidateEndpoint(absl::string_view endpoint);
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_

@@ -1,0 +1,360 @@
+#include "coordinator/store/context_store.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "common/validation.h"
+#include "coordinator/store/keys.h"
+#include "coordinator/store/page_token.h"
+#include "coordinator/store/record_codec.h"
+#include "coordinator/store/time_util.h"
+#include "google/protobuf/util/field_mask_util.h"
+#include "storage/key_codec.h"
+
+namespace coordinator {
+namespace {
+
+using storage::ColumnFamily;
+using storage::Transaction;
+using v1::TaskContext;
+
+constexpr int kDefaultPageSize = 50;
+constexpr int kDefaultCommandPageSize = 100;
+
+// Fields a caller may change with UpdateContext; the others are output only.
+const absl::flat_hash_set<std::string>& MutablePaths() {
+  static const auto* paths = new absl::flat_hash_set<std::string>{
+      "agent", "external_task_id", "workspace_dir", "shared_dir", "environment_handle", "status",
+      "labels"};
+  return *paths;
+}
+
+absl::Status NotFound(absl::string_view context_id) {
+  return absl::NotFoundError(absl::StrCat("context ", context_id, " not found"));
+}
+
+// Reads and locks the header of `context_id` inside `txn`.
+absl::StatusOr<TaskContext> LockHeader(Transaction& txn, absl::string_view context_id) {
+  absl::StatusOr<std::string> raw =
+      txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context_id));
+  if (absl::IsNotFound(raw.status())) return NotFound(context_id);
+  RETURN_IF_ERROR(raw.status());
+  TaskContext context;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &context));
+  return context;
+}
+
+absl::Status PutHeader(Transaction& txn, const TaskContext& context) {
+  return txn.Put(ColumnFamily::kContexts, keys::ContextHeader(context.context_id()),
+                 EncodeRecord(context));
+}
+
+absl::Status ValidateStatus(v1::ContextStatus status) {
+  if (!v1::ContextStatus_IsValid(status)) {
+    return absl::InvalidArgumentError(absl::StrCat("status ", status, " is not a known value"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ContextStore::ValidateMutableFields(const TaskContext& context) const {
+  RETURN_IF_ERROR(common::ValidateOptionalId("agent", context.agent()));
+  RETURN_IF_ERROR(common::ValidateOptionalId("external_task_id", context.external_task_id()));
+  RETURN_IF_ERROR(common::ValidateSize("workspace_dir", context.workspace_dir(),
+                                       limits_.max_field_bytes, "max_field_bytes"));
+  RETURN_IF_ERROR(common::ValidateSize("shared_dir", context.shared_dir(), limits_.max_field_bytes,
+                                       "max_field_bytes"));
+  RETURN_IF_ERROR(common::ValidateSize("environment_handle", context.environment_handle(),
+                                       limits_.max_field_bytes, "max_field_bytes"));
+  RETURN_IF_ERROR(ValidateStatus(context.status()));
+  if (static_cast<size_t>(context.labels_size()) > limits_.max_labels) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("context has %d labels; the limit is %d (--max_labels)",
+                        context.labels_size(), limits_.max_labels));
+  }
+  for (const auto& [key, value] : context.labels()) {
+    RETURN_IF_ERROR(common::ValidateId("label key", key));
+    RETURN_IF_ERROR(common::ValidateSize(absl::StrCat("label ", key), value,
+                                         limits_.max_label_value_bytes, "max_label_value_bytes"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TaskContext> ContextStore::Create(const TaskContext& request) {
+  RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
+  RETURN_IF_ERROR(ValidateMutableFields(request));
+
+  TaskContext context = request;
+  if (context.status() == v1::CONTEXT_STATUS_UNSPECIFIED) {
+    context.set_status(v1::CONTEXT_STATUS_ACTIVE);
+  }
+  context.set_command_count(0);
+  context.set_failed_commands(0);
+  const auto now = ToProtoTime(absl::Now());
+  *context.mutable_create_time() = now;
+  *context.mutable_update_time() = now;
+  context.set_version(1);
+
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    absl::StatusOr<std::string> existing =
+        txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context.context_id()));
+    if (existing.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("context ", context.context_id(), " already exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+    RETURN_IF_ERROR(PutHeader(txn, context));
+    if (!context.agent().empty()) {
+      RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex,
+                              keys::AgentIndex(context.agent(), context.context_id()), ""));
+    }
+    return absl::OkStatus();
+  }));
+  return context;
+}
+
+absl::StatusOr<TaskContext> ContextStore::Get(absl::string_view context_id) {
+  RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
+  absl::StatusOr<std::string> raw =
+      store_->Get(ColumnFamily::kContexts, keys::ContextHeader(context_id));
+  if (absl::IsNotFound(raw.status())) return NotFound(context_id);
+  RETURN_IF_ERROR(raw.status());
+  TaskContext context;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &context));
+  return context;
+}
+
+absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest& request) {
+  const TaskContext& patch = request.context();
+  RETURN_IF_ERROR(common::ValidateId("context_id", patch.context_id()));
+  if (patch.version() <= 0) {
+    return absl::InvalidArgumentError(
+        "version is required: pass the version of the context you read");
+  }
+  google::protobuf::FieldMask mask = request.update_mask();
+  if (mask.paths().empty()) {
+    for (const std::string& path : MutablePaths()) mask.add_paths(path);
+  }
+  for (const std::string& path : mask.paths()) {
+    if (!MutablePaths().contains(path)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("update_mask path \"", path, "\" is not a field that can be changed"));
+    }
+  }
+  RETURN_IF_ERROR(ValidateMutableFields(patch));
+
+  TaskContext updated;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(TaskContext current, LockHeader(txn, patch.context_id()));
+    if (current.version() != patch.version()) {
+      return absl::AbortedError(
+          absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
+                          patch.context_id(), current.version(), patch.version()));
+    }
+    updated = current;
+    google::protobuf::util::FieldMaskUtil::MergeOptions options;
+    options.set_replace_repeated_fields(true);
+    google::protobuf::util::FieldMaskUtil::MergeMessageTo(patch, mask, options, &updated);
+    if (updated.status() == v1::CONTEXT_STATUS_UNSPECIFIED) updated.set_status(current.status());
+    updated.set_version(current.version() + 1);
+    *updated.mutable_update_time() = ToProtoTime(absl::Now());
+    RETURN_IF_ERROR(PutHeader(txn, updated));
+    if (updated.agent() != current.agent()) {
+      if (!current.agent().empty()) {
+        RETURN_IF_ERROR(txn.Delete(ColumnFamily::kIndex,
+                                   keys::AgentIndex(current.agent(), current.context_id())));
+      }
+      if (!updated.agent().empty()) {
+        RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex,
+                                keys::AgentIndex(updated.agent(), updated.context_id()), ""));
+      }
+    }
+    return absl::OkStatus();
+  }));
+  return updated;
+}
+
+absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected_version) {
+  RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
+  if (expected_version < 0) return absl::InvalidArgumentError("version must not be negative");
+  return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    // Lock both parents so no command or message is added while the records are removed.
+    absl::StatusOr<TaskContext> header = LockHeader(txn, context_id);
+    if (!header.ok() && !absl::IsNotFound(header.status())) return header.status();
+    absl::StatusOr<std::string> meta =
+        txn.GetForUpdate(ColumnFamily::kContexts, keys::ConversationMeta(context_id));
+    if (!meta.ok() && !absl::IsNotFound(meta.status())) return meta.status();
+    if (!header.ok() && !meta.ok()) return NotFound(context_id);
+    if (header.ok() && expected_version != 0 && header->version() != expected_version) {
+      return absl::AbortedError(
+          absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
+                          context_id, header->version(), expected_version));
+    }
+    if (header.ok() && !header->agent().empty()) {
+      RETURN_IF_ERROR(
+          txn.Delete(ColumnFamily::kIndex, keys::AgentIndex(header->agent(), context_id)));
+    }
+    const std::string prefix = keys::ContextPrefix(context_id);
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+    for (; it->Valid(); it->Next()) {
+      RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, it->key()));
+    }
+    return it->status();
+  });
+}
+
+absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
+    const v1::ListContextsRequest& request) {
+  RETURN_IF_ERROR(common::ValidateOptionalId("agent", request.agent()));
+  RETURN_IF_ERROR(ValidateStatus(request.status()));
+  ASSIGN_OR_RETURN(const int page_size,
+                   ResolvePageSize(request.page_size(), kDefaultPageSize, limits_.max_page_size));
+  const std::string filter = absl::StrCat(request.agent().size(), ":", request.agent(), ":",
+                                          static_cast<int>(request.status()));
+  ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "contexts", filter));
+
+  v1::ListContextsResponse response;
+  auto matches = [&](const TaskContext& c) {
+    return request.status() == v1::CONTEXT_STATUS_UNSPECIFIED || c.status() == request.status();
+  };
+  // `resume` is the context_id to start at (inclusive).
+  size_t page_bytes = 0;
+  // Adds `context` unless the page is full (by count or by bytes); false when it is.
+  auto add = [&](TaskContext context) {
+    const size_t size = context.ByteSizeLong();
+    if (response.contexts_size() == page_size ||
+        (response.contexts_size() > 0 && page_bytes + size > kMaxPageBytes)) {
+      response.set_next_page_token(EncodePageToken("contexts", filter, context.context_id()));
+      return false;
+    }
+    page_bytes += size;
+    *response.add_contexts() = std::move(context);
+    return true;
+  };
+  if (!request.agent().empty()) {
+    const std::string prefix = keys::AgentIndexPrefix(request.agent());
+    std::unique_ptr<storage::Iterator> it =
+        store_->NewIterator(ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
+    if (!resume.empty()) it->Seek(keys::AgentIndex(request.agent(), resume));
+    for (; it->Valid(); it->Next()) {
+      storage::KeyReader reader(it->key());
+      RETURN_IF_ERROR(reader.ReadByte().status());
+      RETURN_IF_ERROR(reader.ReadString().status());
+      ASSIGN_OR_RETURN(std::string context_id, reader.ReadString());
+      if (response.contexts_size() == page_size) {
+        response.set_next_page_token(EncodePageToken("contexts", filter, context_id));
+        break;
+      }
+      absl::StatusOr<TaskContext> context = Get(context_id);
+      if (absl::IsNotFound(context.status())) continue;  // deleted since the index was read
+      RETURN_IF_ERROR(context.status());
+      if (matches(*context) && !add(*std::move(context))) break;
+    }
+    RETURN_IF_ERROR(it->status());
+    return response;
+  }
+
+  const std::string all_prefix(1, static_cast<char>(keys::kContextScoped));
+  std::unique_ptr<storage::Iterator> it = store_->NewIterator(
+      ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
+  if (!resume.empty()) it->Seek(keys::ContextPrefix(resume));
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string context_id, reader.ReadString());
+    ASSIGN_OR_RETURN(uint8_t kind, reader.ReadByte());
+    if (kind == keys::kContextHeader) {
+      if (response.contexts_size() == page_size) {
+        response.set_next_page_token(EncodePageToken("contexts", filter, context_id));
+        break;
+      }
+      TaskContext context;
+      RETURN_IF_ERROR(DecodeRecord(it->value(), &context));
+      if (matches(context) && !add(std::move(context))) break;
+    }
+    // Skip the rest of this context's records (commands, conversation) in one seek.
+    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(context_id)));
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
+    const v1::RecordCommandRequest& request) {
+  RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
+  if (request.command().empty()) return absl::InvalidArgumentError("command is required");
+  RETURN_IF_ERROR(common::ValidateSize("command", request.command(), limits_.max_command_bytes,
+                                       "max_command_bytes"));
+  RETURN_IF_ERROR(common::ValidateSize("output_digest", request.output_digest(),
+                                       limits_.max_field_bytes, "max_field_bytes"));
+  if (request.duration().seconds() < 0 || request.duration().nanos() < 0 ||
+      request.duration().nanos() >= 1000000000) {
+    return absl::InvalidArgumentError("duration must be a non-negative, normalized duration");
+  }
+
+  v1::RecordCommandResponse response;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(TaskContext context, LockHeader(txn, request.context_id()));
+    const auto now = ToProtoTime(absl::Now());
+    v1::CommandRecord record;
+    record.set_seq(context.command_count() + 1);
+    record.set_command(request.command());
+    record.set_exit_code(request.exit_code());
+    *record.mutable_duration() = request.duration();
+    record.set_output_digest(request.output_digest());
+    *record.mutable_time() = now;
+    context.set_command_count(record.seq());
+    if (request.exit_code() != 0) context.set_failed_commands(context.failed_commands() + 1);
+    context.set_version(context.version() + 1);
+    *context.mutable_update_time() = now;
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts,
+                            keys::CommandRecord(request.context_id(), record.seq()),
+                            EncodeRecord(record)));
+    RETURN_IF_ERROR(PutHeader(txn, context));
+    *response.mutable_context() = std::move(context);
+    *response.mutable_record() = std::move(record);
+    return absl::OkStatus();
+  }));
+  return response;
+}
+
+absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
+    const v1::ListCommandsRequest& request) {
+  ASSIGN_OR_RETURN(TaskContext context, Get(request.context_id()));
+  ASSIGN_OR_RETURN(
+      const int page_size,
+      ResolvePageSize(request.page_size(), kDefaultCommandPageSize, limits_.max_page_size));
+  ASSIGN_OR_RETURN(std::string resume,
+                   DecodePageToken(request.page_token(), "commands", request.context_id()));
+  const std::string prefix = keys::CommandPrefix(request.context_id());
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+  if (!resume.empty()) it->Seek(absl::StrCat(prefix, resume));
+  v1::ListCommandsResponse response;
+  size_t page_bytes = 0;
+  for (; it->Valid(); it->Next()) {
+    v1::CommandRecord record;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &record));
+    const size_t size = record.ByteSizeLong();
+    if (response.commands_size() == page_size ||
+        (response.commands_size() > 0 && page_bytes + size > kMaxPageBytes)) {
+      response.set_next_page_token(
+          EncodePageToken("commands", request.context_id(), it->key().substr(prefix.size())));
+      break;
+    }
+    page_bytes += size;
+    *response.add_commands() = std::move(record);
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+}  // namespace coordinator

@@ -1,0 +1,196 @@
+// Domain-level tests of ContextStore and ConversationStore on a real RocksStore. The gRPC layer
+// cannot deliver some inputs (a proto3 string that is not UTF-8 never parses), but in-process
+// callers such as the A2A gateway call these classes directly, so their own checks matter.
+#include "coordinator/store/context_store.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/store/conversation_store.h"
+#include "coordinator/store/keys.h"
+#include "gtest/gtest.h"
+#include "storage/key_codec.h"
+#include "storage/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using storage::ColumnFamily;
+using ::testing_util::TempDir;
+using v1::TaskContext;
+
+class ContextStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    storage::StoreOptions options;
+    options.path = dir_.path();
+    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    contexts_ = std::make_unique<ContextStore>(store_.get(), Limits());
+    conversations_ = std::make_unique<ConversationStore>(store_.get(), Limits());
+  }
+
+  // Every key/value pair in the database's data families, for "nothing changed" checks.
+  std::string Dump() {
+    std::string out;
+    for (ColumnFamily cf : {ColumnFamily::kContexts, ColumnFamily::kIndex}) {
+      std::unique_ptr<storage::Iterator> it = store_->NewIterator(cf, "", "");
+      for (; it->Valid(); it->Next()) {
+        absl::StrAppend(&out, static_cast<int>(cf), ":", it->key(), "=", it->value(), "\n");
+      }
+      EXPECT_OK(it->status());
+    }
+    return out;
+  }
+
+  // Keys under `id`'s prefix in the contexts family.
+  int CountContextKeys(const std::string& id) {
+    const std::string prefix = keys::ContextPrefix(id);
+    std::unique_ptr<storage::Iterator> it =
+        store_->NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+    int n = 0;
+    for (; it->Valid(); it->Next()) ++n;
+    EXPECT_OK(it->status());
+    return n;
+  }
+
+  absl::Status Append(const std::string& id, const std::string& text) {
+    v1::AppendMessageRequest request;
+    request.set_context_id(id);
+    request.set_role(v1::ROLE_USER);
+    request.set_text(text);
+    return conversations_->Append(request).status();
+  }
+
+  absl::Status Record(const std::string& id, const std::string& command) {
+    v1::RecordCommandRequest request;
+    request.set_context_id(id);
+    request.set_command(command);
+    return contexts_->RecordCommand(request).status();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<ContextStore> contexts_;
+  std::unique_ptr<ConversationStore> conversations_;
+};
+
+TEST_F(ContextStoreTest, InvalidUtf8IsRefusedAtTheDomainLevel) {
+  TaskContext existing;
+  existing.set_context_id("existing");
+  ASSERT_OK(contexts_->Create(existing));
+  const std::string before = Dump();
+
+  const std::string bad("id-\xc3\x28", 5);
+  TaskContext context;
+  context.set_context_id(bad);
+  EXPECT_EQ(contexts_->Create(context).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(contexts_->Get(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(contexts_->Delete(bad, 0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Record(bad, "ls").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Append(bad, "hi").code(), absl::StatusCode::kInvalidArgument);
+
+  TaskContext bad_agent;
+  bad_agent.set_context_id("fresh");
+  bad_agent.set_agent(bad);
+  EXPECT_EQ(contexts_->Create(bad_agent).status().code(), absl::StatusCode::kInvalidArgument);
+  TaskContext bad_label;
+  bad_label.set_context_id("fresh");
+  (*bad_label.mutable_labels())[bad] = "v";
+  EXPECT_EQ(contexts_->Create(bad_label).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::UpdateContextRequest update;
+  update.mutable_context()->set_context_id("existing");
+  update.mutable_context()->set_version(1);
+  update.mutable_context()->set_external_task_id(bad);
+  EXPECT_EQ(contexts_->Update(update).status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::ListContextsRequest list;
+  list.set_agent(bad);
+  EXPECT_EQ(contexts_->List(list).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Dump(), before);
+}
+
+TEST_F(ContextStoreTest, DeleteRemovesEveryRecordOfTheContextOnly) {
+  // Many records of every kind, and a neighbour whose id extends this one.
+  TaskContext context;
+  context.set_context_id("ctx");
+  context.set_agent("green");
+  ASSERT_OK(contexts_->Create(context));
+  TaskContext neighbour;
+  neighbour.set_context_id("ctx2");
+  neighbour.set_agent("green");
+  ASSERT_OK(contexts_->Create(neighbour));
+  for (int i = 0; i < 500; ++i) ASSERT_OK(Record("ctx", absl::StrCat("command ", i)));
+  for (int i = 0; i < 100; ++i) ASSERT_OK(Append("ctx", absl::StrCat("message ", i)));
+  ASSERT_OK(Record("ctx2", "keep"));
+  ASSERT_OK(Append("ctx2", "keep"));
+  EXPECT_EQ(CountContextKeys("ctx"), 1 + 500 + 1 + 100);
+  const int neighbour_keys = CountContextKeys("ctx2");
+
+  ASSERT_OK(contexts_->Delete("ctx", 0));
+  EXPECT_EQ(CountContextKeys("ctx"), 0);
+  EXPECT_EQ(CountContextKeys("ctx2"), neighbour_keys);
+  EXPECT_EQ(store_->Get(ColumnFamily::kIndex, keys::AgentIndex("green", "ctx")).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_OK(store_->Get(ColumnFamily::kIndex, keys::AgentIndex("green", "ctx2")));
+}
+
+TEST_F(ContextStoreTest, DeleteOfAConversationWithoutAContext) {
+  ASSERT_OK(Append("purple-only", "hello"));
+  ASSERT_OK(contexts_->Delete("purple-only", 0));
+  EXPECT_EQ(CountContextKeys("purple-only"), 0);
+  EXPECT_EQ(contexts_->Delete("purple-only", 0).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ContextStoreTest, ConcurrentAppendsAndRecordsCountExactly) {
+  TaskContext context;
+  context.set_context_id("ctx");
+  ASSERT_OK(contexts_->Create(context));
+  constexpr int kThreads = 8;
+  constexpr int kEach = 25;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        EXPECT_OK(t % 2 == 0 ? Record("ctx", "ls") : Append("ctx", "hi"));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  absl::StatusOr<TaskContext> read = contexts_->Get("ctx");
+  ASSERT_OK(read);
+  EXPECT_EQ(read->command_count(), kThreads / 2 * kEach);
+  v1::GetConversationRequest request;
+  request.set_context_id("ctx");
+  request.set_page_size(1000);
+  absl::StatusOr<v1::GetConversationResponse> conversation = conversations_->Read(request);
+  ASSERT_OK(conversation);
+  EXPECT_EQ(conversation->step_count(), kThreads / 2 * kEach);
+  EXPECT_EQ(conversation->messages_size(), kThreads / 2 * kEach);
+  for (int i = 0; i < conversation->messages_size(); ++i) {
+    EXPECT_EQ(conversation->messages(i).seq(), i + 1);
+  }
+}
+
+TEST_F(ContextStoreTest, CorruptStoredRecordIsDataLossNotACrash) {
+  ASSERT_OK(store_->RunTransaction([](storage::Transaction& txn) -> absl::Status {
+    // A format byte this binary knows, then bytes that are not a TaskContext.
+    return txn.Put(ColumnFamily::kContexts, keys::ContextHeader("broken"),
+                   std::string("\x01\xff\xff\xff\xff", 5));
+  }));
+  EXPECT_EQ(contexts_->Get("broken").status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_OK(store_->RunTransaction([](storage::Transaction& txn) -> absl::Status {
+    return txn.Put(ColumnFamily::kContexts, keys::ContextHeader("newer"), std::string("\x07x", 2));
+  }));
+  EXPECT_EQ(contexts_->Get("newer").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Record("broken", "ls").code(), absl::StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace coordinator

@@ -1,0 +1,894 @@
+#include "coordinator/store/work_store.h"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "common/validation.h"
+#include "coordinator/store/keys.h"
+#include "coordinator/store/page_token.h"
+#include "coordinator/store/record_codec.h"
+#include "coordinator/store/time_util.h"
+#include "storage/key_codec.h"
+
+namespace coordinator {
+namespace {
+
+using storage::ColumnFamily;
+using storage::Transaction;
+using v1::ItemStatus;
+using v1::Run;
+using v1::WorkItem;
+using v1::WorkRunRecord;
+
+constexpr ColumnFamily kFamily = ColumnFamily::kWork;
+constexpr int kDefaultRunPageSize = 50;
+constexpr int kDefaultItemPageSize = 100;
+// Lease tokens are bounded so a hostile one cannot make the server decode megabytes.
+constexpr size_t kMaxLeaseBytes = 2048;
+// The reaper takes back at most this many leases per scan, then scans again.
+constexpr int kReapBatch = 256;
+constexpr int32_t kDefaultMaxAttempts = 3;
+constexpr int32_t kMaxAttemptsLimit = 1000;
+constexpr absl::Duration kDefaultBackoffBase = absl::Seconds(10);
+constexpr absl::Duration kDefaultBackoffMax = absl::Minutes(5);
+constexpr size_t kMaxNonRetryableErrors = 100;
+
+std::string StatusWord(ItemStatus status) {
+  switch (status) {
+    case v1::ITEM_STATUS_PENDING:
+      return "pending";
+    case v1::ITEM_STATUS_RUNNING:
+      return "running";
+    case v1::ITEM_STATUS_DONE:
+      return "done";
+    case v1::ITEM_STATUS_FAILED:
+      return "failed";
+    case v1::ITEM_STATUS_BLOCKED:
+      return "blocked";
+    default:
+      return "unknown";
+  }
+}
+
+absl::Status RunNotFound(absl::string_view run_id) {
+  return absl::NotFoundError(absl::StrCat("run ", run_id, " not found"));
+}
+
+absl::Status ItemNotFound(absl::string_view run_id, absl::string_view item_id) {
+  return absl::NotFoundError(absl::StrCat("item ", item_id, " of run ", run_id, " not found"));
+}
+
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+// Microseconds since the epoch, as the lease index orders them (never negative).
+uint64_t IndexMicros(const google::protobuf::Timestamp& ts) {
+  return static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixMicros(FromProtoTime(ts))));
+}
+
+// A well-formed, non-negative duration.
+absl::StatusOr<absl::Duration> ReadDuration(absl::string_view field,
+                                            const google::protobuf::Duration& d) {
+  if (d.seconds() < 0 || d.nanos() < 0 || d.nanos() >= 1000000000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be a non-negative, normalized duration"));
+  }
+  return FromProtoDuration(d);
+}
+
+absl::StatusOr<absl::Duration> ResolveTtl(const google::protobuf::Duration& requested) {
+  ASSIGN_OR_RETURN(absl::Duration ttl, ReadDuration("lease_ttl", requested));
+  if (ttl == absl::ZeroDuration()) return kDefaultLeaseTtl;
+  if (ttl < kMinLeaseTtl || ttl > kMaxLeaseTtl) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease_ttl must be between ", absl::FormatDuration(kMinLeaseTtl), " and ",
+                     absl::FormatDuration(kMaxLeaseTtl), ", not ", absl::FormatDuration(ttl)));
+  }
+  return ttl;
+}
+
+// The policy with its defaults filled in, or INVALID_ARGUMENT.
+absl::StatusOr<v1::RetryPolicy> ResolvePolicy(const v1::RetryPolicy& requested,
+                                              const WorkLimits& limits) {
+  v1::RetryPolicy policy = requested;
+  if (policy.max_attempts() < 0 || policy.max_attempts() > kMaxAttemptsLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_attempts must be between 1 and %d", kMaxAttemptsLimit));
+  }
+  if (policy.max_attempts() == 0) policy.set_max_attempts(kDefaultMaxAttempts);
+  ASSIGN_OR_RETURN(absl::Duration base, ReadDuration("backoff_base", policy.backoff_base()));
+  ASSIGN_OR_RETURN(absl::Duration max, ReadDuration("backoff_max", policy.backoff_max()));
+  if (base == absl::ZeroDuration()) base = kDefaultBackoffBase;
+  if (max == absl::ZeroDuration()) max = std::max(base, kDefaultBackoffMax);
+  if (base > max) {
+    return absl::InvalidArgumentError(absl::StrCat("backoff_base (", absl::FormatDuration(base),
+                                                   ") is longer than backoff_max (",
+                                                   absl::FormatDuration(max), ")"));
+  }
+  *policy.mutable_backoff_base() = ToProtoDuration(base);
+  *policy.mutable_backoff_max() = ToProtoDuration(max);
+  if (static_cast<size_t>(policy.non_retryable_errors_size()) > kMaxNonRetryableErrors) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("the policy has %d non-retryable errors; the limit is %d",
+                        policy.non_retryable_errors_size(), kMaxNonRetryableErrors));
+  }
+  for (const std::string& pattern : policy.non_retryable_errors()) {
+    if (pattern.empty()) {
+      return absl::InvalidArgumentError("a non-retryable error pattern is empty");
+    }
+    RETURN_IF_ERROR(
+        common::ValidateSize("non-retryable error pattern", pattern, limits.max_path_bytes));
+  }
+  return policy;
+}
+
+// Backoff after `attempts` failed attempts: base, 2*base, 4*base, ... up to max.
+absl::Duration Backoff(const v1::RetryPolicy& policy, int attempts) {
+  const absl::Duration max = FromProtoDuration(policy.backoff_max());
+  absl::Duration d = FromProtoDuration(policy.backoff_base());
+  for (int i = 1; i < attempts && d < max; ++i) d *= 2;
+  return std::min(d, max);
+}
+
+// The pattern of the run's policy that makes `error` non-retryable, if any.
+std::optional<std::string> NonRetryablePattern(const v1::RetryPolicy& policy,
+                                               absl::string_view error) {
+  for (const std::string& pattern : policy.non_retryable_errors()) {
+    if (absl::StrContains(error, pattern)) return pattern;
+  }
+  return std::nullopt;
+}
+
+std::string GenerateRunId(absl::Time now) {
+  thread_local std::mt19937_64 random(std::random_device{}());
+  return absl::StrFormat("run-%s-%06x", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
+                         random() & 0xffffff);
+}
+
+absl::StatusOr<WorkRunRecord> DecodeRun(absl::string_view raw) {
+  WorkRunRecord record;
+  RETURN_IF_ERROR(DecodeRecord(raw, &record));
+  return record;
+}
+
+// Reads and locks the header of `run_id`.
+absl::StatusOr<WorkRunRecord> LockRun(Transaction& txn, absl::string_view run_id) {
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunHeader(run_id));
+  if (absl::IsNotFound(raw.status())) return RunNotFound(run_id);
+  RETURN_IF_ERROR(raw.status());
+  return DecodeRun(*raw);
+}
+
+absl::Status PutRun(Transaction& txn, const WorkRunRecord& record) {
+  return txn.Put(kFamily, keys::RunHeader(record.run().run_id()), EncodeRecord(record));
+}
+
+absl::StatusOr<WorkItem> LockItem(Transaction& txn, absl::string_view run_id,
+                                  absl::string_view item_id) {
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunItem(run_id, item_id));
+  if (absl::IsNotFound(raw.status())) return ItemNotFound(run_id, item_id);
+  RETURN_IF_ERROR(raw.status());
+  WorkItem item;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &item));
+  return item;
+}
+
+// Point reads of a run's items through one iterator of the transaction, without locking them.
+// Claims read candidates and dependencies this way: their status changes only under the run's
+// header lock, which the claim holds, and a read inside the transaction does not wait for the
+// write-ahead log the way a Store read does (the commit waits once for everything).
+class ItemReader {
+ public:
+  ItemReader(Transaction& txn, absl::string_view run_id)
+      : run_id_(run_id),
+        prefix_(keys::RunItemPrefix(run_id)),
+        it_(txn.NewIterator(kFamily, prefix_, storage::PrefixUpperBound(prefix_))) {}
+
+  absl::StatusOr<WorkItem> Read(absl::string_view item_id) {
+    const std::string key = keys::RunItem(run_id_, item_id);
+    it_->Seek(key);
+    RETURN_IF_ERROR(it_->status());
+    if (!it_->Valid() || it_->key() != key) return ItemNotFound(run_id_, item_id);
+    WorkItem item;
+    RETURN_IF_ERROR(DecodeRecord(it_->value(), &item));
+    return item;
+  }
+
+ private:
+  const std::string run_id_;
+  const std::string prefix_;
+  std::unique_ptr<storage::Iterator> it_;
+};
+
+// The committed item.
+absl::StatusOr<WorkItem> ReadItem(storage::Store* store, absl::string_view run_id,
+                                  absl::string_view item_id) {
+  absl::StatusOr<std::string> raw = store->Get(kFamily, keys::RunItem(run_id, item_id));
+  if (absl::IsNotFound(raw.status())) return ItemNotFound(run_id, item_id);
+  RETURN_IF_ERROR(raw.status());
+  WorkItem item;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &item));
+  return item;
+}
+
+void AddCount(v1::ItemCounts* counts, ItemStatus status, int64_t delta) {
+  switch (status) {
+    case v1::ITEM_STATUS_PENDING:
+      counts->set_pending(counts->pending() + delta);
+      break;
+    case v1::ITEM_STATUS_RUNNING:
+      counts->set_running(counts->running() + delta);
+      break;
+    case v1::ITEM_STATUS_DONE:
+      counts->set_done(counts->done() + delta);
+      break;
+    case v1::ITEM_STATUS_FAILED:
+      counts->set_failed(counts->failed() + delta);
+      break;
+    case v1::ITEM_STATUS_BLOCKED:
+      counts->set_blocked(counts->blocked() + delta);
+      break;
+    default:
+      break;
+  }
+}
+
+// Records in the run's header that `before` moves to status `to`, and stamps the run.
+void RecordTransition(WorkRunRecord* record, const WorkItem& before, ItemStatus to,
+                      absl::Time now) {
+  Run* run = record->mutable_run();
+  if (before.status() != to) {
+    AddCount(run->mutable_counts(), before.status(), -1);
+    AddCount(run->mutable_counts(), to, +1);
+    auto& open = *record->mutable_open_by_level();
+    if (to == v1::ITEM_STATUS_DONE) {
+      if (--open[before.level()] <= 0) open.erase(before.level());
+    } else if (before.status() == v1::ITEM_STATUS_DONE) {
+      ++open[before.level()];
+    }
+  }
+  run->set_status(DeriveRunStatus(*run));
+  *run->mutable_update_time() = ToProtoTime(now);
+}
+
+// Writes `item`, changed from `before`, and keeps the pending and lease indexes in step.
+absl::Status WriteItem(Transaction& txn, const WorkItem& before, WorkItem* item, absl::Time now) {
+  item->set_version(before.version() + 1);
+  *item->mutable_update_time() = ToProtoTime(now);
+  const std::string& run_id = item->run_id();
+  const std::string& item_id = item->item_id();
+  const bool was_pending = before.status() == v1::ITEM_STATUS_PENDING;
+  const bool is_pending = item->status() == v1::ITEM_STATUS_PENDING;
+  if (was_pending && !is_pending) {
+    RETURN_IF_ERROR(txn.Delete(
+        kFamily, keys::RunPending(run_id, static_cast<uint64_t>(before.level()), item_id)));
+  } else if (!was_pending && is_pending) {
+    RETURN_IF_ERROR(txn.Put(
+        kFamily, keys::RunPending(run_id, static_cast<uint64_t>(item->level()), item_id), ""));
+  }
+  const std::string old_lease =
+      before.status() == v1::ITEM_STATUS_RUNNING
+          ? keys::WorkLease(IndexMicros(before.lease_expire_time()), run_id, item_id)
+          : "";
+  const std::string new_lease =
+      item->status() == v1::ITEM_STATUS_RUNNING
+          ? keys::WorkLease(IndexMicros(item->lease_expire_time()), run_id, item_id)
+          : "";
+  if (old_lease != new_lease) {
+    if (!old_lease.empty()) RETURN_IF_ERROR(txn.Delete(kFamily, old_lease));
+    if (!new_lease.empty()) RETURN_IF_ERROR(txn.Put(kFamily, new_lease, ""));
+  }
+  return txn.Put(kFamily, keys::RunItem(run_id, item_id), EncodeRecord(*item));
+}
+
+// FAILED_PRECONDITION unless `lease` holds `item` now: the same epoch, the item running, and the
+// lease not expired.
+absl::Status CheckLease(const WorkItem& item, const v1::LeaseToken& lease, absl::Time now) {
+  if (lease.epoch() < item.epoch()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "lease on item %s of run %s is stale: it is for epoch %d, but the item was claimed again "
+        "(epoch %d, worker %s)",
+        item.item_id(), item.run_id(), lease.epoch(), item.epoch(), item.worker_id()));
+  }
+  if (lease.epoch() > item.epoch()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "lease on item %s of run %s is for epoch %d, which was never issued (the item is at "
+        "epoch %d)",
+        item.item_id(), item.run_id(), lease.epoch(), item.epoch()));
+  }
+  if (item.status() != v1::ITEM_STATUS_RUNNING) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("item %s of run %s is %s: the lease of epoch %d no longer holds it",
+                        item.item_id(), item.run_id(), StatusWord(item.status()), lease.epoch()));
+  }
+  const absl::Time expire = FromProtoTime(item.lease_expire_time());
+  if (now >= expire) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "lease on item %s of run %s expired at %s; the item goes back to another worker",
+        item.item_id(), item.run_id(), TimeText(expire)));
+  }
+  return absl::OkStatus();
+}
+
+v1::RunEvent ChangeEvent(const WorkItem& item, const Run* run) {
+  v1::RunEvent event;
+  event.set_type(v1::RunEvent::TYPE_CHANGED);
+  event.set_run_id(item.run_id());
+  *event.mutable_item() = item;
+  if (run != nullptr) *event.mutable_run() = *run;
+  return event;
+}
+
+absl::Status ValidateText(absl::string_view field, absl::string_view value,
+                          const WorkLimits& limits) {
+  return common::ValidateSize(field, value, limits.max_text_bytes);
+}
+
+}  // namespace
+
+v1::RunStatus DeriveRunStatus(const Run& run) {
+  const v1::ItemCounts& c = run.counts();
+  if (c.total() > 0 && c.done() == c.total()) return v1::RUN_STATUS_COMPLETED;
+  if (c.failed() > 0) return v1::RUN_STATUS_FAILED;
+  if (c.running() > 0) return v1::RUN_STATUS_RUNNING;
+  if (c.blocked() > 0) return v1::RUN_STATUS_BLOCKED;
+  if (run.claim_count() == 0) return v1::RUN_STATUS_PLANNING;
+  return v1::RUN_STATUS_PENDING;
+}
+
+std::string EncodeLease(absl::string_view run_id, absl::string_view item_id, int64_t epoch) {
+  v1::LeaseToken token;
+  token.set_run_id(std::string(run_id));
+  token.set_item_id(std::string(item_id));
+  token.set_epoch(epoch);
+  return absl::WebSafeBase64Escape(token.SerializeAsString());
+}
+
+absl::StatusOr<v1::LeaseToken> DecodeLease(absl::string_view lease) {
+  if (lease.empty()) return absl::InvalidArgumentError("lease is required");
+  std::string raw;
+  v1::LeaseToken token;
+  if (lease.size() > kMaxLeaseBytes || !absl::WebSafeBase64Unescape(lease, &raw) ||
+      !token.ParseFromString(raw) || token.epoch() <= 0 ||
+      !common::ValidateId("run_id", token.run_id()).ok() ||
+      !common::ValidateId("item_id", token.item_id()).ok()) {
+    return absl::InvalidArgumentError(
+        "lease is malformed: pass the lease string exactly as Claim returned it");
+  }
+  return token;
+}
+
+WorkStore::WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits, Clock clock)
+    : store_(store),
+      notifier_(notifier),
+      limits_(limits),
+      clock_(clock != nullptr ? std::move(clock) : Clock([] { return absl::Now(); })) {}
+
+void WorkStore::Publish(const std::vector<v1::RunEvent>& events) {
+  if (notifier_ == nullptr) return;
+  for (const v1::RunEvent& event : events) notifier_->Publish(event);
+}
+
+absl::StatusOr<Run> WorkStore::CreateRun(const v1::CreateRunRequest& request) {
+  std::vector<WorkItem> items(request.items().begin(), request.items().end());
+  return CreateRunFromItems(request.run(), std::move(items));
+}
+
+absl::StatusOr<Run> WorkStore::ImportTaskGraph(const v1::ImportTaskGraphRequest& request) {
+  ParsedTaskGraph parsed;
+  switch (request.source_case()) {
+    case v1::ImportTaskGraphRequest::kGraph:
+      parsed.graph = request.graph();
+      break;
+    case v1::ImportTaskGraphRequest::kGraphJson: {
+      ASSIGN_OR_RETURN(parsed, ParseTaskGraphJson(request.graph_json(), limits_));
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("graph or graph_json is required");
+  }
+  Run settings;
+  settings.set_run_id(request.run_id());
+  settings.set_kind(v1::RUN_KIND_TASK_GRAPH);
+  settings.set_feature(request.feature().empty() ? parsed.graph.feature() : request.feature());
+  *settings.mutable_levels() = parsed.graph.levels();
+  *settings.mutable_metadata() = std::move(parsed.metadata);
+  *settings.mutable_retry_policy() = request.retry_policy();
+  return CreateRunFromItems(std::move(settings), TaskGraphToItems(parsed.graph));
+}
+
+absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<WorkItem> items) {
+  const absl::Time now = Now();
+  if (settings.run_id().empty()) settings.set_run_id(GenerateRunId(now));
+  RETURN_IF_ERROR(common::ValidateId("run_id", settings.run_id()));
+  if (settings.kind() == v1::RUN_KIND_UNSPECIFIED || !v1::RunKind_IsValid(settings.kind())) {
+    return absl::InvalidArgumentError("kind must be workstreams or task graph");
+  }
+  RETURN_IF_ERROR(common::ValidateSize("specs_dir", settings.specs_dir(), limits_.max_path_bytes));
+  RETURN_IF_ERROR(
+      common::ValidateSize("base_branch", settings.base_branch(), limits_.max_path_bytes));
+  RETURN_IF_ERROR(common::ValidateSize("feature", settings.feature(), limits_.max_path_bytes));
+  if (settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong() >
+      limits_.max_metadata_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("the run's metadata and levels are %d bytes; the limit is %d bytes",
+                        settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong(),
+                        limits_.max_metadata_bytes));
+  }
+  ASSIGN_OR_RETURN(v1::RetryPolicy policy, ResolvePolicy(settings.retry_policy(), limits_));
+  RETURN_IF_ERROR(NormalizeAndValidateItems(&items, limits_));
+
+  WorkRunRecord record;
+  Run& run = *record.mutable_run();
+  run.set_run_id(settings.run_id());
+  run.set_kind(settings.kind());
+  run.set_specs_dir(settings.specs_dir());
+  run.set_base_branch(settings.base_branch());
+  run.set_feature(settings.feature());
+  *run.mutable_retry_policy() = std::move(policy);
+  *run.mutable_levels() = settings.levels();
+  *run.mutable_metadata() = settings.metadata();
+  run.mutable_counts()->set_total(static_cast<int64_t>(items.size()));
+  run.mutable_counts()->set_pending(static_cast<int64_t>(items.size()));
+  *run.mutable_create_time() = ToProtoTime(now);
+  *run.mutable_update_time() = ToProtoTime(now);
+  run.set_status(DeriveRunStatus(run));
+  for (const WorkItem& item : items) ++(*record.mutable_open_by_level())[item.level()];
+
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    absl::StatusOr<std::string> existing = txn.GetForUpdate(kFamily, keys::RunHeader(run.run_id()));
+    if (existing.ok()) {
+      return absl::AlreadyExistsError(absl::StrCat("run ", run.run_id(), " already exists"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+    RETURN_IF_ERROR(PutRun(txn, record));
+    for (const WorkItem& input : items) {
+      WorkItem item = input;
+      item.set_run_id(run.run_id());
+      item.set_status(v1::ITEM_STATUS_PENDING);
+      *item.mutable_create_time() = ToProtoTime(now);
+      RETURN_IF_ERROR(WriteItem(txn, WorkItem(), &item, now));
+    }
+    return absl::OkStatus();
+  }));
+  return run;
+}
+
+absl::StatusOr<Run> WorkStore::GetRun(absl::string_view run_id) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", run_id));
+  absl::StatusOr<std::string> raw = store_->Get(kFamily, keys::RunHeader(run_id));
+  if (absl::IsNotFound(raw.status())) return RunNotFound(run_id);
+  RETURN_IF_ERROR(raw.status());
+  ASSIGN_OR_RETURN(WorkRunRecord record, DecodeRun(*raw));
+  return std::move(*record.mutable_run());
+}
+
+absl::StatusOr<v1::ListRunsResponse> WorkStore::ListRuns(const v1::ListRunsRequest& request) {
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultRunPageSize,
+                                                        limits_.max_page_size));
+  ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "runs", ""));
+  const std::string all_prefix(1, static_cast<char>(keys::kWorkRunScoped));
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, all_prefix, storage::PrefixUpperBound(all_prefix));
+  if (!resume.empty()) it->Seek(keys::RunPrefix(resume));
+  v1::ListRunsResponse response;
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string run_id, reader.ReadString());
+    ASSIGN_OR_RETURN(uint8_t kind, reader.ReadByte());
+    if (kind == keys::kRunHeader) {
+      if (response.runs_size() == page_size) {
+        response.set_next_page_token(EncodePageToken("runs", "", run_id));
+        break;
+      }
+      ASSIGN_OR_RETURN(WorkRunRecord record, DecodeRun(it->value()));
+      *response.add_runs() = std::move(*record.mutable_run());
+    }
+    // Skip the run's items and index entries in one seek.
+    it->Seek(storage::PrefixUpperBound(keys::RunPrefix(run_id)));
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+absl::StatusOr<v1::ListItemsResponse> WorkStore::ListItems(const v1::ListItemsRequest& request) {
+  RETURN_IF_ERROR(GetRun(request.run_id()).status());
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultItemPageSize,
+                                                        limits_.max_page_size));
+  ASSIGN_OR_RETURN(std::string resume,
+                   DecodePageToken(request.page_token(), "items", request.run_id()));
+  const std::string prefix = keys::RunItemPrefix(request.run_id());
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  if (!resume.empty()) it->Seek(keys::RunItem(request.run_id(), resume));
+  v1::ListItemsResponse response;
+  for (; it->Valid(); it->Next()) {
+    WorkItem item;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &item));
+    if (response.items_size() == page_size) {
+      response.set_next_page_token(EncodePageToken("items", request.run_id(), item.item_id()));
+      break;
+    }
+    *response.add_items() = std::move(item);
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+absl::StatusOr<std::vector<WorkItem>> WorkStore::AllItems(absl::string_view run_id) {
+  RETURN_IF_ERROR(GetRun(run_id).status());
+  const std::string prefix = keys::RunItemPrefix(run_id);
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  std::vector<WorkItem> items;
+  for (; it->Valid() && items.size() < limits_.max_items; it->Next()) {
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &items.emplace_back()));
+  }
+  RETURN_IF_ERROR(it->status());
+  return items;
+}
+
+absl::StatusOr<WorkItem> WorkStore::GetItem(absl::string_view run_id, absl::string_view item_id) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", run_id));
+  RETURN_IF_ERROR(common::ValidateId("item_id", item_id));
+  return ReadItem(store_, run_id, item_id);
+}
+
+absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& request) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
+  RETURN_IF_ERROR(common::ValidateId("worker_id", request.worker_id()));
+  ASSIGN_OR_RETURN(const absl::Duration ttl, ResolveTtl(request.lease_ttl()));
+  const std::string& run_id = request.run_id();
+
+  v1::ClaimResponse response;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    response.Clear();
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, run_id));
+    Run& run = *record.mutable_run();
+    if (record.open_by_level().empty()) {  // every item is done
+      *response.mutable_run() = run;
+      response.set_stalled(true);
+      return absl::OkStatus();
+    }
+    // Only the lowest level with open items can have claimable items.
+    int64_t level = INT64_MAX;
+    for (const auto& [l, open] : record.open_by_level()) level = std::min(level, l);
+
+    const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    ItemReader items(txn, run_id);
+    bool any_ready = false;  // a candidate whose dependencies are done (backoff aside)
+    std::optional<absl::Time> earliest;
+    std::optional<std::string> chosen;
+    for (; it->Valid(); it->Next()) {
+      storage::KeyReader reader(it->key().substr(prefix.size()));
+      ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
+      ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
+      bool ready = true;
+      for (const std::string& dep : candidate.dependencies()) {
+        ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
+        if (dependency.status() != v1::ITEM_STATUS_DONE) {
+          ready = false;
+          break;
+        }
+      }
+      if (!ready) continue;
+      any_ready = true;
+      const absl::Time not_before =
+          candidate.has_not_before() ? FromProtoTime(candidate.not_before()) : absl::InfinitePast();
+      if (not_before <= now) {
+        chosen = item_id;
+        break;
+      }
+      if (!earliest.has_value() || not_before < *earliest) earliest = not_before;
+    }
+    RETURN_IF_ERROR(it->status());
+    if (!chosen.has_value()) {
+      *response.mutable_run() = run;
+      // Nothing runs, so nothing will make a waiting item ready: a person has to act.
+      response.set_stalled(run.counts().running() == 0 && !any_ready);
+      if (earliest.has_value()) *response.mutable_retry_after() = ToProtoDuration(*earliest - now);
+      return absl::OkStatus();
+    }
+
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, *chosen));
+    if (before.status() != v1::ITEM_STATUS_PENDING) {
+      return absl::DataLossError(absl::StrCat("item ", *chosen, " of run ", run_id,
+                                              " is in the pending index but is ",
+                                              StatusWord(before.status())));
+    }
+    WorkItem item = before;
+    item.set_status(v1::ITEM_STATUS_RUNNING);
+    item.set_worker_id(request.worker_id());
+    item.set_epoch(before.epoch() + 1);
+    item.set_attempts(before.attempts() + 1);
+    *item.mutable_lease_expire_time() = ToProtoTime(now + ttl);
+    *item.mutable_lease_ttl() = ToProtoDuration(ttl);
+    item.clear_not_before();
+    item.clear_status_reason();
+    run.set_claim_count(run.claim_count() + 1);
+    RecordTransition(&record, before, item.status(), now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
+    RETURN_IF_ERROR(PutRun(txn, record));
+    response.set_lease(EncodeLease(run_id, item.item_id(), item.epoch()));
+    response.set_epoch(item.epoch());
+    *response.mutable_lease_expire_time() = item.lease_expire_time();
+    *response.mutable_run() = run;
+    *response.mutable_item() = item;
+    events.push_back(ChangeEvent(item, &run));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRequest& request) {
+  ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
+  RETURN_IF_ERROR(ValidateText("progress", request.progress(), limits_));
+  std::optional<absl::Duration> ttl;
+  if (request.has_lease_ttl() &&
+      (request.lease_ttl().seconds() != 0 || request.lease_ttl().nanos() != 0)) {
+    ASSIGN_OR_RETURN(ttl, ResolveTtl(request.lease_ttl()));
+  }
+  v1::HeartbeatResponse response;
+  std::vector<v1::RunEvent> events;
+  // Only the item is locked: a heartbeat never waits on the run's claims.
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
+    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    WorkItem item = before;
+    const absl::Duration length = ttl.value_or(FromProtoDuration(before.lease_ttl()));
+    *item.mutable_lease_expire_time() = ToProtoTime(now + length);
+    *item.mutable_lease_ttl() = ToProtoDuration(length);
+    if (!request.progress().empty()) item.set_progress(request.progress());
+    RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
+    *response.mutable_lease_expire_time() = item.lease_expire_time();
+    *response.mutable_item() = item;
+    events.push_back(ChangeEvent(item, nullptr));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return response;
+}
+
+absl::StatusOr<WorkItem> WorkStore::Checkpoint(const v1::CheckpointRequest& request) {
+  ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
+  if (request.note().empty()) return absl::InvalidArgumentError("note is required");
+  RETURN_IF_ERROR(ValidateText("note", request.note(), limits_));
+  WorkItem result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
+    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    result = before;
+    result.set_checkpoint(request.note());
+    *result.mutable_checkpoint_time() = ToProtoTime(now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
+    events.push_back(ChangeEvent(result, nullptr));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return result;
+}
+
+absl::StatusOr<WorkItem> WorkStore::Complete(const v1::CompleteRequest& request) {
+  ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
+  RETURN_IF_ERROR(ValidateText("summary", request.summary(), limits_));
+  WorkItem result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, lease.run_id()));
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
+    if (before.status() == v1::ITEM_STATUS_DONE && before.epoch() == lease.epoch()) {
+      // A repeat of a Complete that went through (its reply may have been lost).
+      result = before;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    result = before;
+    result.set_status(v1::ITEM_STATUS_DONE);
+    result.set_summary(request.summary());
+    result.clear_lease_expire_time();
+    result.clear_status_reason();
+    RecordTransition(&record, before, result.status(), now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
+    RETURN_IF_ERROR(PutRun(txn, record));
+    events.push_back(ChangeEvent(result, &record.run()));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return result;
+}
+
+absl::StatusOr<WorkItem> WorkStore::Fail(const v1::FailRequest& request) {
+  ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
+  if (request.error().empty()) return absl::InvalidArgumentError("error is required");
+  RETURN_IF_ERROR(ValidateText("error", request.error(), limits_));
+  WorkItem result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, lease.run_id()));
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
+    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    const v1::RetryPolicy& policy = record.run().retry_policy();
+    result = before;
+    result.set_last_error(request.error());
+    result.clear_lease_expire_time();
+    const std::optional<std::string> pattern = NonRetryablePattern(policy, request.error());
+    if (!request.retryable() || pattern.has_value()) {
+      result.set_status(v1::ITEM_STATUS_FAILED);
+      result.set_status_reason(
+          pattern.has_value()
+              ? absl::StrCat("failed for good: the error matches the non-retryable pattern \"",
+                             *pattern, "\"")
+              : std::string("failed for good: the worker reported a non-retryable error"));
+    } else if (before.attempts() >= policy.max_attempts()) {
+      result.set_status(v1::ITEM_STATUS_BLOCKED);
+      result.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
+                                               before.attempts(), policy.max_attempts(),
+                                               request.error()));
+    } else {
+      result.set_status(v1::ITEM_STATUS_PENDING);
+      *result.mutable_not_before() = ToProtoTime(now + Backoff(policy, before.attempts()));
+    }
+    RecordTransition(&record, before, result.status(), now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
+    RETURN_IF_ERROR(PutRun(txn, record));
+    events.push_back(ChangeEvent(result, &record.run()));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return result;
+}
+
+absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
+  RETURN_IF_ERROR(common::ValidateId("item_id", request.item_id()));
+  WorkItem result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, request.run_id()));
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, request.run_id(), request.item_id()));
+    if (before.status() != v1::ITEM_STATUS_BLOCKED && before.status() != v1::ITEM_STATUS_FAILED) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("item %s of run %s is %s; only a blocked or failed item can be retried",
+                          before.item_id(), before.run_id(), StatusWord(before.status())));
+    }
+    result = before;
+    result.set_status(v1::ITEM_STATUS_PENDING);
+    result.set_attempts(0);
+    result.clear_status_reason();
+    result.clear_not_before();
+    RecordTransition(&record, before, result.status(), now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
+    RETURN_IF_ERROR(PutRun(txn, record));
+    events.push_back(ChangeEvent(result, &record.run()));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return result;
+}
+
+absl::StatusOr<int> WorkStore::ReapExpired() {
+  const absl::Time now = Now();
+  const uint64_t now_micros = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixMicros(now)));
+  const std::string lower(1, static_cast<char>(keys::kWorkLeases));
+  // Keys below now_micros hold leases that expired before `now` (the key rounds down).
+  const std::string upper = keys::WorkLeaseBound(now_micros);
+  int reaped = 0;
+  while (true) {
+    // Collect a batch first, then take each back in its own transaction (which locks the run
+    // before the item, like every status change).
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> batch;
+    std::unique_ptr<storage::Iterator> it = store_->NewIterator(kFamily, lower, upper);
+    for (; it->Valid() && batch.size() < kReapBatch; it->Next()) {
+      storage::KeyReader reader(it->key());
+      RETURN_IF_ERROR(reader.ReadByte().status());
+      RETURN_IF_ERROR(reader.ReadUint64().status());
+      ASSIGN_OR_RETURN(std::string run_id, reader.ReadString());
+      ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
+      batch.push_back({std::string(it->key()), {std::move(run_id), std::move(item_id)}});
+    }
+    RETURN_IF_ERROR(it->status());
+    int changed = 0;
+    for (const auto& entry : batch) {
+      // Named references, not structured bindings: the lambda below captures them, which clang
+      // before 16 refuses for bindings (the COORD_FUZZ build uses clang 14).
+      const std::string& index_key = entry.first;
+      const std::string& run_id = entry.second.first;
+      const std::string& item_id = entry.second.second;
+      std::vector<v1::RunEvent> events;
+      bool taken_back = false;
+      bool touched = false;
+      RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+        events.clear();
+        taken_back = false;
+        touched = false;
+        ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, run_id));
+        ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, item_id));
+        const bool expired = before.status() == v1::ITEM_STATUS_RUNNING &&
+                             FromProtoTime(before.lease_expire_time()) <= now;
+        if (!expired) {
+          // A heartbeat or a completion got there first and moved or removed the key; delete
+          // it only if it is left over (it never is while the indexes are in step).
+          if (before.status() != v1::ITEM_STATUS_RUNNING ||
+              keys::WorkLease(IndexMicros(before.lease_expire_time()), run_id, item_id) !=
+                  index_key) {
+            absl::StatusOr<std::string> still = txn.GetForUpdate(kFamily, index_key);
+            if (still.ok()) {
+              RETURN_IF_ERROR(txn.Delete(kFamily, index_key));
+              touched = true;
+            }
+          }
+          return absl::OkStatus();
+        }
+        const v1::RetryPolicy& policy = record.run().retry_policy();
+        WorkItem item = before;
+        item.set_last_error(absl::StrFormat(
+            "lease of worker %s expired at %s: the worker stopped heartbeating (attempt %d lost)",
+            before.worker_id(), TimeText(FromProtoTime(before.lease_expire_time())),
+            before.attempts()));
+        item.clear_lease_expire_time();
+        if (before.attempts() >= policy.max_attempts()) {
+          item.set_status(v1::ITEM_STATUS_BLOCKED);
+          item.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
+                                                 before.attempts(), policy.max_attempts(),
+                                                 item.last_error()));
+        } else {
+          // Claimable again at once: a lost worker is not the item's fault, so no backoff.
+          item.set_status(v1::ITEM_STATUS_PENDING);
+        }
+        RecordTransition(&record, before, item.status(), now);
+        RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
+        RETURN_IF_ERROR(PutRun(txn, record));
+        events.push_back(ChangeEvent(item, &record.run()));
+        taken_back = true;
+        return absl::OkStatus();
+      }));
+      Publish(events);
+      if (taken_back) ++reaped;
+      if (taken_back || touched) ++changed;
+    }
+    // A full batch that changed nothing would be scanned again forever.
+    if (batch.size() < kReapBatch || changed == 0) break;
+  }
+  return reaped;
+}
+
+absl::StatusOr<int64_t> WorkStore::CountLeases() {
+  const std::string prefix(1, static_cast<char>(keys::kWorkLeases));
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  int64_t count = 0;
+  for (; it->Valid(); it->Next()) ++count;
+  RETURN_IF_ERROR(it->status());
+  return count;
+}
+
+}  // namespace coordinator

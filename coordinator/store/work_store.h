@@ -1,0 +1,93 @@
+// Domain logic of work coordination (docs/work.md): runs of workstreams or task graphs, whose
+// items workers claim under leases with a fencing epoch, heartbeat, checkpoint, complete or fail,
+// and which the reaper takes back when a lease expires. On the storage interface; validates its
+// input and knows nothing of gRPC.
+//
+// Invariants, each kept by one transaction per change:
+//   - the counters and open-items-per-level of a run's header match its items (every status
+//     change locks the header, then the item);
+//   - an item is pending exactly when its pending-index key exists, and running exactly when a
+//     lease-index key for its current expiry exists;
+//   - only the holder of the item's current epoch can change it (every lease call compares).
+#ifndef COORDINATOR_STORE_WORK_STORE_H_
+#define COORDINATOR_STORE_WORK_STORE_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/store/task_graph.h"
+#include "coordinator/v1/work.pb.h"
+#include "coordinator/store/work_notifier.h"
+#include "storage/store.h"
+
+namespace coordinator {
+
+// The time source; tests pass a fake one to exercise expiry and backoff without sleeping.
+using Clock = std::function<absl::Time()>;
+
+// Default and bounds of a lease's length.
+inline constexpr absl::Duration kDefaultLeaseTtl = absl::Seconds(30);
+inline constexpr absl::Duration kMinLeaseTtl = absl::Milliseconds(100);
+inline constexpr absl::Duration kMaxLeaseTtl = absl::Hours(24);
+
+// The run's status as its item counts and claim count say (see RunStatus in work.proto).
+v1::RunStatus DeriveRunStatus(const v1::Run& run);
+
+// The lease token a worker passes around: base64url of a LeaseToken.
+std::string EncodeLease(absl::string_view run_id, absl::string_view item_id, int64_t epoch);
+// INVALID_ARGUMENT when `lease` is not a token this coordinator issued.
+[[nodiscard]] absl::StatusOr<v1::LeaseToken> DecodeLease(absl::string_view lease);
+
+class WorkStore {
+ public:
+  // `notifier` may be null (no watchers); `clock` defaults to absl::Now.
+  WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits,
+            Clock clock = nullptr);
+
+  [[nodiscard]] absl::StatusOr<v1::Run> CreateRun(const v1::CreateRunRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::Run> ImportTaskGraph(const v1::ImportTaskGraphRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::Run> GetRun(absl::string_view run_id);
+  [[nodiscard]] absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::ListItemsResponse> ListItems(
+      const v1::ListItemsRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> GetItem(absl::string_view run_id,
+                                                     absl::string_view item_id);
+  // Every item of the run, in item_id order (at most limits.max_items of them).
+  [[nodiscard]] absl::StatusOr<std::vector<v1::WorkItem>> AllItems(absl::string_view run_id);
+
+  // Hands the worker one claimable item: pending, out of backoff, its dependencies done, and
+  // every item of every lower level done. Claims of one run are serialized on its header.
+  [[nodiscard]] absl::StatusOr<v1::ClaimResponse> Claim(const v1::ClaimRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Checkpoint(const v1::CheckpointRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Complete(const v1::CompleteRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Fail(const v1::FailRequest& request);
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Retry(const v1::RetryRequest& request);
+
+  // Returns the items whose lease expired to pending (or blocks them when their attempts are
+  // used up), counting the lost attempt. Returns how many were taken back.
+  [[nodiscard]] absl::StatusOr<int> ReapExpired();
+
+  // How many items hold a lease now, expired ones the reaper has not taken back included (a
+  // scan of the lease index; for /metrics).
+  [[nodiscard]] absl::StatusOr<int64_t> CountLeases();
+
+ private:
+  [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
+                                                           std::vector<v1::WorkItem> items);
+  void Publish(const std::vector<v1::RunEvent>& events);
+  absl::Time Now() const { return clock_(); }
+
+  storage::Store* store_;   // not owned
+  WorkNotifier* notifier_;  // not owned; may be null
+  const WorkLimits limits_;
+  const Clock clock_;
+};
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_STORE_WORK_STORE_H_

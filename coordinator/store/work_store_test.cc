@@ -1,0 +1,549 @@
+#include "coordinator/store/work_store.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "coordinator/store/reaper.h"
+#include "coordinator/store/time_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage/rocks_store.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A clock that only moves when the test says so.
+class FakeClock {
+ public:
+  absl::Time Now() {
+    absl::MutexLock lock(&mu_);
+    return now_;
+  }
+  void Advance(absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+};
+
+// Collects what the notifier publishes.
+class RecordingWatcher : public WorkWatcher {
+ public:
+  void OnEvent(const v1::RunEvent& event) override {
+    absl::MutexLock lock(&mu_);
+    events_.push_back(event);
+  }
+  void OnClose(const absl::Status&) override {}
+  std::vector<v1::RunEvent> events() {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<v1::RunEvent> events_;
+};
+
+class WorkStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+
+  void Open() {
+    storage::StoreOptions options;
+    options.path = dir_.Sub("db");
+    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    ASSERT_OK(store);
+    store_ = *std::move(store);
+    work_ = std::make_unique<WorkStore>(store_.get(), &notifier_, WorkLimits(),
+                                        [this] { return clock_.Now(); });
+  }
+
+  // Closes and reopens the database, as a restart of the coordinator does.
+  void Reopen() {
+    work_.reset();
+    store_.reset();
+    Open();
+  }
+
+  // Creates a run of `items` ("id:level:dep1,dep2").
+  v1::Run CreateRun(const std::string& run_id, const std::vector<std::string>& items,
+                    const v1::RetryPolicy& policy = v1::RetryPolicy()) {
+    v1::CreateRunRequest request;
+    request.mutable_run()->set_run_id(run_id);
+    request.mutable_run()->set_kind(v1::RUN_KIND_TASK_GRAPH);
+    *request.mutable_run()->mutable_retry_policy() = policy;
+    for (const std::string& spec : items) {
+      std::vector<std::string> parts = absl::StrSplit(spec, ':');
+      v1::WorkItem* item = request.add_items();
+      item->set_item_id(parts[0]);
+      if (parts.size() > 1) item->set_level(std::stoi(parts[1]));
+      if (parts.size() > 2) {
+        for (absl::string_view dep : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
+          item->add_dependencies(std::string(dep));
+        }
+      }
+    }
+    absl::StatusOr<v1::Run> run = work_->CreateRun(request);
+    EXPECT_OK(run);
+    return run.ok() ? *run : v1::Run();
+  }
+
+  absl::StatusOr<v1::ClaimResponse> Claim(const std::string& run_id, const std::string& worker,
+                                          absl::Duration ttl = absl::Seconds(10)) {
+    v1::ClaimRequest request;
+    request.set_run_id(run_id);
+    request.set_worker_id(worker);
+    *request.mutable_lease_ttl() = ToProtoDuration(ttl);
+    return work_->Claim(request);
+  }
+
+  // Claims and expects an item; returns the response.
+  v1::ClaimResponse MustClaim(const std::string& run_id, const std::string& worker,
+                              absl::Duration ttl = absl::Seconds(10)) {
+    absl::StatusOr<v1::ClaimResponse> claimed = Claim(run_id, worker, ttl);
+    EXPECT_OK(claimed);
+    EXPECT_TRUE(claimed.ok() && claimed->has_item()) << "no item claimable in " << run_id;
+    return claimed.ok() ? *claimed : v1::ClaimResponse();
+  }
+
+  // The id of the claimed item, or "" when none was claimable.
+  std::string ClaimId(const std::string& run_id, const std::string& worker) {
+    absl::StatusOr<v1::ClaimResponse> claimed = Claim(run_id, worker);
+    EXPECT_OK(claimed);
+    return claimed.ok() && claimed->has_item() ? claimed->item().item_id() : "";
+  }
+
+  absl::StatusOr<v1::WorkItem> Complete(const std::string& lease, const std::string& summary = "") {
+    v1::CompleteRequest request;
+    request.set_lease(lease);
+    request.set_summary(summary);
+    return work_->Complete(request);
+  }
+
+  absl::StatusOr<v1::WorkItem> Fail(const std::string& lease, const std::string& error,
+                                    bool retryable = true) {
+    v1::FailRequest request;
+    request.set_lease(lease);
+    request.set_error(error);
+    request.set_retryable(retryable);
+    return work_->Fail(request);
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const std::string& lease,
+                                                  const std::string& progress = "") {
+    v1::HeartbeatRequest request;
+    request.set_lease(lease);
+    request.set_progress(progress);
+    return work_->Heartbeat(request);
+  }
+
+  v1::WorkItem Item(const std::string& run_id, const std::string& item_id) {
+    absl::StatusOr<v1::WorkItem> item = work_->GetItem(run_id, item_id);
+    EXPECT_OK(item);
+    return item.ok() ? *item : v1::WorkItem();
+  }
+
+  v1::Run Run(const std::string& run_id) {
+    absl::StatusOr<v1::Run> run = work_->GetRun(run_id);
+    EXPECT_OK(run);
+    return run.ok() ? *run : v1::Run();
+  }
+
+  testing_util::TempDir dir_;
+  FakeClock clock_;
+  WorkNotifier notifier_;
+  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<WorkStore> work_;
+};
+
+TEST_F(WorkStoreTest, LowerLevelsMustBeDoneFirst) {
+  CreateRun("r", {"a:0", "b:0", "c:1", "d:1:c"});
+  v1::ClaimResponse a = MustClaim("r", "w1");
+  v1::ClaimResponse b = MustClaim("r", "w2");
+  EXPECT_EQ(std::set<std::string>({a.item().item_id(), b.item().item_id()}),
+            std::set<std::string>({"a", "b"}));
+  // Level 1 waits for all of level 0, even with nothing else to hand out.
+  absl::StatusOr<v1::ClaimResponse> none = Claim("r", "w3");
+  ASSERT_OK(none);
+  EXPECT_FALSE(none->has_item());
+  EXPECT_FALSE(none->stalled());
+  ASSERT_OK(Complete(a.lease()));
+  EXPECT_EQ(ClaimId("r", "w3"), "");
+  ASSERT_OK(Complete(b.lease()));
+  // d depends on c (same level), so c comes first and d only once c is done.
+  v1::ClaimResponse c = MustClaim("r", "w3");
+  EXPECT_EQ(c.item().item_id(), "c");
+  EXPECT_EQ(ClaimId("r", "w4"), "");
+  ASSERT_OK(Complete(c.lease()));
+  v1::ClaimResponse d = MustClaim("r", "w4");
+  EXPECT_EQ(d.item().item_id(), "d");
+  ASSERT_OK(Complete(d.lease(), "all good"));
+
+  v1::Run run = Run("r");
+  EXPECT_EQ(run.status(), v1::RUN_STATUS_COMPLETED);
+  EXPECT_EQ(run.counts().done(), 4);
+  EXPECT_EQ(run.claim_count(), 4);
+  absl::StatusOr<v1::ClaimResponse> finished = Claim("r", "w1");
+  ASSERT_OK(finished);
+  EXPECT_FALSE(finished->has_item());
+  EXPECT_TRUE(finished->stalled());
+  EXPECT_EQ(Item("r", "d").summary(), "all good");
+}
+
+TEST_F(WorkStoreTest, RunStatusFollowsItems) {
+  CreateRun("r", {"a", "b"});
+  EXPECT_EQ(Run("r").status(), v1::RUN_STATUS_PLANNING);
+  v1::ClaimResponse a = MustClaim("r", "w1");
+  EXPECT_EQ(a.run().status(), v1::RUN_STATUS_RUNNING);
+  ASSERT_OK(Complete(a.lease()));
+  EXPECT_EQ(Run("r").status(), v1::RUN_STATUS_PENDING);
+  v1::ClaimResponse b = MustClaim("r", "w1");
+  ASSERT_OK(Fail(b.lease(), "broken", /*retryable=*/false));
+  v1::Run run = Run("r");
+  EXPECT_EQ(run.status(), v1::RUN_STATUS_FAILED);
+  EXPECT_EQ(run.counts().total(), 2);
+  EXPECT_EQ(run.counts().done(), 1);
+  EXPECT_EQ(run.counts().failed(), 1);
+  EXPECT_EQ(run.counts().pending() + run.counts().running() + run.counts().blocked(), 0);
+}
+
+TEST_F(WorkStoreTest, ConcurrentClaimersNeverShareAnItem) {
+  constexpr int kItems = 40;
+  constexpr int kClaimers = 32;
+  std::vector<std::string> items;
+  for (int i = 0; i < kItems; ++i) items.push_back(absl::StrCat("item-", i));
+  CreateRun("r", items);
+
+  absl::Mutex mu;
+  std::vector<std::string> claimed;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClaimers; ++t) {
+    threads.emplace_back([&, t] {
+      while (true) {
+        absl::StatusOr<v1::ClaimResponse> response = Claim("r", absl::StrCat("w", t));
+        if (absl::IsAborted(response.status())) continue;  // lock contention: retry
+        ASSERT_OK(response);
+        if (!response->has_item()) return;
+        absl::MutexLock lock(&mu);
+        claimed.push_back(response->item().item_id());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::set<std::string> unique(claimed.begin(), claimed.end());
+  EXPECT_EQ(claimed.size(), unique.size()) << "an item was handed to two workers";
+  EXPECT_EQ(unique.size(), static_cast<size_t>(kItems));
+  EXPECT_EQ(Run("r").counts().running(), kItems);
+}
+
+TEST_F(WorkStoreTest, StaleLeaseIsFenced) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse first = MustClaim("r", "w1");
+  EXPECT_EQ(first.epoch(), 1);
+  clock_.Advance(absl::Seconds(11));
+  // Expired but not yet reaped: the lease no longer holds.
+  absl::StatusOr<v1::WorkItem> late = Complete(first.lease());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(late.status().message(), HasSubstr("expired"));
+  ASSERT_OK(work_->ReapExpired());
+  v1::WorkItem reaped = Item("r", "a");
+  EXPECT_EQ(reaped.status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_THAT(reaped.last_error(), HasSubstr("lease of worker w1 expired"));
+
+  v1::ClaimResponse second = MustClaim("r", "w2");
+  EXPECT_EQ(second.epoch(), 2);
+  EXPECT_EQ(second.item().attempts(), 2);
+  for (const auto& status : {Complete(first.lease()).status(), Fail(first.lease(), "x").status(),
+                             Heartbeat(first.lease()).status()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(status.message(), HasSubstr("stale"));
+  }
+  ASSERT_OK(Complete(second.lease(), "done by w2"));
+  // Repeating the successful call (its reply may have been lost) is answered again...
+  absl::StatusOr<v1::WorkItem> again = Complete(second.lease(), "done by w2");
+  ASSERT_OK(again);
+  EXPECT_EQ(again->summary(), "done by w2");
+  // ...but the old lease still changes nothing.
+  EXPECT_EQ(Complete(first.lease()).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Fail(second.lease(), "late").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Item("r", "a").worker_id(), "w2");
+  EXPECT_EQ(Run("r").counts().done(), 1);
+
+  // A lease with an epoch that was never issued is refused too.
+  EXPECT_EQ(Complete(EncodeLease("r", "a", 7)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Complete("not a lease").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Complete(EncodeLease("r", "nope", 1)).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkStoreTest, HeartbeatExtendsTheLeaseAndStoresProgress) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1");
+  clock_.Advance(absl::Seconds(8));
+  absl::StatusOr<v1::HeartbeatResponse> beat = Heartbeat(claimed.lease(), R"({"step": 3})");
+  ASSERT_OK(beat);
+  EXPECT_EQ(FromProtoTime(beat->lease_expire_time()), clock_.Now() + absl::Seconds(10));
+  clock_.Advance(absl::Seconds(8));
+  absl::StatusOr<int> reaped = work_->ReapExpired();
+  ASSERT_OK(reaped);
+  EXPECT_EQ(*reaped, 0);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(Item("r", "a").progress(), R"({"step": 3})");
+  clock_.Advance(absl::Seconds(3));
+  reaped = work_->ReapExpired();
+  ASSERT_OK(reaped);
+  EXPECT_EQ(*reaped, 1);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(Item("r", "a").attempts(), 1);
+}
+
+TEST_F(WorkStoreTest, NextWorkerGetsTheCheckpointAndProgress) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse first = MustClaim("r", "w1");
+  v1::CheckpointRequest checkpoint;
+  checkpoint.set_lease(first.lease());
+  checkpoint.set_note("commit abc123; tests left");
+  ASSERT_OK(work_->Checkpoint(checkpoint));
+  ASSERT_OK(Heartbeat(first.lease(), "70%"));
+  clock_.Advance(absl::Seconds(11));
+  ASSERT_OK(work_->ReapExpired());
+  v1::ClaimResponse second = MustClaim("r", "w2");
+  EXPECT_EQ(second.item().checkpoint(), "commit abc123; tests left");
+  EXPECT_EQ(second.item().progress(), "70%");
+  // The old worker's checkpoint cannot overwrite the new worker's.
+  checkpoint.set_note("stale");
+  EXPECT_EQ(work_->Checkpoint(checkpoint).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(WorkStoreTest, RetryableFailuresBackOffThenBlock) {
+  v1::RetryPolicy policy;
+  policy.set_max_attempts(3);
+  *policy.mutable_backoff_base() = ToProtoDuration(absl::Seconds(10));
+  *policy.mutable_backoff_max() = ToProtoDuration(absl::Seconds(15));
+  CreateRun("r", {"a"}, policy);
+
+  v1::ClaimResponse claimed = MustClaim("r", "w1");
+  absl::StatusOr<v1::WorkItem> failed = Fail(claimed.lease(), "flaky test");
+  ASSERT_OK(failed);
+  EXPECT_EQ(failed->status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(FromProtoTime(failed->not_before()), clock_.Now() + absl::Seconds(10));
+  absl::StatusOr<v1::ClaimResponse> waiting = Claim("r", "w1");
+  ASSERT_OK(waiting);
+  EXPECT_FALSE(waiting->has_item());
+  EXPECT_FALSE(waiting->stalled());
+  EXPECT_EQ(FromProtoDuration(waiting->retry_after()), absl::Seconds(10));
+  EXPECT_EQ(waiting->run().status(), v1::RUN_STATUS_PENDING);
+
+  clock_.Advance(absl::Seconds(10));
+  claimed = MustClaim("r", "w2");
+  EXPECT_EQ(claimed.item().attempts(), 2);
+  EXPECT_EQ(claimed.item().last_error(), "flaky test");
+  failed = Fail(claimed.lease(), "flaky again");
+  ASSERT_OK(failed);
+  // 2 x 10s would be 20s; backoff_max caps it.
+  EXPECT_EQ(FromProtoTime(failed->not_before()), clock_.Now() + absl::Seconds(15));
+  clock_.Advance(absl::Seconds(15));
+  claimed = MustClaim("r", "w3");
+  failed = Fail(claimed.lease(), "still flaky");
+  ASSERT_OK(failed);
+  EXPECT_EQ(failed->status(), v1::ITEM_STATUS_BLOCKED);
+  EXPECT_THAT(failed->status_reason(), HasSubstr("3 of 3 attempts"));
+  EXPECT_THAT(failed->status_reason(), HasSubstr("still flaky"));
+  EXPECT_EQ(Run("r").status(), v1::RUN_STATUS_BLOCKED);
+  absl::StatusOr<v1::ClaimResponse> stalled = Claim("r", "w1");
+  ASSERT_OK(stalled);
+  EXPECT_TRUE(stalled->stalled());
+
+  // A person sends it back; it gets a fresh set of attempts.
+  v1::RetryRequest retry;
+  retry.set_run_id("r");
+  retry.set_item_id("a");
+  absl::StatusOr<v1::WorkItem> retried = work_->Retry(retry);
+  ASSERT_OK(retried);
+  EXPECT_EQ(retried->status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(retried->attempts(), 0);
+  claimed = MustClaim("r", "w4");
+  EXPECT_EQ(claimed.item().attempts(), 1);
+  EXPECT_EQ(work_->Retry(retry).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_OK(Complete(claimed.lease()));
+  EXPECT_EQ(Run("r").status(), v1::RUN_STATUS_COMPLETED);
+}
+
+TEST_F(WorkStoreTest, NonRetryableErrorsFailForGood) {
+  v1::RetryPolicy policy;
+  policy.add_non_retryable_errors("syntax error");
+  CreateRun("r", {"a", "b"}, policy);
+  v1::ClaimResponse a = MustClaim("r", "w1");
+  absl::StatusOr<v1::WorkItem> failed = Fail(a.lease(), "make: syntax error in Makefile");
+  ASSERT_OK(failed);
+  EXPECT_EQ(failed->status(), v1::ITEM_STATUS_FAILED);
+  EXPECT_THAT(failed->status_reason(), HasSubstr("syntax error"));
+  EXPECT_EQ(Run("r").status(), v1::RUN_STATUS_FAILED);
+  // A failed item can be sent back by hand as well.
+  v1::RetryRequest retry;
+  retry.set_run_id("r");
+  retry.set_item_id(a.item().item_id());
+  ASSERT_OK(work_->Retry(retry));
+}
+
+TEST_F(WorkStoreTest, ReaperBlocksAnItemThatKeepsLosingItsWorker) {
+  v1::RetryPolicy policy;
+  policy.set_max_attempts(2);
+  CreateRun("r", {"a"}, policy);
+  for (int i = 0; i < 2; ++i) {
+    MustClaim("r", absl::StrCat("w", i));
+    clock_.Advance(absl::Seconds(11));
+    absl::StatusOr<int> reaped = work_->ReapExpired();
+    ASSERT_OK(reaped);
+    EXPECT_EQ(*reaped, 1);
+  }
+  v1::WorkItem item = Item("r", "a");
+  EXPECT_EQ(item.status(), v1::ITEM_STATUS_BLOCKED);
+  EXPECT_THAT(item.status_reason(), HasSubstr("2 of 2 attempts"));
+  EXPECT_THAT(item.status_reason(), HasSubstr("expired"));
+}
+
+TEST_F(WorkStoreTest, ReaperThreadTakesBackExpiredLeasesAndStops) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1");
+  Reaper reaper(work_.get(), absl::Milliseconds(10));
+  clock_.Advance(absl::Seconds(11));
+  // Bounded poll: the reaper runs on its own schedule.
+  for (int i = 0; i < 3000 && Item("r", "a").status() != v1::ITEM_STATUS_PENDING; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+  reaper.Stop();
+  reaper.Stop();  // idempotent
+  EXPECT_EQ(MustClaim("r", "w2").epoch(), 2);
+}
+
+TEST_F(WorkStoreTest, StateSurvivesReopening) {
+  CreateRun("r", {"a", "b:1:"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1", absl::Minutes(5));
+  ASSERT_OK(Heartbeat(claimed.lease(), "half"));
+  const v1::WorkItem before = Item("r", "a");
+  Reopen();
+  const v1::WorkItem after = Item("r", "a");
+  EXPECT_EQ(after.status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(after.worker_id(), "w1");
+  EXPECT_EQ(after.progress(), "half");
+  EXPECT_EQ(FromProtoTime(after.lease_expire_time()), FromProtoTime(before.lease_expire_time()));
+  EXPECT_EQ(Run("r").counts().running(), 1);
+  ASSERT_OK(Complete(claimed.lease()));
+  EXPECT_EQ(ClaimId("r", "w2"), "b");
+}
+
+TEST_F(WorkStoreTest, BadRunsChangeNothing) {
+  v1::CreateRunRequest request;
+  request.mutable_run()->set_run_id("r");
+  request.mutable_run()->set_kind(v1::RUN_KIND_TASK_GRAPH);
+  v1::WorkItem* a = request.add_items();
+  a->set_item_id("a");
+  a->add_dependencies("ghost");
+  EXPECT_EQ(work_->CreateRun(request).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<v1::ListRunsResponse> runs = work_->ListRuns(v1::ListRunsRequest());
+  ASSERT_OK(runs);
+  EXPECT_EQ(runs->runs_size(), 0);
+  EXPECT_EQ(work_->GetRun("r").status().code(), absl::StatusCode::kNotFound);
+
+  a->clear_dependencies();
+  request.mutable_run()->set_kind(v1::RUN_KIND_UNSPECIFIED);
+  EXPECT_EQ(work_->CreateRun(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+  request.mutable_run()->mutable_retry_policy()->set_max_attempts(-1);
+  EXPECT_EQ(work_->CreateRun(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.mutable_run()->mutable_retry_policy()->set_max_attempts(0);
+  ASSERT_OK(work_->CreateRun(request));
+  EXPECT_EQ(work_->CreateRun(request).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Run("r").retry_policy().max_attempts(), 3);
+
+  EXPECT_EQ(Claim("r", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Claim("r", "w", absl::Milliseconds(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Claim("missing", "w").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(WorkStoreTest, ImportsATaskGraphAndGeneratesARunId) {
+  v1::ImportTaskGraphRequest request;
+  request.set_graph_json(R"({"feature": "f", "tasks": [
+      {"id": "T1", "level": 1, "files": {"create": ["a.txt"]}, "extra": true},
+      {"id": "T2", "level": 2, "dependencies": ["T1"]}], "levels": {"1": "one"}})");
+  absl::StatusOr<v1::Run> run = work_->ImportTaskGraph(request);
+  ASSERT_OK(run);
+  EXPECT_THAT(run->run_id(), HasSubstr("run-"));
+  EXPECT_EQ(run->feature(), "f");
+  EXPECT_EQ(run->kind(), v1::RUN_KIND_TASK_GRAPH);
+  EXPECT_EQ(run->counts().total(), 2);
+  v1::WorkItem t1 = Item(run->run_id(), "T1");
+  EXPECT_EQ(t1.owned_files(0), "a.txt");
+  EXPECT_TRUE(t1.metadata().fields().at("extra").bool_value());
+
+  request.set_graph_json(R"({"tasks": [{"id": "T1", "dependencies": ["T9"]}]})");
+  absl::Status bad = work_->ImportTaskGraph(request).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("T9"));
+}
+
+TEST_F(WorkStoreTest, ListsRunsAndItemsInPages) {
+  for (int i = 0; i < 3; ++i) CreateRun(absl::StrCat("r", i), {"a", "b", "c"});
+  v1::ListRunsRequest runs_request;
+  runs_request.set_page_size(2);
+  absl::StatusOr<v1::ListRunsResponse> runs = work_->ListRuns(runs_request);
+  ASSERT_OK(runs);
+  ASSERT_EQ(runs->runs_size(), 2);
+  EXPECT_EQ(runs->runs(0).run_id(), "r0");
+  runs_request.set_page_token(runs->next_page_token());
+  runs = work_->ListRuns(runs_request);
+  ASSERT_OK(runs);
+  ASSERT_EQ(runs->runs_size(), 1);
+  EXPECT_EQ(runs->runs(0).run_id(), "r2");
+  EXPECT_TRUE(runs->next_page_token().empty());
+
+  v1::ListItemsRequest items_request;
+  items_request.set_run_id("r1");
+  items_request.set_page_size(2);
+  absl::StatusOr<v1::ListItemsResponse> items = work_->ListItems(items_request);
+  ASSERT_OK(items);
+  ASSERT_EQ(items->items_size(), 2);
+  items_request.set_page_token(items->next_page_token());
+  items = work_->ListItems(items_request);
+  ASSERT_OK(items);
+  ASSERT_EQ(items->items_size(), 1);
+  EXPECT_EQ(items->items(0).item_id(), "c");
+}
+
+TEST_F(WorkStoreTest, PublishesEveryChange) {
+  RecordingWatcher watcher;
+  CreateRun("r", {"a"});
+  ASSERT_TRUE(notifier_.Subscribe("r", &watcher));
+  v1::ClaimResponse claimed = MustClaim("r", "w1");
+  ASSERT_OK(Heartbeat(claimed.lease(), "p"));
+  ASSERT_OK(Complete(claimed.lease()));
+  notifier_.Unsubscribe(&watcher);
+  std::vector<v1::RunEvent> events = watcher.events();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].item().status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_TRUE(events[0].has_run());
+  EXPECT_EQ(events[1].item().progress(), "p");
+  EXPECT_FALSE(events[1].has_run());  // a heartbeat does not touch the run
+  EXPECT_EQ(events[2].item().status(), v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(events[2].run().status(), v1::RUN_STATUS_COMPLETED);
+  EXPECT_LT(events[0].item().version(), events[1].item().version());
+  EXPECT_LT(events[1].item().version(), events[2].item().version());
+}
+
+}  // namespace
+}  // namespace coordinator
