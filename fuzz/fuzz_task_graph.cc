@@ -1,5 +1,5 @@
-// libFuzzer harness for the task-graph importer (coordinator/store/task_graph.h): arbitrary bytes as
-// the text of task-graph.json, parsed, turned into a run's items and validated, as
+// libFuzzer harness for the task-graph importer (coordinator/store/task_graph.h): arbitrary bytes
+// as the text of task-graph.json, parsed, turned into a run's items and validated, as
 // WorkService.ImportTaskGraph and `coordctl run import` do. Every failure must be a clear
 // INVALID_ARGUMENT or RESOURCE_EXHAUSTED; a graph that validates must validate again unchanged
 // (normalisation is idempotent).

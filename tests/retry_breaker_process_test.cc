@@ -30,7 +30,7 @@ using ::testing_util::ProcessResult;
 using ::testing_util::TempDir;
 
 std::string TestDataDir() {
-  return (std::filesystem::path(__FILE__).parent_path() / "testdata" / "aria").string();
+  return (std::filesystem::path(COORD_SOURCE_DIR) / "tests" / "testdata" / "aria").string();
 }
 
 class RetryBreakerProcessTest : public ::testing::Test {

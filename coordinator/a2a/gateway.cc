@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/errors.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "a2a_protocol/errors.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"

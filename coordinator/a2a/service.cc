@@ -4,13 +4,13 @@
 #include <memory>
 #include <utility>
 
+#include "a2a_protocol/errors.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "a2a_protocol/errors.h"
 #include "coordinator/rpc/auth_interceptor.h"
-#include "common/grpc_status.h"
 #include "coordinator/rpc/unary_handler.h"
 
 namespace coordinator {

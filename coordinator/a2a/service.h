@@ -12,9 +12,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/thread_pool.h"
 #include "coordinator/a2a/gateway.h"
+#include "coordinator/rpc/stream_slots.h"
 #include "coordinator/store/a2a_task_store.h"
 #include "coordinator/store/agent_registry_store.h"
-#include "coordinator/rpc/stream_slots.h"
 
 namespace coordinator {
 

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
-#include "coordinator/store/time_util.h"
 #include "coordinator/rpc/unary_handler.h"
+#include "coordinator/store/time_util.h"
 #include "storage/backup.h"
 
 namespace coordinator {

@@ -1,7 +1,7 @@
 // Authentication and authorization of coordinator calls (docs/security.md), without gRPC: the
 // token file, the table of what each RPC needs, and the ownership rules of contexts and agent
-// registrations. The gRPC side (coordinator/rpc/auth_interceptor.h) feeds it the method name and the
-// `authorization` metadata of each call and hands the resulting Caller to the handlers.
+// registrations. The gRPC side (coordinator/rpc/auth_interceptor.h) feeds it the method name and
+// the `authorization` metadata of each call and hands the resulting Caller to the handlers.
 #ifndef COORDINATOR_RPC_AUTH_H_
 #define COORDINATOR_RPC_AUTH_H_
 

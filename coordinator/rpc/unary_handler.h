@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "common/grpc_status.h"
 #include "common/thread_pool.h"
 #include "coordinator/rpc/auth_interceptor.h"
-#include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 
 namespace coordinator {

@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
 #include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
-#include "common/grpc_status.h"
 #include "coordinator/rpc/unary_handler.h"
 
 namespace coordinator {

@@ -7,9 +7,9 @@
 
 #include "common/thread_pool.h"
 #include "coordinator/rpc/stream_slots.h"
-#include "coordinator/v1/work.grpc.pb.h"
 #include "coordinator/store/work_notifier.h"
 #include "coordinator/store/work_store.h"
+#include "coordinator/v1/work.grpc.pb.h"
 
 namespace coordinator {
 

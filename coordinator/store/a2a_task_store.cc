@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "a2a_protocol/errors.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,6 @@
 #include "common/status_macros.h"
 #include "common/uuid.h"
 #include "common/validation.h"
-#include "a2a_protocol/errors.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"

@@ -5,8 +5,8 @@
 #include <memory>
 #include <set>
 
-#include "absl/time/clock.h"
 #include "a2a_protocol/errors.h"
+#include "absl/time/clock.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "coordinator/store/time_util.h"
 #include "gtest/gtest.h"

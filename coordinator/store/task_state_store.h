@@ -3,8 +3,8 @@
 // escalations, quality-gate results and custom fields. Validates its input and knows nothing
 // of gRPC. Every change is one transaction that locks the task's header, so concurrent changes
 // of one task never lose an update; an append writes one history record plus the small header
-// (key layout in coordinator/store/keys.h). The loop breaker composes the Txn* building blocks below
-// into its own transactions.
+// (key layout in coordinator/store/keys.h). The loop breaker composes the Txn* building blocks
+// below into its own transactions.
 #ifndef COORDINATOR_STORE_TASK_STATE_STORE_H_
 #define COORDINATOR_STORE_TASK_STATE_STORE_H_
 

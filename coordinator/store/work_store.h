@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "coordinator/store/task_graph.h"
-#include "coordinator/v1/work.pb.h"
 #include "coordinator/store/work_notifier.h"
+#include "coordinator/v1/work.pb.h"
 #include "storage/store.h"
 
 namespace coordinator {
