@@ -19,13 +19,13 @@
 #include "coordinator/rpc/breaker_service.h"
 #include "coordinator/rpc/context_service.h"
 #include "coordinator/rpc/conversation_service.h"
-#include "coordinator/store/limits.h"
-#include "coordinator/store/reaper.h"
 #include "coordinator/rpc/server_metrics.h"
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/rpc/task_state_service.h"
 #include "coordinator/rpc/tls.h"
 #include "coordinator/rpc/work_service.h"
+#include "coordinator/store/limits.h"
+#include "coordinator/store/reaper.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/rocks_store.h"
 
@@ -128,7 +128,10 @@ class CoordinatorServer {
   std::unique_ptr<WorkStore> work_;
   std::unique_ptr<WorkServiceImpl> work_service_;
   std::unique_ptr<Reaper> reaper_;
-  std::unique_ptr<A2ATaskStore> a2a_tasks_;
+  std::unique_ptr<TaskNotifier> a2a_notifier_;
+  std::unique_ptr<A2ATasks> a2a_tasks_;
+  std::unique_ptr<A2ADeliveryQueue> a2a_deliveries_;
+  std::unique_ptr<A2APush> a2a_push_;
   std::unique_ptr<AgentRegistryStore> agents_;
   std::unique_ptr<A2AGateway> gateway_;
   std::unique_ptr<A2AServiceImpl> a2a_service_;
