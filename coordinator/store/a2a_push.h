@@ -1,7 +1,8 @@
 // The push-notification part of the A2A store: the webhook configs of a task, the queue of
 // webhook calls (one per status change and config, queued in the transaction of the change,
 // see a2a_records.h) and the log of finished calls. Knows nothing of gRPC or HTTP: the gateway
-// makes the calls and records each attempt here.
+// makes the calls and records each attempt here. It publishes nothing: no watcher reads configs
+// or attempts, and the webhook loop is woken by the task change that queued the calls.
 #ifndef COORDINATOR_STORE_A2A_PUSH_H_
 #define COORDINATOR_STORE_A2A_PUSH_H_
 
