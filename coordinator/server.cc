@@ -127,16 +127,23 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       std::make_unique<WorkServiceImpl>(server->work_.get(), server->work_notifier_.get(),
                                         server->pool_.get(), options.stream_queue_limit);
   server->work_service_->set_stream_slots(server->stream_slots_.get());
-  server->a2a_tasks_ =
-      std::make_unique<A2ATaskStore>(server->store_.get(), options.limits, options.a2a_store);
+  server->a2a_notifier_ = std::make_unique<TaskNotifier>();
+  server->a2a_tasks_ = std::make_unique<A2ATasks>(server->store_.get(), server->a2a_notifier_.get(),
+                                                  options.limits, options.a2a_store);
+  server->a2a_deliveries_ =
+      std::make_unique<A2ADeliveryQueue>(server->store_.get(), server->a2a_notifier_.get());
+  server->a2a_push_ =
+      std::make_unique<A2APush>(server->store_.get(), options.limits, options.a2a_store);
   server->agents_ = std::make_unique<AgentRegistryStore>(server->store_.get());
-  server->gateway_ = std::make_unique<A2AGateway>(server->a2a_tasks_.get(), server->agents_.get(),
-                                                  options.gateway);
+  server->gateway_ = std::make_unique<A2AGateway>(
+      server->a2a_tasks_.get(), server->a2a_deliveries_.get(), server->a2a_push_.get(),
+      server->agents_.get(), server->a2a_notifier_.get(), options.gateway);
   A2AGateway* gateway = server->gateway_.get();
   server->agents_->set_on_register(
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
-  server->a2a_service_ = std::make_unique<A2AServiceImpl>(
-      server->a2a_tasks_.get(), server->agents_.get(), gateway, server->pool_.get(), "");
+  server->a2a_service_ =
+      std::make_unique<A2AServiceImpl>(server->a2a_tasks_.get(), server->a2a_push_.get(),
+                                       server->agents_.get(), gateway, server->pool_.get(), "");
   server->a2a_service_->set_stream_limits(server->stream_slots_.get(),
                                           static_cast<size_t>(options.stream_queue_limit));
   server->agent_registry_service_ =

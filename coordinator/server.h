@@ -128,7 +128,10 @@ class CoordinatorServer {
   std::unique_ptr<WorkStore> work_;
   std::unique_ptr<WorkServiceImpl> work_service_;
   std::unique_ptr<Reaper> reaper_;
-  std::unique_ptr<A2ATaskStore> a2a_tasks_;
+  std::unique_ptr<TaskNotifier> a2a_notifier_;
+  std::unique_ptr<A2ATasks> a2a_tasks_;
+  std::unique_ptr<A2ADeliveryQueue> a2a_deliveries_;
+  std::unique_ptr<A2APush> a2a_push_;
   std::unique_ptr<AgentRegistryStore> agents_;
   std::unique_ptr<A2AGateway> gateway_;
   std::unique_ptr<A2AServiceImpl> a2a_service_;

@@ -12,7 +12,10 @@
 #include "absl/time/clock.h"
 #include "agent_runtime/agent_runtime.h"
 #include "coordinator/a2a/gateway.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_delivery_queue.h"
+#include "coordinator/store/a2a_notifier.h"
+#include "coordinator/store/a2a_push.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -84,13 +87,16 @@ class DeliveryTest : public ::testing::Test {
         storage::RocksStore::Open(store_options);
     ASSERT_OK(store);
     store_ = *std::move(store);
-    tasks_ = std::make_unique<A2ATaskStore>(store_.get(), Limits());
+    tasks_ = std::make_unique<A2ATasks>(store_.get(), &notifier_, Limits());
+    deliveries_ = std::make_unique<A2ADeliveryQueue>(store_.get(), &notifier_);
+    push_ = std::make_unique<A2APush>(store_.get(), Limits());
     agents_ = std::make_unique<AgentRegistryStore>(store_.get());
     GatewayOptions options;
     options.initial_backoff = absl::Milliseconds(20);
     options.max_backoff = absl::Milliseconds(100);
     options.delivery_threads = 4;
-    gateway_ = std::make_unique<A2AGateway>(tasks_.get(), agents_.get(), options);
+    gateway_ = std::make_unique<A2AGateway>(tasks_.get(), deliveries_.get(), push_.get(),
+                                            agents_.get(), &notifier_, options);
     gateway_->Start();
     agent_runtime::RuntimeOptions agent_options;
     agent_options.name = "rec";
@@ -110,14 +116,14 @@ class DeliveryTest : public ::testing::Test {
   }
 
   // Stores a client's message as SendMessage does and hands it to the gateway.
-  A2ATaskStore::Change Send(const std::string& text, const std::string& task_id = "") {
+  A2ATasks::Change Send(const std::string& text, const std::string& task_id = "") {
     static int counter = 0;
     a2apb::Message m;
     m.set_message_id("m" + std::to_string(++counter));
     m.set_role(a2apb::ROLE_USER);
     m.set_task_id(task_id);
     m.add_parts()->set_text(text);
-    absl::StatusOr<A2ATaskStore::Change> change = tasks_->AcceptMessage("rec", m);
+    absl::StatusOr<A2ATasks::Change> change = tasks_->AcceptMessage("rec", m);
     EXPECT_OK(change);
     if (!change.ok()) return {};
     gateway_->Accepted(*change);
@@ -129,11 +135,14 @@ class DeliveryTest : public ::testing::Test {
     return header.ok() ? header->task().status().state() : a2apb::TASK_STATE_UNSPECIFIED;
   }
 
-  bool Queued(const std::string& id, int64_t seq) { return tasks_->GetDelivery(id, seq).ok(); }
+  bool Queued(const std::string& id, int64_t seq) { return deliveries_->GetDelivery(id, seq).ok(); }
 
   TempDir dir_;
+  TaskNotifier notifier_;
   std::unique_ptr<storage::RocksStore> store_;
-  std::unique_ptr<A2ATaskStore> tasks_;
+  std::unique_ptr<A2ATasks> tasks_;
+  std::unique_ptr<A2ADeliveryQueue> deliveries_;
+  std::unique_ptr<A2APush> push_;
   std::unique_ptr<AgentRegistryStore> agents_;
   std::unique_ptr<A2AGateway> gateway_;
   RecordingAgent recorder_;
@@ -141,7 +150,7 @@ class DeliveryTest : public ::testing::Test {
 };
 
 TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
-  const A2ATaskStore::Change first = Send("ask");
+  const A2ATasks::Change first = Send("ask");
   const std::string id = first.header.task().id();
   ASSERT_EQ(first.queued_delivery_seq, 1);
   ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_INPUT_REQUIRED; }));
@@ -156,7 +165,7 @@ TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
   ASSERT_TRUE(WaitFor([&] { return gateway_->Dispatch(stale); }));
   // The follow-up goes to the agent only after that stale delivery's thread is done with the
   // task (one delivery per task at a time), so once it is answered the agent has had its say.
-  const A2ATaskStore::Change second = Send("done", id);
+  const A2ATasks::Change second = Send("done", id);
   ASSERT_EQ(second.queued_delivery_seq, 3);  // after the agent's question
   ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_COMPLETED; }));
   EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"ask", "done"}));
@@ -167,7 +176,7 @@ TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
 }
 
 TEST_F(DeliveryTest, ATaskInFlightIsNotDispatchedTwice) {
-  const A2ATaskStore::Change change = Send("hold");
+  const A2ATasks::Change change = Send("hold");
   const std::string id = change.header.task().id();
   ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_WORKING; }));
   v1::PendingDelivery again;
@@ -184,13 +193,13 @@ TEST_F(DeliveryTest, ATaskInFlightIsNotDispatchedTwice) {
 }
 
 TEST_F(DeliveryTest, MessagesQueuedBehindOneAtTheAgentFollowItInOrder) {
-  const A2ATaskStore::Change first = Send("gate");
+  const A2ATasks::Change first = Send("gate");
   const std::string id = first.header.task().id();
   ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 1; }));
   // Sent while "gate" is at the agent: not handed off (the task is in flight or has a message
   // queued before them), so they wait for the queue scan, which keeps them in order.
-  const A2ATaskStore::Change a = Send("a", id);
-  const A2ATaskStore::Change b = Send("b", id);
+  const A2ATasks::Change a = Send("a", id);
+  const A2ATasks::Change b = Send("b", id);
   EXPECT_EQ(a.header.pending_deliveries(), 2);
   EXPECT_EQ(b.header.pending_deliveries(), 3);
   recorder_.OpenGate();
@@ -237,7 +246,7 @@ TEST_F(DeliveryTest, NothingAfterTheEventThatEndsTheTurnIsStored) {
   m.set_message_id("rude-1");
   m.set_role(a2apb::ROLE_USER);
   m.add_parts()->set_text("hello");
-  absl::StatusOr<A2ATaskStore::Change> change = tasks_->AcceptMessage("rude", m);
+  absl::StatusOr<A2ATasks::Change> change = tasks_->AcceptMessage("rude", m);
   ASSERT_OK(change);
   gateway_->Accepted(*change);
   const std::string id = change->header.task().id();

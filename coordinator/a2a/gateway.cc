@@ -225,36 +225,25 @@ absl::Status FromAgentStatus(const grpc::Status& status) {
 
 void AddA2AVersion(grpc::ClientContext* context) { context->AddMetadata("a2a-version", "1.0"); }
 
-uint64_t TaskNotifier::Subscribe(const std::string& task_id, Listener listener) {
-  absl::MutexLock lock(&mu_);
-  const uint64_t id = next_id_++;
-  listeners_[task_id][id] = std::move(listener);
-  return id;
-}
-
-void TaskNotifier::Unsubscribe(const std::string& task_id, uint64_t id) {
-  absl::MutexLock lock(&mu_);
-  auto it = listeners_.find(task_id);
-  if (it == listeners_.end()) return;
-  it->second.erase(id);
-  if (it->second.empty()) listeners_.erase(it);
-}
-
-void TaskNotifier::Notify(const std::string& task_id) {
-  std::vector<Listener> to_call;
-  {
+A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* push,
+                       AgentRegistryStore* agents, TaskNotifier* notifier, GatewayOptions options)
+    : tasks_(tasks),
+      deliveries_(deliveries),
+      push_(push),
+      agents_(agents),
+      notifier_(notifier),
+      options_(options) {
+  notifier_->SetPushListener([this] {
     absl::MutexLock lock(&mu_);
-    auto it = listeners_.find(task_id);
-    if (it == listeners_.end()) return;
-    for (const auto& [id, listener] : it->second) to_call.push_back(listener);
-  }
-  for (const Listener& listener : to_call) listener();
+    push_kicked_ = true;
+  });
 }
 
-A2AGateway::A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options)
-    : tasks_(tasks), agents_(agents), options_(options) {}
-
-A2AGateway::~A2AGateway() { Stop(); }
+A2AGateway::~A2AGateway() {
+  // Once this returns the listener is not running and is not called again.
+  notifier_->SetPushListener(nullptr);
+  Stop();
+}
 
 void A2AGateway::Start() {
   delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
@@ -274,16 +263,7 @@ void A2AGateway::Stop() {
   delivery_pool_.reset();  // joins the deliveries, whose calls were cancelled
 }
 
-void A2AGateway::Published(const A2ATaskStore::Change& change) {
-  if (!change.events.empty()) notifier_.Notify(change.header.task().id());
-  if (change.pushes_queued) {
-    absl::MutexLock lock(&mu_);
-    push_kicked_ = true;
-  }
-}
-
-void A2AGateway::Accepted(const A2ATaskStore::Change& change) {
-  Published(change);
+void A2AGateway::Accepted(const A2ATasks::Change& change) {
   if (change.queued_delivery_seq <= 0) return;
   if (change.header.pending_deliveries() == 1) {
     // The only message of its task waiting: nothing to keep in order behind.
@@ -315,7 +295,7 @@ void A2AGateway::Kick() {
 }
 
 void A2AGateway::AgentRegistered(const std::string& name) {
-  absl::Status s = tasks_->RetryDeliveriesNow(name);
+  absl::Status s = deliveries_->RetryDeliveriesNow(name);
   if (!s.ok()) {
     common::LogWarn({{"agent", name}}, "cannot reschedule deliveries: %s", s.message());
   }
@@ -353,7 +333,7 @@ void A2AGateway::DeliveryLoop() {
     }
     absl::Time wake = absl::Now() + kIdleWake;
     absl::StatusOr<std::vector<v1::PendingDelivery>> pending =
-        tasks_->PendingDeliveries(kScanBatch);
+        deliveries_->PendingDeliveries(kScanBatch);
     if (!pending.ok()) {
       LOG_ERROR("cannot read the delivery queue: %s", pending.status().message());
     } else {
@@ -391,7 +371,8 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
   // What the caller saw may be stale (a scan that read the queue before this delivery was done
   // by another thread): the queue entry as stored now decides. Reading it also waits until it
   // is durable, and with it the message it carries.
-  absl::StatusOr<v1::PendingDelivery> current = tasks_->GetDelivery(task_id, seen.history_seq());
+  absl::StatusOr<v1::PendingDelivery> current =
+      deliveries_->GetDelivery(task_id, seen.history_seq());
   if (!current.ok()) {
     if (!absl::IsNotFound(current.status())) {
       common::LogError({{"task_id", task_id}, {"agent", seen.tenant()}},
@@ -407,7 +388,7 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
     if (result.ok()) {
       DeliveryMetrics().delivered->Increment();
       if (!remaining.has_value()) {
-        absl::StatusOr<int64_t> done = tasks_->DeliveryDone(task_id, delivery.history_seq());
+        absl::StatusOr<int64_t> done = deliveries_->DeliveryDone(task_id, delivery.history_seq());
         if (done.ok()) {
           remaining = *done;
         } else {
@@ -447,11 +428,9 @@ void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl:
   common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
                   "delivery attempt %d failed: %s%s", attempts, result.message(),
                   give_up ? " (giving up)" : "");
-  absl::StatusOr<A2ATaskStore::Change> change = tasks_->DeliveryFailed(
+  absl::StatusOr<A2ATasks::Change> change = deliveries_->DeliveryFailed(
       task_id, delivery.history_seq(), result.message(), absl::Now() + Backoff(attempts), give_up);
-  if (change.ok()) {
-    Published(*change);
-  } else {
+  if (!change.ok()) {
     common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
                      "cannot record a failed delivery: %s", change.status().message());
   }
@@ -502,8 +481,8 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   const bool follow_up = !header->agent_task_id().empty();
   std::optional<a2apb::TaskStatus> opening_status;
   // Every event that waits is stored in one transaction with the others (one durable write),
-  // in order, and only then published. The burst that ends the task (or asks for input) also
-  // dequeues the delivery.
+  // in order, and only then published (StoreBurst). The burst that ends the task (or asks for
+  // input) also dequeues the delivery.
   while (!reached_end) {
     burst.clear();
     if (reader.Take(&burst) == 0) break;  // the stream ended
@@ -530,22 +509,20 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
                   response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
         opening_status.reset();
       }
-      invalid = A2ATaskStore::CheckAgentUpdate(response);
+      invalid = A2ATasks::CheckAgentUpdate(response);
       if (!invalid.ok()) break;  // what came before it is still stored
       ++valid;
     }
     if (valid > 0) {
-      absl::StatusOr<A2ATaskStore::BurstResult> applied = tasks_->ApplyAgentBurst(
-          task_id, absl::MakeConstSpan(burst.data(), valid), delivery.history_seq());
-      if (!applied.ok()) {
-        apply_error = applied.status();
+      absl::StatusOr<bool> ended =
+          StoreBurst(delivery, absl::MakeConstSpan(burst.data(), valid), remaining);
+      if (!ended.ok()) {
+        apply_error = ended.status();
         context.TryCancel();
         break;
       }
-      Published(applied->change);
-      if (IsFinalOrInterrupted(applied->change.header.task().status().state())) {
+      if (*ended) {
         reached_end = true;
-        if (applied->delivery_done) *remaining = applied->change.header.pending_deliveries();
         context.TryCancel();  // the agent's stream should end here; do not wait for it
         break;
       }
@@ -563,11 +540,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     // Nothing came after the opening snapshot: it was the agent's answer after all.
     a2apb::StreamResponse update;
     *update.mutable_task()->mutable_status() = *std::move(opening_status);
-    ASSIGN_OR_RETURN(
-        A2ATaskStore::BurstResult applied,
-        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
-    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
-    Published(applied.change);
+    RETURN_IF_ERROR(StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status());
   }
   if (reached_end || status.ok()) return absl::OkStatus();
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
@@ -581,18 +554,23 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     a2apb::StreamResponse update;
     if (reply.has_task()) *update.mutable_task() = reply.task();
     if (reply.has_message()) *update.mutable_message() = reply.message();
-    ASSIGN_OR_RETURN(
-        A2ATaskStore::BurstResult applied,
-        tasks_->ApplyAgentBurst(task_id, absl::MakeConstSpan(&update, 1), delivery.history_seq()));
-    if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
-    Published(applied.change);
-    return absl::OkStatus();
+    return StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status();
   }
   if (IsRetryable(status)) {
     return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
                                                ": ", status.error_message()));
   }
   return FromAgentStatus(status);
+}
+
+absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,
+                                            absl::Span<const a2apb::StreamResponse> burst,
+                                            std::optional<int64_t>* remaining) {
+  ASSIGN_OR_RETURN(A2ATasks::BurstResult applied,
+                   tasks_->ApplyAgentBurst(delivery.task_id(), burst, delivery.history_seq()));
+  // Only a burst that leaves the task final or interrupted dequeues the delivery.
+  if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
+  return IsFinalOrInterrupted(applied.change.header.task().status().state());
 }
 
 absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskRequest& request) {
@@ -620,9 +598,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
         agent_has_it = true;
         a2apb::StreamResponse update;
         *update.mutable_task() = std::move(reply);
-        ASSIGN_OR_RETURN(A2ATaskStore::Change change,
-                         tasks_->ApplyAgentUpdate(request.id(), update));
-        Published(change);
+        RETURN_IF_ERROR(tasks_->ApplyAgentUpdate(request.id(), update).status());
       } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
         return FromAgentStatus(s);  // the agent says it cannot be canceled now
       }
@@ -631,10 +607,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
     }
   }
   if (!agent_has_it) {
-    absl::StatusOr<A2ATaskStore::Change> change =
-        tasks_->CancelLocally(request.tenant(), request.id(), "");
-    if (!change.ok()) return change.status();
-    Published(*change);
+    RETURN_IF_ERROR(tasks_->CancelLocally(request.tenant(), request.id(), "").status());
   }
   return tasks_->GetTask(request.tenant(), request.id(), std::nullopt);
 }
@@ -647,7 +620,7 @@ void A2AGateway::PushLoop() {
       push_kicked_ = false;
     }
     absl::Time wake = absl::Now() + kIdleWake;
-    absl::StatusOr<std::vector<v1::PushDelivery>> pending = tasks_->PendingPushes(kScanBatch);
+    absl::StatusOr<std::vector<v1::PushDelivery>> pending = push_->PendingPushes(kScanBatch);
     if (!pending.ok()) {
       LOG_ERROR("cannot read the webhook queue: %s", pending.status().message());
     } else {
@@ -674,14 +647,14 @@ void A2AGateway::PushLoop() {
 void A2AGateway::SendPush(const v1::PushDelivery& push) {
   // Checked again at send time: a config stored before --outbound_allow_hosts changed is not
   // called, and the call is recorded as failed at once (no retry would help).
-  absl::StatusOr<common::HttpUrl> url = tasks_->AllowedWebhookUrl(push.config().url());
+  absl::StatusOr<common::HttpUrl> url = push_->AllowedWebhookUrl(push.config().url());
   if (!url.ok()) {
     LOG_WARN("task %s: webhook not called: %s", push.task_id(), url.status().message());
     v1::PushAttempt refused;
     *refused.mutable_time() = ToProtoTime(absl::Now());
     refused.set_error(absl::StrCat("not called: ", url.status().message()));
-    absl::Status s = tasks_->RecordPushAttempt(push, refused, /*delivered=*/false,
-                                               /*give_up=*/true);
+    absl::Status s = push_->RecordPushAttempt(push, refused, /*delivered=*/false,
+                                              /*give_up=*/true);
     if (!s.ok()) {
       LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
     }
@@ -711,7 +684,7 @@ void A2AGateway::SendPush(const v1::PushDelivery& push) {
   if (!delivered && result.error.empty()) {
     attempt.set_error(absl::StrCat("HTTP ", result.status));
   }
-  absl::Status s = tasks_->RecordPushAttempt(push, attempt, delivered);
+  absl::Status s = push_->RecordPushAttempt(push, attempt, delivered);
   if (!s.ok())
     LOG_ERROR("task %s: cannot record a webhook attempt: %s", push.task_id(), s.message());
 }

@@ -1,13 +1,13 @@
-// The A2A gateway's moving parts: the in-process notifier that wakes streams and waiting calls
-// when a task changes, the delivery loop that carries queued messages to agents (retrying with
-// exponential backoff, failing the task after a limit), cancellation forwarded to agents, and
-// the webhook loop for push notifications. Every change is stored before anyone is told of it.
-// Outbound calls run on the gateway's own threads, never on a gRPC reactor thread.
+// The A2A gateway's moving parts: the delivery loop that carries queued messages to agents
+// (retrying with exponential backoff, failing the task after a limit), cancellation forwarded
+// to agents, and the webhook loop for push notifications. Every change is stored before anyone
+// is told of it: the A2A store parts publish their own changes on the task notifier, which
+// wakes streams, waiting calls and the webhook loop. Outbound calls run on the gateway's own
+// threads, never on a gRPC reactor thread.
 #ifndef COORDINATOR_A2A_GATEWAY_H_
 #define COORDINATOR_A2A_GATEWAY_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +19,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "common/thread_pool.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_delivery_queue.h"
+#include "coordinator/store/a2a_notifier.h"
+#include "coordinator/store/a2a_push.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "grpcpp/grpcpp.h"
 
@@ -45,25 +49,12 @@ struct GatewayOptions {
   absl::Duration push_timeout = absl::Seconds(10);
 };
 
-// Wakes whoever watches a task (streams, blocking sends) after a change was committed.
-// Listeners must return quickly: they only schedule work.
-class TaskNotifier {
- public:
-  using Listener = std::function<void()>;
-  uint64_t Subscribe(const std::string& task_id, Listener listener);
-  void Unsubscribe(const std::string& task_id, uint64_t id);
-  void Notify(const std::string& task_id);
-
- private:
-  absl::Mutex mu_;
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  absl::flat_hash_map<std::string, absl::flat_hash_map<uint64_t, Listener>> listeners_
-      ABSL_GUARDED_BY(mu_);
-};
-
 class A2AGateway {
  public:
-  A2AGateway(A2ATaskStore* tasks, AgentRegistryStore* agents, GatewayOptions options);
+  // `notifier` is the one the store parts publish on: the gateway's webhook loop listens to it
+  // for queued calls (see TaskNotifier::SetPushListener), so it takes the push listener.
+  A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* push,
+             AgentRegistryStore* agents, TaskNotifier* notifier, GatewayOptions options);
   // Stops the loops and waits for in-flight deliveries to end (their calls are cancelled).
   ~A2AGateway();
 
@@ -71,14 +62,12 @@ class A2AGateway {
   void Start();
   void Stop();
 
-  TaskNotifier* notifier() { return &notifier_; }
+  TaskNotifier* notifier() { return notifier_; }
 
-  // Tells watchers of the change's task, and wakes the webhook loop when it queued calls.
-  void Published(const A2ATaskStore::Change& change);
-  // A client's message was stored (durably) and its delivery queued: publishes the change and
+  // A client's message was stored (durably; the store published it) and its delivery queued:
   // hands the delivery straight to a delivery thread when it is the only message of its task
   // still queued; otherwise the queue scan takes it, in order.
-  void Accepted(const A2ATaskStore::Change& change);
+  void Accepted(const A2ATasks::Change& change);
   // Starts delivering `delivery` on a delivery thread unless a delivery of its task is in
   // flight (false; that one's end wakes the queue scan). Whatever the caller saw, the delivery
   // is read again from the queue first and skipped when it is gone or not yet due, so a stale
@@ -106,14 +95,22 @@ class A2AGateway {
   // `*remaining` to the task's deliveries still queued when this one left the queue in the same
   // transaction as the agent's answer.
   absl::Status Attempt(const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining);
+  // Stores a burst of the agent's answer to `delivery` (A2ATasks::ApplyAgentBurst, which
+  // publishes it), dequeuing the delivery when the burst ends the turn; then sets `*remaining`
+  // as Attempt does. Whether the task is final or interrupted afterwards.
+  absl::StatusOr<bool> StoreBurst(const v1::PendingDelivery& delivery,
+                                  absl::Span<const a2apb::StreamResponse> burst,
+                                  std::optional<int64_t>* remaining);
   void PushLoop();
   void SendPush(const v1::PushDelivery& push);
   absl::Duration Backoff(int attempts) const;
 
-  A2ATaskStore* tasks_;         // not owned
-  AgentRegistryStore* agents_;  // not owned
+  A2ATasks* tasks_;               // not owned
+  A2ADeliveryQueue* deliveries_;  // not owned
+  A2APush* push_;                 // not owned
+  AgentRegistryStore* agents_;    // not owned
+  TaskNotifier* notifier_;        // not owned
   const GatewayOptions options_;
-  TaskNotifier notifier_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

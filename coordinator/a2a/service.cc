@@ -71,7 +71,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
 
  private:
   void Run() {
-    absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *request_);
+    absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *request_);
     const bool return_immediately = request_->configuration().return_immediately();
     bool cancelled;
     {
@@ -228,7 +228,7 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     std::string tenant;
     absl::Status accepted;
     if (send != nullptr) {
-      absl::StatusOr<A2ATaskStore::Change> change = service_->Accept(context_, *send);
+      absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *send);
       accepted = change.status();
       if (change.ok()) {
         absl::MutexLock lock(&mu_);
@@ -461,8 +461,8 @@ absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
   return card;
 }
 
-absl::StatusOr<A2ATaskStore::Change> A2AServiceImpl::Accept(
-    const grpc::CallbackServerContext* context, const a2apb::SendMessageRequest& request) {
+absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServerContext* context,
+                                                        const a2apb::SendMessageRequest& request) {
   RETURN_IF_ERROR(CheckA2AVersion(context));
   if (!request.has_message()) return absl::InvalidArgumentError("message is required");
   RETURN_IF_ERROR(tasks_->ValidateMessage(request.message()));
@@ -477,9 +477,9 @@ absl::StatusOr<A2ATaskStore::Change> A2AServiceImpl::Accept(
   if (request.configuration().has_task_push_notification_config()) {
     push = &request.configuration().task_push_notification_config();
   }
-  ASSIGN_OR_RETURN(A2ATaskStore::Change change,
+  ASSIGN_OR_RETURN(A2ATasks::Change change,
                    tasks_->AcceptMessage(request.tenant(), request.message(), push));
-  gateway_->Accepted(change);
+  gateway_->Accepted(change);  // the store published the change; this dispatches its delivery
   return change;
 }
 
@@ -543,7 +543,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
     grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig* request,
     a2apb::TaskPushNotificationConfig* response) {
   return HandleA2A(context, pool_, response,
-                   [this, request] { return tasks_->CreatePushConfig(*request); });
+                   [this, request] { return push_->CreatePushConfig(*request); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
@@ -551,7 +551,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
     const a2apb::GetTaskPushNotificationConfigRequest* request,
     a2apb::TaskPushNotificationConfig* response) {
   return HandleA2A(context, pool_, response, [this, request] {
-    return tasks_->GetPushConfig(request->tenant(), request->task_id(), request->id());
+    return push_->GetPushConfig(request->tenant(), request->task_id(), request->id());
   });
 }
 
@@ -560,7 +560,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
     const a2apb::ListTaskPushNotificationConfigsRequest* request,
     a2apb::ListTaskPushNotificationConfigsResponse* response) {
   return HandleA2A(context, pool_, response,
-                   [this, request] { return tasks_->ListPushConfigs(*request); });
+                   [this, request] { return push_->ListPushConfigs(*request); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
@@ -570,7 +570,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
   return HandleA2A(
       context, pool_, response, [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
         RETURN_IF_ERROR(
-            tasks_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
+            push_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
         return google::protobuf::Empty();
       });
 }

@@ -13,7 +13,8 @@
 #include "common/thread_pool.h"
 #include "coordinator/a2a/gateway.h"
 #include "coordinator/rpc/stream_slots.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_push.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
 
 namespace coordinator {
@@ -30,9 +31,10 @@ namespace coordinator {
 
 class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
  public:
-  A2AServiceImpl(A2ATaskStore* tasks, AgentRegistryStore* agents, A2AGateway* gateway,
+  A2AServiceImpl(A2ATasks* tasks, A2APush* push, AgentRegistryStore* agents, A2AGateway* gateway,
                  common::ThreadPool* pool, std::string grpc_address)
       : tasks_(tasks),
+        push_(push),
         agents_(agents),
         gateway_(gateway),
         pool_(pool),
@@ -95,15 +97,16 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
       google::protobuf::Empty* response) override;
 
   // Stores a client's message and queues its delivery (shared by both send calls).
-  [[nodiscard]] absl::StatusOr<A2ATaskStore::Change> Accept(
-      const grpc::CallbackServerContext* context, const a2apb::SendMessageRequest& request);
+  [[nodiscard]] absl::StatusOr<A2ATasks::Change> Accept(const grpc::CallbackServerContext* context,
+                                                        const a2apb::SendMessageRequest& request);
 
-  A2ATaskStore* tasks() { return tasks_; }
+  A2ATasks* tasks() { return tasks_; }
   A2AGateway* gateway() { return gateway_; }
   common::ThreadPool* pool() { return pool_; }
 
  private:
-  A2ATaskStore* tasks_;                  // not owned
+  A2ATasks* tasks_;                      // not owned
+  A2APush* push_;                        // not owned
   AgentRegistryStore* agents_;           // not owned
   A2AGateway* gateway_;                  // not owned
   common::ThreadPool* pool_;             // not owned

@@ -11,7 +11,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/store/conversation_store.h"
 #include "coordinator/store/keys.h"
@@ -57,8 +57,7 @@ absl::Status ExportConversation(ConversationStore& conversations, absl::string_v
   return absl::OkStatus();
 }
 
-absl::Status ExportA2ATasks(A2ATaskStore& tasks, absl::string_view context_id,
-                            v1::ContextExport* out) {
+absl::Status ExportA2ATasks(A2ATasks& tasks, absl::string_view context_id, v1::ContextExport* out) {
   lf::a2a::v1::ListTasksRequest request;
   request.set_context_id(std::string(context_id));
   request.set_page_size(100);
@@ -137,7 +136,7 @@ absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextReques
   }
   ConversationStore conversations(snapshot.get(), limits_);
   RETURN_IF_ERROR(ExportConversation(conversations, context_id, &out));
-  A2ATaskStore a2a(snapshot.get(), limits_);
+  A2ATasks a2a(snapshot.get(), /*notifier=*/nullptr, limits_);
   RETURN_IF_ERROR(ExportA2ATasks(a2a, context_id, &out));
   if (!out.has_context() && out.step_count() == 0 && out.messages_size() == 0 &&
       out.a2a_tasks_size() == 0) {

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"

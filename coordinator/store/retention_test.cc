@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "coordinator/store/a2a_task_store.h"
+#include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/store/conversation_store.h"
 #include "coordinator/store/exporter.h"
@@ -44,7 +44,7 @@ class RetentionTest : public ::testing::Test {
     store_ = *std::move(store);
     contexts_ = std::make_unique<ContextStore>(store_.get(), Limits());
     conversations_ = std::make_unique<ConversationStore>(store_.get(), Limits());
-    a2a_ = std::make_unique<A2ATaskStore>(store_.get(), Limits());
+    a2a_ = std::make_unique<A2ATasks>(store_.get(), /*notifier=*/nullptr, Limits());
     work_ = std::make_unique<WorkStore>(store_.get(), nullptr, WorkLimits());
     retention_ = std::make_unique<Retention>(store_.get());
   }
@@ -82,7 +82,7 @@ class RetentionTest : public ::testing::Test {
     message.set_context_id(context_id);
     message.set_role(lf::a2a::v1::ROLE_USER);
     message.add_parts()->set_text("hello");
-    absl::StatusOr<A2ATaskStore::Change> change = a2a_->AcceptMessage("ghost", message);
+    absl::StatusOr<A2ATasks::Change> change = a2a_->AcceptMessage("ghost", message);
     EXPECT_OK(change);
     if (!change.ok()) return "";
     const std::string id = change->header.task().id();
@@ -165,7 +165,7 @@ class RetentionTest : public ::testing::Test {
   std::unique_ptr<storage::RocksStore> store_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<ConversationStore> conversations_;
-  std::unique_ptr<A2ATaskStore> a2a_;
+  std::unique_ptr<A2ATasks> a2a_;
   std::unique_ptr<WorkStore> work_;
   std::unique_ptr<Retention> retention_;
   int message_seq_ = 0;

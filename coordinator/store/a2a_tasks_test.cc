@@ -1,71 +1,24 @@
-// Unit tests of the A2A task store: versions, the event log, history_length, ListTasks paging
-// and filters, the delivery queue and push configs. Each test opens its own database.
-#include "coordinator/store/a2a_task_store.h"
+// Unit tests of the task part of the A2A store: versions, the event log, bursts, history_length,
+// ListTasks paging and filters, local cancel, reopening. Each test opens its own database.
+#include "coordinator/store/a2a_tasks.h"
 
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "a2a_protocol/errors.h"
 #include "absl/time/clock.h"
-#include "coordinator/store/agent_registry_store.h"
-#include "coordinator/store/time_util.h"
+#include "coordinator/store/a2a_store_fixture.h"
 #include "gtest/gtest.h"
-#include "storage/rocks_store.h"
-#include "tests/test_util.h"
 
 namespace coordinator {
 namespace {
 
-using testing_util::TempDir;
+using A2ATasksTest = A2AStoreFixture;
 
-class A2ATaskStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
-    ASSERT_OK(store);
-    store_ = *std::move(store);
-    Limits limits;
-    limits.max_message_bytes = 4096;
-    tasks_ = std::make_unique<A2ATaskStore>(store_.get(), limits);
-  }
-
-  static a2apb::Message UserText(const std::string& text, const std::string& task_id = "",
-                                 const std::string& context_id = "") {
-    static int counter = 0;
-    a2apb::Message m;
-    m.set_message_id("m" + std::to_string(++counter));
-    m.set_role(a2apb::ROLE_USER);
-    m.set_task_id(task_id);
-    m.set_context_id(context_id);
-    m.add_parts()->set_text(text);
-    return m;
-  }
-
-  static a2apb::StreamResponse Status(a2apb::TaskState state, const std::string& text = "") {
-    a2apb::StreamResponse r;
-    r.mutable_status_update()->mutable_status()->set_state(state);
-    if (!text.empty()) {
-      r.mutable_status_update()->mutable_status()->mutable_message()->add_parts()->set_text(text);
-    }
-    return r;
-  }
-
-  std::string NewTask(const std::string& tenant, const std::string& context_id = "") {
-    absl::StatusOr<A2ATaskStore::Change> change =
-        tasks_->AcceptMessage(tenant, UserText("hi", "", context_id));
-    EXPECT_OK(change);
-    return change.ok() ? change->header.task().id() : "";
-  }
-
-  TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
-  std::unique_ptr<A2ATaskStore> tasks_;
-};
-
-TEST_F(A2ATaskStoreTest, AcceptCreatesSubmittedTaskWithHistoryEventAndDelivery) {
-  absl::StatusOr<A2ATaskStore::Change> change =
+TEST_F(A2ATasksTest, AcceptCreatesSubmittedTaskWithHistoryEventAndDelivery) {
+  absl::StatusOr<A2ATasks::Change> change =
       tasks_->AcceptMessage("echo", UserText("hello", "", "ctx-1"));
   ASSERT_OK(change);
   const v1::StoredTask& h = change->header;
@@ -85,14 +38,14 @@ TEST_F(A2ATaskStoreTest, AcceptCreatesSubmittedTaskWithHistoryEventAndDelivery) 
   EXPECT_EQ(task->history(0).parts(0).text(), "hello");
   EXPECT_EQ(task->history(0).task_id(), h.task().id());
 
-  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = deliveries_->PendingDeliveries(10);
   ASSERT_OK(pending);
   ASSERT_EQ(pending->size(), 1u);
   EXPECT_EQ((*pending)[0].task_id(), h.task().id());
   EXPECT_EQ((*pending)[0].history_seq(), 1);
 }
 
-TEST_F(A2ATaskStoreTest, VersionAndEventLogGrowWithEachUpdate) {
+TEST_F(A2ATasksTest, VersionAndEventLogGrowWithEachUpdate) {
   const std::string id = NewTask("echo");
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
   a2apb::StreamResponse artifact;
@@ -102,7 +55,7 @@ TEST_F(A2ATaskStoreTest, VersionAndEventLogGrowWithEachUpdate) {
   artifact.mutable_artifact_update()->set_append(true);
   artifact.mutable_artifact_update()->mutable_artifact()->mutable_parts(0)->set_text("part2");
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, artifact));
-  absl::StatusOr<A2ATaskStore::Change> done =
+  absl::StatusOr<A2ATasks::Change> done =
       tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_COMPLETED, "done"));
   ASSERT_OK(done);
   EXPECT_EQ(done->header.version(), 5);
@@ -110,7 +63,7 @@ TEST_F(A2ATaskStoreTest, VersionAndEventLogGrowWithEachUpdate) {
   EXPECT_EQ(done->header.history_count(), 2);  // the user's message and the status message
 
   // Updates after the end are ignored and change nothing.
-  absl::StatusOr<A2ATaskStore::Change> late =
+  absl::StatusOr<A2ATasks::Change> late =
       tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING));
   ASSERT_OK(late);
   EXPECT_TRUE(late->events.empty());
@@ -152,14 +105,14 @@ std::vector<a2apb::StreamResponse> EchoBurst() {
   return burst;
 }
 
-TEST_F(A2ATaskStoreTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDelivery) {
+TEST_F(A2ATasksTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDelivery) {
   const std::vector<a2apb::StreamResponse> burst = EchoBurst();
   const std::string one_by_one = NewTask("echo");
   for (const a2apb::StreamResponse& update : burst) {
     ASSERT_OK(tasks_->ApplyAgentUpdate(one_by_one, update));
   }
   const std::string together = NewTask("echo");
-  absl::StatusOr<A2ATaskStore::BurstResult> result =
+  absl::StatusOr<A2ATasks::BurstResult> result =
       tasks_->ApplyAgentBurst(together, burst, /*delivery_seq=*/1);
   ASSERT_OK(result);
   EXPECT_EQ(result->applied, 4u);
@@ -179,8 +132,8 @@ TEST_F(A2ATaskStoreTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDeliv
   // The delivery left the queue in the same transaction; the other task's is still queued.
   EXPECT_EQ(b->pending_deliveries(), 0);
   EXPECT_EQ(a->pending_deliveries(), 1);
-  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(together, 1).status()));
-  EXPECT_OK(tasks_->GetDelivery(one_by_one, 1).status());
+  EXPECT_TRUE(absl::IsNotFound(deliveries_->GetDelivery(together, 1).status()));
+  EXPECT_OK(deliveries_->GetDelivery(one_by_one, 1).status());
 
   absl::StatusOr<std::vector<v1::StoredEvent>> ea = tasks_->ReadEvents(one_by_one, 0, 100);
   absl::StatusOr<std::vector<v1::StoredEvent>> eb = tasks_->ReadEvents(together, 0, 100);
@@ -194,23 +147,23 @@ TEST_F(A2ATaskStoreTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDeliv
   }
 }
 
-TEST_F(A2ATaskStoreTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
+TEST_F(A2ATasksTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
   const std::string id = NewTask("echo");
   // WORKING alone: the agent is not done, so the delivery stays queued.
-  absl::StatusOr<A2ATaskStore::BurstResult> working =
+  absl::StatusOr<A2ATasks::BurstResult> working =
       tasks_->ApplyAgentBurst(id, {Status(a2apb::TASK_STATE_WORKING)}, 1);
   ASSERT_OK(working);
   EXPECT_FALSE(working->delivery_done);
-  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+  EXPECT_OK(deliveries_->GetDelivery(id, 1).status());
   // Asking for input ends the turn: what comes after it in the burst is not applied.
-  absl::StatusOr<A2ATaskStore::BurstResult> asked = tasks_->ApplyAgentBurst(
+  absl::StatusOr<A2ATasks::BurstResult> asked = tasks_->ApplyAgentBurst(
       id, {Status(a2apb::TASK_STATE_INPUT_REQUIRED, "which?"), Status(a2apb::TASK_STATE_COMPLETED)},
       1);
   ASSERT_OK(asked);
   EXPECT_EQ(asked->applied, 1u);
   EXPECT_TRUE(asked->delivery_done);
   EXPECT_EQ(asked->change.header.task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
-  EXPECT_TRUE(absl::IsNotFound(tasks_->GetDelivery(id, 1).status()));
+  EXPECT_TRUE(absl::IsNotFound(deliveries_->GetDelivery(id, 1).status()));
   absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
   ASSERT_OK(header);
   EXPECT_EQ(header->task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
@@ -218,17 +171,17 @@ TEST_F(A2ATaskStoreTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwis
   EXPECT_EQ(header->pending_deliveries(), 0);
 }
 
-TEST_F(A2ATaskStoreTest, ABurstWithAnInvalidUpdateStoresNothing) {
+TEST_F(A2ATasksTest, ABurstWithAnInvalidUpdateStoresNothing) {
   const std::string id = NewTask("echo");
   absl::StatusOr<v1::StoredTask> before = tasks_->GetHeader(id);
   ASSERT_OK(before);
   std::vector<a2apb::StreamResponse> burst = EchoBurst();
   burst[2] = Status(a2apb::TASK_STATE_UNSPECIFIED);  // a status update without a state
-  absl::StatusOr<A2ATaskStore::BurstResult> result = tasks_->ApplyAgentBurst(id, burst, 1);
+  absl::StatusOr<A2ATasks::BurstResult> result = tasks_->ApplyAgentBurst(id, burst, 1);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInternal) << result.status();
   EXPECT_NE(result.status().message().find("without a state"), std::string::npos);
-  EXPECT_EQ(A2ATaskStore::CheckAgentUpdate(burst[2]).code(), absl::StatusCode::kInternal);
-  EXPECT_OK(A2ATaskStore::CheckAgentUpdate(burst[1]));
+  EXPECT_EQ(A2ATasks::CheckAgentUpdate(burst[2]).code(), absl::StatusCode::kInternal);
+  EXPECT_OK(A2ATasks::CheckAgentUpdate(burst[1]));
   // Nothing of the burst was stored, not even the updates before the invalid one.
   absl::StatusOr<v1::StoredTask> after = tasks_->GetHeader(id);
   ASSERT_OK(after);
@@ -236,10 +189,10 @@ TEST_F(A2ATaskStoreTest, ABurstWithAnInvalidUpdateStoresNothing) {
   absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 100);
   ASSERT_OK(events);
   EXPECT_EQ(events->size(), 1u);  // SUBMITTED only
-  EXPECT_OK(tasks_->GetDelivery(id, 1).status());
+  EXPECT_OK(deliveries_->GetDelivery(id, 1).status());
 }
 
-TEST_F(A2ATaskStoreTest, HistoryLength) {
+TEST_F(A2ATasksTest, HistoryLength) {
   const std::string id = NewTask("echo");
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_INPUT_REQUIRED, "q1")));
   ASSERT_OK(tasks_->AcceptMessage("echo", UserText("a1", id)));
@@ -262,7 +215,7 @@ TEST_F(A2ATaskStoreTest, HistoryLength) {
   EXPECT_EQ(tasks_->GetTask("", id, -1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST_F(A2ATaskStoreTest, LongAndShortHistoriesReadTheSame) {
+TEST_F(A2ATasksTest, LongAndShortHistoriesReadTheSame) {
   // 1 + 2 * 12 = 25 messages: more than are read record by record, so both ways are used.
   const std::string id = NewTask("echo");
   for (int turn = 0; turn < 12; ++turn) {
@@ -289,7 +242,7 @@ TEST_F(A2ATaskStoreTest, LongAndShortHistoriesReadTheSame) {
   }
 }
 
-TEST_F(A2ATaskStoreTest, BadMessagesAreRefusedAndChangeNothing) {
+TEST_F(A2ATasksTest, BadMessagesAreRefusedAndChangeNothing) {
   a2apb::Message no_parts = UserText("x");
   no_parts.clear_parts();
   EXPECT_EQ(tasks_->AcceptMessage("echo", no_parts).status().code(),
@@ -317,7 +270,7 @@ TEST_F(A2ATaskStoreTest, BadMessagesAreRefusedAndChangeNothing) {
   ASSERT_OK(header);
   EXPECT_EQ(header->version(), 1);
   EXPECT_EQ(header->history_count(), 1);
-  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = deliveries_->PendingDeliveries(10);
   ASSERT_OK(pending);
   EXPECT_EQ(pending->size(), 1u);
 
@@ -328,7 +281,7 @@ TEST_F(A2ATaskStoreTest, BadMessagesAreRefusedAndChangeNothing) {
   EXPECT_EQ(a2a::Reason(ended), a2a::kUnsupportedOperation);
 }
 
-TEST_F(A2ATaskStoreTest, ListTasksPagesNewestFirstWithFilters) {
+TEST_F(A2ATasksTest, ListTasksPagesNewestFirstWithFilters) {
   std::vector<std::string> ids;
   for (int i = 0; i < 7; ++i)
     ids.push_back(NewTask(i % 2 == 0 ? "even" : "odd", i < 3 ? "c1" : "c2"));
@@ -402,35 +355,12 @@ TEST_F(A2ATaskStoreTest, ListTasksPagesNewestFirstWithFilters) {
   EXPECT_EQ(full->tasks(0).history_size(), 0);
 }
 
-TEST_F(A2ATaskStoreTest, DeliveryFailuresBackOffThenFailTheTask) {
+TEST_F(A2ATasksTest, CancelLocallyDropsDeliveriesAndRefusesEndedTasks) {
   const std::string id = NewTask("echo");
-  absl::StatusOr<A2ATaskStore::Change> first =
-      tasks_->DeliveryFailed(id, 1, "agent unreachable", absl::Now() + absl::Seconds(1), false);
-  ASSERT_OK(first);
-  EXPECT_TRUE(first->events.empty());
-  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
-  ASSERT_OK(pending);
-  ASSERT_EQ(pending->size(), 1u);
-  EXPECT_EQ((*pending)[0].attempts(), 1);
-  EXPECT_EQ((*pending)[0].last_error(), "agent unreachable");
-
-  absl::StatusOr<A2ATaskStore::Change> last =
-      tasks_->DeliveryFailed(id, 1, "agent unreachable", absl::Now(), true);
-  ASSERT_OK(last);
-  EXPECT_EQ(last->header.task().status().state(), a2apb::TASK_STATE_FAILED);
-  EXPECT_NE(last->header.task().status().message().parts(0).text().find("after 2 attempts"),
-            std::string::npos);
-  pending = tasks_->PendingDeliveries(10);
-  ASSERT_OK(pending);
-  EXPECT_TRUE(pending->empty());
-}
-
-TEST_F(A2ATaskStoreTest, CancelLocallyDropsDeliveriesAndRefusesEndedTasks) {
-  const std::string id = NewTask("echo");
-  absl::StatusOr<A2ATaskStore::Change> canceled = tasks_->CancelLocally("echo", id, "");
+  absl::StatusOr<A2ATasks::Change> canceled = tasks_->CancelLocally("echo", id, "");
   ASSERT_OK(canceled);
   EXPECT_EQ(canceled->header.task().status().state(), a2apb::TASK_STATE_CANCELED);
-  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = tasks_->PendingDeliveries(10);
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = deliveries_->PendingDeliveries(10);
   ASSERT_OK(pending);
   EXPECT_TRUE(pending->empty());
   absl::Status again = tasks_->CancelLocally("echo", id, "").status();
@@ -438,100 +368,13 @@ TEST_F(A2ATaskStoreTest, CancelLocallyDropsDeliveriesAndRefusesEndedTasks) {
   EXPECT_EQ(a2a::Reason(again), a2a::kTaskNotCancelable);
 }
 
-TEST_F(A2ATaskStoreTest, PushConfigsQueueOneCallPerStatusChange) {
-  const std::string id = NewTask("echo");
-  a2apb::TaskPushNotificationConfig config;
-  config.set_task_id(id);
-  config.set_url("http://127.0.0.1:9/hook");
-  config.set_token("secret");
-  absl::StatusOr<a2apb::TaskPushNotificationConfig> created = tasks_->CreatePushConfig(config);
-  ASSERT_OK(created);
-  EXPECT_FALSE(created->id().empty());
-  EXPECT_EQ(created->tenant(), "echo");
-  absl::StatusOr<a2apb::TaskPushNotificationConfig> read =
-      tasks_->GetPushConfig("", id, created->id());
-  ASSERT_OK(read);
-  EXPECT_EQ(read->token(), "secret");
-
-  a2apb::TaskPushNotificationConfig bad = config;
-  bad.set_url("ftp://x");
-  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kInvalidArgument);
-  bad.set_url("http://x/");  // not on the default allow-list (loopback only)
-  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kPermissionDenied);
-  bad.set_task_id("missing");
-  bad.set_url("http://127.0.0.1/");
-  EXPECT_EQ(tasks_->CreatePushConfig(bad).status().code(), absl::StatusCode::kNotFound);
-
-  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
-  absl::StatusOr<std::vector<v1::PushDelivery>> pushes = tasks_->PendingPushes(10);
-  ASSERT_OK(pushes);
-  ASSERT_EQ(pushes->size(), 1u);
-  EXPECT_EQ((*pushes)[0].payload().status_update().status().state(), a2apb::TASK_STATE_WORKING);
-
-  v1::PushAttempt attempt;
-  attempt.set_http_status(200);
-  ASSERT_OK(tasks_->RecordPushAttempt((*pushes)[0], attempt, true));
-  pushes = tasks_->PendingPushes(10);
-  ASSERT_OK(pushes);
-  EXPECT_TRUE(pushes->empty());
-  absl::StatusOr<std::vector<v1::PushDelivery>> log = tasks_->PushLog(id);
-  ASSERT_OK(log);
-  ASSERT_EQ(log->size(), 1u);
-  EXPECT_EQ((*log)[0].state(), v1::PUSH_STATE_DELIVERED);
-  EXPECT_EQ((*log)[0].attempts_size(), 1);
-
-  a2apb::ListTaskPushNotificationConfigsRequest list;
-  list.set_task_id(id);
-  absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> configs =
-      tasks_->ListPushConfigs(list);
-  ASSERT_OK(configs);
-  EXPECT_EQ(configs->configs_size(), 1);
-  ASSERT_OK(tasks_->DeletePushConfig("", id, created->id()));
-  EXPECT_EQ(tasks_->DeletePushConfig("", id, created->id()).code(), absl::StatusCode::kNotFound);
-}
-
-TEST_F(A2ATaskStoreTest, StoredStateSurvivesReopen) {
+TEST_F(A2ATasksTest, StoredStateSurvivesReopen) {
   const std::string id = NewTask("echo");
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
-  tasks_.reset();
-  store_.reset();
-  storage::StoreOptions options;
-  options.path = dir_.Sub("db");
-  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
-  ASSERT_OK(store);
-  store_ = *std::move(store);
-  tasks_ = std::make_unique<A2ATaskStore>(store_.get(), Limits());
+  Open();
   absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
   ASSERT_OK(task);
   EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_WORKING);
-}
-
-TEST(AgentRegistryStoreTest, RegisterListDelete) {
-  TempDir dir;
-  storage::StoreOptions options;
-  options.path = dir.Sub("db");
-  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
-  ASSERT_OK(store);
-  AgentRegistryStore registry(store->get());
-  int registered = 0;
-  registry.set_on_register([&](const v1::Agent&) { ++registered; });
-  v1::Agent agent;
-  agent.set_name("echo");
-  agent.set_endpoint("127.0.0.1:1234");
-  ASSERT_OK(registry.Register(agent));
-  agent.set_endpoint("127.0.0.1:2345");
-  ASSERT_OK(registry.Register(agent));
-  EXPECT_EQ(registered, 2);
-  absl::StatusOr<v1::Agent> read = registry.Get("echo");
-  ASSERT_OK(read);
-  EXPECT_EQ(read->endpoint(), "127.0.0.1:2345");
-  agent.set_endpoint("no-port");
-  EXPECT_EQ(registry.Register(agent).status().code(), absl::StatusCode::kInvalidArgument);
-  absl::StatusOr<v1::ListAgentsResponse> list = registry.List({});
-  ASSERT_OK(list);
-  EXPECT_EQ(list->agents_size(), 1);
-  ASSERT_OK(registry.Delete("echo"));
-  EXPECT_EQ(registry.Get("echo").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

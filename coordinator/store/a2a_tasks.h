@@ -1,20 +1,24 @@
-// Domain logic of the A2A gateway's durable state: tasks (status, artifacts, a version), their
-// history and append-only event log, the queue of messages still to be delivered to agents,
-// push-notification configs and the queue of webhook calls. Every change of a task is one
-// transaction that locks the task header first. Knows nothing of gRPC.
-#ifndef COORDINATOR_STORE_A2A_TASK_STORE_H_
-#define COORDINATOR_STORE_A2A_TASK_STORE_H_
+// The task part of the A2A store: tasks (status, artifacts, a version), their history and
+// append-only event log, snapshots and listings, the agent's updates (one by one or in bursts)
+// and cancellation of a task no agent runs. Every change of a task is one transaction that
+// locks the task header first; a change that also queues a delivery (a client's message) or
+// webhook calls (a status change) does so in that same transaction, and is published on the
+// notifier once it has committed. Knows nothing of gRPC.
+#ifndef COORDINATOR_STORE_A2A_TASKS_H_
+#define COORDINATOR_STORE_A2A_TASKS_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "common/url_allow_list.h"
+#include "coordinator/store/a2a_notifier.h"
+#include "coordinator/store/a2a_push.h"
 #include "coordinator/store/limits.h"
 #include "coordinator/v1/a2a_stored.pb.h"
 #include "storage/store.h"
@@ -29,24 +33,13 @@ bool IsTerminal(a2apb::TaskState state);
 // blocking SendMessage returns and an agent's stream ends.
 bool IsFinalOrInterrupted(a2apb::TaskState state);
 
-// Bounds of the A2A listings and records.
-struct A2AStoreOptions {
-  // Push configs one task may have (default 16).
-  int max_push_configs_per_task = 16;
-  // Attempts at one webhook call before it is recorded as failed (default 5).
-  int push_max_attempts = 5;
-  // Delay before the second webhook attempt; doubles each time (default 1s, capped at 60s).
-  absl::Duration push_initial_backoff = absl::Seconds(1);
-  absl::Duration push_max_backoff = absl::Seconds(60);
-  // Hosts webhook URLs may name (--outbound_allow_hosts; default loopback only). Checked when a
-  // push config is stored and again before every POST.
-  common::HostAllowList outbound_allow;
-};
-
-class A2ATaskStore {
+class A2ATasks {
  public:
-  A2ATaskStore(storage::Store* store, Limits limits, A2AStoreOptions options = {})
-      : store_(store), limits_(limits), options_(options) {}
+  // `notifier` may be null (nobody watches: exports, tests). `options` checks the push config a
+  // message may carry.
+  A2ATasks(storage::Store* store, TaskNotifier* notifier, Limits limits,
+           A2AStoreOptions options = {})
+      : store_(store), notifier_(notifier), limits_(limits), options_(options) {}
 
   // What a change did: the task header afterwards and the events it appended (none when the
   // change was ignored, e.g. an update that arrives after the task ended).
@@ -121,65 +114,25 @@ class A2ATaskStore {
   // Events with seq > after_seq, oldest first, at most `max`.
   [[nodiscard]] absl::StatusOr<std::vector<v1::StoredEvent>> ReadEvents(absl::string_view task_id,
                                                                         int64_t after_seq, int max);
-
-  // --- The delivery queue. ---
-  // Queued deliveries in key order (per task, oldest message first), at most `max`.
-  [[nodiscard]] absl::StatusOr<std::vector<v1::PendingDelivery>> PendingDeliveries(int max);
+  // Message `seq` of the task's history (what a delivery carries).
   [[nodiscard]] absl::StatusOr<a2apb::Message> HistoryMessage(absl::string_view task_id,
                                                               int64_t seq);
-  // The queued delivery of history message `history_seq`; NOT_FOUND when it is not queued (any
-  // more). What it returns is durable.
-  [[nodiscard]] absl::StatusOr<v1::PendingDelivery> GetDelivery(absl::string_view task_id,
-                                                                int64_t history_seq);
-  // Removes a delivery that reached its agent. Returns the deliveries of the task still queued.
-  [[nodiscard]] absl::StatusOr<int64_t> DeliveryDone(absl::string_view task_id,
-                                                     int64_t history_seq);
-  // Records a failed attempt and when to try next. When `give_up`, the delivery is removed and
-  // the task FAILED with `error` in its status message.
-  [[nodiscard]] absl::StatusOr<Change> DeliveryFailed(absl::string_view task_id,
-                                                      int64_t history_seq, absl::string_view error,
-                                                      absl::Time next_attempt, bool give_up);
-  // Makes every queued delivery of `tenant` due now (its agent just registered).
-  [[nodiscard]] absl::Status RetryDeliveriesNow(absl::string_view tenant);
+
   // Ends a task that its agent is not running: CANCELED, its queued deliveries dropped.
   // TASK_NOT_CANCELABLE when it has already ended.
   [[nodiscard]] absl::StatusOr<Change> CancelLocally(absl::string_view tenant,
                                                      absl::string_view task_id,
                                                      absl::string_view reason);
 
-  // --- Push-notification configs. ---
-  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> CreatePushConfig(
-      const a2apb::TaskPushNotificationConfig& config);
-  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> GetPushConfig(
-      absl::string_view tenant, absl::string_view task_id, absl::string_view id);
-  [[nodiscard]] absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> ListPushConfigs(
-      const a2apb::ListTaskPushNotificationConfigsRequest& request);
-  [[nodiscard]] absl::Status DeletePushConfig(absl::string_view tenant, absl::string_view task_id,
-                                              absl::string_view id);
-
-  // --- The webhook queue. ---
-  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PendingPushes(int max);
-  // Records one attempt at `push`. Delivered, or out of attempts: the record moves to the task's
-  // push log with every attempt. Otherwise it stays queued with its next attempt time.
-  // `give_up` ends the call at once, whatever the attempts left (a refused host).
-  [[nodiscard]] absl::Status RecordPushAttempt(const v1::PushDelivery& push,
-                                               const v1::PushAttempt& attempt, bool delivered,
-                                               bool give_up = false);
-  // The parsed `url` when a webhook may call it; INVALID_ARGUMENT when it does not parse,
-  // PERMISSION_DENIED (naming --outbound_allow_hosts) when its host is not allowed.
-  [[nodiscard]] absl::StatusOr<common::HttpUrl> AllowedWebhookUrl(absl::string_view url) const;
-  // The finished webhook calls of a task, oldest event first.
-  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PushLog(absl::string_view task_id);
+  // --- Ended tasks: the terminal predicate and the purge of ended tasks go here. ---
 
  private:
-  [[nodiscard]] absl::Status ValidatePushConfig(
-      const a2apb::TaskPushNotificationConfig& config) const;
-
-  storage::Store* store_;  // not owned
+  storage::Store* store_;   // not owned
+  TaskNotifier* notifier_;  // not owned; may be null
   const Limits limits_;
   const A2AStoreOptions options_;
 };
 
 }  // namespace coordinator
 
-#endif  // COORDINATOR_STORE_A2A_TASK_STORE_H_
+#endif  // COORDINATOR_STORE_A2A_TASKS_H_

@@ -1,0 +1,45 @@
+#include "coordinator/store/a2a_notifier.h"
+
+#include <utility>
+#include <vector>
+
+namespace coordinator {
+
+uint64_t TaskNotifier::Subscribe(const std::string& task_id, Listener listener) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t id = next_id_++;
+  listeners_[task_id][id] = std::move(listener);
+  return id;
+}
+
+void TaskNotifier::Unsubscribe(const std::string& task_id, uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = listeners_.find(task_id);
+  if (it == listeners_.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) listeners_.erase(it);
+}
+
+void TaskNotifier::Notify(const std::string& task_id) {
+  // Called outside the lock: a listener may subscribe or unsubscribe.
+  std::vector<Listener> to_call;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = listeners_.find(task_id);
+    if (it == listeners_.end()) return;
+    for (const auto& [id, listener] : it->second) to_call.push_back(listener);
+  }
+  for (const Listener& listener : to_call) listener();
+}
+
+void TaskNotifier::SetPushListener(Listener listener) {
+  absl::MutexLock lock(&push_mu_);
+  push_listener_ = std::move(listener);
+}
+
+void TaskNotifier::PushesQueued() {
+  absl::MutexLock lock(&push_mu_);
+  if (push_listener_) push_listener_();
+}
+
+}  // namespace coordinator

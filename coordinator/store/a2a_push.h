@@ -1,0 +1,81 @@
+// The push-notification part of the A2A store: the webhook configs of a task, the queue of
+// webhook calls (one per status change and config, queued in the transaction of the change,
+// see a2a_records.h) and the log of finished calls. Knows nothing of gRPC or HTTP: the gateway
+// makes the calls and records each attempt here. It publishes nothing: no watcher reads configs
+// or attempts, and the webhook loop is woken by the task change that queued the calls.
+#ifndef COORDINATOR_STORE_A2A_PUSH_H_
+#define COORDINATOR_STORE_A2A_PUSH_H_
+
+#include <vector>
+
+#include "a2a/v1/a2a.pb.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "common/url_allow_list.h"
+#include "coordinator/store/limits.h"
+#include "coordinator/v1/a2a_stored.pb.h"
+#include "storage/store.h"
+
+namespace coordinator {
+
+namespace a2apb = ::lf::a2a::v1;
+
+// Bounds of the push configs and the webhook calls.
+struct A2AStoreOptions {
+  // Push configs one task may have (default 16).
+  int max_push_configs_per_task = 16;
+  // Attempts at one webhook call before it is recorded as failed (default 5).
+  int push_max_attempts = 5;
+  // Delay before the second webhook attempt; doubles each time (default 1s, capped at 60s).
+  absl::Duration push_initial_backoff = absl::Seconds(1);
+  absl::Duration push_max_backoff = absl::Seconds(60);
+  // Hosts webhook URLs may name (--outbound_allow_hosts; default loopback only). Checked when a
+  // push config is stored and again before every POST.
+  common::HostAllowList outbound_allow;
+};
+
+// INVALID_ARGUMENT or PERMISSION_DENIED when `config` may not be stored: a bad id, a URL that
+// is not http(s) or names a host `options` does not allow, a token or credentials over
+// `limits`. Shared by CreatePushConfig and a message that carries a config (AcceptMessage).
+[[nodiscard]] absl::Status ValidatePushConfig(const a2apb::TaskPushNotificationConfig& config,
+                                              const Limits& limits, const A2AStoreOptions& options);
+
+class A2APush {
+ public:
+  A2APush(storage::Store* store, Limits limits, A2AStoreOptions options = {})
+      : store_(store), limits_(limits), options_(options) {}
+
+  // --- Push-notification configs. ---
+  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> CreatePushConfig(
+      const a2apb::TaskPushNotificationConfig& config);
+  [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> GetPushConfig(
+      absl::string_view tenant, absl::string_view task_id, absl::string_view id);
+  [[nodiscard]] absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> ListPushConfigs(
+      const a2apb::ListTaskPushNotificationConfigsRequest& request);
+  [[nodiscard]] absl::Status DeletePushConfig(absl::string_view tenant, absl::string_view task_id,
+                                              absl::string_view id);
+
+  // --- The webhook queue. ---
+  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PendingPushes(int max);
+  // Records one attempt at `push`. Delivered, or out of attempts: the record moves to the task's
+  // push log with every attempt. Otherwise it stays queued with its next attempt time.
+  // `give_up` ends the call at once, whatever the attempts left (a refused host).
+  [[nodiscard]] absl::Status RecordPushAttempt(const v1::PushDelivery& push,
+                                               const v1::PushAttempt& attempt, bool delivered,
+                                               bool give_up = false);
+  // The parsed `url` when a webhook may call it; INVALID_ARGUMENT when it does not parse,
+  // PERMISSION_DENIED (naming --outbound_allow_hosts) when its host is not allowed.
+  [[nodiscard]] absl::StatusOr<common::HttpUrl> AllowedWebhookUrl(absl::string_view url) const;
+  // The finished webhook calls of a task, oldest event first.
+  [[nodiscard]] absl::StatusOr<std::vector<v1::PushDelivery>> PushLog(absl::string_view task_id);
+
+ private:
+  storage::Store* store_;  // not owned
+  const Limits limits_;
+  const A2AStoreOptions options_;
+};
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_STORE_A2A_PUSH_H_

@@ -1,0 +1,73 @@
+// Unit tests of the push part of the A2A store: configs, the webhook queue and the push log.
+// Each test opens its own database.
+#include "coordinator/store/a2a_push.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "a2a_protocol/errors.h"
+#include "absl/time/clock.h"
+#include "coordinator/store/a2a_store_fixture.h"
+#include "gtest/gtest.h"
+
+namespace coordinator {
+namespace {
+
+using A2APushTest = A2AStoreFixture;
+
+TEST_F(A2APushTest, PushConfigsQueueOneCallPerStatusChange) {
+  const std::string id = NewTask("echo");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_url("http://127.0.0.1:9/hook");
+  config.set_token("secret");
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> created = push_->CreatePushConfig(config);
+  ASSERT_OK(created);
+  EXPECT_FALSE(created->id().empty());
+  EXPECT_EQ(created->tenant(), "echo");
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> read =
+      push_->GetPushConfig("", id, created->id());
+  ASSERT_OK(read);
+  EXPECT_EQ(read->token(), "secret");
+
+  a2apb::TaskPushNotificationConfig bad = config;
+  bad.set_url("ftp://x");
+  EXPECT_EQ(push_->CreatePushConfig(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_url("http://x/");  // not on the default allow-list (loopback only)
+  EXPECT_EQ(push_->CreatePushConfig(bad).status().code(), absl::StatusCode::kPermissionDenied);
+  bad.set_task_id("missing");
+  bad.set_url("http://127.0.0.1/");
+  EXPECT_EQ(push_->CreatePushConfig(bad).status().code(), absl::StatusCode::kNotFound);
+
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
+  absl::StatusOr<std::vector<v1::PushDelivery>> pushes = push_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  ASSERT_EQ(pushes->size(), 1u);
+  EXPECT_EQ((*pushes)[0].payload().status_update().status().state(), a2apb::TASK_STATE_WORKING);
+
+  v1::PushAttempt attempt;
+  attempt.set_http_status(200);
+  ASSERT_OK(push_->RecordPushAttempt((*pushes)[0], attempt, true));
+  pushes = push_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  EXPECT_TRUE(pushes->empty());
+  absl::StatusOr<std::vector<v1::PushDelivery>> log = push_->PushLog(id);
+  ASSERT_OK(log);
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0].state(), v1::PUSH_STATE_DELIVERED);
+  EXPECT_EQ((*log)[0].attempts_size(), 1);
+
+  a2apb::ListTaskPushNotificationConfigsRequest list;
+  list.set_task_id(id);
+  absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> configs =
+      push_->ListPushConfigs(list);
+  ASSERT_OK(configs);
+  EXPECT_EQ(configs->configs_size(), 1);
+  ASSERT_OK(push_->DeletePushConfig("", id, created->id()));
+  EXPECT_EQ(push_->DeletePushConfig("", id, created->id()).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace coordinator
