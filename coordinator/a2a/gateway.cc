@@ -7,18 +7,18 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/errors.h"
+#include "a2a_protocol/grpc_errors.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "a2a_protocol/errors.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 
 namespace coordinator {
 namespace {
@@ -207,23 +207,6 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
 };
 
 }  // namespace
-
-absl::Status FromAgentStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  const auto code = static_cast<absl::StatusCode>(status.error_code());
-  google::rpc::Status details;
-  if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
-    for (const google::protobuf::Any& any : details.details()) {
-      google::rpc::ErrorInfo info;
-      if (any.UnpackTo(&info) && info.domain() == a2a::kErrorDomain) {
-        return a2a::Error(code, info.reason(), status.error_message());
-      }
-    }
-  }
-  return absl::Status(code, status.error_message());
-}
-
-void AddA2AVersion(grpc::ClientContext* context) { context->AddMetadata("a2a-version", "1.0"); }
 
 uint64_t TaskNotifier::Subscribe(const std::string& task_id, Listener listener) {
   absl::MutexLock lock(&mu_);
@@ -479,7 +462,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
   grpc::ClientContext context;
   context.set_deadline(Deadline(options_.stream_timeout));
-  AddA2AVersion(&context);
+  a2a_protocol::AddVersion(&context);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("coordinator is stopping");
@@ -574,10 +557,10 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     // An agent without streaming: one blocking call instead.
     grpc::ClientContext unary;
     unary.set_deadline(Deadline(options_.stream_timeout));
-    AddA2AVersion(&unary);
+    a2a_protocol::AddVersion(&unary);
     a2apb::SendMessageResponse reply;
     grpc::Status s = stub->SendMessage(&unary, request, &reply);
-    if (!s.ok()) return FromAgentStatus(s);
+    if (!s.ok()) return a2a_protocol::FromGrpcStatus(s);
     a2apb::StreamResponse update;
     if (reply.has_task()) *update.mutable_task() = reply.task();
     if (reply.has_message()) *update.mutable_message() = reply.message();
@@ -592,15 +575,15 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
                                                ": ", status.error_message()));
   }
-  return FromAgentStatus(status);
+  return a2a_protocol::FromGrpcStatus(status);
 }
 
 absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskRequest& request) {
   ASSIGN_OR_RETURN(a2apb::Task current, tasks_->GetTask(request.tenant(), request.id(), 0));
   if (IsTerminal(current.status().state())) {
-    return a2a::TaskNotCancelable(absl::StrCat("task ", request.id(), " has already ended (",
-                                               a2apb::TaskState_Name(current.status().state()),
-                                               ")"));
+    return a2a_protocol::TaskNotCancelable(
+        absl::StrCat("task ", request.id(), " has already ended (",
+                     a2apb::TaskState_Name(current.status().state()), ")"));
   }
   ASSIGN_OR_RETURN(v1::StoredTask header, tasks_->GetHeader(request.id()));
   bool agent_has_it = false;
@@ -610,7 +593,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
       auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
       grpc::ClientContext context;
       context.set_deadline(Deadline(options_.call_timeout));
-      AddA2AVersion(&context);
+      a2a_protocol::AddVersion(&context);
       a2apb::CancelTaskRequest forward;
       forward.set_id(header.agent_task_id());
       *forward.mutable_metadata() = request.metadata();
@@ -624,7 +607,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
                          tasks_->ApplyAgentUpdate(request.id(), update));
         Published(change);
       } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-        return FromAgentStatus(s);  // the agent says it cannot be canceled now
+        return a2a_protocol::FromGrpcStatus(s);  // the agent says it cannot be canceled now
       }
       // NOT_FOUND: the agent is not running it; UNAVAILABLE: the agent is down. Either way
       // nothing runs the task, so it is canceled here.

@@ -12,13 +12,14 @@
 #include "absl/synchronization/mutex.h"
 #include "common/thread_pool.h"
 #include "coordinator/a2a/gateway.h"
+#include "coordinator/rpc/stream_slots.h"
 #include "coordinator/store/a2a_task_store.h"
 #include "coordinator/store/agent_registry_store.h"
-#include "coordinator/rpc/stream_slots.h"
 
 namespace coordinator {
 
-// OK when the a2a-version metadata is absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
+// The coordinator's a2a-version check (a2a_protocol::CheckVersion): OK when the metadata is
+// absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
 [[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
 
 // The coordinator's own agent card: one GRPC interface per registered agent, at
