@@ -1,6 +1,7 @@
-// A2A protocol errors as absl::Status values. The A2A error name travels as a status payload, so
-// domain code stays free of gRPC; ToGrpcStatus turns it into the google.rpc.ErrorInfo detail
-// (domain "a2a-protocol.org") that the specification's gRPC binding requires.
+// A2A protocol errors as absl::Status values, so that domain code (the stores) builds them
+// without gRPC. The A2A error name travels as a google.rpc.ErrorInfo detail with domain
+// "a2a-protocol.org", as the specification's gRPC binding requires; common::ToGrpcStatus puts it
+// on the wire unchanged and common::FromGrpcStatus reads it back.
 #ifndef A2A_PROTOCOL_ERRORS_H_
 #define A2A_PROTOCOL_ERRORS_H_
 
@@ -8,15 +9,11 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/strings/cord.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "absl/types/optional.h"
 
-namespace coordinator::a2a {
+namespace a2a_protocol {
 
-// Payload key of the A2A reason (never sent as such: ToGrpcStatus reads it).
-inline constexpr char kReasonPayload[] = "a2a-protocol.org/reason";
+// The ErrorInfo domain of every A2A error.
 inline constexpr char kErrorDomain[] = "a2a-protocol.org";
 
 // Reasons, as the gRPC binding spells them (the error name in UPPER_SNAKE_CASE, no "Error").
@@ -30,45 +27,30 @@ inline constexpr char kExtendedAgentCardNotConfigured[] = "EXTENDED_AGENT_CARD_N
 inline constexpr char kExtensionSupportRequired[] = "EXTENSION_SUPPORT_REQUIRED";
 inline constexpr char kVersionNotSupported[] = "VERSION_NOT_SUPPORTED";
 
-inline absl::Status Error(absl::StatusCode code, absl::string_view reason,
-                          absl::string_view message) {
-  absl::Status status(code, message);
-  status.SetPayload(kReasonPayload, absl::Cord(reason));
-  return status;
-}
+// An A2A error: `code` and `message` with `reason` as its ErrorInfo detail.
+absl::Status Error(absl::StatusCode code, absl::string_view reason, absl::string_view message);
 
-// The A2A reason carried by `status`, if any.
-inline std::optional<std::string> Reason(const absl::Status& status) {
-  absl::optional<absl::Cord> payload = status.GetPayload(kReasonPayload);
-  if (!payload.has_value()) return std::nullopt;
-  return std::string(*payload);
-}
+// The A2A reason carried by `status`; nullopt when it carries none (or another domain's).
+std::optional<std::string> Reason(const absl::Status& status);
 
-inline absl::Status TaskNotFound(absl::string_view task_id) {
-  return Error(absl::StatusCode::kNotFound, kTaskNotFound,
-               absl::StrCat("task ", task_id, " not found"));
-}
-inline absl::Status TaskNotCancelable(absl::string_view message) {
-  return Error(absl::StatusCode::kFailedPrecondition, kTaskNotCancelable, message);
-}
-inline absl::Status UnsupportedOperation(absl::string_view message) {
-  return Error(absl::StatusCode::kFailedPrecondition, kUnsupportedOperation, message);
-}
-inline absl::Status ContentTypeNotSupported(absl::string_view message) {
-  return Error(absl::StatusCode::kInvalidArgument, kContentTypeNotSupported, message);
-}
-inline absl::Status InvalidAgentResponse(absl::string_view message) {
-  return Error(absl::StatusCode::kInternal, kInvalidAgentResponse, message);
-}
-inline absl::Status ExtendedAgentCardNotConfigured(absl::string_view message) {
-  return Error(absl::StatusCode::kFailedPrecondition, kExtendedAgentCardNotConfigured, message);
-}
-inline absl::Status VersionNotSupported(absl::string_view version) {
-  return Error(
-      absl::StatusCode::kFailedPrecondition, kVersionNotSupported,
-      absl::StrCat("A2A version \"", version, "\" is not supported; this server speaks 1.0"));
-}
+// NOT_FOUND "task <id> not found".
+absl::Status TaskNotFound(absl::string_view task_id);
+// FAILED_PRECONDITION.
+absl::Status TaskNotCancelable(absl::string_view message);
+// FAILED_PRECONDITION.
+absl::Status PushNotificationNotSupported(absl::string_view message);
+// FAILED_PRECONDITION.
+absl::Status UnsupportedOperation(absl::string_view message);
+// INVALID_ARGUMENT.
+absl::Status ContentTypeNotSupported(absl::string_view message);
+// INTERNAL.
+absl::Status InvalidAgentResponse(absl::string_view message);
+// FAILED_PRECONDITION.
+absl::Status ExtendedAgentCardNotConfigured(absl::string_view message);
+// FAILED_PRECONDITION "A2A version "<version>" is not supported; this <speaker> speaks 1.0".
+// `speaker` names the end that refuses ("server" for the coordinator, "agent" for an agent).
+absl::Status VersionNotSupported(absl::string_view version, absl::string_view speaker);
 
-}  // namespace coordinator::a2a
+}  // namespace a2a_protocol
 
 #endif  // A2A_PROTOCOL_ERRORS_H_

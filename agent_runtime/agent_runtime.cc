@@ -5,17 +5,18 @@
 #include <thread>
 #include <utility>
 
+#include "a2a_protocol/errors.h"
+#include "a2a_protocol/version.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/uuid.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "google/protobuf/util/time_util.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace agent_runtime {
@@ -31,20 +32,14 @@ bool EndsStream(a2apb::TaskState s) {
 }
 
 grpc::Status CheckVersion(const grpc::CallbackServerContext* context) {
-  auto it = context->client_metadata().find("a2a-version");
-  if (it == context->client_metadata().end()) return grpc::Status::OK;
-  const std::string version(it->second.data(), it->second.size());
-  if (version.empty() || version == "1.0" || version == "1") return grpc::Status::OK;
-  return A2AError(
-      grpc::StatusCode::FAILED_PRECONDITION, "VERSION_NOT_SUPPORTED",
-      absl::StrCat("A2A version \"", version, "\" is not supported; this agent speaks 1.0"));
+  return common::ToGrpcStatus(a2a_protocol::CheckVersion(context->client_metadata(), "agent"));
 }
 
 grpc::Status Unsupported(absl::string_view what) {
-  return A2AError(grpc::StatusCode::FAILED_PRECONDITION, "UNSUPPORTED_OPERATION",
-                  absl::StrCat(what,
-                               " is not kept by this agent: it stores no tasks; ask the "
-                               "coordinator, which does"));
+  return common::ToGrpcStatus(a2a_protocol::UnsupportedOperation(
+      absl::StrCat(what,
+                   " is not kept by this agent: it stores no tasks; ask the coordinator, which "
+                   "does")));
 }
 
 // One request being executed. Receives the logic's events, stamps them, and hands each to the
@@ -175,17 +170,6 @@ class Execution : public EventPublisher, public std::enable_shared_from_this<Exe
 
 }  // namespace
 
-grpc::Status A2AError(grpc::StatusCode code, absl::string_view reason, absl::string_view message) {
-  google::rpc::Status details;
-  details.set_code(static_cast<int>(code));
-  details.set_message(std::string(message));
-  google::rpc::ErrorInfo info;
-  info.set_reason(std::string(reason));
-  info.set_domain("a2a-protocol.org");
-  details.add_details()->PackFrom(info);
-  return grpc::Status(code, std::string(message), details.SerializeAsString());
-}
-
 class AgentServer::Service final : public a2apb::A2AService::CallbackService {
  public:
   Service(AgentExecutor* executor, a2apb::AgentCard card)
@@ -262,8 +246,9 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
       if (it != running_.end()) execution = it->second;
     }
     if (execution == nullptr || !execution->MarkCancelled()) {
-      reactor->Finish(A2AError(grpc::StatusCode::NOT_FOUND, "TASK_NOT_FOUND",
-                               absl::StrCat("task ", request->id(), " is not running here")));
+      reactor->Finish(common::ToGrpcStatus(
+          a2a_protocol::Error(absl::StatusCode::kNotFound, a2a_protocol::kTaskNotFound,
+                              absl::StrCat("task ", request->id(), " is not running here"))));
       return reactor;
     }
     executor_->Cancel(execution->request());
@@ -324,8 +309,8 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
 
  private:
   static grpc::Status PushUnsupported() {
-    return A2AError(grpc::StatusCode::FAILED_PRECONDITION, "PUSH_NOTIFICATION_NOT_SUPPORTED",
-                    "this agent sends no push notifications; the coordinator does");
+    return common::ToGrpcStatus(a2a_protocol::PushNotificationNotSupported(
+        "this agent sends no push notifications; the coordinator does"));
   }
   static grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* context,
                                           const grpc::Status& status) {
@@ -451,8 +436,7 @@ grpc::ServerUnaryReactor* AgentServer::Service::SendMessage(
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down"));
       });
   if (!execution.ok()) {
-    reactor->Finish(grpc::Status(static_cast<grpc::StatusCode>(execution.status().code()),
-                                 std::string(execution.status().message())));
+    reactor->Finish(common::ToGrpcStatus(execution.status()));
   }
   return reactor;
 }
@@ -477,8 +461,7 @@ grpc::ServerWriteReactor<a2apb::StreamResponse>* AgentServer::Service::SendStrea
         }
       });
   if (!execution.ok()) {
-    stream->Fail(grpc::Status(static_cast<grpc::StatusCode>(execution.status().code()),
-                              std::string(execution.status().message())));
+    stream->Fail(common::ToGrpcStatus(execution.status()));
   } else {
     stream->set_execution(*execution);
   }

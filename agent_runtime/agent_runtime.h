@@ -101,10 +101,6 @@ class AgentServer {
   bool shut_down_ = false;
 };
 
-// An A2A error as a grpc::Status with its google.rpc.ErrorInfo detail (domain
-// "a2a-protocol.org"), as the specification's gRPC binding requires.
-grpc::Status A2AError(grpc::StatusCode code, absl::string_view reason, absl::string_view message);
-
 }  // namespace agent_runtime
 
 #endif  // AGENT_RUNTIME_AGENT_RUNTIME_H_

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <utility>
 
+#include "a2a_protocol/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/uuid.h"
 
 namespace agent_runtime {
@@ -36,11 +38,6 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(
   return common::MakeChannel(target, credentials, args);
 }
 
-absl::Status FromGrpc(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
 absl::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*)>& call,
                            const RetryOptions& options, const std::function<bool()>& stop) {
   const absl::Time give_up = absl::Now() + options.retry_for;
@@ -50,8 +47,8 @@ absl::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoNanoseconds(options.call_timeout));
     grpc::Status status = call(&context);
-    if (!Retryable(status.error_code())) return FromGrpc(status);
-    if (absl::Now() + backoff > give_up) return FromGrpc(status);
+    if (!Retryable(status.error_code())) return common::FromGrpcStatus(status);
+    if (absl::Now() + backoff > give_up) return common::FromGrpcStatus(status);
     if (stop != nullptr && stop()) return absl::CancelledError("stopped while retrying");
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(1));
@@ -77,7 +74,7 @@ absl::StatusOr<a2apb::Task> GatewayClient::Send(const std::string& tenant,
   a2apb::SendMessageResponse response;
   absl::Status s = CallWithRetry(
       [&](grpc::ClientContext* context) {
-        context->AddMetadata("a2a-version", "1.0");
+        a2a_protocol::AddVersion(context);
         return stub_->SendMessage(context, request, &response);
       },
       options_, stop);
@@ -99,7 +96,7 @@ absl::StatusOr<a2apb::Task> GatewayClient::WaitForTask(const std::string& tenant
     a2apb::Task task;
     absl::Status s = CallWithRetry(
         [&](grpc::ClientContext* context) {
-          context->AddMetadata("a2a-version", "1.0");
+          a2a_protocol::AddVersion(context);
           return stub_->GetTask(context, request, &task);
         },
         options_, stop);

@@ -32,9 +32,6 @@ struct RetryOptions {
   absl::Duration retry_for = absl::Minutes(3);
 };
 
-// grpc::Status as absl::Status (same code and message).
-absl::Status FromGrpc(const grpc::Status& status);
-
 // Runs `call` with a fresh ClientContext (deadline set) until it returns something other than
 // UNAVAILABLE / DEADLINE_EXCEEDED, the retry budget is spent, or `stop` returns true.
 [[nodiscard]] absl::Status CallWithRetry(

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "a2a_protocol/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
@@ -210,7 +211,8 @@ IssueFn GetContextWorkload(Stubs& stubs, std::string prefix, int64_t n) {
 }
 
 IssueFn SendMessageWorkload(Stubs& stubs, std::string tenant) {
-  static const std::pair<std::string, std::string> kVersion{"a2a-version", "1.0"};
+  static const std::pair<std::string, std::string> kVersion{a2a_protocol::kVersionHeader,
+                                                            a2a_protocol::kVersion};
   auto counter = std::make_shared<std::atomic<int64_t>>(0);
   const std::string run = absl::StrCat(std::random_device{}());
   return [&stubs, tenant, counter, run](int stream, int64_t, Done done) {

@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -70,7 +71,7 @@ int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_mos
     request.set_history_length(0);
     a2apb::Task task;
     auto context = env.NewContext();
-    context->AddMetadata("a2a-version", "1.0");
+    a2a_protocol::AddVersion(context.get());
     grpc::Status s = stub->GetTask(context.get(), request, &task);
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -120,7 +121,7 @@ int RunSend(const Env& env, const ParsedArgs& args) {
   request.mutable_configuration()->set_return_immediately(true);
   a2apb::SendMessageResponse response;
   auto context = env.NewContext();
-  context->AddMetadata("a2a-version", "1.0");
+  a2a_protocol::AddVersion(context.get());
   grpc::Status s = stub->SendMessage(context.get(), request, &response);
   if (!s.ok()) return ReportRpcError(env, s);
   const a2apb::Task& task = response.task();

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace coordctl {
@@ -88,8 +89,8 @@ int ReportRpcError(const Env& env, const grpc::Status& status) {
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     return Fail(env, absl::StrCat("not found: ", status.error_message()), kExitNo);
   }
-  // gRPC's codes are Abseil's, which can name them.
-  std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()));
+  // Abseil can name the codes (gRPC's are the same).
+  std::string name = absl::StatusCodeToString(common::FromGrpcStatus(status).code());
   if (name.empty()) name = "UNKNOWN";
   return Fail(env, absl::StrCat(name, ": ", status.error_message()));
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "google/protobuf/struct.pb.h"
@@ -413,7 +414,7 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
       grpc::ClientContext c;
       c.set_deadline(std::chrono::system_clock::now() +
                      absl::ToChronoNanoseconds(options_.retry.call_timeout));
-      recorded = agent_runtime::FromGrpc(contexts_->RecordCommand(&c, record, &response));
+      recorded = common::FromGrpcStatus(contexts_->RecordCommand(&c, record, &response));
       if (recorded.ok() || seq == 0) break;
       if (!absl::IsUnavailable(recorded) && !absl::IsDeadlineExceeded(recorded)) break;
       absl::StatusOr<v1::TaskContext> again = GetContext(context_id);

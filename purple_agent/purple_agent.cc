@@ -3,11 +3,13 @@
 #include <utility>
 #include <vector>
 
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 
@@ -146,7 +148,7 @@ class PurpleAgent::Loop {
       c.set_deadline(std::chrono::system_clock::now() +
                      absl::ToChronoNanoseconds(agent_->options_.retry.call_timeout));
       absl::Status s =
-          agent_runtime::FromGrpc(agent_->conversations_->AppendMessage(&c, request, &response));
+          common::FromGrpcStatus(agent_->conversations_->AppendMessage(&c, request, &response));
       if (s.ok()) {
         msgs_.push_back({role, text});
         total_tokens_ = response.total_tokens();
@@ -599,7 +601,7 @@ void PurpleAgent::ResumeUnfinished() {
         a2apb::ListTasksResponse page;
         absl::Status s = CallWithRetry(
             [&](grpc::ClientContext* c) {
-              c->AddMetadata("a2a-version", "1.0");
+              a2a_protocol::AddVersion(c);
               return gateway_.stub()->ListTasks(c, request, &page);
             },
             options_.retry, [this] { return stopping(); });

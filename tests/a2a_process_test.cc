@@ -5,6 +5,7 @@
 #include <string>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
@@ -39,7 +40,7 @@ bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
 std::unique_ptr<grpc::ClientContext> Context() {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kWait));
-  context->AddMetadata("a2a-version", "1.0");
+  a2a_protocol::AddVersion(context.get());
   return context;
 }
 

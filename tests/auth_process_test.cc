@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_client.h"
+#include "common/grpc_status.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
@@ -105,9 +106,7 @@ class AuthProcessTest : public ::testing::Test {
     request.set_context_id(id);
     v1::TaskContext response;
     grpc::Status s = contexts_->GetContext(Ctx(auth).get(), request, &response);
-    if (!s.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-    }
+    if (!s.ok()) return common::FromGrpcStatus(s);
     return response;
   }
   grpc::Status Update(const std::string& auth, const std::string& id, const std::string& agent,
@@ -146,9 +145,7 @@ class AuthProcessTest : public ::testing::Test {
     request.set_agent(agent);
     v1::ListContextsResponse response;
     grpc::Status s = contexts_->ListContexts(Ctx(auth).get(), request, &response);
-    if (!s.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-    }
+    if (!s.ok()) return common::FromGrpcStatus(s);
     std::vector<std::string> ids;
     for (const v1::TaskContext& c : response.contexts()) ids.push_back(c.context_id());
     return ids;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -47,7 +48,7 @@ bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  context->AddMetadata("a2a-version", "1.0");
+  a2a_protocol::AddVersion(context.get());
   return context;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
@@ -29,7 +30,7 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 std::unique_ptr<grpc::ClientContext> Ctx() {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kWait));
-  context->AddMetadata("a2a-version", "1.0");
+  a2a_protocol::AddVersion(context.get());
   return context;
 }
 

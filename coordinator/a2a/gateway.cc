@@ -8,6 +8,8 @@
 
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/grpc_errors.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -17,8 +19,6 @@
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 
 namespace coordinator {
 namespace {
@@ -207,23 +207,6 @@ class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> 
 };
 
 }  // namespace
-
-absl::Status FromAgentStatus(const grpc::Status& status) {
-  if (status.ok()) return absl::OkStatus();
-  const auto code = static_cast<absl::StatusCode>(status.error_code());
-  google::rpc::Status details;
-  if (!status.error_details().empty() && details.ParseFromString(status.error_details())) {
-    for (const google::protobuf::Any& any : details.details()) {
-      google::rpc::ErrorInfo info;
-      if (any.UnpackTo(&info) && info.domain() == a2a::kErrorDomain) {
-        return a2a::Error(code, info.reason(), status.error_message());
-      }
-    }
-  }
-  return absl::Status(code, status.error_message());
-}
-
-void AddA2AVersion(grpc::ClientContext* context) { context->AddMetadata("a2a-version", "1.0"); }
 
 A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* push,
                        AgentRegistryStore* agents, TaskNotifier* notifier, GatewayOptions options)
@@ -458,7 +441,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
   grpc::ClientContext context;
   context.set_deadline(Deadline(options_.stream_timeout));
-  AddA2AVersion(&context);
+  a2a_protocol::AddVersion(&context);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("coordinator is stopping");
@@ -547,10 +530,10 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     // An agent without streaming: one blocking call instead.
     grpc::ClientContext unary;
     unary.set_deadline(Deadline(options_.stream_timeout));
-    AddA2AVersion(&unary);
+    a2a_protocol::AddVersion(&unary);
     a2apb::SendMessageResponse reply;
     grpc::Status s = stub->SendMessage(&unary, request, &reply);
-    if (!s.ok()) return FromAgentStatus(s);
+    if (!s.ok()) return a2a_protocol::FromGrpcStatus(s);
     a2apb::StreamResponse update;
     if (reply.has_task()) *update.mutable_task() = reply.task();
     if (reply.has_message()) *update.mutable_message() = reply.message();
@@ -560,7 +543,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
                                                ": ", status.error_message()));
   }
-  return FromAgentStatus(status);
+  return a2a_protocol::FromGrpcStatus(status);
 }
 
 absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,
@@ -576,9 +559,9 @@ absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,
 absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskRequest& request) {
   ASSIGN_OR_RETURN(a2apb::Task current, tasks_->GetTask(request.tenant(), request.id(), 0));
   if (IsTerminal(current.status().state())) {
-    return a2a::TaskNotCancelable(absl::StrCat("task ", request.id(), " has already ended (",
-                                               a2apb::TaskState_Name(current.status().state()),
-                                               ")"));
+    return a2a_protocol::TaskNotCancelable(
+        absl::StrCat("task ", request.id(), " has already ended (",
+                     a2apb::TaskState_Name(current.status().state()), ")"));
   }
   ASSIGN_OR_RETURN(v1::StoredTask header, tasks_->GetHeader(request.id()));
   bool agent_has_it = false;
@@ -588,7 +571,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
       auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
       grpc::ClientContext context;
       context.set_deadline(Deadline(options_.call_timeout));
-      AddA2AVersion(&context);
+      a2a_protocol::AddVersion(&context);
       a2apb::CancelTaskRequest forward;
       forward.set_id(header.agent_task_id());
       *forward.mutable_metadata() = request.metadata();
@@ -600,7 +583,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
         *update.mutable_task() = std::move(reply);
         RETURN_IF_ERROR(tasks_->ApplyAgentUpdate(request.id(), update).status());
       } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-        return FromAgentStatus(s);  // the agent says it cannot be canceled now
+        return a2a_protocol::FromGrpcStatus(s);  // the agent says it cannot be canceled now
       }
       // NOT_FOUND: the agent is not running it; UNAVAILABLE: the agent is down. Either way
       // nothing runs the task, so it is canceled here.

@@ -128,12 +128,6 @@ class A2AGateway {
   std::thread push_thread_;
 };
 
-// An agent's gRPC status as an absl::Status, keeping the A2A reason of its ErrorInfo detail.
-absl::Status FromAgentStatus(const grpc::Status& status);
-
-// Adds the a2a-version metadata this gateway speaks to an outbound call.
-void AddA2AVersion(grpc::ClientContext* context);
-
 }  // namespace coordinator
 
 #endif  // COORDINATOR_A2A_GATEWAY_H_

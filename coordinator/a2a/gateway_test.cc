@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/errors.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -13,11 +15,10 @@
 #include "absl/time/clock.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
+#include "common/grpc_status.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/test_util.h"
@@ -29,15 +30,10 @@ using testing_util::TempDir;
 
 constexpr absl::Duration kWait = absl::Seconds(30);
 
-// The A2A reason in a status's ErrorInfo detail, or "".
+// The A2A reason in a status's ErrorInfo detail, or "". (a2a_protocol/errors_test.cc pins the
+// detail's bytes; here the reasons the gateway answers with are pinned.)
 std::string Reason(const grpc::Status& status) {
-  google::rpc::Status details;
-  if (!details.ParseFromString(status.error_details())) return "";
-  for (const auto& any : details.details()) {
-    google::rpc::ErrorInfo info;
-    if (any.UnpackTo(&info) && info.domain() == "a2a-protocol.org") return info.reason();
-  }
-  return "";
+  return a2a_protocol::Reason(common::FromGrpcStatus(status)).value_or("");
 }
 
 template <typename Pred>
@@ -94,7 +90,7 @@ class GatewayTest : public ::testing::Test {
   static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = kWait) {
     auto context = std::make_unique<grpc::ClientContext>();
     context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
-    context->AddMetadata("a2a-version", "1.0");
+    a2a_protocol::AddVersion(context.get());
     return context;
   }
 
@@ -184,7 +180,7 @@ TEST_F(GatewayTest, CallsCancelledWhileTheMessageIsStoredEndCleanly) {
   auto agent = StartAgent();
   for (int i = 0; i < 100; ++i) {
     grpc::ClientContext context;
-    context.AddMetadata("a2a-version", "1.0");
+    a2a_protocol::AddVersion(&context);
     const a2apb::SendMessageRequest request = Send(absl::StrCat("cancelled ", i));
     a2apb::SendMessageResponse response;
     absl::Notification done;
@@ -471,7 +467,7 @@ TEST_F(GatewayTest, BadInputGetsTheSpecErrorAndChangesNothing) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
   auto old_version = std::make_unique<grpc::ClientContext>();
-  old_version->AddMetadata("a2a-version", "0.3");
+  old_version->AddMetadata(a2a_protocol::kVersionHeader, "0.3");
   s = stub_->SendMessage(old_version.get(), Send("x"), &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(Reason(s), "VERSION_NOT_SUPPORTED");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/version.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -128,7 +129,7 @@ class SdkStyleAgentTest : public ::testing::Test {
     m->add_parts()->set_text(text);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    context.AddMetadata("a2a-version", "1.0");
+    a2a_protocol::AddVersion(&context);
     a2apb::SendMessageResponse response;
     grpc::Status s = stub_->SendMessage(&context, request, &response);
     EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
@@ -274,9 +275,9 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     if (!snapshot.ok()) return Fail(snapshot.status());
     const a2apb::TaskState state = snapshot->first.status().state();
     if (mode_ == Mode::kSubscribe && IsTerminal(state)) {
-      return Fail(a2a::UnsupportedOperation(absl::StrCat("task ", task_id_, " has ended (",
-                                                         a2apb::TaskState_Name(state),
-                                                         "); read it with GetTask")));
+      return Fail(a2a_protocol::UnsupportedOperation(absl::StrCat("task ", task_id_, " has ended (",
+                                                                  a2apb::TaskState_Name(state),
+                                                                  "); read it with GetTask")));
     }
     {
       absl::MutexLock lock(&mu_);
@@ -410,7 +411,7 @@ absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
   if (it == metadata.end()) return absl::OkStatus();
   const absl::string_view version(it->second.data(), it->second.size());
   if (version.empty() || version == "1.0" || version == "1") return absl::OkStatus();
-  return a2a::VersionNotSupported(version);
+  return a2a_protocol::VersionNotSupported(version);
 }
 
 absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
@@ -584,7 +585,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     }
     ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
     if (agent.card().name().empty()) {
-      return a2a::ExtendedAgentCardNotConfigured(
+      return a2a_protocol::ExtendedAgentCardNotConfigured(
           absl::StrCat("agent ", agent.name(), " registered no card"));
     }
     return agent.card();

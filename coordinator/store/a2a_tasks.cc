@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/message.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -129,14 +130,6 @@ absl::StatusOr<a2apb::Task> AssembleTask(storage::Store* store, const v1::Stored
   return task;
 }
 
-absl::Status ValidatePart(const a2apb::Part& part, int index) {
-  if (part.content_case() == a2apb::Part::CONTENT_NOT_SET) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("message.parts[", index, "] has no content (text, raw, url or data)"));
-  }
-  return absl::OkStatus();
-}
-
 // One agent update applied to the locked `header` (see ApplyAgentUpdate). Sets `*touched` when
 // the header changed and must be written.
 absl::Status ApplyOneUpdate(Transaction& txn, v1::StoredTask& header,
@@ -198,7 +191,7 @@ std::string TaskIndexKey(const v1::StoredTask& header) {
 absl::StatusOr<v1::StoredTask> LockTask(Transaction& txn, absl::string_view task_id) {
   absl::StatusOr<std::string> raw =
       txn.GetForUpdate(ColumnFamily::kA2A, keys::A2ATaskHeader(task_id));
-  if (absl::IsNotFound(raw.status())) return a2a::TaskNotFound(task_id);
+  if (absl::IsNotFound(raw.status())) return a2a_protocol::TaskNotFound(task_id);
   RETURN_IF_ERROR(raw.status());
   v1::StoredTask header;
   RETURN_IF_ERROR(DecodeRecord(*raw, &header));
@@ -218,7 +211,8 @@ absl::Status PutTask(Transaction& txn, const v1::StoredTask& header,
 }
 
 absl::Status OwnedBy(const v1::StoredTask& header, absl::string_view tenant) {
-  if (!tenant.empty() && header.tenant() != tenant) return a2a::TaskNotFound(header.task().id());
+  if (!tenant.empty() && header.tenant() != tenant)
+    return a2a_protocol::TaskNotFound(header.task().id());
   return absl::OkStatus();
 }
 
@@ -226,7 +220,7 @@ absl::StatusOr<v1::StoredTask> ReadTask(storage::Store* store, absl::string_view
                                         absl::string_view task_id) {
   RETURN_IF_ERROR(common::ValidateId("id", task_id));
   absl::StatusOr<std::string> raw = store->Get(ColumnFamily::kA2A, keys::A2ATaskHeader(task_id));
-  if (absl::IsNotFound(raw.status())) return a2a::TaskNotFound(task_id);
+  if (absl::IsNotFound(raw.status())) return a2a_protocol::TaskNotFound(task_id);
   RETURN_IF_ERROR(raw.status());
   v1::StoredTask header;
   RETURN_IF_ERROR(DecodeRecord(*raw, &header));
@@ -280,22 +274,7 @@ bool IsFinalOrInterrupted(a2apb::TaskState state) {
 }
 
 absl::Status A2ATasks::ValidateMessage(const a2apb::Message& message) const {
-  RETURN_IF_ERROR(common::ValidateId("message.message_id", message.message_id()));
-  RETURN_IF_ERROR(common::ValidateOptionalId("message.task_id", message.task_id()));
-  RETURN_IF_ERROR(common::ValidateOptionalId("message.context_id", message.context_id()));
-  if (message.role() != a2apb::ROLE_USER && message.role() != a2apb::ROLE_AGENT) {
-    return absl::InvalidArgumentError("message.role must be ROLE_USER or ROLE_AGENT");
-  }
-  if (message.parts().empty()) {
-    return absl::InvalidArgumentError("message.parts is empty: a message needs at least one part");
-  }
-  for (int i = 0; i < message.parts_size(); ++i) RETURN_IF_ERROR(ValidatePart(message.parts(i), i));
-  if (message.ByteSizeLong() > limits_.max_message_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("message is %d bytes; the limit is %d bytes (--max_message_bytes)",
-                        message.ByteSizeLong(), limits_.max_message_bytes));
-  }
-  return absl::OkStatus();
+  return a2a_protocol::ValidateMessage(message, limits_.max_message_bytes, "max_message_bytes");
 }
 
 absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
@@ -331,7 +310,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
             header.task().id(), ", which belongs to context ", header.task().context_id()));
       }
       if (IsTerminal(header.task().status().state())) {
-        return a2a::UnsupportedOperation(
+        return a2a_protocol::UnsupportedOperation(
             absl::StrCat("task ", header.task().id(), " has ended (",
                          a2apb::TaskState_Name(header.task().status().state()),
                          ") and accepts no more messages"));
@@ -457,11 +436,11 @@ absl::Status A2ATasks::CheckAgentUpdate(const a2apb::StreamResponse& update) {
   switch (update.payload_case()) {
     case a2apb::StreamResponse::kStatusUpdate:
       if (update.status_update().status().state() == a2apb::TASK_STATE_UNSPECIFIED) {
-        return a2a::InvalidAgentResponse("agent sent a status update without a state");
+        return a2a_protocol::InvalidAgentResponse("agent sent a status update without a state");
       }
       return absl::OkStatus();
     case a2apb::StreamResponse::PAYLOAD_NOT_SET:
-      return a2a::InvalidAgentResponse("agent sent an empty stream response");
+      return a2a_protocol::InvalidAgentResponse("agent sent an empty stream response");
     default:
       return absl::OkStatus();
   }
@@ -538,7 +517,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::CancelLocally(absl::string_view tenan
     ASSIGN_OR_RETURN(v1::StoredTask header, LockTask(txn, task_id));
     RETURN_IF_ERROR(OwnedBy(header, tenant));
     if (IsTerminal(header.task().status().state())) {
-      return a2a::TaskNotCancelable(
+      return a2a_protocol::TaskNotCancelable(
           absl::StrCat("task ", task_id, " has already ended (",
                        a2apb::TaskState_Name(header.task().status().state()), ")"));
     }

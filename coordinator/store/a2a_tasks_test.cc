@@ -259,7 +259,7 @@ TEST_F(A2ATasksTest, BadMessagesAreRefusedAndChangeNothing) {
             absl::StatusCode::kResourceExhausted);
   absl::Status missing = tasks_->AcceptMessage("echo", UserText("x", "no-such-task")).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(a2a::Reason(missing), a2a::kTaskNotFound);
+  EXPECT_EQ(a2a_protocol::Reason(missing), a2a_protocol::kTaskNotFound);
 
   const std::string id = NewTask("echo", "ctx-a");
   EXPECT_EQ(tasks_->AcceptMessage("echo", UserText("x", id, "ctx-b")).status().code(),
@@ -278,7 +278,7 @@ TEST_F(A2ATasksTest, BadMessagesAreRefusedAndChangeNothing) {
   ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_COMPLETED)));
   absl::Status ended = tasks_->AcceptMessage("echo", UserText("x", id)).status();
   EXPECT_EQ(ended.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(a2a::Reason(ended), a2a::kUnsupportedOperation);
+  EXPECT_EQ(a2a_protocol::Reason(ended), a2a_protocol::kUnsupportedOperation);
 }
 
 TEST_F(A2ATasksTest, ListTasksPagesNewestFirstWithFilters) {
@@ -365,7 +365,7 @@ TEST_F(A2ATasksTest, CancelLocallyDropsDeliveriesAndRefusesEndedTasks) {
   EXPECT_TRUE(pending->empty());
   absl::Status again = tasks_->CancelLocally("echo", id, "").status();
   EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(a2a::Reason(again), a2a::kTaskNotCancelable);
+  EXPECT_EQ(a2a_protocol::Reason(again), a2a_protocol::kTaskNotCancelable);
 }
 
 TEST_F(A2ATasksTest, StoredStateSurvivesReopen) {
