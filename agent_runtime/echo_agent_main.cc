@@ -2,12 +2,11 @@
 // the coordinator at start-up and stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
+#include "agent_runtime/agent_main.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
 #include "common/env_flags.h"
-#include "common/grpc_client.h"
 #include "common/grpc_log.h"
-#include "common/log.h"
 #include "common/stop_signals.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
@@ -28,28 +27,12 @@ int main(int argc, char** argv) {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.name = absl::GetFlag(FLAGS_name);
   options.coordinator = absl::GetFlag(FLAGS_coordinator);
-  // --auth_token_file and --tls_ca_file (docs/security.md).
   absl::StatusOr<common::ClientCredentialOptions> credentials =
-      common::ClientCredentialsFromFlags();
-  if (!credentials.ok()) {
-    LOG_ERROR("%s", credentials.status().message());
-    return 2;
-  }
+      agent_runtime::CredentialsFromFlagsOrLog();
+  if (!credentials.ok()) return agent_runtime::kExitBadFlags;
   options.credentials = *credentials;
-  options.card.set_name(options.name);
-  options.card.set_description("Echoes text back; see agent_runtime/echo_agent.h for commands.");
-  options.card.set_version("1.0.0");
-  options.card.mutable_capabilities()->set_streaming(true);
-  options.card.add_default_input_modes("text/plain");
-  options.card.add_default_output_modes("text/plain");
-  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
-      agent_runtime::AgentServer::Start(options, &agent);
-  if (!server.ok()) {
-    LOG_ERROR("cannot start: %s", server.status().message());
-    return 1;
-  }
-  LOG_INFO("received %s; stopping", stop_signals.Wait());
-  (*server)->Shutdown();
-  LOG_INFO("stopped cleanly");
-  return 0;
+  agent_runtime::SetStandardCard(options.name,
+                                 "Echoes text back; see agent_runtime/echo_agent.h for commands.",
+                                 &options.card);
+  return agent_runtime::ServeUntilStopped(stop_signals, std::move(options), &agent);
 }

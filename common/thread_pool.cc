@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace common {
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, int64_t max_queued) : max_queued_(max_queued) {
   num_threads = std::max(1, num_threads);
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
@@ -24,6 +26,22 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::Schedule(absl::AnyInvocable<void() &&> fn) {
   absl::MutexLock lock(&mu_);
   queue_.push_back(std::move(fn));
+}
+
+absl::Status ThreadPool::TrySchedule(absl::AnyInvocable<void() &&> fn) {
+  absl::MutexLock lock(&mu_);
+  if (max_queued_ != kUnbounded && static_cast<int64_t>(queue_.size()) >= max_queued_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server busy: ", max_queued_,
+                     " calls already wait for a worker (--max_queued_calls); retry later"));
+  }
+  queue_.push_back(std::move(fn));
+  return absl::OkStatus();
+}
+
+int64_t ThreadPool::queued() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(queue_.size());
 }
 
 bool ThreadPool::HasWorkOrStopping() const { return stopping_ || !queue_.empty(); }

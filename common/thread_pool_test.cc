@@ -7,6 +7,8 @@
 
 #include "absl/synchronization/barrier.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace common {
@@ -63,6 +65,41 @@ TEST(ThreadPoolTest, ZeroThreadsStillRunsWork) {
     pool.Schedule([&] { ++ran; });
   }
   EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(ThreadPoolTest, TryScheduleRefusesOnceTheQueueIsFullAndAcceptsAgainWhenItDrains) {
+  absl::Notification release;
+  absl::Notification busy;
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(1, /*max_queued=*/2);
+    // The one worker is held, so what follows stays queued.
+    ASSERT_TRUE(pool.TrySchedule([&] {
+                      busy.Notify();
+                      release.WaitForNotification();
+                    })
+                    .ok());
+    busy.WaitForNotification();
+    EXPECT_TRUE(pool.TrySchedule([&] { ++ran; }).ok());
+    EXPECT_TRUE(pool.TrySchedule([&] { ++ran; }).ok());
+    EXPECT_EQ(pool.queued(), 2);
+    absl::Status refused = pool.TrySchedule([&] { ran += 100; });
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(refused.message(), testing::HasSubstr("--max_queued_calls"));
+    // Continuations are never refused.
+    pool.Schedule([&] { ++ran; });
+    release.Notify();
+  }
+  EXPECT_EQ(ran.load(), 3);
+}
+
+TEST(ThreadPoolTest, UnboundedTryScheduleNeverRefuses) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool(1);
+    for (int i = 0; i < 10000; ++i) ASSERT_TRUE(pool.TrySchedule([&] { ++ran; }).ok());
+  }
+  EXPECT_EQ(ran.load(), 10000);
 }
 
 }  // namespace

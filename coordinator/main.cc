@@ -32,6 +32,9 @@ ABSL_FLAG(absl::Duration, retention_period, absl::Seconds(10),
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "largest request accepted, in bytes; larger ones get RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, worker_threads, 128, "threads that run storage work");
+ABSL_FLAG(int64_t, max_queued_calls, 4096,
+          "calls that may wait for a worker thread; past it a new call gets RESOURCE_EXHAUSTED "
+          "(0: no bound)");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, tier_ladder,
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.max_queued_calls = absl::GetFlag(FLAGS_max_queued_calls);
   options.task_state.tier_ladder.clear();
   for (absl::string_view tier : absl::StrSplit(absl::GetFlag(FLAGS_tier_ladder), ',')) {
     options.task_state.tier_ladder.emplace_back(absl::StripAsciiWhitespace(tier));
@@ -138,8 +142,11 @@ int main(int argc, char** argv) {
         "must be positive");
     return 2;
   }
-  if (options.max_request_bytes <= 0 || options.worker_threads <= 0) {
-    LOG_ERROR("--max_request_bytes and --worker_threads must be positive");
+  if (options.max_request_bytes <= 0 || options.worker_threads <= 0 ||
+      options.max_queued_calls < 0) {
+    LOG_ERROR(
+        "--max_request_bytes and --worker_threads must be positive, --max_queued_calls not "
+        "negative");
     return 2;
   }
   if (absl::Status limits = coordinator::ApplyLimitFlags(&options); !limits.ok()) {

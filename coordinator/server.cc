@@ -104,7 +104,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   LOG_INFO("opened database %s (schema version %d, %s writes)", options.data_dir,
            server->store_->schema_version(), options.sync_writes ? "WAL-synced" : "unsynced");
 
-  server->pool_ = std::make_unique<common::ThreadPool>(options.worker_threads);
+  server->pool_ =
+      std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls);
   server->contexts_ = std::make_unique<ContextStore>(server->store_.get(), options.limits);
   server->conversations_ =
       std::make_unique<ConversationStore>(server->store_.get(), options.limits);

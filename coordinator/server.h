@@ -51,6 +51,11 @@ struct ServerOptions {
   // on purpose: with fewer workers than concurrent writers, calls queue behind the waiting
   // ones (bench/RESULTS.md: at 64 streams, 32 workers gave a third of the throughput of 128).
   int worker_threads = 128;
+  // New calls that may wait for a worker (default 4096); past it a call gets RESOURCE_EXHAUSTED
+  // at once. At the 4-5k durable calls/s one coordinator serves (bench/RESULTS.md, W1), 4096
+  // queued calls are about a second of work: a call queued behind more would mostly outlive its
+  // client's deadline, and memory stays bounded whatever clients send. 0: no bound.
+  int64_t max_queued_calls = 4096;
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
   Limits limits;

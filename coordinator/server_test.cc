@@ -13,8 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/barrier.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -1033,6 +1035,59 @@ TEST_F(ServerTest, DataSurvivesARestartOnTheSameDirectory) {
 }
 
 // --- Server-level limits and start-up failures -----------------------------------------------
+
+// One worker and room for one queued call: a burst of concurrent writes overflows the queue.
+// Refused calls get RESOURCE_EXHAUSTED naming the flag and write nothing; the rest are counted.
+TEST_F(ServerTest, CallsPastTheQueueBoundAreResourceExhaustedAndChangeNothing) {
+  StopServer();
+  ServerOptions options;
+  options.worker_threads = 1;
+  options.max_queued_calls = 1;
+  ASSERT_NO_FATAL_FAILURE(StartServer(std::move(options)));
+  ASSERT_RPC_OK(Create("busy"));
+
+  constexpr int kCalls = 400;
+  absl::Mutex mu;
+  int done = 0;
+  int ok = 0;
+  int refused = 0;
+  std::vector<std::string> other;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::RecordCommandRequest> requests(kCalls);
+  std::vector<v1::RecordCommandResponse> responses(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    requests[i].set_context_id("busy");
+    requests[i].set_command(absl::StrCat("step ", i));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    contexts_->async()->RecordCommand(
+        contexts[i].get(), &requests[i], &responses[i], [&](grpc::Status status) {
+          absl::MutexLock lock(&mu);
+          ++done;
+          if (status.ok()) {
+            ++ok;
+          } else if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+                     absl::StrContains(status.error_message(), "--max_queued_calls")) {
+            ++refused;
+          } else {
+            other.push_back(Describe(status));
+          }
+        });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](int* d) { return *d == kCalls; }, &done));
+  }
+  EXPECT_THAT(other, ::testing::IsEmpty());
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(ok, 0);
+  TaskContext after;
+  ASSERT_RPC_OK(Get("busy", &after));
+  EXPECT_EQ(after.command_count(), ok);
+}
 
 class SmallRequestLimitTest : public ServerTest {
  protected:

@@ -1,6 +1,6 @@
 // Writes the seed corpus of the service harnesses: valid requests of each method, serialized,
 // behind the byte that picks the method (fuzz/fuzz_server.h). Run by hand after a proto change:
-//   build-fuzz/bin/fuzz_make_corpus fuzz/corpus
+//   build-asan/bin/fuzz_make_corpus fuzz/corpus
 // The parser harnesses' seeds (key codec, task graph, ARIA state files) are plain files kept in
 // fuzz/corpus/ as they are.
 #include <cstdio>

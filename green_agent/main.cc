@@ -2,6 +2,7 @@
 // agent behind the coordinator. Registers at start-up; stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
+#include "agent_runtime/agent_main.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
@@ -47,13 +48,9 @@ int main(int argc, char** argv) {
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_output_cap)));
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
-  // --auth_token_file and --tls_ca_file (docs/security.md).
   absl::StatusOr<common::ClientCredentialOptions> credentials =
-      common::ClientCredentialsFromFlags();
-  if (!credentials.ok()) {
-    LOG_ERROR("%s", credentials.status().message());
-    return 2;
-  }
+      agent_runtime::CredentialsFromFlagsOrLog();
+  if (!credentials.ok()) return agent_runtime::kExitBadFlags;
   green_agent::GreenAgent agent(options,
                                 agent_runtime::CoordinatorChannel(coordinator, *credentials));
 
@@ -63,23 +60,11 @@ int main(int argc, char** argv) {
   runtime.name = options.name;
   runtime.coordinator = coordinator;
   runtime.credentials = *credentials;
-  runtime.card.set_name(options.name);
-  runtime.card.set_description(
+  agent_runtime::SetStandardCard(
+      options.name,
       "Judge's environment host for root-cause-analysis evaluations: send \"Task ID: <id>\" to "
-      "start one; the agent under test sends \"execute: <command>\" and \"submit\".");
-  runtime.card.set_version("1.0.0");
-  runtime.card.mutable_capabilities()->set_streaming(true);
-  runtime.card.add_default_input_modes("text/plain");
-  runtime.card.add_default_output_modes("text/plain");
+      "start one; the agent under test sends \"execute: <command>\" and \"submit\".",
+      &runtime.card);
   runtime.card.add_default_output_modes("application/json");
-  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
-      agent_runtime::AgentServer::Start(runtime, &agent);
-  if (!server.ok()) {
-    LOG_ERROR("cannot start: %s", server.status().message());
-    return 1;
-  }
-  LOG_INFO("received %s; stopping", stop_signals.Wait());
-  (*server)->Shutdown();
-  LOG_INFO("stopped cleanly");
-  return 0;
+  return agent_runtime::ServeUntilStopped(stop_signals, std::move(runtime), &agent);
 }

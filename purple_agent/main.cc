@@ -3,6 +3,7 @@
 // registers, then resumes its unfinished evaluations. Stops cleanly on SIGTERM/SIGINT.
 
 #include "absl/flags/flag.h"
+#include "agent_runtime/agent_main.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "common/env_flags.h"
@@ -63,13 +64,9 @@ int main(int argc, char** argv) {
   options.max_attempts = std::max(1, absl::GetFlag(FLAGS_max_attempts));
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
-  // --auth_token_file and --tls_ca_file (docs/security.md).
   absl::StatusOr<common::ClientCredentialOptions> credentials =
-      common::ClientCredentialsFromFlags();
-  if (!credentials.ok()) {
-    LOG_ERROR("%s", credentials.status().message());
-    return 2;
-  }
+      agent_runtime::CredentialsFromFlagsOrLog();
+  if (!credentials.ok()) return agent_runtime::kExitBadFlags;
   purple_agent::PurpleAgent agent(
       options, agent_runtime::CoordinatorChannel(coordinator, *credentials), *std::move(policy));
 
@@ -79,26 +76,15 @@ int main(int argc, char** argv) {
   runtime.name = options.name;
   runtime.coordinator = coordinator;
   runtime.credentials = *credentials;
-  runtime.card.set_name(options.name);
-  runtime.card.set_description(
+  agent_runtime::SetStandardCard(
+      options.name,
       "Agent under test for root-cause-analysis evaluations: takes a formatted task and works "
-      "on it through the green agent's execute: tool.");
-  runtime.card.set_version("1.0.0");
-  runtime.card.mutable_capabilities()->set_streaming(true);
-  runtime.card.add_default_input_modes("text/plain");
-  runtime.card.add_default_output_modes("text/plain");
-  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
-      agent_runtime::AgentServer::Start(runtime, &agent);
-  if (!server.ok()) {
-    LOG_ERROR("cannot start: %s", server.status().message());
-    return 1;
-  }
-  agent.ResumeUnfinished();
-  LOG_INFO("received %s; stopping", stop_signals.Wait());
-  // The server first: running tasks are abandoned (the coordinator delivers them again later),
-  // then the loops stop where they are; the conversation says where to resume.
-  (*server)->Shutdown();
-  agent.Shutdown();
-  LOG_INFO("stopped cleanly");
-  return 0;
+      "on it through the green agent's execute: tool.",
+      &runtime.card);
+  // After the server stops (running tasks abandoned; the coordinator delivers them again
+  // later), the loops stop where they are; the conversation says where to resume.
+  agent_runtime::ServeHooks hooks;
+  hooks.after_start = [&agent] { agent.ResumeUnfinished(); };
+  hooks.after_shutdown = [&agent] { agent.Shutdown(); };
+  return agent_runtime::ServeUntilStopped(stop_signals, std::move(runtime), &agent, hooks);
 }

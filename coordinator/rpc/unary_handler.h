@@ -19,7 +19,8 @@ namespace coordinator {
 // and finishes the call. A call the client already cancelled is finished without the work.
 // A call whose caller may not make it (CallerOf: no or a bad token, a role that falls short)
 // is finished with that status and never reaches `work`. `work` may take the `const Caller&`
-// to apply ownership rules.
+// to apply ownership rules. When the pool's queue is full the call gets RESOURCE_EXHAUSTED at
+// once (--max_queued_calls).
 template <typename Response, typename Work>
 grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
                                       common::ThreadPool* pool, Response* response, Work work) {
@@ -29,8 +30,8 @@ grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
     reactor->Finish(common::ToGrpcStatus(caller.status()));
     return reactor;
   }
-  pool->Schedule([context, reactor, response, work = std::move(work),
-                  caller = *std::move(caller)]() mutable {
+  absl::Status queued = pool->TrySchedule([context, reactor, response, work = std::move(work),
+                                           caller = *std::move(caller)]() mutable {
     if (context->IsCancelled()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled by the client"));
       return;
@@ -44,6 +45,7 @@ grpc::ServerUnaryReactor* HandleUnary(grpc::CallbackServerContext* context,
     if (result.ok()) *response = *std::move(result);
     reactor->Finish(common::ToGrpcStatus(result.status()));
   });
+  if (!queued.ok()) reactor->Finish(common::ToGrpcStatus(queued));
   return reactor;
 }
 
