@@ -182,4 +182,40 @@ class A2ATaskStore {
 
 }  // namespace coordinator
 
+// ---- A task's life: what retention needs of the A2A store. A task has ended when
+// IsTerminal(its state) (above). A self-contained block at the end of the file, so that it moves
+// as one piece into the split task store. ----
+
+#include "absl/functional/function_ref.h"
+#include "coordinator/store/purge.h"
+
+namespace coordinator {
+
+// One task as the tasks-by-time index shows it.
+struct IndexedA2ATask {
+  std::string task_id;
+  std::string context_id;
+  a2apb::TaskState state = a2apb::TASK_STATE_UNSPECIFIED;
+  absl::Time status_time;
+};
+
+// Calls `visit` with every task of the tasks-by-time index, newest status first; stops at the
+// first error `visit` returns.
+[[nodiscard]] absl::Status ForEachIndexedA2ATask(
+    storage::Store& store, absl::FunctionRef<absl::Status(IndexedA2ATask)> visit);
+
+// One step of deleting the task with everything under it, inside `txn`, at most `limit` keys.
+// Locks the header and asks `eligible`; deletes the history, the event log, the push configs
+// and the push log, and last, together and only when they fit, its queued deliveries and
+// webhook calls, its index entry and the header.
+[[nodiscard]] absl::StatusOr<PurgeProgress> PurgeA2ATaskStep(
+    storage::Transaction& txn, absl::string_view task_id, int64_t limit,
+    absl::FunctionRef<bool(const v1::StoredTask&)> eligible);
+
+// Keys a purge of the task deletes (what a dry run counts).
+[[nodiscard]] absl::StatusOr<int64_t> CountA2ATaskPurge(storage::Store& store,
+                                                        absl::string_view task_id);
+
+}  // namespace coordinator
+
 #endif  // COORDINATOR_STORE_A2A_TASK_STORE_H_
