@@ -1,5 +1,7 @@
 #include "coordinator/store/context_store.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -45,6 +47,15 @@ absl::StatusOr<TaskContext> LockHeader(Transaction& txn, absl::string_view conte
   absl::StatusOr<std::string> raw =
       txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context_id));
   if (absl::IsNotFound(raw.status())) return NotFound(context_id);
+  RETURN_IF_ERROR(raw.status());
+  TaskContext context;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &context));
+  return context;
+}
+
+// The header a read returned; nullopt when there is none.
+absl::StatusOr<std::optional<TaskContext>> DecodeHeader(const absl::StatusOr<std::string>& raw) {
+  if (absl::IsNotFound(raw.status())) return std::nullopt;
   RETURN_IF_ERROR(raw.status());
   TaskContext context;
   RETURN_IF_ERROR(DecodeRecord(*raw, &context));
@@ -368,13 +379,8 @@ absl::Time ContextStore::LastChange(const Life& life) {
 absl::StatusOr<ContextStore::Life> ContextStore::ReadLife(storage::Store& store,
                                                           absl::string_view context_id) {
   Life life;
-  absl::StatusOr<std::string> raw =
-      store.Get(ColumnFamily::kContexts, keys::ContextHeader(context_id));
-  if (raw.ok()) {
-    RETURN_IF_ERROR(DecodeRecord(*raw, &life.header.emplace()));
-  } else if (!absl::IsNotFound(raw.status())) {
-    return raw.status();
-  }
+  ASSIGN_OR_RETURN(life.header, DecodeHeader(store.Get(ColumnFamily::kContexts,
+                                                       keys::ContextHeader(context_id))));
   ASSIGN_OR_RETURN(life.conversation, ConversationStore::ReadMeta(store, context_id));
   return life;
 }
@@ -400,13 +406,8 @@ absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
                                                       Eligible eligible) {
   PurgeProgress progress;
   Life life;
-  absl::StatusOr<std::string> raw =
-      txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context_id));
-  if (raw.ok()) {
-    RETURN_IF_ERROR(DecodeRecord(*raw, &life.header.emplace()));
-  } else if (!absl::IsNotFound(raw.status())) {
-    return raw.status();
-  }
+  ASSIGN_OR_RETURN(life.header, DecodeHeader(txn.GetForUpdate(ColumnFamily::kContexts,
+                                                              keys::ContextHeader(context_id))));
   ASSIGN_OR_RETURN(life.conversation, ConversationStore::LockMeta(txn, context_id));
   if (!life.header.has_value() && !life.conversation.has_value()) {
     progress.absent = true;
