@@ -16,12 +16,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/proto_json.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace coordctl {
 namespace {
 
+using common::CompactJson;
 using coordinator::v1::AriaStateFile;
 using coordinator::v1::TaskState;
 using google::protobuf::Struct;
@@ -37,15 +39,6 @@ constexpr const char* kKnownKeys[] = {
 bool IsKnownKey(const std::string& key) {
   return std::any_of(std::begin(kKnownKeys), std::end(kKnownKeys),
                      [&](const char* k) { return key == k; });
-}
-
-std::string CompactJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
 }
 
 std::string JsonString(const std::string& s) {

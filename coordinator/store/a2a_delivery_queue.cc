@@ -61,7 +61,7 @@ absl::Status DropDeliveries(Transaction& txn, v1::StoredTask& header) {
 }  // namespace a2a_records
 
 absl::StatusOr<std::vector<v1::PendingDelivery>> A2ADeliveryQueue::PendingDeliveries(int max) {
-  const std::string prefix(1, static_cast<char>(keys::kA2ADelivery));
+  const std::string prefix = keys::A2ADeliveriesPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
   std::vector<v1::PendingDelivery> out;

@@ -183,7 +183,7 @@ absl::Status A2APush::DeletePushConfig(absl::string_view tenant, absl::string_vi
 }
 
 absl::StatusOr<std::vector<v1::PushDelivery>> A2APush::PendingPushes(int max) {
-  const std::string prefix(1, static_cast<char>(keys::kA2APushPending));
+  const std::string prefix = keys::A2APushPendingPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
   std::vector<v1::PushDelivery> out;

@@ -34,8 +34,7 @@ constexpr int kMaxTaskPageSize = 100;
 constexpr int64_t kPointReadHistory = 16;
 
 uint64_t InvertedMicros(const google::protobuf::Timestamp& ts) {
-  const int64_t micros = absl::ToUnixMicros(FromProtoTime(ts));
-  return std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(std::max<int64_t>(micros, 0));
+  return keys::A2AInvertedMicros(absl::ToUnixMicros(FromProtoTime(ts)));
 }
 
 absl::Status AppendHistory(Transaction& txn, v1::StoredTask& header, a2apb::Message message) {
@@ -385,7 +384,7 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(
                    has_after ? absl::FormatTime(after) : "");
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "a2a_tasks", filter));
 
-  const std::string prefix(1, static_cast<char>(keys::kA2ATasksByTime));
+  const std::string prefix = keys::A2ATasksByTimePrefix();
   std::string upper = storage::PrefixUpperBound(prefix);
   if (has_after) {
     // Entries are ordered newest first; those at or before `after` start at this key.
@@ -541,5 +540,88 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::CancelLocally(absl::string_view tenan
 }
 
 // --- Ended tasks: the terminal predicate and the purge of ended tasks go here. ---
+
+// ---- A task's life, for retention (see the header). ----
+
+absl::Status ForEachIndexedA2ATask(storage::Store& store,
+                                   absl::FunctionRef<absl::Status(IndexedA2ATask)> visit) {
+  const std::string prefix = keys::A2ATasksByTimePrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(storage::ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
+  for (; it->Valid(); it->Next()) {
+    v1::TaskIndexEntry entry;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &entry));
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(const uint64_t inverted, reader.ReadUint64());
+    IndexedA2ATask task;
+    ASSIGN_OR_RETURN(task.task_id, reader.ReadString());
+    task.context_id = entry.context_id();
+    task.state = entry.state();
+    task.status_time = absl::FromUnixMicros(keys::A2AStatusMicros(inverted));
+    RETURN_IF_ERROR(visit(std::move(task)));
+  }
+  return it->status();
+}
+
+absl::StatusOr<PurgeProgress> PurgeA2ATaskStep(
+    storage::Transaction& txn, absl::string_view task_id, int64_t limit,
+    absl::FunctionRef<bool(const v1::StoredTask&)> eligible) {
+  constexpr storage::ColumnFamily kFamily = storage::ColumnFamily::kA2A;
+  PurgeProgress progress;
+  const std::string header_key = keys::A2ATaskHeader(task_id);
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, header_key);
+  if (absl::IsNotFound(raw.status())) {
+    progress.absent = true;
+    progress.finished = true;
+    return progress;
+  }
+  RETURN_IF_ERROR(raw.status());
+  v1::StoredTask header;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &header));
+  if (!eligible(header)) {
+    progress.kept = true;
+    return progress;
+  }
+  // Children first, in key order.
+  for (const uint8_t kind : {keys::kA2ATaskHistory, keys::kA2ATaskEvent, keys::kA2ATaskPushConfig,
+                             keys::kA2ATaskPushLog}) {
+    ASSIGN_OR_RETURN(const bool done,
+                     DeletePrefix(txn, kFamily, keys::A2ATaskKindPrefix(task_id, kind), limit,
+                                  &progress.deleted));
+    if (!done) return progress;
+  }
+  // The rest is small: queued deliveries and webhook calls, the index entry and the header. It
+  // goes in one go, and only when it fits in the budget.
+  std::vector<std::string> rest;
+  for (const std::string& prefix :
+       {keys::A2ADeliveryTaskPrefix(task_id), keys::A2APushPendingTaskPrefix(task_id)}) {
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    for (; it->Valid(); it->Next()) rest.emplace_back(it->key());
+    RETURN_IF_ERROR(it->status());
+  }
+  if (progress.deleted + static_cast<int64_t>(rest.size()) + 2 > limit) return progress;
+  for (const std::string& key : rest) RETURN_IF_ERROR(txn.Delete(kFamily, key));
+  const int64_t status_micros =
+      absl::ToUnixMicros(FromProtoTime(header.task().status().timestamp()));
+  RETURN_IF_ERROR(
+      txn.Delete(kFamily, keys::A2ATaskByStatusTime(status_micros, header.task().id())));
+  RETURN_IF_ERROR(txn.Delete(kFamily, header_key));
+  progress.deleted += static_cast<int64_t>(rest.size()) + 2;
+  progress.finished = true;
+  return progress;
+}
+
+absl::StatusOr<int64_t> CountA2ATaskPurge(storage::Store& store, absl::string_view task_id) {
+  int64_t n = 1;  // the index entry
+  for (const std::string& prefix :
+       {keys::A2ATaskPrefix(task_id), keys::A2ADeliveryTaskPrefix(task_id),
+        keys::A2APushPendingTaskPrefix(task_id)}) {
+    ASSIGN_OR_RETURN(const int64_t under, CountPrefix(store, storage::ColumnFamily::kA2A, prefix));
+    n += under;
+  }
+  return n;
+}
 
 }  // namespace coordinator

@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "coordinator/store/a2a_notifier.h"
 #include "coordinator/store/a2a_push.h"
 #include "coordinator/store/limits.h"
+#include "coordinator/store/purge.h"
 #include "coordinator/v1/a2a_stored.pb.h"
 #include "storage/store.h"
 
@@ -124,14 +127,40 @@ class A2ATasks {
                                                      absl::string_view task_id,
                                                      absl::string_view reason);
 
-  // --- Ended tasks: the terminal predicate and the purge of ended tasks go here. ---
-
  private:
   storage::Store* store_;   // not owned
   TaskNotifier* notifier_;  // not owned; may be null
   const Limits limits_;
   const A2AStoreOptions options_;
 };
+
+// ---- A task's life, for retention: a task has ended when IsTerminal(its state) (above); these
+// find ended tasks and delete one with everything under it. ----
+
+// One task as the tasks-by-time index shows it.
+struct IndexedA2ATask {
+  std::string task_id;
+  std::string context_id;
+  a2apb::TaskState state = a2apb::TASK_STATE_UNSPECIFIED;
+  absl::Time status_time;
+};
+
+// Calls `visit` with every task of the tasks-by-time index, newest status first; stops at the
+// first error `visit` returns.
+[[nodiscard]] absl::Status ForEachIndexedA2ATask(
+    storage::Store& store, absl::FunctionRef<absl::Status(IndexedA2ATask)> visit);
+
+// One step of deleting the task with everything under it, inside `txn`, at most `limit` keys.
+// Locks the header and asks `eligible`; deletes the history, the event log, the push configs
+// and the push log, and last, together and only when they fit, its queued deliveries and
+// webhook calls, its index entry and the header.
+[[nodiscard]] absl::StatusOr<PurgeProgress> PurgeA2ATaskStep(
+    storage::Transaction& txn, absl::string_view task_id, int64_t limit,
+    absl::FunctionRef<bool(const v1::StoredTask&)> eligible);
+
+// Keys a purge of the task deletes (what a dry run counts).
+[[nodiscard]] absl::StatusOr<int64_t> CountA2ATaskPurge(storage::Store& store,
+                                                        absl::string_view task_id);
 
 }  // namespace coordinator
 

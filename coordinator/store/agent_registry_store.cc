@@ -85,7 +85,7 @@ absl::StatusOr<v1::ListAgentsResponse> AgentRegistryStore::List(
   ASSIGN_OR_RETURN(const int page_size,
                    ResolvePageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "agents", ""));
-  const std::string prefix(1, static_cast<char>(keys::kA2AAgent));
+  const std::string prefix = keys::A2AAgentsPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
   if (!resume.empty()) it->Seek(keys::A2AAgent(resume));

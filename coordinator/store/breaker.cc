@@ -443,7 +443,7 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
 }
 
 absl::StatusOr<v1::GetBreakerStatusResponse> Breaker::Status() {
-  const std::string prefix(1, static_cast<char>(keys::kBlockedRegistry));
+  const std::string prefix = keys::BlockedRegistryPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kTasks, prefix, storage::PrefixUpperBound(prefix));
   v1::GetBreakerStatusResponse response;
@@ -501,13 +501,13 @@ absl::StatusOr<v1::ReadBreakerLogResponse> Breaker::ReadLog(
 
   std::string start;
   if (!resume.empty()) {
-    start = absl::StrCat(std::string(1, static_cast<char>(keys::kBreakerLog)), resume);
+    start = absl::StrCat(keys::BreakerLogPrefix(), resume);
   } else {
     const int64_t first =
         request.tail() > 0 ? std::max<int64_t>(1, meta.last_seq() - request.tail() + 1) : 1;
     start = keys::BreakerLogEntry(static_cast<uint64_t>(first));
   }
-  const std::string prefix(1, static_cast<char>(keys::kBreakerLog));
+  const std::string prefix = keys::BreakerLogPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kTasks, prefix, storage::PrefixUpperBound(prefix));
   it->Seek(start);

@@ -1,5 +1,7 @@
 #include "coordinator/store/context_store.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -10,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "coordinator/store/conversation_store.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"
@@ -44,6 +47,15 @@ absl::StatusOr<TaskContext> LockHeader(Transaction& txn, absl::string_view conte
   absl::StatusOr<std::string> raw =
       txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context_id));
   if (absl::IsNotFound(raw.status())) return NotFound(context_id);
+  RETURN_IF_ERROR(raw.status());
+  TaskContext context;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &context));
+  return context;
+}
+
+// The header a read returned; nullopt when there is none.
+absl::StatusOr<std::optional<TaskContext>> DecodeHeader(const absl::StatusOr<std::string>& raw) {
+  if (absl::IsNotFound(raw.status())) return std::nullopt;
   RETURN_IF_ERROR(raw.status());
   TaskContext context;
   RETURN_IF_ERROR(DecodeRecord(*raw, &context));
@@ -185,29 +197,19 @@ absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected
   RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
   if (expected_version < 0) return absl::InvalidArgumentError("version must not be negative");
   return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    // Lock both parents so no command or message is added while the records are removed.
-    absl::StatusOr<TaskContext> header = LockHeader(txn, context_id);
-    if (!header.ok() && !absl::IsNotFound(header.status())) return header.status();
-    absl::StatusOr<std::string> meta =
-        txn.GetForUpdate(ColumnFamily::kContexts, keys::ConversationMeta(context_id));
-    if (!meta.ok() && !absl::IsNotFound(meta.status())) return meta.status();
-    if (!header.ok() && !meta.ok()) return NotFound(context_id);
-    if (header.ok() && expected_version != 0 && header->version() != expected_version) {
-      return absl::AbortedError(
-          absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
-                          context_id, header->version(), expected_version));
-    }
-    if (header.ok() && !header->agent().empty()) {
-      RETURN_IF_ERROR(
-          txn.Delete(ColumnFamily::kIndex, keys::AgentIndex(header->agent(), context_id)));
-    }
-    const std::string prefix = keys::ContextPrefix(context_id);
-    std::unique_ptr<storage::Iterator> it =
-        txn.NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
-    for (; it->Valid(); it->Next()) {
-      RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, it->key()));
-    }
-    return it->status();
+    auto version_matches = [&](const Life& life) -> absl::StatusOr<bool> {
+      if (life.header.has_value() && expected_version != 0 &&
+          life.header->version() != expected_version) {
+        return absl::AbortedError(
+            absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
+                            context_id, life.header->version(), expected_version));
+      }
+      return true;
+    };
+    ASSIGN_OR_RETURN(PurgeProgress progress,
+                     PurgeStep(txn, context_id, kNoPurgeLimit, version_matches));
+    if (progress.absent) return NotFound(context_id);
+    return absl::OkStatus();
   });
 }
 
@@ -262,7 +264,7 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
     return response;
   }
 
-  const std::string all_prefix(1, static_cast<char>(keys::kContextScoped));
+  const std::string all_prefix = keys::AllContextsPrefix();
   std::unique_ptr<storage::Iterator> it = store_->NewIterator(
       ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
   if (!resume.empty()) it->Seek(keys::ContextPrefix(resume));
@@ -355,6 +357,105 @@ absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
   }
   RETURN_IF_ERROR(it->status());
   return response;
+}
+
+bool ContextStore::IsTerminal(const TaskContext& context) {
+  return context.status() == v1::CONTEXT_STATUS_COMPLETED ||
+         context.status() == v1::CONTEXT_STATUS_FAILED ||
+         context.status() == v1::CONTEXT_STATUS_CANCELED;
+}
+
+bool ContextStore::IsTerminal(const Life& life) {
+  if (life.header.has_value()) return IsTerminal(*life.header);
+  return life.conversation.has_value();
+}
+
+absl::Time ContextStore::LastChange(const Life& life) {
+  if (life.header.has_value()) return FromProtoTime(life.header->update_time());
+  if (life.conversation.has_value()) return FromProtoTime(life.conversation->update_time());
+  return absl::InfinitePast();
+}
+
+absl::StatusOr<ContextStore::Life> ContextStore::ReadLife(storage::Store& store,
+                                                          absl::string_view context_id) {
+  Life life;
+  ASSIGN_OR_RETURN(life.header, DecodeHeader(store.Get(ColumnFamily::kContexts,
+                                                       keys::ContextHeader(context_id))));
+  ASSIGN_OR_RETURN(life.conversation, ConversationStore::ReadMeta(store, context_id));
+  return life;
+}
+
+absl::Status ContextStore::ForEachContextId(
+    storage::Store& store, absl::FunctionRef<absl::Status(const std::string&)> visit) {
+  const std::string all_prefix = keys::AllContextsPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string id, reader.ReadString());
+    // Straight past this context's records to the next context.
+    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
+    RETURN_IF_ERROR(visit(id));
+  }
+  return it->status();
+}
+
+absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
+                                                      absl::string_view context_id, int64_t limit,
+                                                      Eligible eligible) {
+  PurgeProgress progress;
+  Life life;
+  ASSIGN_OR_RETURN(life.header, DecodeHeader(txn.GetForUpdate(ColumnFamily::kContexts,
+                                                              keys::ContextHeader(context_id))));
+  ASSIGN_OR_RETURN(life.conversation, ConversationStore::LockMeta(txn, context_id));
+  if (!life.header.has_value() && !life.conversation.has_value()) {
+    progress.absent = true;
+    progress.finished = true;
+    return progress;
+  }
+  ASSIGN_OR_RETURN(const bool go, eligible(life));
+  if (!go) {
+    progress.kept = true;
+    return progress;
+  }
+  // Children first, in key order: commands (0x01), then the conversation's messages (0x03).
+  ASSIGN_OR_RETURN(
+      bool done, DeletePrefix(txn, ColumnFamily::kContexts, keys::CommandPrefix(context_id), limit,
+                              &progress.deleted));
+  if (done) {
+    ASSIGN_OR_RETURN(done,
+                     ConversationStore::PurgeMessages(txn, context_id, limit, &progress.deleted));
+  }
+  if (!done) return progress;
+  // The parents and the index entry go together, when they fit in the budget.
+  const bool indexed = life.header.has_value() && !life.header->agent().empty();
+  const int64_t parents = (life.header.has_value() ? 1 : 0) +
+                          (life.conversation.has_value() ? 1 : 0) + (indexed ? 1 : 0);
+  if (progress.deleted + parents > limit) return progress;
+  if (indexed) {
+    RETURN_IF_ERROR(
+        txn.Delete(ColumnFamily::kIndex, keys::AgentIndex(life.header->agent(), context_id)));
+  }
+  if (life.header.has_value()) {
+    RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, keys::ContextHeader(context_id)));
+  }
+  if (life.conversation.has_value()) {
+    RETURN_IF_ERROR(ConversationStore::DeleteMeta(txn, context_id));
+  }
+  progress.deleted += parents;
+  progress.finished = true;
+  return progress;
+}
+
+absl::StatusOr<int64_t> ContextStore::CountPurge(storage::Store& store,
+                                                 absl::string_view context_id) {
+  ASSIGN_OR_RETURN(const Life life, ReadLife(store, context_id));
+  ASSIGN_OR_RETURN(const int64_t commands,
+                   CountPrefix(store, ColumnFamily::kContexts, keys::CommandPrefix(context_id)));
+  ASSIGN_OR_RETURN(const int64_t conversation, ConversationStore::CountRecords(store, context_id));
+  const bool indexed = life.header.has_value() && !life.header->agent().empty();
+  return commands + conversation + (life.header.has_value() ? 1 : 0) + (indexed ? 1 : 0);
 }
 
 }  // namespace coordinator

@@ -1,11 +1,21 @@
 // Domain logic of TaskContexts and their command records, on the storage interface. Validates
-// its input (every entry point shares these checks) and knows nothing of gRPC.
+// its input (every entry point shares these checks) and knows nothing of gRPC. It also owns a
+// context's life: what ends a context, and the one cascade that deletes a context with
+// everything under it (DeleteContext and retention both use it).
 #ifndef COORDINATOR_STORE_CONTEXT_STORE_H_
 #define COORDINATOR_STORE_CONTEXT_STORE_H_
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "coordinator/store/limits.h"
+#include "coordinator/store/purge.h"
 #include "coordinator/v1/context.pb.h"
+#include "coordinator/v1/stored.pb.h"
 #include "storage/store.h"
 
 namespace coordinator {
@@ -17,7 +27,8 @@ class ContextStore {
   [[nodiscard]] absl::StatusOr<v1::TaskContext> Create(const v1::TaskContext& context);
   [[nodiscard]] absl::StatusOr<v1::TaskContext> Get(absl::string_view context_id);
   [[nodiscard]] absl::StatusOr<v1::TaskContext> Update(const v1::UpdateContextRequest& request);
-  // Removes the context, its command records and its conversation in one atomic write.
+  // Removes the context, its command records and its conversation in one atomic write (one
+  // PurgeStep without a budget). `expected_version` 0 skips the version check.
   [[nodiscard]] absl::Status Delete(absl::string_view context_id, int64_t expected_version);
   [[nodiscard]] absl::StatusOr<v1::ListContextsResponse> List(
       const v1::ListContextsRequest& request);
@@ -25,6 +36,44 @@ class ContextStore {
       const v1::RecordCommandRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListCommandsResponse> ListCommands(
       const v1::ListCommandsRequest& request);
+
+  // ---- A context's life. ----
+
+  // The records that decide a context's life, each nullopt when absent.
+  struct Life {
+    std::optional<v1::TaskContext> header;
+    std::optional<v1::ConversationMeta> conversation;
+  };
+  // Whether the context may go now, asked under the parents' locks; an error aborts the purge
+  // with it.
+  using Eligible = absl::FunctionRef<absl::StatusOr<bool>(const Life&)>;
+
+  // COMPLETED, FAILED and CANCELED.
+  static bool IsTerminal(const v1::TaskContext& context);
+  // A context with a header has ended when its status is terminal. A conversation without a
+  // TaskContext (the purple side alone) has no status: it ends when it stops changing, so it
+  // counts as terminal and LastChange decides. A context with neither has not ended.
+  static bool IsTerminal(const Life& life);
+  // The header's update_time, else the conversation's (InfinitePast with neither).
+  static absl::Time LastChange(const Life& life);
+
+  [[nodiscard]] static absl::StatusOr<Life> ReadLife(storage::Store& store,
+                                                     absl::string_view context_id);
+  // Calls `visit` with the id of every context that has a record (a header, or only a
+  // conversation), in id order; stops at the first error `visit` returns.
+  [[nodiscard]] static absl::Status ForEachContextId(
+      storage::Store& store, absl::FunctionRef<absl::Status(const std::string&)> visit);
+  // One step of deleting the context with everything under it, inside `txn`, at most `limit`
+  // keys (kNoPurgeLimit: all of it). Locks the header and the conversation meta, so no command or
+  // message is added meanwhile, and asks `eligible`. Deletes the command records, then the
+  // conversation's messages (ConversationStore's), and last, together and only when they fit,
+  // the header, its agent-index entry and the conversation meta.
+  [[nodiscard]] static absl::StatusOr<PurgeProgress> PurgeStep(storage::Transaction& txn,
+                                                               absl::string_view context_id,
+                                                               int64_t limit, Eligible eligible);
+  // Keys a purge of the context deletes (what a dry run counts).
+  [[nodiscard]] static absl::StatusOr<int64_t> CountPurge(storage::Store& store,
+                                                          absl::string_view context_id);
 
  private:
   [[nodiscard]] absl::Status ValidateMutableFields(const v1::TaskContext& context) const;

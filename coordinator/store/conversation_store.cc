@@ -10,6 +10,7 @@
 #include "common/validation.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
+#include "coordinator/store/purge.h"
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"
 #include "coordinator/v1/stored.pb.h"
@@ -21,6 +22,15 @@ namespace {
 using storage::ColumnFamily;
 
 constexpr int kDefaultPageSize = 100;
+
+absl::StatusOr<std::optional<v1::ConversationMeta>> DecodeMeta(
+    const absl::StatusOr<std::string>& raw) {
+  if (absl::IsNotFound(raw.status())) return std::nullopt;
+  RETURN_IF_ERROR(raw.status());
+  v1::ConversationMeta meta;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &meta));
+  return meta;
+}
 
 }  // namespace
 
@@ -124,6 +134,36 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
   }
   RETURN_IF_ERROR(it->status());
   return response;
+}
+
+absl::StatusOr<std::optional<v1::ConversationMeta>> ConversationStore::ReadMeta(
+    storage::Store& store, absl::string_view context_id) {
+  return DecodeMeta(store.Get(ColumnFamily::kContexts, keys::ConversationMeta(context_id)));
+}
+
+absl::StatusOr<std::optional<v1::ConversationMeta>> ConversationStore::LockMeta(
+    storage::Transaction& txn, absl::string_view context_id) {
+  return DecodeMeta(txn.GetForUpdate(ColumnFamily::kContexts, keys::ConversationMeta(context_id)));
+}
+
+absl::StatusOr<bool> ConversationStore::PurgeMessages(storage::Transaction& txn,
+                                                      absl::string_view context_id, int64_t limit,
+                                                      int64_t* deleted) {
+  return DeletePrefix(txn, ColumnFamily::kContexts, keys::ConversationPrefix(context_id), limit,
+                      deleted);
+}
+
+absl::Status ConversationStore::DeleteMeta(storage::Transaction& txn,
+                                           absl::string_view context_id) {
+  return txn.Delete(ColumnFamily::kContexts, keys::ConversationMeta(context_id));
+}
+
+absl::StatusOr<int64_t> ConversationStore::CountRecords(storage::Store& store,
+                                                        absl::string_view context_id) {
+  ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta, ReadMeta(store, context_id));
+  ASSIGN_OR_RETURN(int64_t messages, CountPrefix(store, ColumnFamily::kContexts,
+                                                 keys::ConversationPrefix(context_id)));
+  return messages + (meta.has_value() ? 1 : 0);
 }
 
 }  // namespace coordinator

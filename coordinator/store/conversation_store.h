@@ -3,9 +3,13 @@
 #ifndef COORDINATOR_STORE_CONVERSATION_STORE_H_
 #define COORDINATOR_STORE_CONVERSATION_STORE_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "coordinator/store/limits.h"
 #include "coordinator/v1/conversation.pb.h"
+#include "coordinator/v1/stored.pb.h"
 #include "storage/store.h"
 
 namespace coordinator {
@@ -18,6 +22,27 @@ class ConversationStore {
       const v1::AppendMessageRequest& request);
   [[nodiscard]] absl::StatusOr<v1::GetConversationResponse> Read(
       const v1::GetConversationRequest& request);
+
+  // ---- The conversation's life. A conversation lives under its context's prefix and goes with
+  // it: ContextStore's purge of a context calls these, inside its transaction. ----
+
+  // The meta (the conversation's parent record); nullopt when the context has no conversation.
+  [[nodiscard]] static absl::StatusOr<std::optional<v1::ConversationMeta>> ReadMeta(
+      storage::Store& store, absl::string_view context_id);
+  // The same, read and locked inside `txn`: no message is appended until it commits.
+  [[nodiscard]] static absl::StatusOr<std::optional<v1::ConversationMeta>> LockMeta(
+      storage::Transaction& txn, absl::string_view context_id);
+  // Deletes the messages (the children) until *deleted reaches `limit`, counting each. True when
+  // none is left. The caller holds the meta's lock.
+  [[nodiscard]] static absl::StatusOr<bool> PurgeMessages(storage::Transaction& txn,
+                                                          absl::string_view context_id,
+                                                          int64_t limit, int64_t* deleted);
+  // Deletes the meta: the last record of the conversation to go.
+  [[nodiscard]] static absl::Status DeleteMeta(storage::Transaction& txn,
+                                               absl::string_view context_id);
+  // Keys the conversation holds, meta included (what a dry run counts).
+  [[nodiscard]] static absl::StatusOr<int64_t> CountRecords(storage::Store& store,
+                                                            absl::string_view context_id);
 
  private:
   storage::Store* store_;  // not owned

@@ -87,7 +87,7 @@ absl::Status ExportA2ATasks(A2ATasks& tasks, absl::string_view context_id, v1::C
 // Adds every breaker log entry about a task of `by_id` to it, oldest first.
 absl::Status ExportBreakerLog(storage::Store& snapshot,
                               absl::flat_hash_map<std::string, v1::ExportedRetryTask*>& by_id) {
-  const std::string prefix(1, static_cast<char>(keys::kBreakerLog));
+  const std::string prefix = keys::BreakerLogPrefix();
   std::unique_ptr<storage::Iterator> it =
       snapshot.NewIterator(ColumnFamily::kTasks, prefix, storage::PrefixUpperBound(prefix));
   for (; it->Valid(); it->Next()) {

@@ -1,10 +1,14 @@
-// The coordinator's key layout (see docs/storage.md). Record-type bytes are on disk: never
-// change or reuse one. Everything about one context lives under ContextPrefix(context_id) in
-// the contexts family, so one context's records sit together and go together.
+// The coordinator's key layout (see docs/storage.md): the record-type bytes and a builder for
+// every key and scan prefix. No key is built anywhere else. Everything about one context lives
+// under ContextPrefix(context_id) in the contexts family, so one context's records sit together
+// and go together; the same holds for a run (RunPrefix), an A2A task (A2ATaskPrefix) and a retry
+// task (TaskPrefix).
 #ifndef COORDINATOR_STORE_KEYS_H_
 #define COORDINATOR_STORE_KEYS_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -12,16 +16,242 @@
 
 namespace coordinator::keys {
 
-// Record types (the first key byte).
-inline constexpr uint8_t kContextScoped = 0x10;    // family kContexts
-inline constexpr uint8_t kContextsByAgent = 0x20;  // family kIndex
+// ---- Record types. ----
+//
+// DO NOT CHANGE THESE ENUM VALUES: they are embedded in the keys on disk. A new record type takes
+// a new value; a retired value is never reused (old databases may still hold it). Each enum is
+// listed in its kAll... array below, and its ...Name switch has no default, so an enumerator left
+// out of the switch fails the build (-Werror=switch, below) and one left out of the array fails
+// keys_test; a duplicate value fails the static_asserts.
 
-// What follows the context prefix in the kContexts family.
-inline constexpr uint8_t kContextHeader = 0x00;        // TaskContext
-inline constexpr uint8_t kCommandRecord = 0x01;        // + seq: CommandRecord
-inline constexpr uint8_t kConversationMeta = 0x02;     // ConversationMeta
-inline constexpr uint8_t kConversationMessage = 0x03;  // + seq: ConversationMessage
+// The first byte of every key.
+enum class RecordType : uint8_t {
+  kContextScoped = 0x10,    // family kContexts: one context's records (ContextRecord follows)
+  kContextsByAgent = 0x20,  // family kIndex: contexts by agent
+  kTaskScoped = 0x30,       // family kTasks: one retry task's records (TaskRecord follows)
+  kBlockedRegistry = 0x31,  // family kTasks: blocked tasks
+  kBreakerLogMeta = 0x32,   // family kTasks: the breaker log's newest seq
+  kBreakerLog = 0x33,       // family kTasks: the breaker log
+  kWorkRunScoped = 0x40,    // family kWork: one run's records (RunRecord follows)
+  kWorkLeases = 0x41,       // family kWork: running items by lease expiry
+  kA2AAgent = 0x50,         // family kA2A: the agent registry
+  kA2ATaskScoped = 0x51,    // family kA2A: one A2A task's records (A2ATaskRecord follows)
+  kA2ATasksByTime = 0x52,   // family kA2A: A2A tasks, newest status first
+  kA2ADelivery = 0x53,      // family kA2A: messages still to be delivered to agents
+  kA2APushPending = 0x54,   // family kA2A: webhook calls still to be made
+};
 
+// What follows the context prefix (RecordType::kContextScoped).
+enum class ContextRecord : uint8_t {
+  kHeader = 0x00,               // TaskContext
+  kCommand = 0x01,              // + seq: CommandRecord
+  kConversationMeta = 0x02,     // ConversationMeta
+  kConversationMessage = 0x03,  // + seq: ConversationMessage
+};
+
+// What follows the retry-task prefix (RecordType::kTaskScoped).
+enum class TaskRecord : uint8_t {
+  kHeader = 0x00,        // StoredTaskHeader
+  kFailure = 0x01,       // + seq: TaskFailure
+  kEscalation = 0x02,    // + seq: TaskEscalation
+  kQualityGate = 0x03,   // + seq: QualityGateResult
+  kBreakSummary = 0x04,  // StoredBreakSummary
+};
+
+// What follows the run prefix (RecordType::kWorkRunScoped).
+enum class RunRecord : uint8_t {
+  kHeader = 0x00,   // WorkRunRecord
+  kItem = 0x01,     // + item_id: WorkItem
+  kPending = 0x02,  // + level + item_id: empty (claim candidates)
+};
+
+// What follows the A2A task prefix (RecordType::kA2ATaskScoped).
+enum class A2ATaskRecord : uint8_t {
+  kHeader = 0x00,      // StoredTask
+  kHistory = 0x01,     // + seq: lf.a2a.v1.Message
+  kEvent = 0x02,       // + seq: StoredEvent
+  kPushConfig = 0x03,  // + config_id: TaskPushNotificationConfig
+  kPushLog = 0x04,     // + event_seq + config_id: PushDelivery, finished
+};
+
+inline constexpr RecordType kAllRecordTypes[] = {
+    RecordType::kContextScoped,   RecordType::kContextsByAgent, RecordType::kTaskScoped,
+    RecordType::kBlockedRegistry, RecordType::kBreakerLogMeta,  RecordType::kBreakerLog,
+    RecordType::kWorkRunScoped,   RecordType::kWorkLeases,      RecordType::kA2AAgent,
+    RecordType::kA2ATaskScoped,   RecordType::kA2ATasksByTime,  RecordType::kA2ADelivery,
+    RecordType::kA2APushPending,
+};
+inline constexpr ContextRecord kAllContextRecords[] = {
+    ContextRecord::kHeader, ContextRecord::kCommand, ContextRecord::kConversationMeta,
+    ContextRecord::kConversationMessage};
+inline constexpr TaskRecord kAllTaskRecords[] = {TaskRecord::kHeader, TaskRecord::kFailure,
+                                                 TaskRecord::kEscalation, TaskRecord::kQualityGate,
+                                                 TaskRecord::kBreakSummary};
+inline constexpr RunRecord kAllRunRecords[] = {RunRecord::kHeader, RunRecord::kItem,
+                                               RunRecord::kPending};
+inline constexpr A2ATaskRecord kAllA2ATaskRecords[] = {
+    A2ATaskRecord::kHeader, A2ATaskRecord::kHistory, A2ATaskRecord::kEvent,
+    A2ATaskRecord::kPushConfig, A2ATaskRecord::kPushLog};
+
+// The byte a value is stored as.
+template <typename Enum>
+constexpr uint8_t Byte(Enum value) {
+  return static_cast<uint8_t>(value);
+}
+
+// True when no two values of `values` are equal.
+template <typename Enum, size_t N>
+constexpr bool AllDistinct(const Enum (&values)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    for (size_t j = i + 1; j < N; ++j) {
+      if (values[i] == values[j]) return false;
+    }
+  }
+  return true;
+}
+static_assert(AllDistinct(kAllRecordTypes), "two record types share a byte");
+static_assert(AllDistinct(kAllContextRecords), "two context records share a byte");
+static_assert(AllDistinct(kAllTaskRecords), "two retry-task records share a byte");
+static_assert(AllDistinct(kAllRunRecords), "two run records share a byte");
+static_assert(AllDistinct(kAllA2ATaskRecords), "two A2A task records share a byte");
+
+// Names for tests and messages; "" for a byte that is no enumerator. No default case: a new
+// enumerator must be named here, and the pragma makes forgetting it an error.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+constexpr absl::string_view Name(RecordType type) {
+  switch (type) {
+    case RecordType::kContextScoped:
+      return "context";
+    case RecordType::kContextsByAgent:
+      return "contexts-by-agent";
+    case RecordType::kTaskScoped:
+      return "retry-task";
+    case RecordType::kBlockedRegistry:
+      return "blocked-registry";
+    case RecordType::kBreakerLogMeta:
+      return "breaker-log-meta";
+    case RecordType::kBreakerLog:
+      return "breaker-log";
+    case RecordType::kWorkRunScoped:
+      return "run";
+    case RecordType::kWorkLeases:
+      return "work-lease";
+    case RecordType::kA2AAgent:
+      return "a2a-agent";
+    case RecordType::kA2ATaskScoped:
+      return "a2a-task";
+    case RecordType::kA2ATasksByTime:
+      return "a2a-tasks-by-time";
+    case RecordType::kA2ADelivery:
+      return "a2a-delivery";
+    case RecordType::kA2APushPending:
+      return "a2a-push-pending";
+  }
+  return "";
+}
+constexpr absl::string_view Name(ContextRecord record) {
+  switch (record) {
+    case ContextRecord::kHeader:
+      return "context-header";
+    case ContextRecord::kCommand:
+      return "command";
+    case ContextRecord::kConversationMeta:
+      return "conversation-meta";
+    case ContextRecord::kConversationMessage:
+      return "conversation-message";
+  }
+  return "";
+}
+constexpr absl::string_view Name(TaskRecord record) {
+  switch (record) {
+    case TaskRecord::kHeader:
+      return "retry-task-header";
+    case TaskRecord::kFailure:
+      return "failure";
+    case TaskRecord::kEscalation:
+      return "escalation";
+    case TaskRecord::kQualityGate:
+      return "quality-gate";
+    case TaskRecord::kBreakSummary:
+      return "break-summary";
+  }
+  return "";
+}
+constexpr absl::string_view Name(RunRecord record) {
+  switch (record) {
+    case RunRecord::kHeader:
+      return "run-header";
+    case RunRecord::kItem:
+      return "item";
+    case RunRecord::kPending:
+      return "pending";
+  }
+  return "";
+}
+constexpr absl::string_view Name(A2ATaskRecord record) {
+  switch (record) {
+    case A2ATaskRecord::kHeader:
+      return "a2a-task-header";
+    case A2ATaskRecord::kHistory:
+      return "history";
+    case A2ATaskRecord::kEvent:
+      return "event";
+    case A2ATaskRecord::kPushConfig:
+      return "push-config";
+    case A2ATaskRecord::kPushLog:
+      return "push-log";
+  }
+  return "";
+}
+#pragma GCC diagnostic pop
+
+// The byte constants the code has always used; the enums above are their source.
+inline constexpr uint8_t kContextScoped = Byte(RecordType::kContextScoped);
+inline constexpr uint8_t kContextsByAgent = Byte(RecordType::kContextsByAgent);
+inline constexpr uint8_t kContextHeader = Byte(ContextRecord::kHeader);
+inline constexpr uint8_t kCommandRecord = Byte(ContextRecord::kCommand);
+inline constexpr uint8_t kConversationMeta = Byte(ContextRecord::kConversationMeta);
+inline constexpr uint8_t kConversationMessage = Byte(ContextRecord::kConversationMessage);
+inline constexpr uint8_t kTaskScoped = Byte(RecordType::kTaskScoped);
+inline constexpr uint8_t kBlockedRegistry = Byte(RecordType::kBlockedRegistry);
+inline constexpr uint8_t kBreakerLogMeta = Byte(RecordType::kBreakerLogMeta);
+inline constexpr uint8_t kBreakerLog = Byte(RecordType::kBreakerLog);
+inline constexpr uint8_t kTaskHeader = Byte(TaskRecord::kHeader);
+inline constexpr uint8_t kTaskFailure = Byte(TaskRecord::kFailure);
+inline constexpr uint8_t kTaskEscalation = Byte(TaskRecord::kEscalation);
+inline constexpr uint8_t kTaskQualityGate = Byte(TaskRecord::kQualityGate);
+inline constexpr uint8_t kTaskBreakSummary = Byte(TaskRecord::kBreakSummary);
+inline constexpr uint8_t kWorkRunScoped = Byte(RecordType::kWorkRunScoped);
+inline constexpr uint8_t kWorkLeases = Byte(RecordType::kWorkLeases);
+inline constexpr uint8_t kRunHeader = Byte(RunRecord::kHeader);
+inline constexpr uint8_t kRunItem = Byte(RunRecord::kItem);
+inline constexpr uint8_t kRunPending = Byte(RunRecord::kPending);
+inline constexpr uint8_t kA2AAgent = Byte(RecordType::kA2AAgent);
+inline constexpr uint8_t kA2ATaskScoped = Byte(RecordType::kA2ATaskScoped);
+inline constexpr uint8_t kA2ATasksByTime = Byte(RecordType::kA2ATasksByTime);
+inline constexpr uint8_t kA2ADelivery = Byte(RecordType::kA2ADelivery);
+inline constexpr uint8_t kA2APushPending = Byte(RecordType::kA2APushPending);
+inline constexpr uint8_t kA2ATaskHeader = Byte(A2ATaskRecord::kHeader);
+inline constexpr uint8_t kA2ATaskHistory = Byte(A2ATaskRecord::kHistory);
+inline constexpr uint8_t kA2ATaskEvent = Byte(A2ATaskRecord::kEvent);
+inline constexpr uint8_t kA2ATaskPushConfig = Byte(A2ATaskRecord::kPushConfig);
+inline constexpr uint8_t kA2ATaskPushLog = Byte(A2ATaskRecord::kPushLog);
+
+// Every key of one record type: the prefix of a family-wide scan (all contexts, all runs, the
+// whole lease index, ...).
+inline std::string TypePrefix(RecordType type) { return storage::KeyBuilder(Byte(type)).key(); }
+
+// ---- Contexts: families kContexts and kIndex (see docs/storage.md). ----
+//
+//   0x10 <context_id> 0x00             TaskContext (header)            ContextStore
+//   0x10 <context_id> 0x01 <seq:u64>   CommandRecord                   ContextStore
+//   0x10 <context_id> 0x02             ConversationMeta                ConversationStore
+//   0x10 <context_id> 0x03 <seq:u64>   ConversationMessage             ConversationStore
+//   0x20 <agent> <context_id>          empty: contexts by agent        ContextStore
+//
+// RecordCommand locks the header, AppendMessage the conversation meta; deleting locks both.
+inline std::string AllContextsPrefix() { return TypePrefix(RecordType::kContextScoped); }
 inline std::string ContextPrefix(absl::string_view context_id) {
   return storage::KeyBuilder(kContextScoped).AddString(context_id).key();
 }
@@ -75,19 +305,7 @@ inline std::string AgentIndex(absl::string_view agent, absl::string_view context
 //
 // Every change of a task locks its header first, so a task's changes are serialized and the
 // header's counters (history_count, last_event_seq) always match the records.
-inline constexpr uint8_t kA2AAgent = 0x50;        // family kA2A
-inline constexpr uint8_t kA2ATaskScoped = 0x51;   // family kA2A
-inline constexpr uint8_t kA2ATasksByTime = 0x52;  // family kA2A
-inline constexpr uint8_t kA2ADelivery = 0x53;     // family kA2A
-inline constexpr uint8_t kA2APushPending = 0x54;  // family kA2A
-
-// What follows the A2A task prefix.
-inline constexpr uint8_t kA2ATaskHeader = 0x00;
-inline constexpr uint8_t kA2ATaskHistory = 0x01;
-inline constexpr uint8_t kA2ATaskEvent = 0x02;
-inline constexpr uint8_t kA2ATaskPushConfig = 0x03;
-inline constexpr uint8_t kA2ATaskPushLog = 0x04;
-
+inline std::string A2AAgentsPrefix() { return TypePrefix(RecordType::kA2AAgent); }
 inline std::string A2AAgent(absl::string_view name) {
   return storage::KeyBuilder(kA2AAgent).AddString(name).key();
 }
@@ -120,15 +338,32 @@ inline std::string A2APushLog(absl::string_view task_id, uint64_t event_seq,
       .AddString(config_id)
       .key();
 }
+// The index orders by the status time inverted, so the newest comes first. A time before the
+// epoch counts as the epoch.
+inline uint64_t A2AInvertedMicros(int64_t status_unix_micros) {
+  return std::numeric_limits<uint64_t>::max() -
+         static_cast<uint64_t>(status_unix_micros < 0 ? 0 : status_unix_micros);
+}
+// The status time (Unix micros) an index key's inverted field stands for.
+inline int64_t A2AStatusMicros(uint64_t inverted_micros) {
+  return static_cast<int64_t>(std::numeric_limits<uint64_t>::max() - inverted_micros);
+}
+inline std::string A2ATasksByTimePrefix() { return TypePrefix(RecordType::kA2ATasksByTime); }
 inline std::string A2ATaskByTime(uint64_t inverted_micros, absl::string_view task_id) {
   return storage::KeyBuilder(kA2ATasksByTime).AddUint64(inverted_micros).AddString(task_id).key();
 }
+// The index entry of a task whose status time is `status_unix_micros`.
+inline std::string A2ATaskByStatusTime(int64_t status_unix_micros, absl::string_view task_id) {
+  return A2ATaskByTime(A2AInvertedMicros(status_unix_micros), task_id);
+}
+inline std::string A2ADeliveriesPrefix() { return TypePrefix(RecordType::kA2ADelivery); }
 inline std::string A2ADelivery(absl::string_view task_id, uint64_t history_seq) {
   return storage::KeyBuilder(kA2ADelivery).AddString(task_id).AddUint64(history_seq).key();
 }
 inline std::string A2ADeliveryTaskPrefix(absl::string_view task_id) {
   return storage::KeyBuilder(kA2ADelivery).AddString(task_id).key();
 }
+inline std::string A2APushPendingPrefix() { return TypePrefix(RecordType::kA2APushPending); }
 inline std::string A2APushPending(absl::string_view task_id, uint64_t event_seq,
                                   absl::string_view config_id) {
   return storage::KeyBuilder(kA2APushPending)
@@ -136,6 +371,9 @@ inline std::string A2APushPending(absl::string_view task_id, uint64_t event_seq,
       .AddUint64(event_seq)
       .AddString(config_id)
       .key();
+}
+inline std::string A2APushPendingTaskPrefix(absl::string_view task_id) {
+  return storage::KeyBuilder(kA2APushPending).AddString(task_id).key();
 }
 
 // ---- Work coordination: family kWork (see docs/work.md). ----
@@ -147,14 +385,7 @@ inline std::string A2APushPending(absl::string_view task_id, uint64_t event_seq,
 //
 // Claims and status changes lock the run record first, then the item; heartbeats and
 // checkpoints lock only the item, so they never wait on the run.
-inline constexpr uint8_t kWorkRunScoped = 0x40;  // family kWork
-inline constexpr uint8_t kWorkLeases = 0x41;     // family kWork
-
-// What follows the run prefix.
-inline constexpr uint8_t kRunHeader = 0x00;
-inline constexpr uint8_t kRunItem = 0x01;
-inline constexpr uint8_t kRunPending = 0x02;
-
+inline std::string AllRunsPrefix() { return TypePrefix(RecordType::kWorkRunScoped); }
 inline std::string RunPrefix(absl::string_view run_id) {
   return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).key();
 }
@@ -179,6 +410,10 @@ inline std::string RunPending(absl::string_view run_id, uint64_t level, absl::st
       .AddString(item_id)
       .key();
 }
+// Every pending entry of the run, whatever its level.
+inline std::string RunPendingPrefix(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunPending).key();
+}
 inline std::string RunPendingLevelPrefix(absl::string_view run_id, uint64_t level) {
   return storage::KeyBuilder(kWorkRunScoped)
       .AddString(run_id)
@@ -186,6 +421,7 @@ inline std::string RunPendingLevelPrefix(absl::string_view run_id, uint64_t leve
       .AddUint64(level)
       .key();
 }
+inline std::string WorkLeasesPrefix() { return TypePrefix(RecordType::kWorkLeases); }
 inline std::string WorkLease(uint64_t expire_micros, absl::string_view run_id,
                              absl::string_view item_id) {
   return storage::KeyBuilder(kWorkLeases)
@@ -213,18 +449,7 @@ inline std::string WorkLeaseBound(uint64_t expire_micros) {
 // An append writes its record and rewrites only the small header, whatever the history's
 // length. Every change locks the header (GetForUpdate), so concurrent changes of one task are
 // serialized; a breaker action locks the header before the log meta, never the other way.
-inline constexpr uint8_t kTaskScoped = 0x30;       // family kTasks
-inline constexpr uint8_t kBlockedRegistry = 0x31;  // family kTasks
-inline constexpr uint8_t kBreakerLogMeta = 0x32;   // family kTasks
-inline constexpr uint8_t kBreakerLog = 0x33;       // family kTasks
-
-// What follows the task prefix.
-inline constexpr uint8_t kTaskHeader = 0x00;
-inline constexpr uint8_t kTaskFailure = 0x01;
-inline constexpr uint8_t kTaskEscalation = 0x02;
-inline constexpr uint8_t kTaskQualityGate = 0x03;
-inline constexpr uint8_t kTaskBreakSummary = 0x04;
-
+inline std::string AllTasksPrefix() { return TypePrefix(RecordType::kTaskScoped); }
 inline std::string TaskPrefix(absl::string_view task_id) {
   return storage::KeyBuilder(kTaskScoped).AddString(task_id).key();
 }
@@ -241,10 +466,12 @@ inline std::string TaskHistoryPrefix(absl::string_view task_id, uint8_t kind) {
 inline std::string TaskBreakSummary(absl::string_view task_id) {
   return storage::KeyBuilder(kTaskScoped).AddString(task_id).AddByte(kTaskBreakSummary).key();
 }
+inline std::string BlockedRegistryPrefix() { return TypePrefix(RecordType::kBlockedRegistry); }
 inline std::string BlockedRegistry(absl::string_view task_id) {
   return storage::KeyBuilder(kBlockedRegistry).AddString(task_id).key();
 }
 inline std::string BreakerLogMeta() { return storage::KeyBuilder(kBreakerLogMeta).key(); }
+inline std::string BreakerLogPrefix() { return TypePrefix(RecordType::kBreakerLog); }
 inline std::string BreakerLogEntry(uint64_t seq) {
   return storage::KeyBuilder(kBreakerLog).AddUint64(seq).key();
 }

@@ -1,8 +1,6 @@
 #include "coordinator/store/retention.h"
 
 #include <algorithm>
-#include <limits>
-#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,84 +11,21 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "coordinator/store/a2a_tasks.h"
-#include "coordinator/store/keys.h"
-#include "coordinator/store/record_codec.h"
+#include "coordinator/store/context_store.h"
+#include "coordinator/store/purge.h"
 #include "coordinator/store/time_util.h"
+#include "coordinator/store/work_store.h"
 #include "coordinator/v1/a2a_stored.pb.h"
-#include "coordinator/v1/context.pb.h"
-#include "coordinator/v1/stored.pb.h"
 #include "coordinator/v1/work.pb.h"
-#include "storage/key_codec.h"
 
 namespace coordinator {
 namespace {
 
-using storage::ColumnFamily;
 using storage::Transaction;
-
-bool IsTerminalContext(v1::ContextStatus s) {
-  return s == v1::CONTEXT_STATUS_COMPLETED || s == v1::CONTEXT_STATUS_FAILED ||
-         s == v1::CONTEXT_STATUS_CANCELED;
-}
-
-bool IsTerminalRun(const v1::Run& run) {
-  if (run.status() == v1::RUN_STATUS_COMPLETED) return true;
-  return run.status() == v1::RUN_STATUS_FAILED && run.counts().pending() == 0 &&
-         run.counts().running() == 0;
-}
 
 bool Before(const google::protobuf::Timestamp& t, absl::Time cutoff) {
   return FromProtoTime(t) < cutoff;
 }
-
-std::string A2AIndexKey(const v1::StoredTask& header) {
-  const int64_t micros = absl::ToUnixMicros(FromProtoTime(header.task().status().timestamp()));
-  return keys::A2ATaskByTime(
-      std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(std::max<int64_t>(micros, 0)),
-      header.task().id());
-}
-
-std::string PushPendingPrefix(absl::string_view task_id) {
-  return storage::KeyBuilder(keys::kA2APushPending).AddString(task_id).key();
-}
-
-// Deletes (or counts) the keys of [lower, upper) in `cf` except `keep`, at most `limit` of them.
-// Returns how many; sets *finished when none is left.
-absl::StatusOr<int64_t> DeleteRange(Transaction& txn, ColumnFamily cf, const std::string& lower,
-                                    const std::string& upper,
-                                    const absl::flat_hash_set<std::string>& keep, int64_t limit,
-                                    bool* finished) {
-  int64_t n = 0;
-  *finished = false;
-  std::unique_ptr<storage::Iterator> it = txn.NewIterator(cf, lower, upper);
-  for (; it->Valid(); it->Next()) {
-    if (keep.contains(it->key())) continue;
-    if (n == limit) return n;
-    RETURN_IF_ERROR(txn.Delete(cf, it->key()));
-    ++n;
-  }
-  RETURN_IF_ERROR(it->status());
-  *finished = true;
-  return n;
-}
-
-// Counts the keys of [lower, upper) in `cf` (for dry runs).
-absl::StatusOr<int64_t> CountRange(storage::Store& store, ColumnFamily cf, const std::string& lower,
-                                   const std::string& upper) {
-  int64_t n = 0;
-  std::unique_ptr<storage::Iterator> it = store.NewIterator(cf, lower, upper);
-  for (; it->Valid(); it->Next()) ++n;
-  RETURN_IF_ERROR(it->status());
-  return n;
-}
-
-// One A2A task as the index shows it.
-struct IndexedTask {
-  std::string task_id;
-  std::string context_id;
-  bool terminal = false;
-  absl::Time status_time;
-};
 
 // The budget of one pass and what it did.
 class Pass {
@@ -102,11 +37,15 @@ class Pass {
   }
 
   absl::StatusOr<v1::CollectGarbageResponse> Run() {
-    ASSIGN_OR_RETURN(std::vector<IndexedTask> tasks, ReadTaskIndex());
+    std::vector<IndexedA2ATask> tasks;
+    RETURN_IF_ERROR(ForEachIndexedA2ATask(*store_, [&](IndexedA2ATask t) {
+      tasks.push_back(std::move(t));
+      return absl::OkStatus();
+    }));
     absl::flat_hash_set<std::string> live_contexts;
     absl::flat_hash_map<std::string, std::vector<std::string>> tasks_by_context;
-    for (const IndexedTask& t : tasks) {
-      if (!t.terminal) live_contexts.insert(t.context_id);
+    for (const IndexedA2ATask& t : tasks) {
+      if (!IsTerminal(t.state)) live_contexts.insert(t.context_id);
       tasks_by_context[t.context_id].push_back(t.task_id);
     }
     ASSIGN_OR_RETURN(std::vector<std::string> contexts, ContextCandidates(live_contexts));
@@ -128,9 +67,10 @@ class Pass {
       }
       Listed(response_.mutable_context_ids(), id);
     }
-    for (const IndexedTask& t : tasks) {
+    for (const IndexedA2ATask& t : tasks) {
       if (Exhausted()) break;
-      if (!t.terminal || t.status_time >= cutoff_ || collected_with_context.contains(t.task_id)) {
+      if (!IsTerminal(t.state) || t.status_time >= cutoff_ ||
+          collected_with_context.contains(t.task_id)) {
         continue;
       }
       ASSIGN_OR_RETURN(bool done, CollectA2ATask(t.task_id, /*require_old=*/true));
@@ -164,95 +104,40 @@ class Pass {
     if (ids->size() < kMaxGcListedIds) *ids->Add() = id;
   }
 
-  absl::StatusOr<std::vector<IndexedTask>> ReadTaskIndex() {
-    std::vector<IndexedTask> out;
-    const std::string prefix(1, static_cast<char>(keys::kA2ATasksByTime));
-    std::unique_ptr<storage::Iterator> it =
-        store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
-    for (; it->Valid(); it->Next()) {
-      v1::TaskIndexEntry entry;
-      RETURN_IF_ERROR(DecodeRecord(it->value(), &entry));
-      storage::KeyReader reader(it->key());
-      RETURN_IF_ERROR(reader.ReadByte().status());
-      ASSIGN_OR_RETURN(uint64_t inverted, reader.ReadUint64());
-      ASSIGN_OR_RETURN(std::string task_id, reader.ReadString());
-      IndexedTask t;
-      t.task_id = std::move(task_id);
-      t.context_id = entry.context_id();
-      t.terminal = IsTerminal(entry.state());
-      t.status_time = absl::FromUnixMicros(
-          static_cast<int64_t>(std::numeric_limits<uint64_t>::max() - inverted));
-      out.push_back(std::move(t));
-    }
-    RETURN_IF_ERROR(it->status());
-    return out;
+  // Whether the context ended (its owner decides) before the cutoff.
+  bool ContextExpired(const ContextStore::Life& life) const {
+    return ContextStore::IsTerminal(life) && ContextStore::LastChange(life) < cutoff_;
   }
 
-  // Whether the context's header (or, without one, its conversation meta) says it ended before
-  // the cutoff. `header` and `meta` are the raw records, empty when absent.
-  absl::StatusOr<bool> ContextExpired(const absl::StatusOr<std::string>& header,
-                                      const absl::StatusOr<std::string>& meta) {
-    if (header.ok()) {
-      v1::TaskContext context;
-      RETURN_IF_ERROR(DecodeRecord(*header, &context));
-      return IsTerminalContext(context.status()) && Before(context.update_time(), cutoff_);
-    }
-    if (!absl::IsNotFound(header.status())) return header.status();
-    if (meta.ok()) {
-      v1::ConversationMeta m;
-      RETURN_IF_ERROR(DecodeRecord(*meta, &m));
-      return Before(m.update_time(), cutoff_);
-    }
-    if (!absl::IsNotFound(meta.status())) return meta.status();
-    return false;
+  bool RunExpired(const v1::Run& run) const {
+    return WorkStore::IsTerminal(run) && Before(run.update_time(), cutoff_);
   }
 
   absl::StatusOr<std::vector<std::string>> ContextCandidates(
       const absl::flat_hash_set<std::string>& live_contexts) {
     std::vector<std::string> out;
-    const std::string prefix(1, static_cast<char>(keys::kContextScoped));
-    std::unique_ptr<storage::Iterator> it =
-        store_->NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
-    while (it->Valid()) {
-      storage::KeyReader reader(it->key());
-      RETURN_IF_ERROR(reader.ReadByte().status());
-      ASSIGN_OR_RETURN(std::string id, reader.ReadString());
-      // Straight past this context's records to the next context.
-      it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
-      if (live_contexts.contains(id)) continue;
-      ASSIGN_OR_RETURN(
-          bool expired,
-          ContextExpired(store_->Get(ColumnFamily::kContexts, keys::ContextHeader(id)),
-                         store_->Get(ColumnFamily::kContexts, keys::ConversationMeta(id))));
-      if (expired) out.push_back(std::move(id));
-    }
-    RETURN_IF_ERROR(it->status());
+    RETURN_IF_ERROR(
+        ContextStore::ForEachContextId(*store_, [&](const std::string& id) -> absl::Status {
+          if (live_contexts.contains(id)) return absl::OkStatus();
+          ASSIGN_OR_RETURN(const ContextStore::Life life, ContextStore::ReadLife(*store_, id));
+          if (ContextExpired(life)) out.push_back(id);
+          return absl::OkStatus();
+        }));
     return out;
   }
 
   absl::StatusOr<std::vector<std::string>> RunCandidates() {
     std::vector<std::string> out;
-    const std::string prefix(1, static_cast<char>(keys::kWorkRunScoped));
-    std::unique_ptr<storage::Iterator> it =
-        store_->NewIterator(ColumnFamily::kWork, prefix, storage::PrefixUpperBound(prefix));
-    while (it->Valid()) {
-      storage::KeyReader reader(it->key());
-      RETURN_IF_ERROR(reader.ReadByte().status());
-      ASSIGN_OR_RETURN(std::string id, reader.ReadString());
-      const bool is_header = it->key() == keys::RunHeader(id);
-      v1::WorkRunRecord record;
-      if (is_header) RETURN_IF_ERROR(DecodeRecord(it->value(), &record));
-      it->Seek(storage::PrefixUpperBound(keys::RunPrefix(id)));
-      if (is_header && IsTerminalRun(record.run()) && Before(record.run().update_time(), cutoff_)) {
-        out.push_back(std::move(id));
-      }
-    }
-    RETURN_IF_ERROR(it->status());
+    RETURN_IF_ERROR(WorkStore::ForEachRun(
+        *store_, [&](const std::string& id, const v1::Run& run) -> absl::Status {
+          if (RunExpired(run)) out.push_back(id);
+          return absl::OkStatus();
+        }));
     return out;
   }
 
-  // Runs `step` (one transaction deleting at most `limit` keys, reporting how many and whether
-  // the record is gone) until the record is gone or the budget is spent. True when it is gone.
+  // Runs `step` (one purge step of the record's owner, deleting at most `limit` keys) in
+  // transactions until the record is gone or the budget is spent. True when it is gone.
   template <typename Step>
   absl::StatusOr<bool> Drain(Step step) {
     while (true) {
@@ -261,20 +146,16 @@ class Pass {
         return false;
       }
       const int64_t limit = std::min(budget_, kGcBatchKeys);
-      int64_t deleted = 0;
-      bool finished = false;
-      bool skipped = false;
+      PurgeProgress progress;
       RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-        deleted = 0;
-        finished = false;
-        skipped = false;
-        return step(txn, limit, &deleted, &finished, &skipped);
+        ASSIGN_OR_RETURN(progress, step(txn, limit));
+        return absl::OkStatus();
       }));
-      budget_ -= deleted;
-      response_.set_records(response_.records() + deleted);
-      if (skipped) return false;  // it changed: no longer a candidate
-      if (finished) return true;
-      if (deleted == 0) {
+      budget_ -= progress.deleted;
+      response_.set_records(response_.records() + progress.deleted);
+      if (progress.kept) return false;  // it changed: no longer a candidate
+      if (progress.finished) return true;
+      if (progress.deleted == 0) {
         // What is left (the parent and its index entries) does not fit in the budget left.
         response_.set_more(true);
         return false;
@@ -295,151 +176,40 @@ class Pass {
   }
 
   absl::StatusOr<bool> CollectA2ATask(const std::string& task_id, bool require_old) {
-    const std::string prefix = keys::A2ATaskPrefix(task_id);
-    const std::string header_key = keys::A2ATaskHeader(task_id);
     if (dry_run_) {
-      ASSIGN_OR_RETURN(int64_t n, CountRange(*store_, ColumnFamily::kA2A, prefix,
-                                             storage::PrefixUpperBound(prefix)));
-      int64_t queued = 0;
-      const std::vector<std::string> queues = {keys::A2ADeliveryTaskPrefix(task_id),
-                                               PushPendingPrefix(task_id)};
-      for (const std::string& p : queues) {
-        ASSIGN_OR_RETURN(int64_t q,
-                         CountRange(*store_, ColumnFamily::kA2A, p, storage::PrefixUpperBound(p)));
-        queued += q;
-      }
-      return Count(n + queued + 1);  // + the index entry
+      ASSIGN_OR_RETURN(const int64_t n, CountA2ATaskPurge(*store_, task_id));
+      return Count(n);
     }
-    return Drain([&](Transaction& txn, int64_t limit, int64_t* deleted, bool* finished,
-                     bool* skipped) -> absl::Status {
-      absl::StatusOr<std::string> raw = txn.GetForUpdate(ColumnFamily::kA2A, header_key);
-      if (absl::IsNotFound(raw.status())) {
-        *finished = true;  // someone else removed it
-        return absl::OkStatus();
-      }
-      RETURN_IF_ERROR(raw.status());
-      v1::StoredTask header;
-      RETURN_IF_ERROR(DecodeRecord(*raw, &header));
-      if (!IsTerminal(header.task().status().state()) ||
-          (require_old && !Before(header.task().status().timestamp(), cutoff_))) {
-        *skipped = true;
-        return absl::OkStatus();
-      }
-      bool done = false;
-      const absl::flat_hash_set<std::string> keep = {header_key};
-      ASSIGN_OR_RETURN(
-          *deleted, DeleteRange(txn, ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix),
-                                keep, limit, &done));
-      if (!done) return absl::OkStatus();
-      // The rest is small: the header, its index entry, queued deliveries and webhook calls. It
-      // goes in one transaction, and only when it fits in the budget.
-      std::vector<std::string> rest;
-      const std::vector<std::string> queues = {keys::A2ADeliveryTaskPrefix(task_id),
-                                               PushPendingPrefix(task_id)};
-      for (const std::string& p : queues) {
-        std::unique_ptr<storage::Iterator> it =
-            txn.NewIterator(ColumnFamily::kA2A, p, storage::PrefixUpperBound(p));
-        for (; it->Valid(); it->Next()) rest.emplace_back(it->key());
-        RETURN_IF_ERROR(it->status());
-      }
-      if (*deleted + static_cast<int64_t>(rest.size()) + 2 > limit) return absl::OkStatus();
-      for (const std::string& key : rest) RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
-      *deleted += static_cast<int64_t>(rest.size());
-      RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, A2AIndexKey(header)));
-      RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, header_key));
-      *deleted += 2;
-      *finished = true;
-      return absl::OkStatus();
+    auto eligible = [&](const v1::StoredTask& header) {
+      return IsTerminal(header.task().status().state()) &&
+             (!require_old || Before(header.task().status().timestamp(), cutoff_));
+    };
+    return Drain([&](Transaction& txn, int64_t limit) {
+      return PurgeA2ATaskStep(txn, task_id, limit, eligible);
     });
   }
 
   absl::StatusOr<bool> CollectContext(const std::string& id) {
-    const std::string prefix = keys::ContextPrefix(id);
-    const std::string header_key = keys::ContextHeader(id);
-    const std::string meta_key = keys::ConversationMeta(id);
     if (dry_run_) {
-      ASSIGN_OR_RETURN(int64_t n, CountRange(*store_, ColumnFamily::kContexts, prefix,
-                                             storage::PrefixUpperBound(prefix)));
-      absl::StatusOr<std::string> header = store_->Get(ColumnFamily::kContexts, header_key);
-      v1::TaskContext context;
-      if (header.ok()) RETURN_IF_ERROR(DecodeRecord(*header, &context));
-      return Count(n + (context.agent().empty() ? 0 : 1));
+      ASSIGN_OR_RETURN(const int64_t n, ContextStore::CountPurge(*store_, id));
+      return Count(n);
     }
-    return Drain([&](Transaction& txn, int64_t limit, int64_t* deleted, bool* finished,
-                     bool* skipped) -> absl::Status {
-      // Both parents, as DeleteContext does: no command or message is added meanwhile.
-      absl::StatusOr<std::string> header = txn.GetForUpdate(ColumnFamily::kContexts, header_key);
-      absl::StatusOr<std::string> meta = txn.GetForUpdate(ColumnFamily::kContexts, meta_key);
-      if (absl::IsNotFound(header.status()) && absl::IsNotFound(meta.status())) {
-        *finished = true;
-        return absl::OkStatus();
-      }
-      ASSIGN_OR_RETURN(bool expired, ContextExpired(header, meta));
-      if (!expired) {
-        *skipped = true;
-        return absl::OkStatus();
-      }
-      bool done = false;
-      const absl::flat_hash_set<std::string> keep = {header_key, meta_key};
-      ASSIGN_OR_RETURN(*deleted,
-                       DeleteRange(txn, ColumnFamily::kContexts, prefix,
-                                   storage::PrefixUpperBound(prefix), keep, limit, &done));
-      if (!done) return absl::OkStatus();
-      // The parents and the index entry go together, when they fit in the budget.
-      v1::TaskContext context;
-      if (header.ok()) RETURN_IF_ERROR(DecodeRecord(*header, &context));
-      const int64_t parents = (header.ok() ? 1 : 0) + (meta.ok() ? 1 : 0) +
-                              (header.ok() && !context.agent().empty() ? 1 : 0);
-      if (*deleted + parents > limit) return absl::OkStatus();
-      if (header.ok()) {
-        if (!context.agent().empty()) {
-          RETURN_IF_ERROR(txn.Delete(ColumnFamily::kIndex, keys::AgentIndex(context.agent(), id)));
-          ++*deleted;
-        }
-        RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, header_key));
-        ++*deleted;
-      }
-      if (meta.ok()) {
-        RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, meta_key));
-        ++*deleted;
-      }
-      *finished = true;
-      return absl::OkStatus();
+    auto eligible = [&](const ContextStore::Life& life) -> absl::StatusOr<bool> {
+      return ContextExpired(life);
+    };
+    return Drain([&](Transaction& txn, int64_t limit) {
+      return ContextStore::PurgeStep(txn, id, limit, eligible);
     });
   }
 
   absl::StatusOr<bool> CollectRun(const std::string& id) {
-    const std::string prefix = keys::RunPrefix(id);
-    const std::string header_key = keys::RunHeader(id);
     if (dry_run_) {
-      ASSIGN_OR_RETURN(int64_t n, CountRange(*store_, ColumnFamily::kWork, prefix,
-                                             storage::PrefixUpperBound(prefix)));
+      ASSIGN_OR_RETURN(const int64_t n, WorkStore::CountPurge(*store_, id));
       return Count(n);
     }
-    return Drain([&](Transaction& txn, int64_t limit, int64_t* deleted, bool* finished,
-                     bool* skipped) -> absl::Status {
-      absl::StatusOr<std::string> raw = txn.GetForUpdate(ColumnFamily::kWork, header_key);
-      if (absl::IsNotFound(raw.status())) {
-        *finished = true;
-        return absl::OkStatus();
-      }
-      RETURN_IF_ERROR(raw.status());
-      v1::WorkRunRecord record;
-      RETURN_IF_ERROR(DecodeRecord(*raw, &record));
-      if (!IsTerminalRun(record.run()) || !Before(record.run().update_time(), cutoff_)) {
-        *skipped = true;
-        return absl::OkStatus();
-      }
-      bool done = false;
-      const absl::flat_hash_set<std::string> keep = {header_key};
-      ASSIGN_OR_RETURN(
-          *deleted, DeleteRange(txn, ColumnFamily::kWork, prefix, storage::PrefixUpperBound(prefix),
-                                keep, limit, &done));
-      if (!done || *deleted + 1 > limit) return absl::OkStatus();
-      RETURN_IF_ERROR(txn.Delete(ColumnFamily::kWork, header_key));
-      ++*deleted;
-      *finished = true;
-      return absl::OkStatus();
+    auto eligible = [&](const v1::Run& run) { return RunExpired(run); };
+    return Drain([&](Transaction& txn, int64_t limit) {
+      return WorkStore::PurgeStep(txn, id, limit, eligible);
     });
   }
 

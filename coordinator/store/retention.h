@@ -1,23 +1,29 @@
 // Retention: records that reached a terminal state long ago are deleted, at a bounded rate.
 //
-// What is terminal, per record type (docs/storage.md, "Retention"):
-//   - a context (TaskContext) whose status is COMPLETED, FAILED or CANCELED; its commands and
-//     conversation go with it, and so do its A2A tasks. A conversation without a TaskContext
-//     counts as ended when it last changed before the cutoff. Either way a context keeps
-//     everything while one of its A2A tasks is still running;
-//   - an A2A task in COMPLETED, FAILED, CANCELED or REJECTED, with its history, event log, push
-//     configs and push log, its index entry and any queued delivery;
-//   - a work run that is COMPLETED, or FAILED with nothing pending or running, with its items.
-// "Long ago" is the record's last change (update_time; an A2A task's status timestamp) before
-// the cutoff. Retry and breaker state is not collected here: CleanupTask / breaker cleanup
-// remove it, as before.
+// Retention only schedules, rate-limits, counts and lists, and decides "long ago" against the
+// cutoff. What is terminal, how a record is deleted with everything under it, and how the
+// candidates are found belong to the store that writes the records (docs/storage.md,
+// "Retention"):
+//   - a context: ContextStore::IsTerminal (COMPLETED, FAILED or CANCELED; a conversation
+//     without a TaskContext counts as ended) and ContextStore::PurgeStep (its commands, its
+//     conversation through ConversationStore, its agent-index entry). Its A2A tasks go with it,
+//     and a context keeps everything while one of its A2A tasks is still running;
+//   - an A2A task: IsTerminal(state) (COMPLETED, FAILED, CANCELED, REJECTED) and
+//     PurgeA2ATaskStep (history, event log, push configs and push log, index entry, queued
+//     deliveries and webhook calls);
+//   - a work run: WorkStore::IsTerminal (COMPLETED, or FAILED with nothing pending or running)
+//     and WorkStore::PurgeStep (items, pending entries, lease entries).
+// "Long ago" is the record's last change (update_time; a conversation's update_time without a
+// TaskContext; an A2A task's status timestamp) before the cutoff. Retry and breaker state is
+// not collected here: CleanupTask / breaker cleanup remove it (TaskStateStore::TxnRemoveTask).
 //
-// A pass deletes at most `max_deletes` keys. One transaction deletes at most kGcBatchKeys keys
-// of one record, children first and the parent record (header) last, and re-checks under the
-// parent's lock that the record is still terminal and old, so a record that came back to life
-// is kept and a record bigger than one batch is finished by the next transactions (or passes).
-// The background task refills a token bucket at --retention_max_deletes_per_second and gives
-// each pass the tokens it holds, so deletions never outrun that rate.
+// A pass deletes at most `max_deletes` keys. One transaction (one purge step) deletes at most
+// kGcBatchKeys keys of one record, children first and the parent record (header) last, and
+// re-checks under the parent's lock that the record is still terminal and old, so a record that
+// came back to life is kept and a record bigger than one batch is finished by the next
+// transactions (or passes). The background task refills a token bucket at
+// --retention_max_deletes_per_second and gives each pass the tokens it holds, so deletions never
+// outrun that rate.
 #ifndef COORDINATOR_STORE_RETENTION_H_
 #define COORDINATOR_STORE_RETENTION_H_
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/proto_json.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
 #include "coordinator/store/keys.h"
@@ -24,7 +25,6 @@
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "storage/key_codec.h"
 
 namespace coordinator {
@@ -129,15 +129,6 @@ absl::Status ReadHistory(Source& source, absl::string_view task_id, uint8_t kind
     *out->Add() = std::move(record);
   }
   return it->status();
-}
-
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  return json;
 }
 
 absl::StatusOr<int64_t> ParseInt(absl::string_view field, absl::string_view value, int64_t min,
@@ -417,7 +408,7 @@ absl::StatusOr<std::string> TaskStateStore::ListFieldJson(absl::string_view task
       item.set_error(r.error());
       item.set_model(r.model());
       item.set_timestamp(UnixSeconds(r.time()));
-      items.push_back(ToJson(item));
+      items.push_back(common::CompactJson(item));
     }
   } else if (field == "escalation_log") {
     google::protobuf::RepeatedPtrField<v1::TaskEscalation> records;
@@ -428,7 +419,7 @@ absl::StatusOr<std::string> TaskStateStore::ListFieldJson(absl::string_view task
       google::protobuf::Value reason;
       reason.set_string_value(r.reason());
       items.push_back(absl::StrCat("{\"timestamp\":\"", UnixSeconds(r.time()),
-                                   "\",\"reason\":", ToJson(reason),
+                                   "\",\"reason\":", common::CompactJson(reason),
                                    ",\"from_tier\":", r.from_tier(), ",\"to_tier\":", r.to_tier(),
                                    r.forced() ? ",\"forced\":true}" : "}"));
     }
@@ -442,7 +433,7 @@ absl::StatusOr<std::string> TaskStateStore::ListFieldJson(absl::string_view task
       item.set_passed(r.passed());
       item.set_detail(r.detail());
       item.set_timestamp(UnixSeconds(r.time()));
-      items.push_back(ToJson(item));
+      items.push_back(common::CompactJson(item));
     }
   }
   return absl::StrCat("[", absl::StrJoin(items, ","), "]");
@@ -674,7 +665,7 @@ absl::StatusOr<v1::ListTasksResponse> TaskStateStore::List(const v1::ListTasksRe
   ASSIGN_OR_RETURN(const int page_size,
                    ResolvePageSize(request.page_size(), kDefaultPageSize, options_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "tasks", ""));
-  const std::string all_prefix(1, static_cast<char>(keys::kTaskScoped));
+  const std::string all_prefix = keys::AllTasksPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kTasks, all_prefix, storage::PrefixUpperBound(all_prefix));
   if (!resume.empty()) it->Seek(keys::TaskPrefix(resume));

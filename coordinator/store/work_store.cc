@@ -478,7 +478,7 @@ absl::StatusOr<v1::ListRunsResponse> WorkStore::ListRuns(const v1::ListRunsReque
   ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultRunPageSize,
                                                         limits_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "runs", ""));
-  const std::string all_prefix(1, static_cast<char>(keys::kWorkRunScoped));
+  const std::string all_prefix = keys::AllRunsPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(kFamily, all_prefix, storage::PrefixUpperBound(all_prefix));
   if (!resume.empty()) it->Seek(keys::RunPrefix(resume));
@@ -638,6 +638,37 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
   return response;
 }
 
+absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
+    const v1::LeaseToken& lease, LeasedChange how,
+    absl::FunctionRef<void(const WorkRunRecord* record, absl::Time now, WorkItem* item)> change) {
+  WorkItem result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    std::optional<WorkRunRecord> record;
+    if (how.changes_status) {
+      ASSIGN_OR_RETURN(record, LockRun(txn, lease.run_id()));
+    }
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
+    if (how.accepts_done_repeat && before.status() == v1::ITEM_STATUS_DONE &&
+        before.epoch() == lease.epoch()) {
+      result = before;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    result = before;
+    change(record.has_value() ? &*record : nullptr, now, &result);
+    if (record.has_value()) RecordTransition(&*record, before, result.status(), now);
+    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
+    if (record.has_value()) RETURN_IF_ERROR(PutRun(txn, *record));
+    events.push_back(ChangeEvent(result, record.has_value() ? &record->run() : nullptr));
+    return absl::OkStatus();
+  }));
+  Publish(events);
+  return result;
+}
+
 absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRequest& request) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   RETURN_IF_ERROR(ValidateText("progress", request.progress(), limits_));
@@ -646,26 +677,18 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
       (request.lease_ttl().seconds() != 0 || request.lease_ttl().nanos() != 0)) {
     ASSIGN_OR_RETURN(ttl, ResolveTtl(request.lease_ttl()));
   }
+  ASSIGN_OR_RETURN(
+      WorkItem item,
+      ChangeLeasedItem(
+          lease, LeasedChange{}, [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
+            const absl::Duration length = ttl.value_or(FromProtoDuration(item->lease_ttl()));
+            *item->mutable_lease_expire_time() = ToProtoTime(now + length);
+            *item->mutable_lease_ttl() = ToProtoDuration(length);
+            if (!request.progress().empty()) item->set_progress(request.progress());
+          }));
   v1::HeartbeatResponse response;
-  std::vector<v1::RunEvent> events;
-  // Only the item is locked: a heartbeat never waits on the run's claims.
-  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    events.clear();
-    const absl::Time now = Now();
-    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
-    RETURN_IF_ERROR(CheckLease(before, lease, now));
-    WorkItem item = before;
-    const absl::Duration length = ttl.value_or(FromProtoDuration(before.lease_ttl()));
-    *item.mutable_lease_expire_time() = ToProtoTime(now + length);
-    *item.mutable_lease_ttl() = ToProtoDuration(length);
-    if (!request.progress().empty()) item.set_progress(request.progress());
-    RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
-    *response.mutable_lease_expire_time() = item.lease_expire_time();
-    *response.mutable_item() = item;
-    events.push_back(ChangeEvent(item, nullptr));
-    return absl::OkStatus();
-  }));
-  Publish(events);
+  *response.mutable_lease_expire_time() = item.lease_expire_time();
+  *response.mutable_item() = std::move(item);
   return response;
 }
 
@@ -673,96 +696,57 @@ absl::StatusOr<WorkItem> WorkStore::Checkpoint(const v1::CheckpointRequest& requ
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   if (request.note().empty()) return absl::InvalidArgumentError("note is required");
   RETURN_IF_ERROR(ValidateText("note", request.note(), limits_));
-  WorkItem result;
-  std::vector<v1::RunEvent> events;
-  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    events.clear();
-    const absl::Time now = Now();
-    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
-    RETURN_IF_ERROR(CheckLease(before, lease, now));
-    result = before;
-    result.set_checkpoint(request.note());
-    *result.mutable_checkpoint_time() = ToProtoTime(now);
-    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
-    events.push_back(ChangeEvent(result, nullptr));
-    return absl::OkStatus();
-  }));
-  Publish(events);
-  return result;
+  return ChangeLeasedItem(lease, LeasedChange{},
+                          [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
+                            item->set_checkpoint(request.note());
+                            *item->mutable_checkpoint_time() = ToProtoTime(now);
+                          });
 }
 
 absl::StatusOr<WorkItem> WorkStore::Complete(const v1::CompleteRequest& request) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   RETURN_IF_ERROR(ValidateText("summary", request.summary(), limits_));
-  WorkItem result;
-  std::vector<v1::RunEvent> events;
-  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    events.clear();
-    const absl::Time now = Now();
-    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, lease.run_id()));
-    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
-    if (before.status() == v1::ITEM_STATUS_DONE && before.epoch() == lease.epoch()) {
-      // A repeat of a Complete that went through (its reply may have been lost).
-      result = before;
-      return absl::OkStatus();
-    }
-    RETURN_IF_ERROR(CheckLease(before, lease, now));
-    result = before;
-    result.set_status(v1::ITEM_STATUS_DONE);
-    result.set_summary(request.summary());
-    result.clear_lease_expire_time();
-    result.clear_status_reason();
-    RecordTransition(&record, before, result.status(), now);
-    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
-    RETURN_IF_ERROR(PutRun(txn, record));
-    events.push_back(ChangeEvent(result, &record.run()));
-    return absl::OkStatus();
-  }));
-  Publish(events);
-  return result;
+  LeasedChange how;
+  how.changes_status = true;
+  how.accepts_done_repeat = true;
+  return ChangeLeasedItem(lease, how, [&](const WorkRunRecord*, absl::Time, WorkItem* item) {
+    item->set_status(v1::ITEM_STATUS_DONE);
+    item->set_summary(request.summary());
+    item->clear_lease_expire_time();
+    item->clear_status_reason();
+  });
 }
 
 absl::StatusOr<WorkItem> WorkStore::Fail(const v1::FailRequest& request) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   if (request.error().empty()) return absl::InvalidArgumentError("error is required");
   RETURN_IF_ERROR(ValidateText("error", request.error(), limits_));
-  WorkItem result;
-  std::vector<v1::RunEvent> events;
-  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    events.clear();
-    const absl::Time now = Now();
-    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, lease.run_id()));
-    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
-    RETURN_IF_ERROR(CheckLease(before, lease, now));
-    const v1::RetryPolicy& policy = record.run().retry_policy();
-    result = before;
-    result.set_last_error(request.error());
-    result.clear_lease_expire_time();
-    const std::optional<std::string> pattern = NonRetryablePattern(policy, request.error());
-    if (!request.retryable() || pattern.has_value()) {
-      result.set_status(v1::ITEM_STATUS_FAILED);
-      result.set_status_reason(
-          pattern.has_value()
-              ? absl::StrCat("failed for good: the error matches the non-retryable pattern \"",
-                             *pattern, "\"")
-              : std::string("failed for good: the worker reported a non-retryable error"));
-    } else if (before.attempts() >= policy.max_attempts()) {
-      result.set_status(v1::ITEM_STATUS_BLOCKED);
-      result.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
-                                               before.attempts(), policy.max_attempts(),
-                                               request.error()));
-    } else {
-      result.set_status(v1::ITEM_STATUS_PENDING);
-      *result.mutable_not_before() = ToProtoTime(now + Backoff(policy, before.attempts()));
-    }
-    RecordTransition(&record, before, result.status(), now);
-    RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
-    RETURN_IF_ERROR(PutRun(txn, record));
-    events.push_back(ChangeEvent(result, &record.run()));
-    return absl::OkStatus();
-  }));
-  Publish(events);
-  return result;
+  LeasedChange how;
+  how.changes_status = true;
+  return ChangeLeasedItem(
+      lease, how, [&](const WorkRunRecord* record, absl::Time now, WorkItem* item) {
+        const v1::RetryPolicy& policy = record->run().retry_policy();
+        const int32_t attempts = item->attempts();
+        item->set_last_error(request.error());
+        item->clear_lease_expire_time();
+        const std::optional<std::string> pattern = NonRetryablePattern(policy, request.error());
+        if (!request.retryable() || pattern.has_value()) {
+          item->set_status(v1::ITEM_STATUS_FAILED);
+          item->set_status_reason(
+              pattern.has_value()
+                  ? absl::StrCat("failed for good: the error matches the non-retryable pattern \"",
+                                 *pattern, "\"")
+                  : std::string("failed for good: the worker reported a non-retryable error"));
+        } else if (attempts >= policy.max_attempts()) {
+          item->set_status(v1::ITEM_STATUS_BLOCKED);
+          item->set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
+                                                  attempts, policy.max_attempts(),
+                                                  request.error()));
+        } else {
+          item->set_status(v1::ITEM_STATUS_PENDING);
+          *item->mutable_not_before() = ToProtoTime(now + Backoff(policy, attempts));
+        }
+      });
 }
 
 absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
@@ -798,7 +782,7 @@ absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
 absl::StatusOr<int> WorkStore::ReapExpired() {
   const absl::Time now = Now();
   const uint64_t now_micros = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixMicros(now)));
-  const std::string lower(1, static_cast<char>(keys::kWorkLeases));
+  const std::string lower = keys::WorkLeasesPrefix();
   // Keys below now_micros hold leases that expired before `now` (the key rounds down).
   const std::string upper = keys::WorkLeaseBound(now_micros);
   int reaped = 0;
@@ -882,13 +866,100 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
 }
 
 absl::StatusOr<int64_t> WorkStore::CountLeases() {
-  const std::string prefix(1, static_cast<char>(keys::kWorkLeases));
+  const std::string prefix = keys::WorkLeasesPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
   int64_t count = 0;
   for (; it->Valid(); it->Next()) ++count;
   RETURN_IF_ERROR(it->status());
   return count;
+}
+
+bool WorkStore::IsTerminal(const Run& run) {
+  if (run.status() == v1::RUN_STATUS_COMPLETED) return true;
+  return run.status() == v1::RUN_STATUS_FAILED && run.counts().pending() == 0 &&
+         run.counts().running() == 0;
+}
+
+absl::Status WorkStore::ForEachRun(
+    storage::Store& store,
+    absl::FunctionRef<absl::Status(const std::string& run_id, const Run& run)> visit) {
+  const std::string all_prefix = keys::AllRunsPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(kFamily, all_prefix, storage::PrefixUpperBound(all_prefix));
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string run_id, reader.ReadString());
+    // The header sorts first; a run without one (never written that way) is passed over.
+    std::optional<WorkRunRecord> record;
+    if (it->key() == keys::RunHeader(run_id)) {
+      ASSIGN_OR_RETURN(record, DecodeRun(it->value()));
+    }
+    it->Seek(storage::PrefixUpperBound(keys::RunPrefix(run_id)));
+    if (record.has_value()) RETURN_IF_ERROR(visit(run_id, record->run()));
+  }
+  return it->status();
+}
+
+absl::StatusOr<PurgeProgress> WorkStore::PurgeStep(Transaction& txn, absl::string_view run_id,
+                                                   int64_t limit,
+                                                   absl::FunctionRef<bool(const Run&)> eligible) {
+  PurgeProgress progress;
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunHeader(run_id));
+  if (absl::IsNotFound(raw.status())) {
+    progress.absent = true;
+    progress.finished = true;
+    return progress;
+  }
+  RETURN_IF_ERROR(raw.status());
+  ASSIGN_OR_RETURN(const WorkRunRecord record, DecodeRun(*raw));
+  if (!eligible(record.run())) {
+    progress.kept = true;
+    return progress;
+  }
+  // Items first. A running item also has a lease entry outside the run's prefix, so while the
+  // header counts running items, each item is read (and locked: a heartbeat moves its lease
+  // entry under the item's lock alone) to find it. A terminal run has none running.
+  const bool may_hold_leases = record.run().counts().running() > 0;
+  const std::string items = keys::RunItemPrefix(run_id);
+  std::unique_ptr<storage::Iterator> it =
+      txn.NewIterator(kFamily, items, storage::PrefixUpperBound(items));
+  for (; it->Valid(); it->Next()) {
+    if (progress.deleted >= limit) return progress;
+    if (may_hold_leases) {
+      WorkItem item;
+      ASSIGN_OR_RETURN(const std::string locked, txn.GetForUpdate(kFamily, it->key()));
+      RETURN_IF_ERROR(DecodeRecord(locked, &item));
+      if (item.status() == v1::ITEM_STATUS_RUNNING) {
+        if (progress.deleted + 2 > limit) return progress;
+        RETURN_IF_ERROR(txn.Delete(kFamily, keys::WorkLease(IndexMicros(item.lease_expire_time()),
+                                                            run_id, item.item_id())));
+        ++progress.deleted;
+      }
+    }
+    RETURN_IF_ERROR(txn.Delete(kFamily, it->key()));
+    ++progress.deleted;
+  }
+  RETURN_IF_ERROR(it->status());
+  ASSIGN_OR_RETURN(const bool done, DeletePrefix(txn, kFamily, keys::RunPendingPrefix(run_id),
+                                                 limit, &progress.deleted));
+  if (!done || progress.deleted + 1 > limit) return progress;
+  RETURN_IF_ERROR(txn.Delete(kFamily, keys::RunHeader(run_id)));
+  ++progress.deleted;
+  progress.finished = true;
+  return progress;
+}
+
+absl::StatusOr<int64_t> WorkStore::CountPurge(storage::Store& store, absl::string_view run_id) {
+  ASSIGN_OR_RETURN(const int64_t under_prefix,
+                   CountPrefix(store, kFamily, keys::RunPrefix(run_id)));
+  absl::StatusOr<std::string> raw = store.Get(kFamily, keys::RunHeader(run_id));
+  if (absl::IsNotFound(raw.status())) return under_prefix;
+  RETURN_IF_ERROR(raw.status());
+  ASSIGN_OR_RETURN(const WorkRunRecord record, DecodeRun(*raw));
+  // One lease entry per running item (the header's count matches the items).
+  return under_prefix + record.run().counts().running();
 }
 
 }  // namespace coordinator

@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/store/purge.h"
 #include "coordinator/store/task_graph.h"
 #include "coordinator/store/work_notifier.h"
 #include "coordinator/v1/work.pb.h"
@@ -76,7 +78,45 @@ class WorkStore {
   // scan of the lease index; for /metrics).
   [[nodiscard]] absl::StatusOr<int64_t> CountLeases();
 
+  // ---- A run's life. ----
+
+  // COMPLETED, or FAILED with nothing pending or running: nothing more happens to it by itself.
+  static bool IsTerminal(const v1::Run& run);
+  // Calls `visit` with every run that has a header, in run_id order; stops at the first error
+  // `visit` returns.
+  [[nodiscard]] static absl::Status ForEachRun(
+      storage::Store& store,
+      absl::FunctionRef<absl::Status(const std::string& run_id, const v1::Run& run)> visit);
+  // One step of deleting the run with everything under it, inside `txn`, at most `limit` keys.
+  // Locks the header and asks `eligible`; deletes the items (each running one with its lease
+  // entry), then the pending entries, and the header last, when it fits.
+  [[nodiscard]] static absl::StatusOr<PurgeProgress> PurgeStep(
+      storage::Transaction& txn, absl::string_view run_id, int64_t limit,
+      absl::FunctionRef<bool(const v1::Run&)> eligible);
+  // Keys a purge of the run deletes (what a dry run counts).
+  [[nodiscard]] static absl::StatusOr<int64_t> CountPurge(storage::Store& store,
+                                                          absl::string_view run_id);
+
  private:
+  // How a change of a leased item locks, and what it accepts.
+  struct LeasedChange {
+    // The change moves the item's status: the run's header is locked first (its counters change
+    // with it) and the published event carries the run. Otherwise only the item is locked, so
+    // the change never waits on the run's claims.
+    bool changes_status = false;
+    // A repeat of a change that already left the item DONE under this lease (a Complete whose
+    // reply was lost) returns the item as it is.
+    bool accepts_done_repeat = false;
+  };
+  // The one shape of Heartbeat, Checkpoint, Complete and Fail: in one transaction, locks (the
+  // run's header, then) the item `lease` names, checks that the lease holds it, lets `change`
+  // edit a copy (`record` is the locked header, null unless changes_status), writes the item
+  // (and the header, with the status transition), then publishes the change. Returns the item
+  // as written.
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> ChangeLeasedItem(
+      const v1::LeaseToken& lease, LeasedChange how,
+      absl::FunctionRef<void(const v1::WorkRunRecord* record, absl::Time now, v1::WorkItem* item)>
+          change);
   [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
                                                            std::vector<v1::WorkItem> items);
   void Publish(const std::vector<v1::RunEvent>& events);
