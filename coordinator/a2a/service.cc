@@ -406,12 +406,7 @@ grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, common
 }  // namespace
 
 absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find("a2a-version");
-  if (it == metadata.end()) return absl::OkStatus();
-  const absl::string_view version(it->second.data(), it->second.size());
-  if (version.empty() || version == "1.0" || version == "1") return absl::OkStatus();
-  return a2a_protocol::VersionNotSupported(version);
+  return a2a_protocol::CheckVersion(context->client_metadata(), "server");
 }
 
 absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,

@@ -19,7 +19,8 @@
 
 namespace coordinator {
 
-// OK when the a2a-version metadata is absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
+// The coordinator's a2a-version check (a2a_protocol::CheckVersion): OK when the metadata is
+// absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
 [[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
 
 // The coordinator's own agent card: one GRPC interface per registered agent, at
