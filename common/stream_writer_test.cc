@@ -113,6 +113,12 @@ class StreamWriterTest : public ::testing::Test {
     return events;
   }
 
+  // One whole call: every message, and its status in `*status`.
+  std::vector<v1::RunEvent> Call(grpc::Status* status) {
+    grpc::ClientContext context;
+    return ReadAll(Watch(&context).get(), status);
+  }
+
   TestService service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::WorkService::Stub> stub_;
@@ -155,10 +161,8 @@ TEST_F(StreamWriterTest, CloseWritesEveryQueuedMessageThenTheStatus) {
     EXPECT_EQ(stream.Push(Event("p", 100)), PushResult::kClosed);
     EXPECT_TRUE(stream.closed());
   };
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  std::vector<v1::RunEvent> events = ReadAll(reader.get(), &status);
+  std::vector<v1::RunEvent> events = Call(&status);
   ASSERT_EQ(events.size(), 100u);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(events[i].item().version(), i);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
@@ -172,10 +176,8 @@ TEST_F(StreamWriterTest, ASecondCloseChangesNothing) {
     stream.Close(grpc::Status(grpc::StatusCode::ABORTED, "first"));
     stream.Close(grpc::Status::OK);
   };
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  EXPECT_EQ(ReadAll(reader.get(), &status).size(), 2u);
+  EXPECT_EQ(Call(&status).size(), 2u);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED);
   EXPECT_EQ(status.error_message(), "first");
   service_.WaitForStream()->done.WaitForNotification();
@@ -190,10 +192,8 @@ TEST_F(StreamWriterTest, AbortDropsTheQueueAndTheFirstAbortWins) {
     stream.Abort(grpc::Status(grpc::StatusCode::INTERNAL, "second"));
     stream.Close(grpc::Status::OK);
   };
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  std::vector<v1::RunEvent> events = ReadAll(reader.get(), &status);
+  std::vector<v1::RunEvent> events = Call(&status);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].item().version(), 0);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -211,10 +211,8 @@ TEST_F(StreamWriterTest, APushBeyondTheBoundEndsTheStreamWithTheOverflowStatus) 
     EXPECT_EQ(stream.PushUncounted(Event("p", 5)), PushResult::kClosed);
     stream.Close(grpc::Status::OK);  // the overflow status stays
   };
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  std::vector<v1::RunEvent> events = ReadAll(reader.get(), &status);
+  std::vector<v1::RunEvent> events = Call(&status);
   // The message in flight is written; the queued ones are dropped.
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].item().version(), 0);
@@ -231,10 +229,8 @@ TEST_F(StreamWriterTest, UncountedMessagesAndAFullQueueStayWithinTheBound) {
     ASSERT_EQ(stream.Push(Event("p", 1)), PushResult::kQueued);  // the queue is full, not beyond
     stream.Close(grpc::Status::OK);
   };
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  std::vector<v1::RunEvent> events = ReadAll(reader.get(), &status);
+  std::vector<v1::RunEvent> events = Call(&status);
   EXPECT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(events.size(), 7u);
   EXPECT_EQ(events[4].run_id(), "snapshot");
@@ -304,10 +300,8 @@ TEST_F(StreamWriterTest, AHeldStreamFinishesAfterTheReleaseWithTheClosingStatus)
 
 TEST_F(StreamWriterTest, ARefusedStreamSendsOnlyItsStatus) {
   service_.refuse = true;
-  grpc::ClientContext context;
-  auto reader = Watch(&context);
   grpc::Status status;
-  EXPECT_TRUE(ReadAll(reader.get(), &status).empty());
+  EXPECT_TRUE(Call(&status).empty());
   EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(status.error_message(), "not this one");
 }

@@ -24,6 +24,49 @@ std::optional<int> HistoryLength(const a2apb::SendMessageRequest& request) {
   return std::nullopt;
 }
 
+// A call's subscription to the changes of its task, dropped when gRPC is done with the call. The
+// call may be done before it subscribes: that subscription is dropped at once.
+class TaskSubscription {
+ public:
+  explicit TaskSubscription(TaskNotifier* notifier) : notifier_(notifier) {}
+
+  // Calls `listener` after each change of `task_id` until End(). False when End() came first:
+  // the call is over, and nothing stays subscribed.
+  bool Subscribe(const std::string& task_id, TaskNotifier::Listener listener) {
+    const uint64_t id = notifier_->Subscribe(task_id, std::move(listener));
+    {
+      absl::MutexLock lock(&mu_);
+      if (!ended_) {
+        task_id_ = task_id;
+        id_ = id;
+        return true;
+      }
+    }
+    notifier_->Unsubscribe(task_id, id);
+    return false;
+  }
+
+  // From OnDone. The notifier's lock is never taken under mu_.
+  void End() {
+    uint64_t id;
+    std::string task_id;
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+      id = id_;
+      task_id = task_id_;
+    }
+    if (id != 0) notifier_->Unsubscribe(task_id, id);
+  }
+
+ private:
+  TaskNotifier* const notifier_;
+  absl::Mutex mu_;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string task_id_ ABSL_GUARDED_BY(mu_);
+};
+
 // A blocking (or immediate) SendMessage. Owns itself from creation to OnDone; pool jobs and the
 // notifier listener hold references, and `finished_` keeps late ones from touching the call.
 class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from_this<SendCall> {
@@ -34,7 +77,8 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
         context_(context),
         request_(request),
         response_(response),
-        history_length_(HistoryLength(*request)) {}
+        history_length_(HistoryLength(*request)),
+        subscription_(service->gateway()->notifier()) {}
 
   static SendCall* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
                          const a2apb::SendMessageRequest* request,
@@ -59,13 +103,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   }
 
   void OnDone() override {
-    uint64_t subscription;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      subscription = subscription_;
-    }
-    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id_, subscription);
+    subscription_.End();
     self_.reset();  // may delete this
   }
 
@@ -96,20 +134,11 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       return;
     }
     std::weak_ptr<SendCall> weak = weak_from_this();
-    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+    const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
       if (auto call = weak.lock()) call->service_->pool()->Schedule([call] { call->Check(); });
     });
-    bool done;
-    {
-      absl::MutexLock lock(&mu_);
-      done = done_;
-      if (!done) subscription_ = id;
-    }
-    if (done) {
-      service_->gateway()->notifier()->Unsubscribe(task_id_, id);
-      return;
-    }
-    Check();  // the task may have moved on before the subscription
+    if (!subscribed) return;  // gRPC is done with the call
+    Check();                  // the task may have moved on before the subscription
   }
 
   void Check() {
@@ -152,11 +181,10 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   std::shared_ptr<SendCall> self_;
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
   std::string task_id_;                          // set by Run under mu_, before any subscription
-  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
+  TaskSubscription subscription_;
 };
 
 // A stream of one task: the stored snapshot first, then every later event from the log, in
@@ -175,7 +203,8 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         service_(service),
         context_(context),
         mode_(mode),
-        slot_(std::move(slot)) {}
+        slot_(std::move(slot)),
+        subscription_(service->gateway()->notifier()) {}
 
   // `slot` (may be null) is held until gRPC is done with the stream.
   static TaskStream* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
@@ -201,17 +230,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         "from the task as stored, and every event stays in the task's log")));
   }
 
-  void OnStreamDone() override {
-    uint64_t subscription;
-    std::string task_id;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      subscription = subscription_;
-      task_id = task_id_;
-    }
-    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id, subscription);
-  }
+  void OnStreamDone() override { subscription_.End(); }
 
   std::shared_ptr<TaskStream> Self() {
     return std::static_pointer_cast<TaskStream>(shared_from_this());
@@ -249,21 +268,12 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       if (!task.ok()) return Fail(task.status());
     }
     std::weak_ptr<TaskStream> weak = Self();
-    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+    const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
       if (auto stream = weak.lock()) {
         stream->service_->pool()->Schedule([stream] { stream->Fetch(); });
       }
     });
-    bool done;
-    {
-      absl::MutexLock lock(&mu_);
-      done = done_;
-      if (!done) subscription_ = id;
-    }
-    if (done) {
-      service_->gateway()->notifier()->Unsubscribe(task_id_, id);
-      return;
-    }
+    if (!subscribed) return;  // gRPC is done with the stream
     absl::StatusOr<std::pair<a2apb::Task, int64_t>> snapshot =
         service_->tasks()->Snapshot(tenant, task_id_);
     if (!snapshot.ok()) return Fail(snapshot.status());
@@ -339,8 +349,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
   absl::Mutex mu_;       // taken before the writer's own lock, never after
   std::string task_id_;  // written only by Start, before it subscribes
-  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;  // gRPC is done with the stream
+  TaskSubscription subscription_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;
   bool refetch_ ABSL_GUARDED_BY(mu_) = false;
