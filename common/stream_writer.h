@@ -54,7 +54,8 @@ class StreamWriter : public grpc::ServerWriteReactor<Response>,
   PushResult PushUncounted(Response message) { return PushMessage(std::move(message), false); }
 
   // Ends the stream with `status` once every queued message is written. Only the first Close or
-  // Abort counts, except that an Abort still overrides a Close whose messages are not all written.
+  // Abort counts, except that an Abort (or a cancel) still overrides a Close until the stream has
+  // finished: the queued messages are dropped and the Abort's status is sent.
   void Close(grpc::Status status) {
     absl::MutexLock lock(&mu_);
     if (closing_) return;
@@ -106,6 +107,13 @@ class StreamWriter : public grpc::ServerWriteReactor<Response>,
  private:
   template <typename Stream, typename... Args>
   friend std::shared_ptr<Stream> MakeStream(Args&&... args);
+
+  // Only the writer writes and finishes: a subclass that called these would break the one write
+  // in flight and the one Finish.
+  using grpc::ServerWriteReactor<Response>::Finish;
+  using grpc::ServerWriteReactor<Response>::StartWrite;
+  using grpc::ServerWriteReactor<Response>::StartWriteLast;
+  using grpc::ServerWriteReactor<Response>::StartWriteAndFinish;
 
   void AdoptSelf(std::shared_ptr<StreamWriter> self) {
     absl::MutexLock lock(&mu_);
