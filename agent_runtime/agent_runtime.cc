@@ -1,6 +1,5 @@
 #include "agent_runtime/agent_runtime.h"
 
-#include <deque>
 #include <functional>
 #include <thread>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/stream_writer.h"
 #include "common/uuid.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "google/protobuf/util/time_util.h"
@@ -273,12 +273,7 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
   }
   grpc::ServerWriteReactor<a2apb::StreamResponse>* SubscribeToTask(
       grpc::CallbackServerContext* /*context*/, const a2apb::SubscribeToTaskRequest*) override {
-    class Refused : public grpc::ServerWriteReactor<a2apb::StreamResponse> {
-     public:
-      explicit Refused(grpc::Status s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused(Unsupported("SubscribeToTask"));
+    return common::RefuseStream<a2apb::StreamResponse>(Unsupported("SubscribeToTask"));
   }
   grpc::ServerUnaryReactor* CreateTaskPushNotificationConfig(
       grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig*,
@@ -329,69 +324,33 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
 
 namespace {
 
-// Streams one execution's events to the caller. Owns itself until OnDone.
-class ExecutionStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
-                        public std::enable_shared_from_this<ExecutionStream> {
+// Streams one execution's events to the caller, with no bound on the queue: the execution
+// publishes a task's few events. The writer (common/stream_writer.h) owns the queue, the writes,
+// finishing and the stream's life (until OnDone).
+class ExecutionStream final : public common::StreamWriter<a2apb::StreamResponse> {
  public:
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) return FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "stream closed"));
-    WriteNextLocked();
-  }
-  void OnCancel() override {
-    std::shared_ptr<Execution> execution;
-    {
-      absl::MutexLock lock(&mu_);
-      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
-      execution = execution_;
-    }
-    // The caller went away: stop the work it asked for (its coordinator will send it again).
-    if (execution != nullptr) execution->MarkCancelled();
-  }
-  void OnDone() override { self_.reset(); }
-
-  void Push(const a2apb::StreamResponse& event, bool last) {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(event);
-    if (last) ending_ = true;
-    WriteNextLocked();
-  }
-  void Fail(const grpc::Status& status) {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(status);
+  // Queues `event`; the stream ends after the last one.
+  void Emit(const a2apb::StreamResponse& event, bool last) {
+    Push(event);
+    if (last) Close(grpc::Status::OK);
   }
   void set_execution(std::shared_ptr<Execution> e) {
     absl::MutexLock lock(&mu_);
     execution_ = std::move(e);
   }
 
-  std::shared_ptr<ExecutionStream> self_;
-
  private:
-  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || writing_) return;
-    if (!queue_.empty()) {
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
-    } else if (ending_) {
-      FinishLocked(grpc::Status::OK);
+  // The caller went away: stop the work it asked for (its coordinator will send it again).
+  void OnCancelled() override {
+    std::shared_ptr<Execution> execution;
+    {
+      absl::MutexLock lock(&mu_);
+      execution = execution_;
     }
-  }
-  void FinishLocked(const grpc::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(status);
+    if (execution != nullptr) execution->MarkCancelled();
   }
 
   absl::Mutex mu_;
-  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
-  a2apb::StreamResponse current_;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<Execution> execution_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -443,25 +402,24 @@ grpc::ServerUnaryReactor* AgentServer::Service::SendMessage(
 
 grpc::ServerWriteReactor<a2apb::StreamResponse>* AgentServer::Service::SendStreamingMessage(
     grpc::CallbackServerContext* context, const a2apb::SendMessageRequest* request) {
-  auto stream = std::make_shared<ExecutionStream>();
-  stream->self_ = stream;
+  std::shared_ptr<ExecutionStream> stream = common::MakeStream<ExecutionStream>();
   if (grpc::Status s = CheckVersion(context); !s.ok()) {
-    stream->Fail(s);
+    stream->Abort(s);
     return stream.get();
   }
   std::weak_ptr<ExecutionStream> weak = stream;
   absl::StatusOr<std::shared_ptr<Execution>> execution = Launch(
       request->message(),
       [weak](const a2apb::StreamResponse& e, bool last) {
-        if (auto s = weak.lock()) s->Push(e, last);
+        if (auto s = weak.lock()) s->Emit(e, last);
       },
       [weak] {
         if (auto s = weak.lock()) {
-          s->Fail(grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down"));
+          s->Abort(grpc::Status(grpc::StatusCode::UNAVAILABLE, "agent is shutting down"));
         }
       });
   if (!execution.ok()) {
-    stream->Fail(common::ToGrpcStatus(execution.status()));
+    stream->Abort(common::ToGrpcStatus(execution.status()));
   } else {
     stream->set_execution(*execution);
   }

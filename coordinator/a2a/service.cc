@@ -1,6 +1,5 @@
 #include "coordinator/a2a/service.h"
 
-#include <deque>
 #include <memory>
 #include <utility>
 
@@ -11,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/stream_writer.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/unary_handler.h"
 
@@ -25,6 +25,49 @@ std::optional<int> HistoryLength(const a2apb::SendMessageRequest& request) {
   return std::nullopt;
 }
 
+// A call's subscription to the changes of its task, dropped when gRPC is done with the call. The
+// call may be done before it subscribes: that subscription is dropped at once.
+class TaskSubscription {
+ public:
+  explicit TaskSubscription(TaskNotifier* notifier) : notifier_(notifier) {}
+
+  // Calls `listener` after each change of `task_id` until End(). False when End() came first:
+  // the call is over, and nothing stays subscribed.
+  bool Subscribe(const std::string& task_id, TaskNotifier::Listener listener) {
+    const uint64_t id = notifier_->Subscribe(task_id, std::move(listener));
+    {
+      absl::MutexLock lock(&mu_);
+      if (!ended_) {
+        task_id_ = task_id;
+        id_ = id;
+        return true;
+      }
+    }
+    notifier_->Unsubscribe(task_id, id);
+    return false;
+  }
+
+  // From OnDone. The notifier's lock is never taken under mu_.
+  void End() {
+    uint64_t id;
+    std::string task_id;
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+      id = id_;
+      task_id = task_id_;
+    }
+    if (id != 0) notifier_->Unsubscribe(task_id, id);
+  }
+
+ private:
+  TaskNotifier* const notifier_;
+  absl::Mutex mu_;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string task_id_ ABSL_GUARDED_BY(mu_);
+};
+
 // A blocking (or immediate) SendMessage. Owns itself from creation to OnDone; pool jobs and the
 // notifier listener hold references, and `finished_` keeps late ones from touching the call.
 class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from_this<SendCall> {
@@ -35,7 +78,8 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
         context_(context),
         request_(request),
         response_(response),
-        history_length_(HistoryLength(*request)) {}
+        history_length_(HistoryLength(*request)),
+        subscription_(service->gateway()->notifier()) {}
 
   static SendCall* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
                          const a2apb::SendMessageRequest* request,
@@ -60,13 +104,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   }
 
   void OnDone() override {
-    uint64_t subscription;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      subscription = subscription_;
-    }
-    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id_, subscription);
+    subscription_.End();
     self_.reset();  // may delete this
   }
 
@@ -97,20 +135,11 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       return;
     }
     std::weak_ptr<SendCall> weak = weak_from_this();
-    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+    const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
       if (auto call = weak.lock()) call->service_->pool()->Schedule([call] { call->Check(); });
     });
-    {
-      absl::MutexLock lock(&mu_);
-      if (done_) {
-        mu_.Unlock();
-        service_->gateway()->notifier()->Unsubscribe(task_id_, id);
-        mu_.Lock();
-        return;
-      }
-      subscription_ = id;
-    }
-    Check();  // the task may have moved on before the subscription
+    if (!subscribed) return;  // gRPC is done with the call
+    Check();                  // the task may have moved on before the subscription
   }
 
   void Check() {
@@ -153,18 +182,17 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   std::shared_ptr<SendCall> self_;
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
   std::string task_id_;                          // set by Run under mu_, before any subscription
-  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
+  TaskSubscription subscription_;
 };
 
 // A stream of one task: the stored snapshot first, then every later event from the log, in
 // order, until the task stops. Events are always read back from the store, so nothing that was
 // stored after the snapshot can be missed, and nothing reaches a client before it is stored.
-class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
-                   public std::enable_shared_from_this<TaskStream> {
+// The writer (common/stream_writer.h) owns the queue, the writes, finishing and the stream's life.
+class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
  public:
   // kSend: SendStreamingMessage (ends when the task stops or waits for input);
   // kSubscribe: SubscribeToTask (ends when the task reaches a terminal state).
@@ -172,54 +200,43 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
 
   TaskStream(A2AServiceImpl* service, grpc::CallbackServerContext* context, Mode mode,
              std::unique_ptr<StreamSlots::Slot> slot)
-      : service_(service), context_(context), mode_(mode), slot_(std::move(slot)) {}
+      : StreamWriter(service->stream_queue_limit(), OverflowStatus(service->stream_queue_limit())),
+        service_(service),
+        context_(context),
+        mode_(mode),
+        slot_(std::move(slot)),
+        subscription_(service->gateway()->notifier()) {}
 
   // `slot` (may be null) is held until gRPC is done with the stream.
   static TaskStream* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
                            const a2apb::SendMessageRequest* send,
                            const a2apb::SubscribeToTaskRequest* subscribe,
                            std::unique_ptr<StreamSlots::Slot> slot) {
-    auto stream = std::make_shared<TaskStream>(
+    std::shared_ptr<TaskStream> stream = common::MakeStream<TaskStream>(
         service, context, send != nullptr ? Mode::kSend : Mode::kSubscribe, std::move(slot));
-    stream->self_ = stream;
+    // As in SendCall: while Start() still reads the request and the context, a cancel waits.
+    stream->HoldFinish();
     service->pool()->Schedule([stream, send, subscribe] { stream->Start(send, subscribe); });
     return stream.get();
   }
 
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (!ok) {
-      FinishLocked(absl::CancelledError("stream closed by the client"));
-      return;
-    }
-    WriteNextLocked();
-  }
-
-  // As in SendCall: while Start() still reads the request and the context, the cancel waits.
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    if (accepting_) {
-      cancelled_ = true;
-      return;
-    }
-    FinishLocked(absl::CancelledError("call cancelled by the client"));
-  }
-
-  void OnDone() override {
-    uint64_t subscription;
-    std::string task_id;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      subscription = subscription_;
-      task_id = task_id_;
-    }
-    if (subscription != 0) service_->gateway()->notifier()->Unsubscribe(task_id, subscription);
-    self_.reset();  // may delete this
-  }
-
  private:
+  // The client reads slower than the task changes: rather than hold ever more events for it,
+  // the stream ends. Nothing is lost: every event stays in the task's log, and a new
+  // subscription starts from the task as stored.
+  static grpc::Status OverflowStatus(size_t limit) {
+    return common::ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+        "this stream fell more than ", limit,
+        " events behind (--stream_queue_limit); resubscribe with SubscribeToTask: it starts "
+        "from the task as stored, and every event stays in the task's log")));
+  }
+
+  void OnStreamDone() override { subscription_.End(); }
+
+  std::shared_ptr<TaskStream> Self() {
+    return std::static_pointer_cast<TaskStream>(shared_from_this());
+  }
+
   bool Ends(a2apb::TaskState state) const {
     return mode_ == Mode::kSend ? IsFinalOrInterrupted(state) : IsTerminal(state);
   }
@@ -243,33 +260,21 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
         tenant = subscribe->tenant();
       }
     }
-    {
-      absl::MutexLock lock(&mu_);
-      accepting_ = false;  // from here on nothing reads the request or context_
-      if (cancelled_) return FinishLocked(absl::CancelledError("call cancelled by the client"));
-    }
+    // From here on nothing reads the request or context_. Cancelled meanwhile: it finishes now.
+    if (!ReleaseFinish()) return;
     if (!accepted.ok()) return Fail(accepted);
     if (mode_ == Mode::kSubscribe) {
       // Fail fast on an unknown or ended task, before subscribing.
       absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask(tenant, task_id_, 0);
       if (!task.ok()) return Fail(task.status());
     }
-    std::weak_ptr<TaskStream> weak = weak_from_this();
-    const uint64_t id = service_->gateway()->notifier()->Subscribe(task_id_, [weak] {
+    std::weak_ptr<TaskStream> weak = Self();
+    const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
       if (auto stream = weak.lock()) {
         stream->service_->pool()->Schedule([stream] { stream->Fetch(); });
       }
     });
-    bool done;
-    {
-      absl::MutexLock lock(&mu_);
-      done = done_;
-      if (!done) subscription_ = id;
-    }
-    if (done) {
-      service_->gateway()->notifier()->Unsubscribe(task_id_, id);
-      return;
-    }
+    if (!subscribed) return;  // gRPC is done with the stream
     absl::StatusOr<std::pair<a2apb::Task, int64_t>> snapshot =
         service_->tasks()->Snapshot(tenant, task_id_);
     if (!snapshot.ok()) return Fail(snapshot.status());
@@ -284,10 +289,10 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
       cursor_ = snapshot->second;
       a2apb::StreamResponse first;
       *first.mutable_task() = std::move(snapshot->first);
-      queue_.push_back(std::move(first));
+      Push(std::move(first));
       ending_ = Ends(state);
       started_ = true;
-      WriteNextLocked();
+      if (ending_) Close(grpc::Status::OK);
     }
     Fetch();
   }
@@ -297,7 +302,7 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
     int64_t from;
     {
       absl::MutexLock lock(&mu_);
-      if (!started_ || finished_ || ending_) return;
+      if (!started_ || ending_ || closed()) return;
       if (fetching_) {
         refetch_ = true;
         return;
@@ -309,87 +314,48 @@ class TaskStream : public grpc::ServerWriteReactor<a2apb::StreamResponse>,
         service_->tasks()->ReadEvents(task_id_, from, kEventBatch);
     absl::MutexLock lock(&mu_);
     fetching_ = false;
-    if (!events.ok()) {
-      FinishLocked(events.status());
-      return;
-    }
+    if (!events.ok()) return Fail(events.status());
     for (v1::StoredEvent& event : *events) {
       if (ending_) break;
-      if (queue_.size() >= service_->stream_queue_limit()) {
-        OverflowLocked();
-        return;
+      const int64_t seq = event.seq();
+      const bool ends =
+          event.event().has_status_update() && Ends(event.event().status_update().status().state());
+      switch (Push(std::move(*event.mutable_event()))) {
+        case PushResult::kQueued:
+          break;
+        case PushResult::kOverflowed:
+          LOG_WARN("task %s: closing a stream that fell more than %d events behind", task_id_,
+                   service_->stream_queue_limit());
+          return;
+        case PushResult::kClosed:
+          return;
       }
-      cursor_ = event.seq();
-      if (event.event().has_status_update() &&
-          Ends(event.event().status_update().status().state())) {
-        ending_ = true;
-      }
-      queue_.push_back(std::move(*event.mutable_event()));
+      cursor_ = seq;
+      ending_ = ends;
+    }
+    if (ending_) {
+      Close(grpc::Status::OK);
+      return;
     }
     const bool more = refetch_ || static_cast<int>(events->size()) == kEventBatch;
     refetch_ = false;
-    if (more && !ending_) {
-      service_->pool()->Schedule([stream = shared_from_this()] { stream->Fetch(); });
-    }
-    WriteNextLocked();
+    if (more) service_->pool()->Schedule([stream = Self()] { stream->Fetch(); });
   }
 
-  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || writing_) return;
-    if (!queue_.empty()) {
-      current_ = std::move(queue_.front());
-      queue_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
-      return;
-    }
-    if (ending_) FinishLocked(absl::OkStatus());
-  }
-
-  void Fail(const absl::Status& status) {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(status);
-  }
-
-  // The client reads slower than the task changes: rather than hold ever more events for it,
-  // the stream ends. Nothing is lost: every event stays in the task's log, and a new
-  // subscription starts from the task as stored.
-  void OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const size_t limit = service_->stream_queue_limit();
-    LOG_WARN("task %s: closing a stream that fell more than %d events behind", task_id_, limit);
-    queue_.clear();
-    FinishLocked(absl::ResourceExhaustedError(absl::StrCat(
-        "this stream fell more than ", limit,
-        " events behind (--stream_queue_limit); resubscribe with SubscribeToTask: it starts "
-        "from the task as stored, and every event stays in the task's log")));
-  }
-
-  void FinishLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(common::ToGrpcStatus(status));
-  }
+  void Fail(const absl::Status& status) { Abort(common::ToGrpcStatus(status)); }
 
   A2AServiceImpl* service_;
   grpc::CallbackServerContext* context_;
   const Mode mode_;
-  std::shared_ptr<TaskStream> self_;
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
-  absl::Mutex mu_;
-  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Start() may still read the request, context_
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
-  std::string task_id_;                          // written only by Start, before it subscribes
-  uint64_t subscription_ ABSL_GUARDED_BY(mu_) = 0;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Mutex mu_;       // taken before the writer's own lock, never after
+  std::string task_id_;  // written only by Start, before it subscribes
+  TaskSubscription subscription_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;
   bool refetch_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;  // the event that ends the stream is queued
   int64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
-  a2apb::StreamResponse current_;
 };
 
 // Wraps a unary handler's work with the a2a-version check.

@@ -1,6 +1,6 @@
 #include "coordinator/rpc/work_service.h"
 
-#include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/stream_writer.h"
 #include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/unary_handler.h"
@@ -18,171 +19,105 @@ namespace {
 
 // One WatchRun stream. It subscribes to the notifier first and reads the snapshot on the work
 // pool afterwards, so no change falls between the two; a change seen in both is sent once (item
-// versions tell). Changes wait in a bounded queue while a write is in flight, so a slow watcher
-// never blocks the writers that publish: when the queue overflows, the stream ends with
-// RESOURCE_EXHAUSTED and the watcher watches again. gRPC never runs OnWriteDone or OnDone inline
-// with StartWrite or Finish, which is what makes calling them under mu_ safe.
-class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent>, public WorkWatcher {
+// versions tell). Changes wait in the writer's bounded queue (common/stream_writer.h) while a
+// write is in flight, so a slow watcher never blocks the writers that publish: when the queue
+// overflows, the stream ends with RESOURCE_EXHAUSTED and the watcher watches again. The snapshot
+// does not count against the bound; changes that arrive before it is read wait in `early_`, under
+// the same bound.
+class WatchReactor final : public common::StreamWriter<v1::RunEvent>, public WorkWatcher {
  public:
   WatchReactor(WorkStore* work, WorkNotifier* notifier, common::ThreadPool* pool,
-               std::string run_id, size_t max_queue)
-      : work_(work),
+               std::string run_id, size_t max_queue, std::unique_ptr<StreamSlots::Slot> slot)
+      : StreamWriter(max_queue, OverflowStatus(max_queue)),
+        work_(work),
         notifier_(notifier),
         pool_(pool),
         run_id_(std::move(run_id)),
-        max_queue_(max_queue) {}
-
-  // Holds `slot` (may be null) until the reactor is deleted. Called before Start.
-  void set_slot(std::unique_ptr<StreamSlots::Slot> slot) { slot_ = std::move(slot); }
+        max_queue_(max_queue),
+        slot_(std::move(slot)) {}
 
   // Called before the reactor is returned to gRPC, so OnDone cannot run yet. mu_ is not held
   // while subscribing: the notifier's lock is always taken before mu_, never after.
   void Start() {
     if (absl::Status valid = common::ValidateId("run_id", run_id_); !valid.ok()) {
-      absl::MutexLock lock(&mu_);
-      FinishLocked(common::ToGrpcStatus(valid));
+      Abort(common::ToGrpcStatus(valid));
       return;
     }
     if (!notifier_->Subscribe(run_id_, this)) {
-      absl::MutexLock lock(&mu_);
-      FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down"));
+      Abort(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down"));
       return;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      snapshot_pending_ = true;
-    }
-    pool_->Schedule([this] { LoadSnapshot(); });
+    pool_->Schedule([self = std::static_pointer_cast<WatchReactor>(shared_from_this())] {
+      self->LoadSnapshot();
+    });
   }
 
   void OnEvent(const v1::RunEvent& event) override {
     absl::MutexLock lock(&mu_);
-    if (finished_) return;
-    if (!snapshot_sent_) {
-      if (early_.size() >= max_queue_) {
-        OverflowLocked();
-      } else {
-        early_.push_back(event);
-      }
+    if (snapshot_sent_) {
+      EnqueueLocked(event);
       return;
     }
-    EnqueueLocked(event);
-    MaybeWriteLocked();
-  }
-
-  void OnClose(const absl::Status& status) override {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(common::ToGrpcStatus(status));
-  }
-
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (finish_after_write_) {
-      finish_after_write_ = false;
-      Finish(std::move(pending_finish_));
+    if (closed()) return;
+    if (early_.size() >= max_queue_) {
+      early_.clear();
+      Abort(OverflowStatus(max_queue_));
       return;
     }
-    if (!ok) {
-      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "the stream is broken"));
-      return;
-    }
-    MaybeWriteLocked();
+    early_.push_back(event);
   }
 
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
-  }
-
-  void OnDone() override {
-    notifier_->Unsubscribe(this);  // no OnEvent is running or will run after this
-    bool delete_now;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      delete_now = !snapshot_pending_;
-    }
-    if (delete_now) delete this;
-  }
+  void OnClose(const absl::Status& status) override { Abort(common::ToGrpcStatus(status)); }
 
  private:
+  static grpc::Status OverflowStatus(size_t max_queue) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("this watcher fell more than ", max_queue,
+                                     " changes behind (--stream_queue_limit); watch the run again "
+                                     "to get a fresh snapshot"));
+  }
+
+  // No OnEvent is running or will run after this; a LoadSnapshot still queued keeps the reactor
+  // alive until it has run, and then finds the stream closed.
+  void OnStreamDone() override { notifier_->Unsubscribe(this); }
+
   void LoadSnapshot() {
     absl::StatusOr<v1::Run> run = work_->GetRun(run_id_);
     absl::StatusOr<std::vector<v1::WorkItem>> items =
         run.ok() ? work_->AllItems(run_id_) : run.status();
-    bool delete_now;
-    {
-      absl::MutexLock lock(&mu_);
-      snapshot_pending_ = false;
-      if (!run.ok() || !items.ok()) {
-        FinishLocked(common::ToGrpcStatus(run.ok() ? items.status() : run.status()));
-      } else if (!finished_) {
-        for (v1::WorkItem& item : *items) {
-          versions_[item.item_id()] = item.version();
-          v1::RunEvent& event = queue_.emplace_back();
-          event.set_type(v1::RunEvent::TYPE_SNAPSHOT);
-          event.set_run_id(run_id_);
-          *event.mutable_item() = std::move(item);
-        }
-        v1::RunEvent& end = queue_.emplace_back();
-        end.set_type(v1::RunEvent::TYPE_SNAPSHOT_END);
-        end.set_run_id(run_id_);
-        *end.mutable_run() = *std::move(run);
-        snapshot_sent_ = true;
-        std::vector<v1::RunEvent> early;
-        early.swap(early_);
-        for (const v1::RunEvent& event : early) EnqueueLocked(event);
-        MaybeWriteLocked();
-      }
-      delete_now = done_;
+    absl::MutexLock lock(&mu_);
+    if (!run.ok() || !items.ok()) {
+      early_.clear();
+      Abort(common::ToGrpcStatus(run.ok() ? items.status() : run.status()));
+      return;
     }
-    if (delete_now) delete this;
+    if (closed()) return;
+    for (v1::WorkItem& item : *items) {
+      versions_[item.item_id()] = item.version();
+      v1::RunEvent event;
+      event.set_type(v1::RunEvent::TYPE_SNAPSHOT);
+      event.set_run_id(run_id_);
+      *event.mutable_item() = std::move(item);
+      PushUncounted(std::move(event));
+    }
+    v1::RunEvent end;
+    end.set_type(v1::RunEvent::TYPE_SNAPSHOT_END);
+    end.set_run_id(run_id_);
+    *end.mutable_run() = *std::move(run);
+    PushUncounted(std::move(end));
+    snapshot_sent_ = true;
+    std::vector<v1::RunEvent> early;
+    early.swap(early_);
+    for (const v1::RunEvent& event : early) EnqueueLocked(event);
   }
 
   // Queues a change unless the watcher already has it or a newer state of its item.
   void EnqueueLocked(const v1::RunEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return;
+    if (closed()) return;
     int64_t& seen = versions_[event.item().item_id()];
     if (event.item().version() <= seen) return;
     seen = event.item().version();
-    if (live_queued_ >= max_queue_) {
-      OverflowLocked();
-      return;
-    }
-    queue_.push_back(event);
-    ++live_queued_;
-  }
-
-  void MaybeWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (writing_ || finished_ || queue_.empty()) return;
-    current_ = std::move(queue_.front());
-    queue_.pop_front();
-    if (current_.type() == v1::RunEvent::TYPE_CHANGED) --live_queued_;
-    writing_ = true;
-    StartWrite(&current_);
-  }
-
-  void OverflowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    FinishLocked(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("this watcher fell more than ", max_queue_,
-                     " changes behind (--stream_queue_limit); watch the run again to get a "
-                     "fresh snapshot")));
-  }
-
-  // Finishes once; after the write in flight, if any (a reactor finishes after its writes).
-  void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_) return;
-    finished_ = true;
-    queue_.clear();
-    early_.clear();
-    if (writing_) {
-      finish_after_write_ = true;
-      pending_finish_ = std::move(status);
-      return;
-    }
-    Finish(std::move(status));
+    Push(event);
   }
 
   WorkStore* const work_;
@@ -190,21 +125,12 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::RunEvent>, public
   common::ThreadPool* const pool_;
   const std::string run_id_;
   const size_t max_queue_;
-  std::unique_ptr<StreamSlots::Slot> slot_;  // released when the reactor is deleted
+  const std::unique_ptr<StreamSlots::Slot> slot_;  // released when the reactor is deleted
 
-  absl::Mutex mu_;
-  std::deque<v1::RunEvent> queue_ ABSL_GUARDED_BY(mu_);
-  size_t live_queued_ ABSL_GUARDED_BY(mu_) = 0;           // TYPE_CHANGED events in queue_
+  absl::Mutex mu_;  // taken after the notifier's lock and before the writer's, never the other way
   std::vector<v1::RunEvent> early_ ABSL_GUARDED_BY(mu_);  // changes before the snapshot
   absl::flat_hash_map<std::string, int64_t> versions_ ABSL_GUARDED_BY(mu_);
-  v1::RunEvent current_ ABSL_GUARDED_BY(mu_);  // the event being written
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool snapshot_pending_ ABSL_GUARDED_BY(mu_) = false;  // LoadSnapshot is queued or running
   bool snapshot_sent_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_after_write_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status pending_finish_ ABSL_GUARDED_BY(mu_);
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -298,10 +224,10 @@ grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
   }
   absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
   if (!slot.ok()) return RejectStream<v1::RunEvent>(common::ToGrpcStatus(slot.status()));
-  auto* reactor = new WatchReactor(work_, notifier_, pool_, request->run_id(), max_watch_queue_);
-  reactor->set_slot(*std::move(slot));
+  std::shared_ptr<WatchReactor> reactor = common::MakeStream<WatchReactor>(
+      work_, notifier_, pool_, request->run_id(), max_watch_queue_, *std::move(slot));
   reactor->Start();
-  return reactor;
+  return reactor.get();
 }
 
 }  // namespace coordinator
