@@ -5,6 +5,7 @@
 #define COORDINATOR_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -116,6 +117,16 @@ class CoordinatorServer {
 
  private:
   CoordinatorServer() = default;
+
+  // The steps of Start, in order.
+  [[nodiscard]] absl::Status OpenStore(const ServerOptions& options);
+  void BuildParts(const ServerOptions& options);
+  [[nodiscard]] absl::Status Listen(const ServerOptions& options,
+                                    const std::optional<ServerTls>& tls,
+                                    std::shared_ptr<const Authorizer> authorizer);
+  void StartBackgroundJobs(const ServerOptions& options);
+  void ServeAgentCard(const ServerOptions& options, const std::optional<ServerTls>& tls,
+                      std::shared_ptr<const Authorizer> authorizer, const std::string& card_url);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
