@@ -86,7 +86,14 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
                          a2apb::SendMessageResponse* response) {
     auto call = std::make_shared<SendCall>(service, context, request, response);
     call->self_ = call;
-    service->pool()->Schedule([call] { call->Run(); });
+    // A new call: refused at once when the work pool's queue is full (--max_queued_calls).
+    if (absl::Status queued = service->pool()->TrySchedule([call] { call->Run(); }); !queued.ok()) {
+      {
+        absl::MutexLock lock(&call->mu_);
+        call->accepting_ = false;  // Run() never runs
+      }
+      call->FinishOnce(queued);
+    }
     return call.get();
   }
 
@@ -216,7 +223,13 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         service, context, send != nullptr ? Mode::kSend : Mode::kSubscribe, std::move(slot));
     // As in SendCall: while Start() still reads the request and the context, a cancel waits.
     stream->HoldFinish();
-    service->pool()->Schedule([stream, send, subscribe] { stream->Start(send, subscribe); });
+    // A new stream: refused at once when the work pool's queue is full (--max_queued_calls).
+    if (absl::Status queued = service->pool()->TrySchedule(
+            [stream, send, subscribe] { stream->Start(send, subscribe); });
+        !queued.ok()) {
+      stream->Abort(common::ToGrpcStatus(queued));
+      (void)stream->ReleaseFinish();
+    }
     return stream.get();
   }
 
@@ -459,20 +472,22 @@ grpc::ServerUnaryReactor* A2AServiceImpl::SendMessage(grpc::CallbackServerContex
 grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SendStreamingMessage(
     grpc::CallbackServerContext* context, const a2apb::SendMessageRequest* request) {
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
-    return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
+    return common::RefuseStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
   }
   absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
-  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
+  if (!slot.ok())
+    return common::RefuseStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
   return TaskStream::Begin(this, context, request, nullptr, *std::move(slot));
 }
 
 grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask(
     grpc::CallbackServerContext* context, const a2apb::SubscribeToTaskRequest* request) {
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
-    return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
+    return common::RefuseStream<a2apb::StreamResponse>(common::ToGrpcStatus(caller.status()));
   }
   absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
-  if (!slot.ok()) return RejectStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
+  if (!slot.ok())
+    return common::RefuseStream<a2apb::StreamResponse>(common::ToGrpcStatus(slot.status()));
   return TaskStream::Begin(this, context, nullptr, request, *std::move(slot));
 }
 
