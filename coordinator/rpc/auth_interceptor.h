@@ -37,18 +37,6 @@ class AuthInterceptorFactory final : public grpc::experimental::ServerIntercepto
 // and refused otherwise.
 [[nodiscard]] absl::StatusOr<Caller> CallerOf(const grpc::ServerContextBase* context);
 
-// A server-streaming reactor that only finishes with `status`: what a streaming handler returns
-// for a call that must not run.
-template <typename T>
-grpc::ServerWriteReactor<T>* RejectStream(grpc::Status status) {
-  class Rejected final : public grpc::ServerWriteReactor<T> {
-   public:
-    explicit Rejected(grpc::Status s) { this->Finish(std::move(s)); }
-    void OnDone() override { delete this; }
-  };
-  return new Rejected(std::move(status));
-}
-
 }  // namespace coordinator
 
 #endif  // COORDINATOR_RPC_AUTH_INTERCEPTOR_H_

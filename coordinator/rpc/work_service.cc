@@ -220,10 +220,10 @@ grpc::ServerUnaryReactor* WorkServiceImpl::Retry(grpc::CallbackServerContext* co
 grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
     grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {
-    return RejectStream<v1::RunEvent>(common::ToGrpcStatus(caller.status()));
+    return common::RefuseStream<v1::RunEvent>(common::ToGrpcStatus(caller.status()));
   }
   absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
-  if (!slot.ok()) return RejectStream<v1::RunEvent>(common::ToGrpcStatus(slot.status()));
+  if (!slot.ok()) return common::RefuseStream<v1::RunEvent>(common::ToGrpcStatus(slot.status()));
   std::shared_ptr<WatchReactor> reactor = common::MakeStream<WatchReactor>(
       work_, notifier_, pool_, request->run_id(), max_watch_queue_, *std::move(slot));
   reactor->Start();
