@@ -113,7 +113,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   server->a2a_service_->set_bearer_auth(authorizer != nullptr);
   server->a2a_service_->set_grpc_address(card_url);
   server->StartBackgroundJobs(options);
-  if (!options.http_listen.empty()) server->ServeAgentCard(options, tls, authorizer, card_url);
+  if (!options.http_listen.empty()) {
+    server->ServeAgentCard(options, tls, authorizer != nullptr, card_url);
+  }
   return server;
 }
 
@@ -247,11 +249,9 @@ void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
 }
 
 void CoordinatorServer::ServeAgentCard(const ServerOptions& options,
-                                       const std::optional<ServerTls>& tls,
-                                       std::shared_ptr<const Authorizer> authorizer,
+                                       const std::optional<ServerTls>& tls, bool bearer_auth,
                                        const std::string& card_url) {
   AgentRegistryStore* agents = agents_.get();
-  const bool bearer_auth = authorizer != nullptr;
   absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> http = AgentCardHttpServer::Start(
       options.http_listen,
       [agents, card_url, bearer_auth]() -> absl::StatusOr<std::string> {

@@ -125,8 +125,9 @@ class CoordinatorServer {
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<const Authorizer> authorizer);
   void StartBackgroundJobs(const ServerOptions& options);
+  // `bearer_auth`: the card says calls need a bearer token (a token file is in force).
   void ServeAgentCard(const ServerOptions& options, const std::optional<ServerTls>& tls,
-                      std::shared_ptr<const Authorizer> authorizer, const std::string& card_url);
+                      bool bearer_auth, const std::string& card_url);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
