@@ -57,7 +57,7 @@ fuzz: fuzz-build
 	FUZZ_JOBS=$(FUZZ_JOBS) ./fuzz/run.sh $(SAN_BUILD_DIR)/bin $(FUZZ_SECONDS)
 
 fuzz-smoke:
-	$(MAKE) fuzz FUZZ_SECONDS=20
+	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # Benchmarks against the peers, side by side in one run (bench/run.sh, about 10-15 minutes):
 # writes bench/RESULTS.md, bench/throughput.png and bench/results.jsonl.
