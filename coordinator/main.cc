@@ -52,8 +52,12 @@ ABSL_FLAG(absl::Duration, reaper_period, absl::Seconds(1),
           "how often work items whose lease expired are taken back; a crashed worker's item is "
           "claimable again within its lease TTL plus this period");
 ABSL_FLAG(std::string, http_listen, "127.0.0.1:8080",
-          "HTTP address of the agent card (/.well-known/agent-card.json); port 0 picks one, "
-          "empty turns it off");
+          "HTTP address of the A2A JSON-RPC and HTTP+JSON bindings (/agents/<name>), the agent "
+          "cards (/.well-known/agent-card.json) and /metrics; port 0 picks one, empty turns it "
+          "off");
+ABSL_FLAG(int, http_threads, 64,
+          "connections the HTTP port serves at once; each event stream and blocking "
+          "SendMessage holds one until it ends, and more connections wait");
 ABSL_FLAG(std::string, tls_cert_file, "",
           "PEM certificate chain: with --tls_key_file, the gRPC and HTTP ports take TLS only; "
           "empty (the default) serves plaintext");
@@ -110,6 +114,7 @@ int main(int argc, char** argv) {
   options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.http_threads = absl::GetFlag(FLAGS_http_threads);
   options.restore_from = absl::GetFlag(FLAGS_restore_from);
   options.backup_root = absl::GetFlag(FLAGS_backup_root);
   options.retention.terminal_ttl = absl::GetFlag(FLAGS_retention_terminal_ttl);
@@ -143,10 +148,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0 ||
-      options.max_queued_calls < 0) {
+      options.http_threads <= 0 || options.max_queued_calls < 0) {
     LOG_ERROR(
-        "--max_request_bytes and --worker_threads must be positive, --max_queued_calls not "
-        "negative");
+        "--max_request_bytes, --worker_threads and --http_threads must be positive, "
+        "--max_queued_calls not negative");
     return 2;
   }
   if (absl::Status limits = coordinator::ApplyLimitFlags(&options); !limits.ok()) {

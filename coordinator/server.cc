@@ -10,7 +10,6 @@
 #include "common/status_macros.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/parse_error_interceptor.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "storage/backup.h"
@@ -108,14 +107,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   RETURN_IF_ERROR(server->Listen(options, tls, authorizer));
   // The card's interface URL: an absolute https URL when the port takes TLS (as A2A asks of
   // secured interfaces), else the plain host:port that gRPC clients dial.
-  const std::string card_url =
+  CardAddresses addresses;
+  addresses.grpc_address =
       tls.has_value() ? absl::StrCat("https://", server->address_) : server->address_;
-  server->a2a_service_->set_bearer_auth(authorizer != nullptr);
-  server->a2a_service_->set_grpc_address(card_url);
+  addresses.bearer_auth = authorizer != nullptr;
+  server->a2a_service_->set_card_addresses(addresses);
   server->StartBackgroundJobs(options);
-  if (!options.http_listen.empty()) {
-    server->ServeAgentCard(options, tls, authorizer != nullptr, card_url);
-  }
+  if (!options.http_listen.empty()) server->ServeHttp(options, tls);
   return server;
 }
 
@@ -167,7 +165,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   agents_->set_on_register(
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
   a2a_service_ = std::make_unique<A2AServiceImpl>(a2a_tasks_.get(), a2a_push_.get(), agents_.get(),
-                                                  gateway, pool_.get(), "");
+                                                  gateway, pool_.get());
   a2a_service_->set_stream_limits(stream_slots_.get(),
                                   static_cast<size_t>(options.stream_queue_limit));
   agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), pool_.get());
@@ -248,28 +246,39 @@ void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
   gateway_->Start();
 }
 
-void CoordinatorServer::ServeAgentCard(const ServerOptions& options,
-                                       const std::optional<ServerTls>& tls, bool bearer_auth,
-                                       const std::string& card_url) {
-  AgentRegistryStore* agents = agents_.get();
-  absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> http = AgentCardHttpServer::Start(
+void CoordinatorServer::ServeHttp(const ServerOptions& options,
+                                  const std::optional<ServerTls>& tls) {
+  // The JSON bindings call the gRPC service in-process; its answers may be as large as any.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(-1);
+  A2AServiceImpl* service = a2a_service_.get();
+  HttpBindingOptions binding_options;
+  binding_options.max_call_time = options.gateway.stream_timeout;
+  http_bindings_ = std::make_unique<A2AHttpBindings>(
+      server_->InProcessChannel(channel_args), agents_.get(),
+      [service] { return service->card_addresses(); }, binding_options);
+  HttpServerOptions http_options;
+  http_options.threads = options.http_threads;
+  http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
+  if (tls.has_value()) http_options.tls = HttpTlsFiles{tls->cert_file, tls->key_file};
+  const std::string scheme = tls.has_value() ? "https" : "http";
+  A2AHttpBindings* bindings = http_bindings_.get();
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       options.http_listen,
-      [agents, card_url, bearer_auth]() -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(lf::a2a::v1::AgentCard card,
-                         CoordinatorCard(agents, card_url, bearer_auth));
-        std::string json;
-        (void)google::protobuf::util::MessageToJsonString(card, &json);
-        return json;
-      },
-      tls.has_value() ? HttpTlsFiles{tls->cert_file, tls->key_file} : HttpTlsFiles{});
+      [bindings, scheme](httplib::Server& server) { bindings->Install(server, scheme); },
+      http_options);
   if (!http.ok()) {
-    LOG_WARN("agent card not served: %s", http.status().message());
+    LOG_WARN("HTTP port not served: %s", http.status().message());
     return;
   }
   card_http_ = *std::move(http);
-  LOG_INFO("agent card on %s://%s:%d/.well-known/agent-card.json",
-           tls.has_value() ? "https" : "http",
-           options.http_listen.substr(0, options.http_listen.rfind(':')), card_http_->port());
+  CardAddresses addresses = service->card_addresses();
+  addresses.http_base_url =
+      absl::StrCat(scheme, "://", options.http_listen.substr(0, options.http_listen.rfind(':')),
+                   ":", card_http_->port());
+  service->set_card_addresses(addresses);
+  LOG_INFO("A2A JSON-RPC and HTTP+JSON on %s/agents/<name>, agent card on %s%s",
+           addresses.http_base_url, addresses.http_base_url, "/.well-known/agent-card.json");
 }
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(5)); }

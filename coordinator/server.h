@@ -13,6 +13,7 @@
 #include "common/thread_pool.h"
 #include "coordinator/a2a/gateway.h"
 #include "coordinator/a2a/http.h"
+#include "coordinator/a2a/http_bindings.h"
 #include "coordinator/a2a/service.h"
 #include "coordinator/rpc/admin_service.h"
 #include "coordinator/rpc/agent_registry_service.h"
@@ -69,9 +70,12 @@ struct ServerOptions {
   absl::Duration reaper_period = absl::Seconds(1);
   // Bounds on work runs: items per run, text and metadata sizes (see WorkLimits).
   WorkLimits work_limits;
-  // HTTP address of the agent card (/.well-known/agent-card.json); default 127.0.0.1:8080, port
-  // 0 picks one, empty turns it off. A port that cannot be bound is logged, not fatal.
+  // HTTP address of the A2A JSON-RPC and HTTP+JSON bindings, the agent cards and /metrics;
+  // default 127.0.0.1:8080, port 0 picks one, empty turns it off. A port that cannot be bound is
+  // logged, not fatal.
   std::string http_listen = "127.0.0.1:8080";
+  // Connections the HTTP port serves at once (default 64): each event stream holds one.
+  int http_threads = 64;
   // A2A gateway: agent call deadlines, delivery backoff and attempts (see GatewayOptions).
   GatewayOptions gateway;
   // A2A store: push-config and webhook retry limits (see A2AStoreOptions).
@@ -125,9 +129,8 @@ class CoordinatorServer {
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<const Authorizer> authorizer);
   void StartBackgroundJobs(const ServerOptions& options);
-  // `bearer_auth`: the card says calls need a bearer token (a token file is in force).
-  void ServeAgentCard(const ServerOptions& options, const std::optional<ServerTls>& tls,
-                      bool bearer_auth, const std::string& card_url);
+  // The HTTP port: the A2A JSON bindings and cards (http_bindings.h) and /metrics.
+  void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
@@ -157,7 +160,8 @@ class CoordinatorServer {
   std::unique_ptr<Retention> retention_;
   std::unique_ptr<RetentionTask> retention_task_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
-  std::unique_ptr<AgentCardHttpServer> card_http_;
+  std::unique_ptr<A2AHttpBindings> http_bindings_;
+  std::unique_ptr<HttpServer> card_http_;
   std::unique_ptr<grpc::Server> server_;
   // Scrape-time figures of /metrics; reads the store, so it goes before it.
   std::unique_ptr<ServerMetrics> metrics_;

@@ -28,24 +28,6 @@ using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::TempDir;
 
-// The HTTP port of a coordinator, from its "agent card on http://127.0.0.1:PORT/..." line.
-absl::StatusOr<int> HttpPort(CoordinatorProcess& coordinator) {
-  absl::StatusOr<std::string> line =
-      coordinator.process().WaitForStderrLine("agent card on", absl::Seconds(60));
-  if (!line.ok()) return line.status();
-  const std::string kMarker = "http://127.0.0.1:";
-  const size_t at = line->find(kMarker);
-  if (at == std::string::npos) return absl::NotFoundError(*line);
-  std::string digits;
-  for (const char c : line->substr(at + kMarker.size())) {
-    if (c < '0' || c > '9') break;
-    digits += c;
-  }
-  int port = 0;
-  if (!absl::SimpleAtoi(digits, &port)) return absl::NotFoundError(*line);
-  return port;
-}
-
 // The value of the sample whose line starts with `series` ("name{labels}"), or -1.
 double Sample(const std::string& text, const std::string& series) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -69,7 +51,7 @@ class MetricsProcessTest : public ::testing::Test {
         CoordinatorProcess::Start(dir_.Sub("data"));
     ASSERT_OK(started);
     coordinator_ = *std::move(started);
-    absl::StatusOr<int> port = HttpPort(*coordinator_);
+    absl::StatusOr<int> port = coordinator_->HttpPort();
     ASSERT_OK(port);
     http_port_ = *port;
   }

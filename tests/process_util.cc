@@ -368,6 +368,23 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
 
 std::string CoordinatorProcess::target() const { return absl::StrCat("127.0.0.1:", port_); }
 
+absl::StatusOr<int> CoordinatorProcess::HttpPort() {
+  absl::StatusOr<std::string> line =
+      process_->WaitForStderrLine("agent card on ", absl::Seconds(60));
+  if (!line.ok()) return line.status();
+  const std::string kMarker = "://127.0.0.1:";
+  const size_t at = line->find(kMarker);
+  if (at == std::string::npos) return absl::NotFoundError(*line);
+  std::string digits;
+  for (const char c : line->substr(at + kMarker.size())) {
+    if (c < '0' || c > '9') break;
+    digits += c;
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(digits, &port)) return absl::NotFoundError(*line);
+  return port;
+}
+
 absl::StatusOr<ProcessResult> CoordinatorProcess::Stop() {
   if (absl::Status s = process_->Signal(SIGTERM); !s.ok()) return s;
   return process_->Wait(absl::Seconds(60));

@@ -117,6 +117,9 @@ class CoordinatorProcess {
   int port() const { return port_; }
   // "127.0.0.1:<port>", for clients and coordctl --target.
   std::string target() const;
+  // The HTTP port (--http_listen=127.0.0.1:0 chose it), from the "agent card on
+  // http(s)://127.0.0.1:PORT/..." line; waits (bounded) for that line.
+  [[nodiscard]] absl::StatusOr<int> HttpPort();
   Process& process() { return *process_; }
 
   // SIGTERM, then waits (bounded) for the exit.

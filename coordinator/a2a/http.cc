@@ -11,14 +11,13 @@
 namespace coordinator {
 namespace {
 
-constexpr char kCardPath[] = "/.well-known/agent-card.json";
 constexpr char kMetricsPath[] = "/metrics";
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
-    const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json,
-    const HttpTlsFiles& tls) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& listen, const std::function<void(httplib::Server&)>& install,
+    const HttpServerOptions& options) {
   const size_t colon = listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
@@ -26,8 +25,12 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("--http_listen \"", listen, "\" is not host:port"));
   }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError("--http_threads must be at least 1");
+  }
   std::string host = listen.substr(0, colon);
-  std::unique_ptr<AgentCardHttpServer> server(new AgentCardHttpServer());
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  const HttpTlsFiles& tls = options.tls;
   if (tls.cert_file.empty()) {
     server->server_ = std::make_unique<httplib::Server>();
   } else {
@@ -37,21 +40,17 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
                                                      tls.cert_file, " and key ", tls.key_file));
     }
     server->server_ = std::move(https);
+    server->tls_ = true;
   }
+  const int threads = options.threads;
+  server->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server->server_->set_payload_max_length(options.max_body_bytes);
   // Prometheus text exposition of the process's metrics (common/metrics.h).
   server->server_->Get(kMetricsPath, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(common::MetricsRegistry::Default().Render(),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
-  server->server_->Get(kCardPath, [card_json](const httplib::Request&, httplib::Response& res) {
-    absl::StatusOr<std::string> json = card_json();
-    if (!json.ok()) {
-      res.status = 503;
-      res.set_content(std::string(json.status().message()), "text/plain");
-      return;
-    }
-    res.set_content(*json, "application/json");
-  });
+  if (install) install(*server->server_);
   if (port == 0) {
     server->port_ = server->server_->bind_to_any_port(host);
   } else if (server->server_->bind_to_port(host, port)) {
@@ -68,9 +67,9 @@ absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> AgentCardHttpServer::Start(
   return server;
 }
 
-AgentCardHttpServer::~AgentCardHttpServer() { Stop(); }
+HttpServer::~HttpServer() { Stop(); }
 
-void AgentCardHttpServer::Stop() {
+void HttpServer::Stop() {
   if (server_ == nullptr || !thread_.joinable()) return;
   // httplib 0.11 ignores a stop() that arrives before its listen loop is running, and the loop
   // would then never end: wait until it runs (or has already returned) before stopping it.

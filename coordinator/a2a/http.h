@@ -1,6 +1,6 @@
-// The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server that
-// publishes the agent card, and the client that POSTs webhook calls. Kept in one file so the
-// large header is compiled once.
+// The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server of the
+// HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here and in
+// http_bindings.cc only.
 #ifndef COORDINATOR_A2A_HTTP_H_
 #define COORDINATOR_A2A_HTTP_H_
 
@@ -27,26 +27,40 @@ struct HttpTlsFiles {
   std::string key_file;
 };
 
-// Serves GET /.well-known/agent-card.json with the JSON `card_json` returns at that moment.
-class AgentCardHttpServer {
+// The coordinator's HTTP port: /metrics, and whatever `install` adds (the A2A JSON bindings and
+// the agent cards, http_bindings.h).
+struct HttpServerOptions {
+  // Connections served at once, each on a thread of its own: an event stream holds one for its
+  // whole life, a blocking SendMessage until its task stops (--http_threads, default 64). More
+  // connections wait for a free thread.
+  int threads = 64;
+  // Largest request body; a larger one gets 413 (--max_request_bytes).
+  size_t max_body_bytes = 4 << 20;
+  HttpTlsFiles tls;
+};
+
+class HttpServer {
  public:
-  // Binds `listen` (host:port; port 0 picks one) and serves on a thread of its own, over TLS
-  // (HTTPS only; a plain HTTP request gets no answer) when `tls` names a certificate and key.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<AgentCardHttpServer>> Start(
-      const std::string& listen, std::function<absl::StatusOr<std::string>()> card_json,
-      const HttpTlsFiles& tls = {});
-  ~AgentCardHttpServer();
+  // Binds `listen` (host:port; port 0 picks one) and serves on threads of its own, over TLS
+  // (HTTPS only; a plain HTTP request gets no answer) when `options.tls` names a certificate and
+  // key. `install` adds routes before the first request can arrive.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      const std::string& listen, const std::function<void(httplib::Server&)>& install,
+      const HttpServerOptions& options = {});
+  ~HttpServer();
 
   int port() const { return port_; }
+  bool tls() const { return tls_; }
   void Stop();
 
  private:
-  AgentCardHttpServer() = default;
+  HttpServer() = default;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   // Set by thread_ once httplib's listen loop has returned (so Stop need not wait for it).
   std::shared_ptr<std::atomic<bool>> listen_returned_ = std::make_shared<std::atomic<bool>>(false);
   int port_ = 0;
+  bool tls_ = false;
 };
 
 // What one POST got: the HTTP status (0 when no answer came) and, without an answer, why.

@@ -388,54 +388,6 @@ absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
   return a2a_protocol::CheckVersion(context->client_metadata(), "server");
 }
 
-absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
-                                                 const std::string& grpc_address,
-                                                 bool bearer_auth) {
-  a2apb::AgentCard card;
-  card.set_name("coordinator");
-  card.set_description(
-      "Durable A2A gateway: reach each registered agent through the interface whose tenant is "
-      "its name; tasks, messages and events are stored and outlive agent restarts.");
-  card.set_version("1.0.0");
-  card.mutable_capabilities()->set_streaming(true);
-  card.mutable_capabilities()->set_push_notifications(true);
-  card.mutable_capabilities()->set_extended_agent_card(false);
-  card.add_default_input_modes("text/plain");
-  card.add_default_output_modes("text/plain");
-  if (bearer_auth) {
-    // Every call needs "authorization: Bearer <token>" (docs/security.md).
-    a2apb::HTTPAuthSecurityScheme* bearer =
-        (*card.mutable_security_schemes())["bearer"].mutable_http_auth_security_scheme();
-    bearer->set_scheme("Bearer");
-    bearer->set_description(
-        "A token from the coordinator's token file, sent as gRPC metadata "
-        "\"authorization: Bearer <token>\" on every call");
-    (*card.add_security_requirements()->mutable_schemes())["bearer"];
-  }
-  v1::ListAgentsRequest request;
-  request.set_page_size(1000);
-  while (true) {
-    ASSIGN_OR_RETURN(v1::ListAgentsResponse page, agents->List(request));
-    for (const v1::Agent& agent : page.agents()) {
-      a2apb::AgentInterface* iface = card.add_supported_interfaces();
-      iface->set_url(grpc_address);
-      iface->set_protocol_binding("GRPC");
-      iface->set_tenant(agent.name());
-      iface->set_protocol_version("1.0");
-      a2apb::AgentSkill* skill = card.add_skills();
-      skill->set_id(agent.name());
-      skill->set_name(agent.card().name().empty() ? agent.name() : agent.card().name());
-      skill->set_description(agent.card().description().empty()
-                                 ? absl::StrCat("Agent ", agent.name(), " behind this gateway")
-                                 : agent.card().description());
-      skill->add_tags("agent");
-    }
-    if (page.next_page_token().empty()) break;
-    request.set_page_token(page.next_page_token());
-  }
-  return card;
-}
-
 absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServerContext* context,
                                                         const a2apb::SendMessageRequest& request) {
   RETURN_IF_ERROR(CheckA2AVersion(context));
@@ -557,7 +509,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     a2apb::AgentCard* response) {
   return HandleA2A(context, pool_, response, [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
     if (request->tenant().empty()) {
-      return CoordinatorCard(agents_, grpc_address(), bearer_auth_.load());
+      return CoordinatorCard(agents_, card_addresses());
     }
     ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
     if (agent.card().name().empty()) {

@@ -11,6 +11,7 @@
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/synchronization/mutex.h"
 #include "common/thread_pool.h"
+#include "coordinator/a2a/cards.h"
 #include "coordinator/a2a/gateway.h"
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/store/a2a_push.h"
@@ -23,32 +24,21 @@ namespace coordinator {
 // absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
 [[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
 
-// The coordinator's own agent card: one GRPC interface per registered agent, at
-// `grpc_address`, with the agent's name as tenant. With `bearer_auth` (a token file is
-// configured) the card declares the "bearer" HTTP security scheme and requires it.
-[[nodiscard]] absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
-                                                               const std::string& grpc_address,
-                                                               bool bearer_auth = false);
-
 class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
  public:
   A2AServiceImpl(A2ATasks* tasks, A2APush* push, AgentRegistryStore* agents, A2AGateway* gateway,
-                 common::ThreadPool* pool, std::string grpc_address)
-      : tasks_(tasks),
-        push_(push),
-        agents_(agents),
-        gateway_(gateway),
-        pool_(pool),
-        grpc_address_(std::move(grpc_address)) {}
+                 common::ThreadPool* pool)
+      : tasks_(tasks), push_(push), agents_(agents), gateway_(gateway), pool_(pool) {}
 
-  // The address is known only once the server has bound its port.
-  void set_grpc_address(std::string address) {
+  // Where the coordinator is reached, for the card GetExtendedAgentCard returns: known only once
+  // the server has bound its ports.
+  void set_card_addresses(CardAddresses addresses) {
     absl::MutexLock lock(&mu_);
-    grpc_address_ = std::move(address);
+    card_addresses_ = std::move(addresses);
   }
-  std::string grpc_address() {
+  CardAddresses card_addresses() {
     absl::MutexLock lock(&mu_);
-    return grpc_address_;
+    return card_addresses_;
   }
   // Bounds on the task streams (SendStreamingMessage, SubscribeToTask): `slots` counts them
   // against --max_streams (nullptr: no bound), and a stream holding more than `queue_limit`
@@ -59,8 +49,6 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   }
   StreamSlots* stream_slots() { return stream_slots_; }
   size_t stream_queue_limit() const { return stream_queue_limit_; }
-  // Whether the coordinator's card declares bearer authentication (default false).
-  void set_bearer_auth(bool on) { bearer_auth_.store(on); }
 
   grpc::ServerUnaryReactor* SendMessage(grpc::CallbackServerContext* context,
                                         const a2apb::SendMessageRequest* request,
@@ -114,8 +102,7 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   StreamSlots* stream_slots_ = nullptr;  // not owned
   size_t stream_queue_limit_ = kDefaultStreamQueueLimit;
   absl::Mutex mu_;
-  std::string grpc_address_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> bearer_auth_{false};
+  CardAddresses card_addresses_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace coordinator

@@ -1,0 +1,165 @@
+#include "coordinator/a2a/cards.h"
+
+#include <openssl/evp.h>
+
+#include "a2a_protocol/version.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace coordinator {
+namespace {
+
+// The binding names of AgentInterface.protocol_binding.
+constexpr char kGrpc[] = "GRPC";
+constexpr char kJsonRpc[] = "JSONRPC";
+constexpr char kHttpJson[] = "HTTP+JSON";
+
+void AddInterface(a2apb::AgentCard* card, const std::string& url, const char* binding,
+                  const std::string& tenant) {
+  a2apb::AgentInterface* iface = card->add_supported_interfaces();
+  iface->set_url(url);
+  iface->set_protocol_binding(binding);
+  if (!tenant.empty()) iface->set_tenant(tenant);
+  iface->set_protocol_version(a2a_protocol::kVersion);
+}
+
+// The interfaces that reach `name`: both JSON bindings at its base URL (when the HTTP port is
+// on), then gRPC with its name as tenant.
+void AddAgentInterfaces(a2apb::AgentCard* card, const std::string& name,
+                        const CardAddresses& addresses) {
+  if (!addresses.http_base_url.empty()) {
+    const std::string base = absl::StrCat(addresses.http_base_url, AgentBasePath(name));
+    AddInterface(card, base, kJsonRpc, "");
+    AddInterface(card, base, kHttpJson, "");
+  }
+  AddInterface(card, addresses.grpc_address, kGrpc, name);
+}
+
+// The "bearer" HTTP security scheme, required on every call (docs/security.md).
+void AddBearerScheme(a2apb::AgentCard* card) {
+  a2apb::HTTPAuthSecurityScheme* bearer =
+      (*card->mutable_security_schemes())["bearer"].mutable_http_auth_security_scheme();
+  bearer->set_scheme("Bearer");
+  bearer->set_description(
+      "A token from the coordinator's token file, sent as \"Authorization: Bearer <token>\" "
+      "(an HTTP header, or gRPC metadata) on every call");
+  (*card->add_security_requirements()->mutable_schemes())["bearer"];
+}
+
+std::string Digest(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
+    return "0";
+  }
+  // 128 bits are plenty to tell two cards apart.
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), size < 16 ? size : 16));
+}
+
+}  // namespace
+
+std::string AgentBasePath(const std::string& name) {
+  std::string path = "/agents/";
+  for (const char c : name) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+        c == '~') {
+      path += c;
+    } else {
+      absl::StrAppend(&path, "%", absl::BytesToHexString(absl::string_view(&c, 1)));
+    }
+  }
+  return path;
+}
+
+absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
+                                                 const CardAddresses& addresses) {
+  a2apb::AgentCard card;
+  card.set_name("coordinator");
+  card.set_description(
+      "Durable A2A gateway: reach each registered agent through the interfaces of its name (the "
+      "gRPC tenant, or its base URL below /agents/); tasks, messages and events are stored and "
+      "outlive agent restarts.");
+  card.set_version("1.0.0");
+  card.mutable_capabilities()->set_streaming(true);
+  card.mutable_capabilities()->set_push_notifications(true);
+  card.mutable_capabilities()->set_extended_agent_card(false);
+  card.add_default_input_modes("text/plain");
+  card.add_default_output_modes("text/plain");
+  if (addresses.bearer_auth) AddBearerScheme(&card);
+  v1::ListAgentsRequest request;
+  request.set_page_size(1000);
+  while (true) {
+    ASSIGN_OR_RETURN(v1::ListAgentsResponse page, agents->List(request));
+    for (const v1::Agent& agent : page.agents()) {
+      AddAgentInterfaces(&card, agent.name(), addresses);
+      a2apb::AgentSkill* skill = card.add_skills();
+      skill->set_id(agent.name());
+      skill->set_name(agent.card().name().empty() ? agent.name() : agent.card().name());
+      skill->set_description(agent.card().description().empty()
+                                 ? absl::StrCat("Agent ", agent.name(), " behind this gateway")
+                                 : agent.card().description());
+      skill->add_tags("agent");
+    }
+    if (page.next_page_token().empty()) break;
+    request.set_page_token(page.next_page_token());
+  }
+  return card;
+}
+
+a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses& addresses) {
+  a2apb::AgentCard card = agent.card();
+  card.clear_supported_interfaces();
+  card.clear_signatures();
+  card.clear_security_schemes();
+  card.clear_security_requirements();
+  if (card.name().empty()) card.set_name(agent.name());
+  if (card.description().empty()) {
+    card.set_description(absl::StrCat("Agent ", agent.name(), " behind the coordinator"));
+  }
+  if (card.version().empty()) card.set_version("1.0.0");
+  card.mutable_capabilities()->set_streaming(true);
+  card.mutable_capabilities()->set_push_notifications(true);
+  if (card.default_input_modes().empty()) card.add_default_input_modes("text/plain");
+  if (card.default_output_modes().empty()) card.add_default_output_modes("text/plain");
+  if (card.skills().empty()) {
+    a2apb::AgentSkill* skill = card.add_skills();
+    skill->set_id(agent.name());
+    skill->set_name(card.name());
+    skill->set_description(card.description());
+    skill->add_tags("agent");
+  }
+  AddAgentInterfaces(&card, agent.name(), addresses);
+  if (addresses.bearer_auth) AddBearerScheme(&card);
+  return card;
+}
+
+CardValidators::Validators CardValidators::For(const std::string& path, const std::string& json) {
+  const std::string etag = absl::StrCat("\"", Digest(json), "\"");
+  absl::MutexLock lock(&mu_);
+  Validators& seen = seen_[path];
+  if (seen.etag != etag) {
+    seen.etag = etag;
+    // HTTP dates have whole seconds: a change within the second of the last one still gets a
+    // later date than a client may hold.
+    seen.last_modified = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  }
+  return seen;
+}
+
+bool IfNoneMatchMatches(const std::string& header, const std::string& etag) {
+  for (absl::string_view tag : absl::StrSplit(header, ',')) {
+    tag = absl::StripAsciiWhitespace(tag);
+    if (tag == "*") return true;
+    absl::ConsumePrefix(&tag, "W/");
+    if (tag == etag) return true;
+  }
+  return false;
+}
+
+}  // namespace coordinator

@@ -1,0 +1,69 @@
+// The agent cards the coordinator publishes: its own (every agent behind it, each through every
+// binding) and one per agent (that agent alone, at its own base URL), plus the HTTP caching
+// validators they are served with.
+#ifndef COORDINATOR_A2A_CARDS_H_
+#define COORDINATOR_A2A_CARDS_H_
+
+#include <string>
+
+#include "a2a/v1/a2a.pb.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/store/agent_registry_store.h"
+
+namespace coordinator {
+
+namespace a2apb = ::lf::a2a::v1;
+
+// Where the coordinator's bindings are reached, as the cards name them.
+struct CardAddresses {
+  // host:port of the gRPC A2AService.
+  std::string grpc_address;
+  // scheme://host:port of the HTTP port, serving the JSON-RPC and HTTP+JSON bindings; empty when
+  // that port is off (the cards then list gRPC only).
+  std::string http_base_url;
+  // Whether calls need "Authorization: Bearer <token>" (a token file is configured).
+  bool bearer_auth = false;
+};
+
+// Path of agent `name`'s base URL below the HTTP port: "/agents/<name>", the name
+// percent-encoded where a URL needs it.
+std::string AgentBasePath(const std::string& name);
+
+// The coordinator's own card: for each registered agent, a GRPC interface with the agent's name
+// as tenant and, with an HTTP port, JSONRPC and HTTP+JSON interfaces at the agent's base URL;
+// one skill per agent.
+[[nodiscard]] absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
+                                                               const CardAddresses& addresses);
+
+// Agent `agent`'s card as the coordinator publishes it at its base URL: the agent's own card
+// (name, description, skills, modes) with the coordinator's interfaces (JSONRPC and HTTP+JSON at
+// the base URL, then GRPC with the agent's name as tenant), its security scheme, and streaming
+// and push notifications on (the coordinator provides them whatever the agent does). The agent's
+// signatures are dropped: they signed other interfaces.
+a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses& addresses);
+
+// HTTP validators of a card's JSON: a strong ETag (a digest of the bytes) and the time this
+// process first served those bytes at that path (Last-Modified: never earlier than the change).
+class CardValidators {
+ public:
+  struct Validators {
+    std::string etag;  // quoted, as the header carries it
+    absl::Time last_modified;
+  };
+  Validators For(const std::string& path, const std::string& json);
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Validators> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+// Whether an If-None-Match header value matches `etag` ("*", or a list of tags, weak or strong,
+// compared weakly as RFC 9110 asks for GET).
+bool IfNoneMatchMatches(const std::string& header, const std::string& etag);
+
+}  // namespace coordinator
+
+#endif  // COORDINATOR_A2A_CARDS_H_

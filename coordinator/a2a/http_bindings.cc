@@ -1,0 +1,703 @@
+// The JSON-RPC and HTTP+JSON bindings: HTTP in, the A2AService call through the in-process
+// channel, ProtoJSON out (see http_bindings.h).
+#include "coordinator/a2a/http_bindings.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.pb.h"
+#include "a2a_protocol/json_binding.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/utf8.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/dynamic_message.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/client_callback.h"
+#include "httplib.h"
+
+namespace coordinator {
+namespace {
+
+namespace pb = google::protobuf;
+using a2a_protocol::FromJson;
+using a2a_protocol::ToJson;
+
+constexpr char kServiceName[] = "lf.a2a.v1.A2AService";
+constexpr char kCardPath[] = "/.well-known/agent-card.json";
+constexpr char kAgentsPrefix[] = "/agents/";
+
+// Request headers that travel to the gRPC service as metadata (the A2A service parameters and
+// the credentials).
+constexpr std::pair<const char*, const char*> kForwardedHeaders[] = {
+    {"Authorization", "authorization"},
+    {"A2A-Version", "a2a-version"},
+    {"A2A-Extensions", "a2a-extensions"},
+};
+
+using GenericStub = grpc::TemplatedGenericStub<pb::Message, pb::Message>;
+
+const pb::ServiceDescriptor* A2AService() {
+  static const pb::ServiceDescriptor* service =
+      pb::DescriptorPool::generated_pool()->FindServiceByName(kServiceName);
+  return service;
+}
+
+std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
+  return std::unique_ptr<pb::Message>(
+      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
+}
+
+std::string MethodPath(const pb::MethodDescriptor* method) {
+  return absl::StrCat("/", kServiceName, "/", method->name());
+}
+
+// Sets string field `name` of `message` to `value` (a path parameter or the URL's agent) unless
+// the body already set it to something else: then the request contradicts its URL.
+absl::Status SetFromUrl(pb::Message* message, const char* name, const std::string& value) {
+  if (value.empty()) return absl::OkStatus();
+  const pb::FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(name);
+  if (field == nullptr || field->type() != pb::FieldDescriptor::TYPE_STRING) {
+    return absl::OkStatus();
+  }
+  for (absl::string_view rest = value; !rest.empty();) {
+    const size_t length = common::Utf8SequenceLength(rest);
+    if (length == 0 || rest[0] == '\0') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the URL's ", field->json_name(), " is not valid UTF-8 text"));
+    }
+    rest.remove_prefix(length);
+  }
+  const pb::Reflection* reflection = message->GetReflection();
+  const std::string given = reflection->GetString(*message, field);
+  if (!given.empty() && given != value) {
+    return absl::InvalidArgumentError(absl::StrCat("the request's ", field->json_name(), " \"",
+                                                   given, "\" contradicts the URL's \"", value,
+                                                   "\""));
+  }
+  reflection->SetString(message, field, value);
+  return absl::OkStatus();
+}
+
+bool IsJsonContentType(const httplib::Request& req) {
+  if (!req.has_header("Content-Type")) return true;  // curl -d without -H: take it as JSON
+  const std::string header = req.get_header_value("Content-Type");
+  const absl::string_view type =
+      absl::StripAsciiWhitespace(absl::string_view(header).substr(0, header.find(';')));
+  return absl::EqualsIgnoreCase(type, a2a_protocol::kJsonContentType) ||
+         absl::EqualsIgnoreCase(type, a2a_protocol::kA2AJsonContentType);
+}
+
+// Query parameters as a JSON object of `type`'s fields (HTTP+JSON GET and DELETE): names in
+// camelCase (or the proto name), repeated fields by repeating the name or comma-separated,
+// booleans as true/false; numbers and enums go as strings, which ProtoJSON accepts. Unknown names
+// are ignored, as unknown JSON fields are.
+absl::StatusOr<std::string> QueryToJson(const pb::Descriptor* type,
+                                        const httplib::Params& params) {
+  std::vector<std::pair<const pb::FieldDescriptor*, std::vector<std::string>>> fields;
+  for (const auto& [name, value] : params) {
+    const pb::FieldDescriptor* field = type->FindFieldByName(name);
+    for (int i = 0; field == nullptr && i < type->field_count(); ++i) {
+      if (type->field(i)->json_name() == name) field = type->field(i);
+    }
+    if (field == nullptr) continue;
+    if (field->type() == pb::FieldDescriptor::TYPE_MESSAGE &&
+        field->message_type()->full_name() != "google.protobuf.Timestamp") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter ", name, " names an object; send it in a POST body"));
+    }
+    std::vector<std::string> values;
+    if (field->is_repeated()) {
+      values = absl::StrSplit(value, ',', absl::SkipEmpty());
+    } else {
+      values.push_back(value);
+    }
+    auto it = std::find_if(fields.begin(), fields.end(),
+                           [field](const auto& entry) { return entry.first == field; });
+    if (it == fields.end()) {
+      fields.emplace_back(field, std::move(values));
+    } else if (field->is_repeated()) {
+      it->second.insert(it->second.end(), values.begin(), values.end());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("query parameter ", name, " is repeated"));
+    }
+  }
+  std::string json = "{";
+  for (const auto& [field, values] : fields) {
+    std::vector<std::string> rendered;
+    for (const std::string& value : values) {
+      if (field->type() == pb::FieldDescriptor::TYPE_BOOL) {
+        if (value != "true" && value != "false") {
+          return absl::InvalidArgumentError(absl::StrCat("query parameter ", field->json_name(),
+                                                         " must be true or false"));
+        }
+        rendered.push_back(value);
+      } else {
+        rendered.push_back(common::JsonQuote(value));
+      }
+    }
+    absl::StrAppend(&json, json.size() > 1 ? "," : "", common::JsonQuote(field->json_name()), ":",
+                    field->is_repeated() ? absl::StrCat("[", absl::StrJoin(rendered, ","), "]")
+                                         : rendered.front());
+  }
+  json += "}";
+  return json;
+}
+
+// Whether `path` is an agent's base URL, /agents/<name>, where its JSON-RPC calls go.
+bool IsAgentBase(absl::string_view path) {
+  return absl::ConsumePrefix(&path, kAgentsPrefix) && !path.empty() &&
+         !absl::StrContains(path, '/');
+}
+
+// A header value that gRPC metadata can carry (printable ASCII).
+bool IsPrintableAscii(const std::string& value) {
+  return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+// One streaming call on the in-process channel, read one response at a time: a read is always
+// outstanding until the stream ends, so the status arrives after the last response.
+class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
+ public:
+  StreamCall(const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request)
+      : method_(method), request_(std::move(request)), reading_(NewMessage(method->output_type())) {}
+
+  grpc::ClientContext* context() { return &context_; }
+
+  void Start(GenericStub* stub) {
+    stub->PrepareBidiStreamingCall(&context_, MethodPath(method_), grpc::StubOptions(), this);
+    StartWriteLast(request_.get(), grpc::WriteOptions());
+    StartRead(reading_.get());
+    StartCall();
+  }
+
+  enum class Next { kResponse, kIdle, kEnd };
+
+  // The next response (kResponse, in `*response`), nothing within `wait` (kIdle), or the end of
+  // the stream (kEnd: status() is final).
+  Next Wait(absl::Duration wait, std::unique_ptr<pb::Message>* response) {
+    {
+      absl::MutexLock lock(&mu_);
+      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return read_ != nullptr || done_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), wait);
+      if (read_ == nullptr) return done_ ? Next::kEnd : Next::kIdle;
+      *response = std::move(read_);
+    }
+    reading_ = NewMessage(method_->output_type());
+    StartRead(reading_.get());
+    return Next::kResponse;
+  }
+
+  grpc::Status status() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+  // Cancels the call (a client that went away) and waits until gRPC is done with it.
+  void CancelAndWait() {
+    context_.TryCancel();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the end; OnDone follows
+    absl::MutexLock lock(&mu_);
+    read_ = std::move(reading_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    status_ = status;
+    done_ = true;
+  }
+
+ private:
+  const pb::MethodDescriptor* const method_;
+  grpc::ClientContext context_;
+  const std::unique_ptr<pb::Message> request_;
+  std::unique_ptr<pb::Message> reading_;  // the buffer of the outstanding read
+  absl::Mutex mu_;
+  std::unique_ptr<pb::Message> read_ ABSL_GUARDED_BY(mu_);  // read, not yet taken
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+enum class Binding { kJsonRpc, kRest };
+
+// A REST path below an agent's base URL (or the root), matched to its method.
+struct RestRoute {
+  const char* method = nullptr;
+  std::string id;         // the task id ("id", or "task_id" of the push-config methods)
+  std::string config_id;  // a push config's id
+  bool takes_body = false;
+};
+
+// What the path names whatever the HTTP method: "" when it names nothing here; otherwise the
+// route for `verb` (method null when the verb does not fit: 405).
+std::optional<RestRoute> MatchRest(const std::string& verb, absl::string_view path) {
+  const bool get = verb == "GET";
+  const bool post = verb == "POST";
+  RestRoute route;
+  if (path == "/message:send" || path == "/message:stream") {
+    if (post) route.method = path == "/message:send" ? "SendMessage" : "SendStreamingMessage";
+    route.takes_body = true;
+    return route;
+  }
+  if (path == "/extendedAgentCard") {
+    if (get) route.method = "GetExtendedAgentCard";
+    return route;
+  }
+  if (path == "/tasks") {
+    if (get) route.method = "ListTasks";
+    return route;
+  }
+  if (!absl::ConsumePrefix(&path, "/tasks/") || path.empty()) return std::nullopt;
+  const std::vector<absl::string_view> parts = absl::StrSplit(path, '/');
+  if (parts.size() == 1) {
+    absl::string_view id = parts[0];
+    if (absl::ConsumeSuffix(&id, ":cancel")) {
+      if (post) route.method = "CancelTask";
+      route.takes_body = true;
+    } else if (absl::ConsumeSuffix(&id, ":subscribe")) {
+      // POST in the specification's table, GET in the proto's HTTP rule: both.
+      if (post || get) route.method = "SubscribeToTask";
+      route.takes_body = post;
+    } else if (get) {
+      route.method = "GetTask";
+    }
+    if (id.empty()) return std::nullopt;
+    route.id = std::string(id);
+    return route;
+  }
+  if (parts[1] != "pushNotificationConfigs" || parts[0].empty() || parts.size() > 3) {
+    return std::nullopt;
+  }
+  route.id = std::string(parts[0]);
+  if (parts.size() == 2) {
+    if (post) route.method = "CreateTaskPushNotificationConfig";
+    if (get) route.method = "ListTaskPushNotificationConfigs";
+    route.takes_body = post;
+    return route;
+  }
+  if (parts[2].empty()) return std::nullopt;
+  route.config_id = std::string(parts[2]);
+  if (get) route.method = "GetTaskPushNotificationConfig";
+  if (verb == "DELETE") route.method = "DeleteTaskPushNotificationConfig";
+  return route;
+}
+
+}  // namespace
+
+class A2AHttpBindings::Impl {
+ public:
+  Impl(std::shared_ptr<grpc::Channel> channel, AgentRegistryStore* agents,
+       std::function<CardAddresses()> addresses, HttpBindingOptions options)
+      : stub_(std::move(channel)),
+        agents_(agents),
+        addresses_(std::move(addresses)),
+        options_(options) {}
+
+  void Install(httplib::Server& server, const std::string& scheme) {
+    scheme_ = scheme;
+    // What httplib answers by itself (no route, a body over the limit, a request it cannot read)
+    // gets a body in the binding's error format too.
+    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      absl::Status status;
+      switch (res.status) {
+        case 413:
+          status = absl::ResourceExhaustedError(
+              "the request body is larger than this server takes (--max_request_bytes)");
+          break;
+        case 404:
+          status = absl::NotFoundError(absl::StrCat("nothing at ", req.path));
+          break;
+        case 405:
+          status = absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed here"));
+          break;
+        default:
+          status = absl::InvalidArgumentError(absl::StrCat("HTTP ", res.status));
+      }
+      if (req.method == "POST" && (req.path == "/" || IsAgentBase(req.path))) {
+        res.set_content(
+            a2a_protocol::JsonRpcError("null", status, a2a_protocol::kJsonRpcInvalidRequest),
+            a2a_protocol::kJsonContentType);
+      } else {
+        res.set_content(a2a_protocol::HttpErrorBody(status), a2a_protocol::kA2AJsonContentType);
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    server.Get(kCardPath, [this](const httplib::Request& req, httplib::Response& res) {
+      ServeCard(req, res, std::nullopt);
+    });
+    server.Post("/", [this](const httplib::Request& req, httplib::Response& res) {
+      JsonRpc(req, res, "");
+    });
+    server.Post(R"(/agents/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      JsonRpc(req, res, req.matches[1]);
+    });
+    const auto agent_route = [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string agent = req.matches[1];
+      const std::string rest = req.matches[2];
+      if (rest == kCardPath) {
+        if (req.method == "GET") return ServeCard(req, res, agent);
+        return RestError(res, 405, absl::InvalidArgumentError("the agent card is read with GET"));
+      }
+      Rest(req, res, agent, rest);
+    };
+    const auto root_route = [this](const httplib::Request& req, httplib::Response& res) {
+      RootRest(req, res);
+    };
+    for (const char* pattern : {R"(/agents/([^/]+)(/.+))"}) {
+      server.Get(pattern, agent_route);
+      server.Post(pattern, agent_route);
+      server.Delete(pattern, agent_route);
+    }
+    // Everything else below the root is HTTP+JSON without an agent in the URL, optionally
+    // /{tenant}/... as the proto's HTTP rules have it.
+    for (const char* pattern : {R"((/(?!agents/|metrics$|\.well-known/).+))"}) {
+      server.Get(pattern, root_route);
+      server.Post(pattern, root_route);
+      server.Delete(pattern, root_route);
+    }
+  }
+
+ private:
+  // --- Cards.
+
+  CardAddresses Addresses(const httplib::Request& req) {
+    CardAddresses addresses = addresses_();
+    std::string host = req.get_header_value("Host");
+    if (host.empty() || !IsPrintableAscii(host) || absl::StrContains(host, '/')) {
+      host = absl::StrCat(req.local_addr, ":", req.local_port);
+    }
+    addresses.http_base_url = absl::StrCat(scheme_, "://", host);
+    return addresses;
+  }
+
+  void ServeCard(const httplib::Request& req, httplib::Response& res,
+                 const std::optional<std::string>& agent_name) {
+    const CardAddresses addresses = Addresses(req);
+    absl::StatusOr<a2apb::AgentCard> card;
+    if (agent_name.has_value()) {
+      absl::StatusOr<v1::Agent> agent = agents_->Get(*agent_name);
+      if (agent.ok()) {
+        card = PublishedAgentCard(*agent, addresses);
+      } else {
+        card = agent.status();
+      }
+    } else {
+      card = CoordinatorCard(agents_, addresses);
+    }
+    if (!card.ok()) return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
+    const std::string json = ToJson(*card);
+    const CardValidators::Validators validators = validators_.For(req.path, json);
+    res.set_header("Cache-Control",
+                   absl::StrCat("public, max-age=", absl::ToInt64Seconds(options_.card_max_age)));
+    res.set_header("ETag", validators.etag);
+    res.set_header("Last-Modified",
+                   absl::FormatTime("%a, %d %b %Y %H:%M:%S GMT", validators.last_modified,
+                                    absl::UTCTimeZone()));
+    if (req.has_header("If-None-Match") &&
+        IfNoneMatchMatches(req.get_header_value("If-None-Match"), validators.etag)) {
+      res.status = 304;
+      return;
+    }
+    res.set_content(json, a2a_protocol::kJsonContentType);
+  }
+
+  // --- JSON-RPC.
+
+  void JsonRpc(const httplib::Request& req, httplib::Response& res, const std::string& agent) {
+    if (!IsJsonContentType(req)) {
+      return JsonRpcFailure(res, "null",
+                            absl::InvalidArgumentError(
+                                "a JSON-RPC request's Content-Type is application/json"),
+                            a2a_protocol::kJsonRpcInvalidRequest, 415);
+    }
+    int code = 0;
+    std::string id = "null";
+    absl::StatusOr<a2a_protocol::JsonRpcRequest> request =
+        a2a_protocol::ParseJsonRpcRequest(req.body, &code, &id);
+    if (!request.ok()) return JsonRpcFailure(res, id, request.status(), code);
+    const pb::MethodDescriptor* method = A2AService()->FindMethodByName(request->method);
+    if (method == nullptr) {
+      return JsonRpcFailure(
+          res, id,
+          absl::UnimplementedError(absl::StrCat("method \"", request->method,
+                                                "\" not found; the A2A methods are ",
+                                                MethodNames())),
+          a2a_protocol::kJsonRpcMethodNotFound);
+    }
+    absl::StatusOr<std::unique_ptr<pb::Message>> message =
+        BuildRequest(method, request->params_json, agent, RestRoute{});
+    if (!message.ok()) {
+      return JsonRpcFailure(res, id, message.status(), a2a_protocol::kJsonRpcInvalidParams);
+    }
+    if (method->server_streaming()) {
+      if (!request->has_id) {
+        return JsonRpcFailure(
+            res, id, absl::InvalidArgumentError("a streaming method needs an id to answer"),
+            a2a_protocol::kJsonRpcInvalidRequest);
+      }
+      return Stream(req, res, method, *std::move(message), Binding::kJsonRpc, id);
+    }
+    absl::StatusOr<std::unique_ptr<pb::Message>> response = Unary(req, method, **message);
+    if (!request->has_id) {  // a notification: done, and no answer
+      res.status = 204;
+      return;
+    }
+    if (!response.ok()) return JsonRpcFailure(res, id, response.status(), std::nullopt);
+    res.set_content(a2a_protocol::JsonRpcResult(id, ToJson(**response)),
+                    a2a_protocol::kJsonContentType);
+  }
+
+  // A JSON-RPC error answer: HTTP 200 as JSON-RPC over HTTP has it, except 401 (with the
+  // challenge) for a caller without valid credentials, and `http_status` when given.
+  void JsonRpcFailure(httplib::Response& res, const std::string& id, const absl::Status& status,
+                      std::optional<int> code, int http_status = 200) {
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      http_status = 401;
+      res.set_header("WWW-Authenticate", "Bearer");
+    }
+    res.status = http_status;
+    res.set_content(a2a_protocol::JsonRpcError(id, status, code), a2a_protocol::kJsonContentType);
+  }
+
+  static std::string MethodNames() {
+    std::vector<std::string> names;
+    for (int i = 0; i < A2AService()->method_count(); ++i) {
+      names.push_back(A2AService()->method(i)->name());
+    }
+    return absl::StrJoin(names, ", ");
+  }
+
+  // --- HTTP+JSON.
+
+  // A path below the root: /{tenant}/... when its first segment is not one of the binding's.
+  void RootRest(const httplib::Request& req, httplib::Response& res) {
+    const std::string& path = req.matches[1];
+    if (MatchRest(req.method, path).has_value()) return Rest(req, res, "", path);
+    const size_t slash = path.find('/', 1);
+    if (slash != std::string::npos) {
+      return Rest(req, res, path.substr(1, slash - 1), path.substr(slash));
+    }
+    RestError(res, 404, absl::NotFoundError(absl::StrCat("nothing at ", path)));
+  }
+
+  void Rest(const httplib::Request& req, httplib::Response& res, const std::string& agent,
+            const std::string& path) {
+    const std::optional<RestRoute> route = MatchRest(req.method, path);
+    if (!route.has_value()) {
+      return RestError(res, 404,
+                       absl::NotFoundError(absl::StrCat("no A2A HTTP+JSON endpoint at ", path)));
+    }
+    if (route->method == nullptr) {
+      return RestError(res, 405,
+                       absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed on ",
+                                                               path)));
+    }
+    const pb::MethodDescriptor* method = A2AService()->FindMethodByName(route->method);
+    std::string json = "{}";
+    if (route->takes_body && !req.body.empty()) {
+      if (!IsJsonContentType(req)) {
+        return RestError(res, 415,
+                         absl::InvalidArgumentError(
+                             "the body's Content-Type is application/a2a+json or application/json"));
+      }
+      json = req.body;
+    } else if (!route->takes_body) {
+      absl::StatusOr<std::string> query = QueryToJson(method->input_type(), req.params);
+      if (!query.ok()) return RestError(res, 400, query.status());
+      json = *std::move(query);
+    }
+    absl::StatusOr<std::unique_ptr<pb::Message>> message = BuildRequest(method, json, agent, *route);
+    if (!message.ok()) return RestError(res, 400, message.status());
+    if (method->server_streaming()) {
+      return Stream(req, res, method, *std::move(message), Binding::kRest, "");
+    }
+    absl::StatusOr<std::unique_ptr<pb::Message>> response = Unary(req, method, **message);
+    if (!response.ok()) {
+      return RestError(res, a2a_protocol::HttpStatusCode(response.status()), response.status());
+    }
+    res.set_content(ToJson(**response), a2a_protocol::kA2AJsonContentType);
+  }
+
+  static void RestError(httplib::Response& res, int http_status, const absl::Status& status) {
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      res.set_header("WWW-Authenticate", "Bearer");
+    }
+    res.status = http_status;
+    res.set_content(a2a_protocol::HttpErrorBody(status), a2a_protocol::kA2AJsonContentType);
+  }
+
+  // --- Calls.
+
+  // The request message of `method` from its JSON, with the URL's agent as tenant and the
+  // route's path parameters.
+  static absl::StatusOr<std::unique_ptr<pb::Message>> BuildRequest(
+      const pb::MethodDescriptor* method, const std::string& json, const std::string& agent,
+      const RestRoute& route) {
+    std::unique_ptr<pb::Message> message = NewMessage(method->input_type());
+    RETURN_IF_ERROR(FromJson(json, message.get()));
+    RETURN_IF_ERROR(SetFromUrl(message.get(), "tenant", agent));
+    if (!route.config_id.empty()) {
+      RETURN_IF_ERROR(SetFromUrl(message.get(), "task_id", route.id));
+      RETURN_IF_ERROR(SetFromUrl(message.get(), "id", route.config_id));
+    } else if (message->GetDescriptor()->FindFieldByName("task_id") != nullptr) {
+      RETURN_IF_ERROR(SetFromUrl(message.get(), "task_id", route.id));
+    } else {
+      RETURN_IF_ERROR(SetFromUrl(message.get(), "id", route.id));
+    }
+    return message;
+  }
+
+  // The call's metadata from the request's headers, and its deadline.
+  absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context) {
+    for (const auto& [header, key] : kForwardedHeaders) {
+      if (!req.has_header(header)) continue;
+      const std::string value = req.get_header_value(header);
+      if (!IsPrintableAscii(value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the ", header, " header holds bytes other than printable ASCII"));
+      }
+      context->AddMetadata(key, value);
+    }
+    context->set_deadline(absl::ToChronoTime(absl::Now() + options_.max_call_time));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<pb::Message>> Unary(const httplib::Request& req,
+                                                     const pb::MethodDescriptor* method,
+                                                     const pb::Message& request) {
+    grpc::ClientContext context;
+    RETURN_IF_ERROR(Prepare(req, &context));
+    std::unique_ptr<pb::Message> response = NewMessage(method->output_type());
+    absl::Notification done;
+    grpc::Status status;
+    stub_.UnaryCall(&context, MethodPath(method), grpc::StubOptions(), &request, response.get(),
+                    [&](grpc::Status result) {
+                      status = std::move(result);
+                      done.Notify();
+                    });
+    done.WaitForNotification();
+    if (!status.ok()) return common::FromGrpcStatus(status);
+    return response;
+  }
+
+  // One event of a stream as the binding writes it.
+  static std::string Event(Binding binding, const std::string& id, const pb::Message& response) {
+    if (binding == Binding::kJsonRpc) {
+      return a2a_protocol::SseEvent(a2a_protocol::JsonRpcResult(id, ToJson(response)));
+    }
+    return a2a_protocol::SseEvent(ToJson(response));
+  }
+
+  static std::string ErrorEvent(Binding binding, const std::string& id,
+                                const absl::Status& status) {
+    if (binding == Binding::kJsonRpc) {
+      return a2a_protocol::SseEvent(a2a_protocol::JsonRpcError(id, status));
+    }
+    return a2a_protocol::SseEvent(a2a_protocol::HttpErrorBody(status), "error");
+  }
+
+  // A streaming method: an error before the first response is an ordinary error answer (the
+  // client learns it from the status line and body); after it, the stream carries it as its
+  // last event.
+  void Stream(const httplib::Request& req, httplib::Response& res,
+              const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request,
+              Binding binding, const std::string& id) {
+    auto call = std::make_shared<StreamCall>(method, std::move(request));
+    if (absl::Status prepared = Prepare(req, call->context()); !prepared.ok()) {
+      return binding == Binding::kJsonRpc ? JsonRpcFailure(res, id, prepared, std::nullopt)
+                                          : RestError(res, 400, prepared);
+    }
+    call->Start(&stub_);
+    std::unique_ptr<pb::Message> first;
+    while (call->Wait(options_.keepalive, &first) == StreamCall::Next::kIdle) {
+    }
+    if (first == nullptr) {
+      const absl::Status status = common::FromGrpcStatus(call->status());
+      const absl::Status failed =
+          status.ok() ? absl::InternalError("the stream ended before its first event") : status;
+      return binding == Binding::kJsonRpc
+                 ? JsonRpcFailure(res, id, failed, std::nullopt)
+                 : RestError(res, a2a_protocol::HttpStatusCode(failed), failed);
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    auto pending = std::make_shared<std::string>(Event(binding, id, *first));
+    const absl::Duration keepalive = options_.keepalive;
+    res.set_chunked_content_provider(
+        a2a_protocol::kEventStreamContentType,
+        [call, pending, binding, id, keepalive](size_t, httplib::DataSink& sink) {
+          if (!pending->empty()) {
+            if (!sink.write(pending->data(), pending->size())) return false;
+            pending->clear();
+          }
+          while (true) {
+            std::unique_ptr<pb::Message> response;
+            switch (call->Wait(keepalive, &response)) {
+              case StreamCall::Next::kResponse: {
+                const std::string event = Event(binding, id, *response);
+                if (!sink.write(event.data(), event.size())) return false;
+                break;
+              }
+              case StreamCall::Next::kIdle: {
+                constexpr char kKeepAlive[] = ": keep-alive\n\n";
+                if (!sink.write(kKeepAlive, sizeof(kKeepAlive) - 1)) return false;
+                break;
+              }
+              case StreamCall::Next::kEnd: {
+                const absl::Status status = common::FromGrpcStatus(call->status());
+                if (!status.ok()) {
+                  const std::string event = ErrorEvent(binding, id, status);
+                  sink.write(event.data(), event.size());
+                }
+                sink.done();
+                return true;
+              }
+            }
+          }
+        },
+        // However the response ended (a client that went away included), the call ends too.
+        [call](bool) { call->CancelAndWait(); });
+  }
+
+  GenericStub stub_;
+  AgentRegistryStore* const agents_;
+  const std::function<CardAddresses()> addresses_;
+  const HttpBindingOptions options_;
+  std::string scheme_ = "http";
+  CardValidators validators_;
+};
+
+A2AHttpBindings::A2AHttpBindings(std::shared_ptr<grpc::Channel> channel,
+                                 AgentRegistryStore* agents,
+                                 std::function<CardAddresses()> addresses,
+                                 HttpBindingOptions options)
+    : impl_(std::make_unique<Impl>(std::move(channel), agents, std::move(addresses), options)) {}
+
+A2AHttpBindings::~A2AHttpBindings() = default;
+
+void A2AHttpBindings::Install(httplib::Server& server, const std::string& scheme) {
+  impl_->Install(server, scheme);
+}
+
+}  // namespace coordinator

@@ -1,0 +1,519 @@
+// The A2A JSON-RPC and HTTP+JSON bindings with real processes: the coordinator binary, the
+// echo_agent behind it, and plain HTTP clients that know only the agent's base URL. Every wait is
+// bounded; no sleeps.
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.pb.h"
+#include "a2a_protocol/json_binding.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+namespace pb = google::protobuf;
+namespace a2apb = ::lf::a2a::v1;
+using a2a_protocol::FromJson;
+using testing_util::BinaryPath;
+using testing_util::CoordinatorProcess;
+using testing_util::Process;
+using testing_util::TempDir;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+// A JSON document as a google.protobuf.Value, to look into answers whatever their shape.
+pb::Value Parse(const std::string& json) {
+  pb::Value value;
+  EXPECT_TRUE(pb::util::JsonStringToMessage(json, &value).ok()) << json;
+  return value;
+}
+
+const pb::Value& At(const pb::Value& object, const std::string& name) {
+  static const pb::Value kNull;
+  if (!object.has_struct_value()) return kNull;
+  auto it = object.struct_value().fields().find(name);
+  return it == object.struct_value().fields().end() ? kNull : it->second;
+}
+
+std::string ToJson(const pb::Value& value) {
+  std::string json;
+  (void)pb::util::MessageToJsonString(value, &json);
+  return json;
+}
+
+std::string SendParams(const std::string& text, const std::string& extra = "") {
+  static int counter = 0;
+  return absl::StrCat(R"({"message":{"messageId":"http-)", ++counter,
+                      R"(","role":"ROLE_USER","parts":[{"text":")", text, R"("}]})", extra, "}");
+}
+
+class A2AHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator = CoordinatorProcess::Start(
+        dir_.Sub("data"), {"--http_listen=127.0.0.1:0", "--max_request_bytes=65536"});
+    ASSERT_OK(coordinator);
+    coordinator_ = *std::move(coordinator);
+    absl::StatusOr<int> port = coordinator_->HttpPort();
+    ASSERT_OK(port);
+    http_port_ = *port;
+    absl::StatusOr<std::unique_ptr<Process>> agent = Process::Start(
+        BinaryPath("echo_agent"), {"--coordinator=" + coordinator_->target(), "--name=echo"});
+    ASSERT_OK(agent);
+    agent_ = *std::move(agent);
+    ASSERT_OK(agent_->WaitForStderrLine("registered", kWait));
+  }
+
+  std::unique_ptr<httplib::Client> Client() {
+    auto client = std::make_unique<httplib::Client>("127.0.0.1", http_port_);
+    client->set_connection_timeout(10);
+    client->set_read_timeout(30);
+    return client;
+  }
+
+  // A JSON-RPC call to the echo agent's base URL: the HTTP status and the parsed answer.
+  std::pair<int, pb::Value> Rpc(const std::string& method, const std::string& params,
+                                const std::string& path = "/agents/echo") {
+    httplib::Result res = Client()->Post(
+        path.c_str(), absl::StrCat(R"({"jsonrpc":"2.0","id":"c1","method":")", method,
+                                   R"(","params":)", params, "}"),
+        "application/json");
+    EXPECT_TRUE(res) << method;
+    if (!res) return {0, pb::Value()};
+    return {res->status, Parse(res->body)};
+  }
+
+  // Posts `body` raw to `path`: the status and the body.
+  std::pair<int, std::string> Post(const std::string& path, const std::string& body,
+                                   const std::string& content_type = "application/json") {
+    httplib::Result res = Client()->Post(path.c_str(), body, content_type.c_str());
+    EXPECT_TRUE(res) << path;
+    if (!res) return {0, ""};
+    return {res->status, res->body};
+  }
+
+  std::pair<int, std::string> Get(const std::string& path, const httplib::Headers& headers = {}) {
+    httplib::Result res = Client()->Get(path.c_str(), headers);
+    EXPECT_TRUE(res) << path;
+    if (!res) return {0, ""};
+    return {res->status, res->body};
+  }
+
+  // POSTs `body` to `path` and reads the event stream: each event's data, until the stream ends
+  // or `keep_reading` says to stop (then the client hangs up). The HTTP status and content type.
+  struct StreamResult {
+    int status = 0;
+    std::string content_type;
+    std::vector<std::string> events;
+    std::string body;  // when the answer was no event stream
+  };
+  StreamResult Stream(const std::string& path, const std::string& body,
+                      const std::function<bool(const std::string&)>& keep_reading =
+                          [](const std::string&) { return true; }) {
+    StreamResult result;
+    a2a_protocol::SseParser parser(1 << 20);
+    httplib::Request req;
+    req.method = "POST";
+    req.path = path;
+    req.body = body;
+    req.set_header("Content-Type", "application/json");
+    req.set_header("Accept", "text/event-stream");
+    bool stream = false;
+    req.response_handler = [&](const httplib::Response& res) {
+      result.status = res.status;
+      result.content_type = res.get_header_value("Content-Type");
+      stream = absl::StartsWith(result.content_type, "text/event-stream");
+      return true;
+    };
+    req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+      if (!stream) {
+        result.body.append(data, size);
+        return true;
+      }
+      bool keep = true;
+      const absl::Status fed =
+          parser.Feed(absl::string_view(data, size), [&](std::string event) {
+            result.events.push_back(event);
+            if (!keep_reading(event)) keep = false;
+            return absl::OkStatus();
+          });
+      EXPECT_OK(fed);
+      return keep;
+    };
+    auto client = Client();
+    httplib::Response res;
+    httplib::Error error = httplib::Error::Success;
+    client->send(req, res, error);
+    return result;
+  }
+
+  // How many tasks the echo agent has, read over JSON-RPC.
+  int TaskCount() {
+    auto [status, answer] = Rpc("ListTasks", R"({"pageSize":100})");
+    EXPECT_EQ(status, 200);
+    return At(At(answer, "result"), "tasks").list_value().values_size();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::unique_ptr<Process> agent_;
+  int http_port_ = 0;
+};
+
+TEST_F(A2AHttpTest, AgentCardsNameEveryBindingAndAreCacheable) {
+  httplib::Result res = Client()->Get("/agents/echo/.well-known/agent-card.json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  a2apb::AgentCard card;
+  ASSERT_OK(FromJson(res->body, &card));
+  const std::string base = absl::StrCat("http://127.0.0.1:", http_port_, "/agents/echo");
+  ASSERT_EQ(card.supported_interfaces_size(), 3) << res->body;
+  EXPECT_EQ(card.supported_interfaces(0).protocol_binding(), "JSONRPC");
+  EXPECT_EQ(card.supported_interfaces(0).url(), base);
+  EXPECT_EQ(card.supported_interfaces(1).protocol_binding(), "HTTP+JSON");
+  EXPECT_EQ(card.supported_interfaces(1).url(), base);
+  EXPECT_EQ(card.supported_interfaces(2).protocol_binding(), "GRPC");
+  EXPECT_EQ(card.supported_interfaces(2).url(), coordinator_->target());
+  EXPECT_EQ(card.supported_interfaces(2).tenant(), "echo");
+  EXPECT_TRUE(card.capabilities().streaming());
+  EXPECT_FALSE(card.skills().empty());
+
+  // Caching: max-age, a strong ETag, Last-Modified; If-None-Match gets 304 and no body.
+  EXPECT_TRUE(absl::StrContains(res->get_header_value("Cache-Control"), "max-age="));
+  const std::string etag = res->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(etag.front(), '"');
+  EXPECT_TRUE(absl::EndsWith(res->get_header_value("Last-Modified"), " GMT"));
+  auto [status, body] =
+      Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", etag}});
+  EXPECT_EQ(status, 304);
+  EXPECT_TRUE(body.empty());
+  EXPECT_EQ(Get("/agents/echo/.well-known/agent-card.json",
+                {{"If-None-Match", absl::StrCat("\"other\", W/", etag)}})
+                .first,
+            304);
+  EXPECT_EQ(
+      Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", "\"other\""}}).first,
+      200);
+
+  // The coordinator's card lists the agent through every binding, with the same headers.
+  httplib::Result root = Client()->Get("/.well-known/agent-card.json");
+  ASSERT_TRUE(root);
+  a2apb::AgentCard coordinator_card;
+  ASSERT_OK(FromJson(root->body, &coordinator_card));
+  ASSERT_EQ(coordinator_card.supported_interfaces_size(), 3) << root->body;
+  EXPECT_EQ(coordinator_card.supported_interfaces(0).url(), base);
+  EXPECT_FALSE(root->get_header_value("ETag").empty());
+  EXPECT_NE(root->get_header_value("ETag"), etag);
+
+  // An agent that is not registered has no card.
+  auto [missing, error] = Get("/agents/nobody/.well-known/agent-card.json");
+  EXPECT_EQ(missing, 404);
+  EXPECT_EQ(At(At(Parse(error), "error"), "status").string_value(), "NOT_FOUND");
+}
+
+TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
+  // A blocking send: the task comes back completed with the agent's artifact.
+  auto [status, answer] = Rpc("SendMessage", SendParams("hello"));
+  ASSERT_EQ(status, 200) << ToJson(answer);
+  EXPECT_EQ(At(answer, "jsonrpc").string_value(), "2.0");
+  EXPECT_EQ(At(answer, "id").string_value(), "c1");
+  a2apb::SendMessageResponse sent;
+  ASSERT_OK(FromJson(ToJson(At(answer, "result")), &sent));
+  ASSERT_TRUE(sent.has_task()) << ToJson(answer);
+  EXPECT_EQ(sent.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  ASSERT_EQ(sent.task().artifacts_size(), 1);
+  EXPECT_EQ(sent.task().artifacts(0).parts(0).text(), "hello");
+  const std::string id = sent.task().id();
+
+  auto [got_status, got] = Rpc("GetTask", absl::StrCat(R"({"id":")", id, R"(","historyLength":1})"));
+  ASSERT_EQ(got_status, 200);
+  a2apb::Task task;
+  ASSERT_OK(FromJson(ToJson(At(got, "result")), &task));
+  EXPECT_EQ(task.id(), id);
+  EXPECT_LE(task.history_size(), 1);
+  EXPECT_EQ(TaskCount(), 1);
+
+  // A stream: the task first, then its events, the last one completing it (the first is the
+  // last when the agent was done before the stream read the task).
+  StreamResult stream = Stream(
+      "/agents/echo", absl::StrCat(R"({"jsonrpc":"2.0","id":9,"method":"SendStreamingMessage",)",
+                                   R"("params":)", SendParams("streamed"), "}"));
+  EXPECT_EQ(stream.status, 200);
+  ASSERT_GE(stream.events.size(), 1u) << stream.body;
+  a2apb::StreamResponse first;
+  ASSERT_OK(FromJson(ToJson(At(Parse(stream.events.front()), "result")), &first));
+  EXPECT_TRUE(first.has_task());
+  const pb::Value last = Parse(stream.events.back());
+  EXPECT_EQ(At(last, "id").number_value(), 9);
+  a2apb::StreamResponse final_event;
+  ASSERT_OK(FromJson(ToJson(At(last, "result")), &final_event));
+  const a2apb::TaskState final_state = final_event.has_task()
+                                           ? final_event.task().status().state()
+                                           : final_event.status_update().status().state();
+  EXPECT_EQ(final_state, a2apb::TASK_STATE_COMPLETED) << stream.events.back();
+
+  // A task that holds: subscribe, cancel it from another client, see the canceled event.
+  auto [held_status, held] = Rpc("SendMessage", SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  ASSERT_EQ(held_status, 200) << ToJson(held);
+  const std::string held_id = At(At(At(held, "result"), "task"), "id").string_value();
+  ASSERT_FALSE(held_id.empty()) << ToJson(held);
+  bool canceled = false;
+  StreamResult subscription = Stream(
+      "/agents/echo",
+      absl::StrCat(R"({"jsonrpc":"2.0","id":"s","method":"SubscribeToTask","params":{"id":")",
+                   held_id, R"("}})"),
+      [&](const std::string& event) {
+        if (absl::StrContains(event, "holding")) {
+          auto [cancel_status, cancel] =
+              Rpc("CancelTask", absl::StrCat(R"({"id":")", held_id, R"("})"));
+          EXPECT_EQ(cancel_status, 200) << ToJson(cancel);
+        }
+        canceled = canceled || absl::StrContains(event, "TASK_STATE_CANCELED");
+        return true;
+      });
+  EXPECT_EQ(subscription.status, 200);
+  EXPECT_TRUE(canceled) << subscription.events.size();
+
+  // Subscribing to a task that has ended is UnsupportedOperationError, as a plain answer.
+  StreamResult ended = Stream(
+      "/agents/echo",
+      absl::StrCat(R"({"jsonrpc":"2.0","id":"e","method":"SubscribeToTask","params":{"id":")",
+                   id, R"("}})"));
+  EXPECT_EQ(ended.status, 200);
+  EXPECT_TRUE(ended.events.empty());
+  EXPECT_EQ(At(At(Parse(ended.body), "error"), "code").number_value(), -32004) << ended.body;
+
+  // Errors carry the A2A codes and the ErrorInfo reason.
+  auto [missing_status, missing] = Rpc("GetTask", R"({"id":"no-such-task"})");
+  EXPECT_EQ(missing_status, 200);
+  EXPECT_EQ(At(At(missing, "error"), "code").number_value(), -32001) << ToJson(missing);
+  EXPECT_TRUE(absl::StrContains(ToJson(missing), "TASK_NOT_FOUND"));
+}
+
+TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
+  auto [status, body] = Post("/agents/echo/message:send", SendParams("rest"),
+                             "application/a2a+json");
+  ASSERT_EQ(status, 200) << body;
+  a2apb::SendMessageResponse sent;
+  ASSERT_OK(FromJson(body, &sent));
+  ASSERT_TRUE(sent.has_task()) << body;
+  EXPECT_EQ(sent.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  const std::string id = sent.task().id();
+
+  auto [got_status, got] = Get(absl::StrCat("/agents/echo/tasks/", id, "?historyLength=1"));
+  ASSERT_EQ(got_status, 200) << got;
+  a2apb::Task task;
+  ASSERT_OK(FromJson(got, &task));
+  EXPECT_EQ(task.id(), id);
+
+  auto [list_status, list] = Get(absl::StrCat(
+      "/agents/echo/tasks?contextId=", task.context_id(), "&status=TASK_STATE_COMPLETED&pageSize=10"));
+  ASSERT_EQ(list_status, 200) << list;
+  a2apb::ListTasksResponse listed;
+  ASSERT_OK(FromJson(list, &listed));
+  ASSERT_EQ(listed.tasks_size(), 1);
+  EXPECT_EQ(listed.tasks(0).id(), id);
+
+  StreamResult stream = Stream("/agents/echo/message:stream", SendParams("rest stream"));
+  EXPECT_EQ(stream.status, 200);
+  EXPECT_TRUE(absl::StartsWith(stream.content_type, "text/event-stream"));
+  // The task first (completed already when the agent was quick), its events up to the end.
+  ASSERT_GE(stream.events.size(), 1u) << stream.body;
+  a2apb::StreamResponse first;
+  ASSERT_OK(FromJson(stream.events.front(), &first));
+  EXPECT_TRUE(first.has_task());
+  a2apb::StreamResponse last;
+  ASSERT_OK(FromJson(stream.events.back(), &last));
+  EXPECT_EQ(last.has_task() ? last.task().status().state() : last.status_update().status().state(),
+            a2apb::TASK_STATE_COMPLETED)
+      << stream.events.back();
+
+  // Cancel a held task; cancelling a finished one is TaskNotCancelableError, HTTP 400.
+  auto [held_status, held] = Post("/agents/echo/message:send",
+                                  SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  ASSERT_EQ(held_status, 200) << held;
+  a2apb::SendMessageResponse held_task;
+  ASSERT_OK(FromJson(held, &held_task));
+  const std::string held_id = held_task.task().id();
+  bool canceled = false;
+  StreamResult subscription =
+      Stream(absl::StrCat("/agents/echo/tasks/", held_id, ":subscribe"), "",
+             [&](const std::string& event) {
+               if (absl::StrContains(event, "holding")) {
+                 auto [cancel_status, cancel] =
+                     Post(absl::StrCat("/agents/echo/tasks/", held_id, ":cancel"), "");
+                 EXPECT_EQ(cancel_status, 200) << cancel;
+               }
+               canceled = canceled || absl::StrContains(event, "TASK_STATE_CANCELED");
+               return true;
+             });
+  EXPECT_TRUE(canceled);
+  auto [again_status, again] = Post(absl::StrCat("/agents/echo/tasks/", id, ":cancel"), "");
+  EXPECT_EQ(again_status, 400) << again;
+  EXPECT_TRUE(absl::StrContains(again, "TASK_NOT_CANCELABLE")) << again;
+
+  // Push configs: create, get, list, delete (twice: delete is idempotent).
+  const std::string configs = absl::StrCat("/agents/echo/tasks/", held_id, "/pushNotificationConfigs");
+  auto [created_status, created] =
+      Post(configs, R"({"id":"hook","url":"http://127.0.0.1:9/hook","token":"t"})");
+  ASSERT_EQ(created_status, 200) << created;
+  a2apb::TaskPushNotificationConfig config;
+  ASSERT_OK(FromJson(created, &config));
+  EXPECT_EQ(config.task_id(), held_id);
+  EXPECT_EQ(Get(configs + "/hook").first, 200);
+  auto [listed_status, listed_configs] = Get(configs);
+  EXPECT_EQ(listed_status, 200);
+  EXPECT_TRUE(absl::StrContains(listed_configs, "hook")) << listed_configs;
+  for (int i = 0; i < 2; ++i) {
+    httplib::Result deleted = Client()->Delete((configs + "/hook").c_str());
+    ASSERT_TRUE(deleted);
+    EXPECT_EQ(deleted->status, 200) << i << " " << deleted->body;
+  }
+  EXPECT_EQ(Get(configs + "/hook").first, 404);
+
+  // The same methods below the root with the agent as the first path segment ({tenant}/...).
+  EXPECT_EQ(Get(absl::StrCat("/echo/tasks/", id)).first, 200);
+  auto [missing, missing_body] = Get("/agents/echo/tasks/no-such-task");
+  EXPECT_EQ(missing, 404);
+  EXPECT_TRUE(absl::StrContains(missing_body, "TASK_NOT_FOUND")) << missing_body;
+}
+
+TEST_F(A2AHttpTest, JsonRpcBadInputGetsTheSpecificationsCodesAndChangesNothing) {
+  ASSERT_EQ(Rpc("SendMessage", SendParams("before")).first, 200);
+  const int before = TaskCount();
+  const auto code = [](const std::string& body) {
+    return static_cast<int>(At(At(Parse(body), "error"), "code").number_value());
+  };
+  struct Case {
+    std::string body;
+    int code;
+  };
+  const std::vector<Case> cases = {
+      {"{not json", -32700},
+      {"", -32700},
+      {std::string(20000, '['), -32700},
+      {R"([{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}])", -32600},
+      {R"({"jsonrpc":"1.0","id":1,"method":"SendMessage","params":{}})", -32600},
+      {R"({"id":1,"method":"SendMessage","params":{}})", -32600},
+      {R"({"jsonrpc":"2.0","id":1,"method":"message/send","params":{}})", -32601},
+      {R"({"jsonrpc":"2.0","id":1,"method":"DropAllTables","params":{}})", -32601},
+      {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":[1]})", -32602},
+      {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":7}})", -32602},
+      {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{}}})", -32602},
+      {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"tenant":"other",)"
+       R"("message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}})",
+       -32602},
+  };
+  for (const Case& c : cases) {
+    auto [status, body] = Post("/agents/echo", c.body);
+    EXPECT_EQ(status, 200) << c.body.substr(0, 80) << " -> " << body;
+    EXPECT_EQ(code(body), c.code) << c.body.substr(0, 80) << " -> " << body;
+    EXPECT_EQ(At(Parse(body), "jsonrpc").string_value(), "2.0");
+  }
+  // Wrong content type: 415 with a JSON-RPC error.
+  auto [type_status, type_body] =
+      Post("/agents/echo", R"({"jsonrpc":"2.0","id":1,"method":"GetTask"})", "text/plain");
+  EXPECT_EQ(type_status, 415);
+  EXPECT_EQ(code(type_body), -32600);
+  // A body over --max_request_bytes: 413 with a JSON-RPC error, unread.
+  auto [big_status, big_body] = Post(
+      "/agents/echo", SendParams(std::string(100000, 'x')));
+  EXPECT_EQ(big_status, 413);
+  EXPECT_EQ(code(big_body), -32600) << big_body;
+  // An agent that is not registered.
+  auto [unknown_status, unknown] = Rpc("SendMessage", SendParams("x"), "/agents/nobody");
+  EXPECT_EQ(unknown_status, 200);
+  EXPECT_NE(At(unknown, "error").struct_value().fields().count("code"), 0u) << ToJson(unknown);
+  EXPECT_EQ(TaskCount(), before);
+}
+
+TEST_F(A2AHttpTest, RestBadInputGetsHttpStatusesAndChangesNothing) {
+  const int before = TaskCount();
+  EXPECT_EQ(Post("/agents/echo/message:send", "{not json").first, 400);
+  EXPECT_EQ(Post("/agents/echo/message:send", SendParams("x"), "text/plain").first, 415);
+  EXPECT_EQ(Post("/agents/echo/message:send", SendParams(std::string(100000, 'x'))).first, 413);
+  EXPECT_EQ(Get("/agents/echo/message:send").first, 405);
+  EXPECT_EQ(Get("/agents/echo/no/such/path").first, 404);
+  EXPECT_EQ(Get("/agents/echo/tasks?includeArtifacts=maybe").first, 400);
+  EXPECT_EQ(Get("/agents/echo/tasks?pageSize=lots").first, 400);
+  auto [status, body] = Get("/agents/echo/tasks/%00%ff");
+  EXPECT_EQ(status, 400) << body;
+  EXPECT_EQ(At(At(Parse(body), "error"), "status").string_value(), "INVALID_ARGUMENT") << body;
+  EXPECT_EQ(TaskCount(), before);
+}
+
+TEST_F(A2AHttpTest, AnEventStreamClientThatVanishesIsLetGo) {
+  auto [status, held] =
+      Post("/agents/echo/message:send",
+           SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  ASSERT_EQ(status, 200) << held;
+  a2apb::SendMessageResponse sent;
+  ASSERT_OK(FromJson(held, &sent));
+  const std::string id = sent.task().id();
+  // The client hangs up after the first event.
+  StreamResult gone = Stream(absl::StrCat("/agents/echo/tasks/", id, ":subscribe"), "",
+                             [](const std::string&) { return false; });
+  ASSERT_EQ(gone.events.size(), 1u);
+  // The next event finds nobody: the call ends, the server goes on serving.
+  auto [cancel_status, cancel] = Post(absl::StrCat("/agents/echo/tasks/", id, ":cancel"), "");
+  EXPECT_EQ(cancel_status, 200) << cancel;
+  const absl::Time deadline = absl::Now() + kWait;
+  bool closed = false;
+  while (!closed && absl::Now() < deadline) {
+    auto [metrics_status, metrics] = Get("/metrics");
+    closed = metrics_status == 200 &&
+             absl::StrContains(metrics,
+                               "coordinator_grpc_open_streams{service=\"lf.a2a.v1.A2AService\","
+                               "method=\"SubscribeToTask\"} 0");
+    if (!closed) absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(Rpc("GetTask", absl::StrCat(R"({"id":")", id, R"("})")).first, 200);
+}
+
+TEST(A2AHttpAuthTest, TheJsonBindingsTakeTheBearerTokenOfTheGrpcService) {
+  TempDir dir;
+  const std::string tokens = dir.Sub("tokens.json");
+  std::ofstream(tokens) << R"({"tokens":[{"token":"admin-0123456789abcdef","principal":"ops",)"
+                        << R"("role":"admin"}]})";
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator = CoordinatorProcess::Start(
+      dir.Sub("data"), {"--http_listen=127.0.0.1:0", "--token_file=" + tokens});
+  ASSERT_OK(coordinator);
+  absl::StatusOr<int> port = (*coordinator)->HttpPort();
+  ASSERT_OK(port);
+  httplib::Client client("127.0.0.1", *port);
+  const std::string get = R"({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}})";
+  httplib::Result anonymous = client.Post("/", get, "application/json");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  EXPECT_EQ(anonymous->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_TRUE(absl::StrContains(anonymous->body, "UNAUTHENTICATED")) << anonymous->body;
+  httplib::Result rest = client.Get("/tasks/t");
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->status, 401);
+  httplib::Result authorized = client.Post(
+      "/", {{"Authorization", "Bearer admin-0123456789abcdef"}}, get, "application/json");
+  ASSERT_TRUE(authorized);
+  EXPECT_EQ(authorized->status, 200);
+  EXPECT_TRUE(absl::StrContains(authorized->body, "-32001")) << authorized->body;
+  // The card is public, and says how to authenticate.
+  httplib::Result card = client.Get("/.well-known/agent-card.json");
+  ASSERT_TRUE(card);
+  EXPECT_EQ(card->status, 200);
+  EXPECT_TRUE(absl::StrContains(card->body, "Bearer")) << card->body;
+}
+
+}  // namespace
+}  // namespace coordinator
