@@ -93,7 +93,7 @@ absl::Status SetFromUrl(pb::Message* message, const char* name, const std::strin
 }
 
 bool IsJsonContentType(const httplib::Request& req) {
-  if (!req.has_header("Content-Type")) return true;  // curl -d without -H: take it as JSON
+  if (!req.has_header("Content-Type")) return true;  // no type at all: take it as JSON
   const std::string header = req.get_header_value("Content-Type");
   const absl::string_view type =
       absl::StripAsciiWhitespace(absl::string_view(header).substr(0, header.find(';')));
@@ -250,7 +250,7 @@ struct RestRoute {
 // What the path names whatever the HTTP method: "" when it names nothing here; otherwise the
 // route for `verb` (method null when the verb does not fit: 405).
 std::optional<RestRoute> MatchRest(const std::string& verb, absl::string_view path) {
-  const bool get = verb == "GET";
+  const bool get = verb == "GET" || verb == "HEAD";
   const bool post = verb == "POST";
   RestRoute route;
   if (path == "/message:send" || path == "/message:stream") {
@@ -356,7 +356,7 @@ class A2AHttpBindings::Impl {
       const std::string agent = req.matches[1];
       const std::string rest = req.matches[2];
       if (rest == kCardPath) {
-        if (req.method == "GET") return ServeCard(req, res, agent);
+        if (req.method == "GET" || req.method == "HEAD") return ServeCard(req, res, agent);
         return RestError(res, 405, absl::InvalidArgumentError("the agent card is read with GET"));
       }
       Rest(req, res, agent, rest);
