@@ -13,7 +13,7 @@ harnesses=("$@")
 if [ "${#harnesses[@]}" -eq 0 ]; then
   harnesses=(fuzz_key_codec fuzz_task_graph fuzz_aria_state fuzz_context_service
     fuzz_conversation_service fuzz_task_state_service fuzz_breaker_service fuzz_work_service
-    fuzz_agent_registry_service fuzz_a2a_service fuzz_admin_service)
+    fuzz_agent_registry_service fuzz_a2a_service fuzz_admin_service fuzz_json_binding)
 fi
 work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/coord-fuzz-XXXXXX")}
 mkdir -p "$work"
@@ -30,7 +30,7 @@ run_one() {
     *_service) args+=(-detect_leaks=0) ;;
   esac
   case "$h" in
-    fuzz_task_graph | fuzz_aria_state) args+=(-dict=fuzz/json.dict) ;;
+    fuzz_task_graph | fuzz_aria_state | fuzz_json_binding) args+=(-dict=fuzz/json.dict) ;;
   esac
   "$bin_dir/$h" "${args[@]}" "$work/$h/corpus" "fuzz/corpus/$h" > "$work/$h/log" 2>&1
 }
