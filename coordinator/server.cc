@@ -277,8 +277,8 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options,
       absl::StrCat(scheme, "://", options.http_listen.substr(0, options.http_listen.rfind(':')),
                    ":", card_http_->port());
   service->set_card_addresses(addresses);
-  LOG_INFO("A2A JSON-RPC and HTTP+JSON on %s/agents/<name>, agent card on %s%s",
-           addresses.http_base_url, addresses.http_base_url, "/.well-known/agent-card.json");
+  LOG_INFO("agent card on %s/.well-known/agent-card.json", addresses.http_base_url);
+  LOG_INFO("A2A JSON-RPC and HTTP+JSON: each agent at its base URL /agents/<name>");
 }
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(5)); }

@@ -324,7 +324,8 @@ test('GetExtendedAgentCard: the coordinator card and the registered agent cards'
   const v1 = { ...bounded(), serviceParameters: { 'A2A-Version': '1.0' } };
   const own = await transport.getExtendedAgentCard(GetExtendedAgentCardRequest.fromJSON({}), v1);
   assert.equal(own.name, 'coordinator');
-  assert.deepEqual(own.supportedInterfaces.map((i) => i.tenant).sort(), ['echo', 'jsecho']);
+  const grpc = own.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
+  assert.deepEqual(grpc.map((i) => i.tenant).sort(), ['echo', 'jsecho']);
   const echo = await transport.getExtendedAgentCard(
     GetExtendedAgentCardRequest.fromJSON({ tenant: TENANT }),
     v1,
