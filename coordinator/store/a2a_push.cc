@@ -173,10 +173,8 @@ absl::Status A2APush::DeletePushConfig(absl::string_view tenant, absl::string_vi
     RETURN_IF_ERROR(a2a_records::OwnedBy(header, tenant));
     const std::string key = keys::A2APushConfig(task_id, id);
     absl::StatusOr<std::string> raw = txn.GetForUpdate(ColumnFamily::kA2A, key);
-    if (absl::IsNotFound(raw.status())) {
-      return absl::NotFoundError(
-          absl::StrCat("push config ", id, " of task ", task_id, " not found"));
-    }
+    // Idempotent (A2A 3.1.10): a config that is gone, or never was, is deleted already.
+    if (absl::IsNotFound(raw.status())) return absl::OkStatus();
     RETURN_IF_ERROR(raw.status());
     return txn.Delete(ColumnFamily::kA2A, key);
   });

@@ -53,6 +53,9 @@ class A2APush {
       absl::string_view tenant, absl::string_view task_id, absl::string_view id);
   [[nodiscard]] absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> ListPushConfigs(
       const a2apb::ListTaskPushNotificationConfigsRequest& request);
+  // Deletes config `id` of the task. Idempotent, as A2A requires: OK when the task has no such
+  // config (deleted before, or never created). TASK_NOT_FOUND when the task does not exist or
+  // `tenant` is set and does not own it; INVALID_ARGUMENT for a malformed id.
   [[nodiscard]] absl::Status DeletePushConfig(absl::string_view tenant, absl::string_view task_id,
                                               absl::string_view id);
 

@@ -66,7 +66,46 @@ TEST_F(A2APushTest, PushConfigsQueueOneCallPerStatusChange) {
   ASSERT_OK(configs);
   EXPECT_EQ(configs->configs_size(), 1);
   ASSERT_OK(push_->DeletePushConfig("", id, created->id()));
-  EXPECT_EQ(push_->DeletePushConfig("", id, created->id()).code(), absl::StatusCode::kNotFound);
+  // Gone: the next read says so, and deleting it again is still OK (idempotent).
+  EXPECT_EQ(push_->GetPushConfig("", id, created->id()).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_OK(push_->DeletePushConfig("", id, created->id()));
+}
+
+TEST_F(A2APushTest, DeletingAPushConfigIsIdempotentButNeedsAnExistingTask) {
+  const std::string id = NewTask("echo");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_url("http://127.0.0.1:9/hook");
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> kept = push_->CreatePushConfig(config);
+  ASSERT_OK(kept);
+
+  // A config id the task never had: OK, and the task's other config is untouched.
+  ASSERT_OK(push_->DeletePushConfig("", id, "never-created"));
+  ASSERT_OK(push_->DeletePushConfig("echo", id, "never-created"));
+  // An unknown task, or one of another tenant: TASK_NOT_FOUND (A2A 3.1.10 names that error).
+  absl::Status missing = push_->DeletePushConfig("", "no-such-task", kept->id());
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(a2a_protocol::Reason(missing).value_or(""), "TASK_NOT_FOUND");
+  absl::Status foreign = push_->DeletePushConfig("other", id, kept->id());
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(a2a_protocol::Reason(foreign).value_or(""), "TASK_NOT_FOUND");
+  // Malformed ids: INVALID_ARGUMENT.
+  EXPECT_EQ(push_->DeletePushConfig("", id, "").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(push_->DeletePushConfig("", "", kept->id()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(push_->DeletePushConfig("", id, std::string(300, 'x')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(push_->DeletePushConfig("", id, std::string("a\0b", 3)).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Nothing of that changed anything: the one config is still there.
+  a2apb::ListTaskPushNotificationConfigsRequest list;
+  list.set_task_id(id);
+  absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> configs =
+      push_->ListPushConfigs(list);
+  ASSERT_OK(configs);
+  ASSERT_EQ(configs->configs_size(), 1);
+  EXPECT_EQ(configs->configs(0).id(), kept->id());
 }
 
 }  // namespace
