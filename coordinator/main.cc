@@ -70,6 +70,10 @@ ABSL_FLAG(std::string, outbound_allow_hosts, "",
           "hosts push-notification webhooks may call: host, host:port, [v6] or [v6]:port, "
           "comma-separated; empty (the default) allows loopback only (127.0.0.0/8, ::1, "
           "localhost), * allows every host");
+ABSL_FLAG(std::string, default_agent, "",
+          "A2A: the agent that a request without a tenant goes to; it may register after the "
+          "coordinator starts. Empty (the default): the only registered agent when exactly one "
+          "is; otherwise such a request is refused with the list of agents");
 ABSL_FLAG(absl::Duration, a2a_call_timeout, absl::Seconds(10),
           "A2A gateway: deadline of a unary call to an agent (CancelTask)");
 ABSL_FLAG(absl::Duration, a2a_stream_timeout, absl::Hours(1),
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
   }
   options.a2a_store.outbound_allow = *std::move(outbound);
   LOG_INFO("webhooks may call: %s", options.a2a_store.outbound_allow.ToString());
+  options.default_agent = absl::GetFlag(FLAGS_default_agent);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);
   options.gateway.initial_backoff = absl::GetFlag(FLAGS_a2a_retry_initial_backoff);

@@ -8,6 +8,7 @@
 #include "absl/strings/strip.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/parse_error_interceptor.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -66,6 +67,8 @@ absl::Status CheckAndShareOptions(ServerOptions& options) {
   options.breaker.max_log_page_size = options.limits.max_page_size;
   options.work_limits.max_page_size = options.limits.max_page_size;
   RETURN_IF_ERROR(ValidateRetentionOptions(options.retention));
+  // An agent name; whether it is registered is checked per call (it may register later).
+  RETURN_IF_ERROR(common::ValidateOptionalId("--default_agent", options.default_agent));
   if (!options.backup_root.empty()) {
     std::error_code ec;
     if (options.backup_root.front() != '/' ||
@@ -168,6 +171,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
                                                   gateway, pool_.get());
   a2a_service_->set_stream_limits(stream_slots_.get(),
                                   static_cast<size_t>(options.stream_queue_limit));
+  a2a_service_->set_default_agent(options.default_agent);
   agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), pool_.get());
   // Data care.
   exporter_ =

@@ -78,6 +78,10 @@ struct ServerOptions {
   int http_threads = 64;
   // A2A gateway: agent call deadlines, delivery backoff and attempts (see GatewayOptions).
   GatewayOptions gateway;
+  // The agent an A2A request without a tenant goes to (--default_agent). Default empty: the
+  // only registered agent when exactly one is; otherwise such a request is refused with the
+  // list of agents. It need not be registered at start (NOT_FOUND at call time until it is).
+  std::string default_agent;
   // A2A store: push-config and webhook retry limits (see A2AStoreOptions).
   A2AStoreOptions a2a_store;
   // Bearer tokens, principals and roles (docs/security.md). Empty (the default): no

@@ -1163,5 +1163,19 @@ TEST(ServerStartTest, UnusableListenAddressIsRefused) {
   EXPECT_OK(CoordinatorServer::Start(options));
 }
 
+TEST(ServerStartTest, MalformedDefaultAgentIsRefusedAndAnUnregisteredOneIsNot) {
+  TempDir dir;
+  ServerOptions options = TestServerOptions(dir.path());
+  for (const std::string& name : {std::string(257, 'a'), std::string("a\tb")}) {
+    options.default_agent = name;
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << server.status();
+    EXPECT_THAT(std::string(server.status().message()), HasSubstr("--default_agent"));
+  }
+  // Whether it is registered is a question for each call: it may register later.
+  options.default_agent = "registers-later";
+  EXPECT_OK(CoordinatorServer::Start(options));
+}
+
 }  // namespace
 }  // namespace coordinator

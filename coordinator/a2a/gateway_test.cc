@@ -50,8 +50,9 @@ class GatewayTest : public ::testing::Test {
  protected:
   void SetUp() override { StartCoordinator(); }
 
-  void StartCoordinator(int max_attempts = 1000) {
+  void StartCoordinator(int max_attempts = 1000, const std::string& default_agent = "") {
     ServerOptions options;
+    options.default_agent = default_agent;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
     options.http_listen = "127.0.0.1:0";
@@ -129,9 +130,22 @@ class GatewayTest : public ::testing::Test {
     return response.task().id();
   }
 
-  int TotalTasks() {
+  // Registers an agent that is down (nothing listens at its address): its messages stay queued.
+  void RegisterAway(const std::string& name) {
+    auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
+    coordinator::v1::RegisterAgentRequest reg;
+    reg.mutable_agent()->set_name(name);
+    reg.mutable_agent()->set_endpoint("127.0.0.1:1");
+    coordinator::v1::Agent agent;
+    grpc::Status s = registry->RegisterAgent(Context().get(), reg, &agent);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+
+  int TotalTasks(const std::string& tenant = "") {
+    a2apb::ListTasksRequest request;
+    request.set_tenant(tenant);
     a2apb::ListTasksResponse response;
-    grpc::Status s = stub_->ListTasks(Context().get(), {}, &response);
+    grpc::Status s = stub_->ListTasks(Context().get(), request, &response);
     EXPECT_TRUE(s.ok()) << s.error_message();
     return response.total_size();
   }
@@ -558,6 +572,163 @@ TEST_F(GatewayTest, StatusChangesArePostedToWebhooksWithTheToken) {
   ASSERT_TRUE(stub_->ListTaskPushNotificationConfigs(Context().get(), list, &configs).ok());
   ASSERT_EQ(configs.configs_size(), 1);
   EXPECT_EQ(configs.configs(0).token(), "tok-123");
+}
+
+// A2A makes `tenant` optional: a generic client sends none. With one agent registered it gets
+// that agent; with several, a clear refusal naming them; a task it already has is reachable
+// without a tenant whatever the number of agents.
+TEST_F(GatewayTest, ASendWithoutTenantGoesToTheOnlyAgent) {
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("anyone?", ""), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "no agent is registered")) << s.error_message();
+  EXPECT_EQ(TotalTasks(), 0);
+
+  auto agent = StartAgent();
+  s = stub_->SendMessage(Context().get(), Send("no tenant", ""), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(response.task().artifacts(0).parts(0).text(), "no tenant");
+  EXPECT_EQ(TotalTasks("echo"), 1);
+
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), Send("streamed, no tenant", ""));
+  a2apb::StreamResponse event, last;
+  ASSERT_TRUE(reader->Read(&event));
+  ASSERT_TRUE(event.has_task());
+  while (reader->Read(&last)) {
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(last.status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(TotalTasks("echo"), 2);
+
+  // A second agent: a new task needs a choice, and the refusal says how to make it.
+  a2apb::SendMessageResponse asked;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("ask"), &asked).ok());
+  ASSERT_EQ(asked.task().status().state(), a2apb::TASK_STATE_INPUT_REQUIRED);
+  RegisterAway("zeta");
+  const int before = TotalTasks();
+  s = stub_->SendMessage(Context().get(), Send("which one?", ""), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "2 agents are registered: echo, zeta"))
+      << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "--default_agent")) << s.error_message();
+  auto refused_context = Context();
+  auto refused = stub_->SendStreamingMessage(refused_context.get(), Send("which one?", ""));
+  while (refused->Read(&event)) {
+  }
+  EXPECT_EQ(refused->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(TotalTasks(), before);
+
+  // The task it has goes on without a tenant (it belongs to its agent), and reads need none.
+  a2apb::SendMessageRequest reply = Send("the answer", "", asked.task().id());
+  s = stub_->SendMessage(Context().get(), reply, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(response.task().status().message().parts(0).text(), "echo: the answer");
+  EXPECT_EQ(GetTask(asked.task().id()).status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(TotalTasks(), before);
+}
+
+TEST_F(GatewayTest, ADefaultAgentTakesSendsWithoutTenant) {
+  StopCoordinator();
+  StartCoordinator(/*max_attempts=*/1000, /*default_agent=*/"echo");
+  RegisterAway("zeta");
+  // Named but not registered (yet): NOT_FOUND naming it, nothing stored.
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("early", ""), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "default agent echo (--default_agent)"))
+      << s.error_message();
+  EXPECT_EQ(TotalTasks(), 0);
+
+  auto agent = StartAgent();
+  s = stub_->SendMessage(Context().get(), Send("to the default", ""), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().artifacts(0).parts(0).text(), "to the default");
+  EXPECT_EQ(TotalTasks("echo"), 1);
+  // A tenant still names its agent.
+  SendNow("to zeta", "zeta");
+  EXPECT_EQ(TotalTasks("zeta"), 1);
+  EXPECT_EQ(TotalTasks(), 2);
+}
+
+TEST_F(GatewayTest, HostileTenantsAreRefusedClearlyAndChangeNothing) {
+  auto agent = StartAgent();
+  a2apb::SendMessageResponse response;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), Send("one"), &response).ok());
+  const int before = TotalTasks();
+  struct Case {
+    std::string tenant;
+    grpc::StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {std::string(257, 'e'), grpc::StatusCode::INVALID_ARGUMENT},
+      {std::string(1 << 20, 'e'), grpc::StatusCode::INVALID_ARGUMENT},
+      {std::string("ec\0ho", 5), grpc::StatusCode::INVALID_ARGUMENT},
+      {"echo\n", grpc::StatusCode::INVALID_ARGUMENT},
+      {"echo\x7f", grpc::StatusCode::INVALID_ARGUMENT},
+      {" echo", grpc::StatusCode::NOT_FOUND},
+      {"ECHO", grpc::StatusCode::NOT_FOUND},
+      {"../echo", grpc::StatusCode::NOT_FOUND},
+  };
+  for (const Case& c : cases) {
+    grpc::Status s = stub_->SendMessage(Context().get(), Send("x", c.tenant), &response);
+    EXPECT_EQ(s.error_code(), c.code) << c.tenant.size() << ": " << s.error_message();
+    EXPECT_LT(s.error_message().size(), 400u) << s.error_message().substr(0, 400);
+    auto context = Context();
+    auto reader = stub_->SendStreamingMessage(context.get(), Send("x", c.tenant));
+    a2apb::StreamResponse event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), c.code) << c.tenant.size();
+  }
+  // A tenant that is not UTF-8 does not even parse as a request.
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("x", "\xff\xfe"), &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_EQ(TotalTasks(), before);
+}
+
+// A2A 3.1.10: deleting a push config is idempotent; the task must exist.
+TEST_F(GatewayTest, DeletingAPushConfigTwiceIsOkButTheTaskMustExist) {
+  RegisterAway("away");
+  const std::string id = SendNow("held", "away");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_url("http://127.0.0.1:9/hook");
+  a2apb::TaskPushNotificationConfig created;
+  grpc::Status s = stub_->CreateTaskPushNotificationConfig(Context().get(), config, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  a2apb::DeleteTaskPushNotificationConfigRequest del;
+  del.set_task_id(id);
+  del.set_id(created.id());
+  google::protobuf::Empty empty;
+  for (int i = 0; i < 2; ++i) {
+    s = stub_->DeleteTaskPushNotificationConfig(Context().get(), del, &empty);
+    EXPECT_TRUE(s.ok()) << i << ": " << s.error_message();
+  }
+  del.set_id("never-created");
+  s = stub_->DeleteTaskPushNotificationConfig(Context().get(), del, &empty);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  a2apb::GetTaskPushNotificationConfigRequest get;
+  get.set_task_id(id);
+  get.set_id(created.id());
+  a2apb::TaskPushNotificationConfig read;
+  EXPECT_EQ(stub_->GetTaskPushNotificationConfig(Context().get(), get, &read).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  del.set_task_id("no-such-task");
+  s = stub_->DeleteTaskPushNotificationConfig(Context().get(), del, &empty);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Reason(s), "TASK_NOT_FOUND");
+  del.set_task_id(id);
+  del.set_tenant("someone-else");
+  s = stub_->DeleteTaskPushNotificationConfig(Context().get(), del, &empty);
+  EXPECT_EQ(Reason(s), "TASK_NOT_FOUND");
+  del.set_tenant("");
+  del.set_id(std::string(300, 'x'));
+  s = stub_->DeleteTaskPushNotificationConfig(Context().get(), del, &empty);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -393,19 +393,17 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
   RETURN_IF_ERROR(CheckA2AVersion(context));
   if (!request.has_message()) return absl::InvalidArgumentError("message is required");
   RETURN_IF_ERROR(tasks_->ValidateMessage(request.message()));
-  if (!request.tenant().empty()) {
-    // The tenant names the agent; an unknown one gets NOT_FOUND before anything is stored.
-    RETURN_IF_ERROR(agents_->Get(request.tenant()).status());
-  } else if (request.message().task_id().empty()) {
-    return absl::InvalidArgumentError(
-        "tenant is required for a new task: it names the agent to send the message to");
+  // The agent, checked before anything is stored. A message that continues a task without a
+  // tenant goes to the task's own agent (AcceptMessage), whatever the default.
+  std::string tenant;
+  if (!request.tenant().empty() || request.message().task_id().empty()) {
+    ASSIGN_OR_RETURN(tenant, ResolveTenant(request.tenant()));
   }
   const a2apb::TaskPushNotificationConfig* push = nullptr;
   if (request.configuration().has_task_push_notification_config()) {
     push = &request.configuration().task_push_notification_config();
   }
-  ASSIGN_OR_RETURN(A2ATasks::Change change,
-                   tasks_->AcceptMessage(request.tenant(), request.message(), push));
+  ASSIGN_OR_RETURN(A2ATasks::Change change, tasks_->AcceptMessage(tenant, request.message(), push));
   gateway_->Accepted(change);  // the store published the change; this dispatches its delivery
   return change;
 }

@@ -1,5 +1,6 @@
 // gRPC face of the A2A gateway: lf.a2a.v1.A2AService. A request's `tenant` names the agent it
-// is for. Handlers check the a2a-version metadata, do their storage work on the work pool, and
+// is for; a message that starts a task without one goes to the default agent (ResolveTenant).
+// Handlers check the a2a-version metadata, do their storage work on the work pool, and
 // never wait on an agent: sends are stored and queued (the gateway delivers them), blocking
 // sends and streams wake on the task notifier, reads come from the store.
 #ifndef COORDINATOR_A2A_SERVICE_H_
@@ -13,6 +14,7 @@
 #include "common/thread_pool.h"
 #include "coordinator/a2a/cards.h"
 #include "coordinator/a2a/gateway.h"
+#include "coordinator/a2a/tenant_routing.h"
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/store/a2a_push.h"
 #include "coordinator/store/a2a_tasks.h"
@@ -49,6 +51,19 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   }
   StreamSlots* stream_slots() { return stream_slots_; }
   size_t stream_queue_limit() const { return stream_queue_limit_; }
+  // The agent a request without a tenant goes to (--default_agent; default empty: the only
+  // registered agent, when exactly one is). Set before the server starts.
+  void set_default_agent(std::string name) { default_agent_ = std::move(name); }
+  const std::string& default_agent() const { return default_agent_; }
+
+  // The agent a request for a new task goes to, given the request's `tenant` (empty: none):
+  // coordinator::ResolveTenant (tenant_routing.h) with this service's default agent. Every
+  // binding calls it where a request needs an agent (a message that starts a task); requests
+  // about an existing task do not: the task belongs to its agent, and an empty tenant there
+  // means "whichever agent owns it".
+  [[nodiscard]] absl::StatusOr<std::string> ResolveTenant(absl::string_view tenant) {
+    return coordinator::ResolveTenant(agents_, default_agent_, tenant);
+  }
 
   grpc::ServerUnaryReactor* SendMessage(grpc::CallbackServerContext* context,
                                         const a2apb::SendMessageRequest* request,
@@ -101,6 +116,7 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
   common::ThreadPool* pool_;             // not owned
   StreamSlots* stream_slots_ = nullptr;  // not owned
   size_t stream_queue_limit_ = kDefaultStreamQueueLimit;
+  std::string default_agent_;
   absl::Mutex mu_;
   CardAddresses card_addresses_ ABSL_GUARDED_BY(mu_);
 };

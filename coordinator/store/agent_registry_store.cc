@@ -1,5 +1,6 @@
 #include "coordinator/store/agent_registry_store.h"
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -101,6 +102,23 @@ absl::StatusOr<v1::ListAgentsResponse> AgentRegistryStore::List(
   }
   RETURN_IF_ERROR(it->status());
   return response;
+}
+
+absl::StatusOr<AgentRegistryStore::NameSample> AgentRegistryStore::SampleNames(int max) {
+  const std::string prefix = keys::A2AAgentsPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
+  NameSample sample;
+  for (; it->Valid(); it->Next()) {
+    if (static_cast<int>(sample.first.size()) < max) {
+      v1::Agent agent;
+      RETURN_IF_ERROR(DecodeRecord(it->value(), &agent));
+      sample.first.push_back(agent.name());
+    }
+    ++sample.total;
+  }
+  RETURN_IF_ERROR(it->status());
+  return sample;
 }
 
 absl::Status AgentRegistryStore::Delete(absl::string_view name) {

@@ -3,7 +3,10 @@
 #ifndef COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 #define COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 
+#include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "coordinator/v1/agent_registry.pb.h"
@@ -21,6 +24,14 @@ class AgentRegistryStore {
   [[nodiscard]] absl::StatusOr<v1::Agent> Get(absl::string_view name);
   [[nodiscard]] absl::StatusOr<v1::ListAgentsResponse> List(const v1::ListAgentsRequest& request);
   [[nodiscard]] absl::Status Delete(absl::string_view name);
+
+  // The names of the first `max` agents (in key order) and how many are registered in all (one scan
+  // of the registry's keys; only the first `max` values are decoded).
+  struct NameSample {
+    std::vector<std::string> first;
+    int64_t total = 0;
+  };
+  [[nodiscard]] absl::StatusOr<NameSample> SampleNames(int max);
 
   // Called after every successful Register (the gateway retries queued deliveries at once).
   void set_on_register(std::function<void(const v1::Agent&)> fn) { on_register_ = std::move(fn); }
