@@ -1,6 +1,8 @@
 #include "coordinator/a2a/service.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "a2a_protocol/errors.h"
@@ -136,9 +138,10 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     {
       absl::MutexLock lock(&mu_);
       task_id_ = change->header.task().id();
+      sent_seq_ = change->queued_delivery_seq;
     }
     if (return_immediately) {
-      Respond();
+      Respond(/*immediately=*/true);
       return;
     }
     std::weak_ptr<SendCall> weak = weak_from_this();
@@ -159,18 +162,30 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       FinishOnce(header.status());
       return;
     }
-    if (IsFinalOrInterrupted(header->task().status().state())) Respond();
+    if (IsFinalOrInterrupted(header->task().status().state())) Respond(/*immediately=*/false);
   }
 
   // May run in several pool jobs at once (one per notification); only the first finishes the
-  // call, after which gRPC frees the request: so nothing here reads request_.
-  void Respond() {
-    absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
+  // call, after which gRPC frees the request: so nothing here reads request_. `immediately`
+  // (return_immediately): the task as stored now, even if the agent has already answered with a
+  // Message. Otherwise the turn has ended: the agent's answer, a Message or the task.
+  void Respond(bool immediately) {
+    absl::StatusOr<a2apb::SendMessageResponse> answer;
+    if (immediately) {
+      absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
+      if (task.ok()) {
+        *answer.emplace().mutable_task() = *std::move(task);
+      } else {
+        answer = task.status();
+      }
+    } else {
+      answer = service_->tasks()->SendAnswer(task_id_, sent_seq_, history_length_);
+    }
     absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
-    if (task.ok()) *response_->mutable_task() = *std::move(task);
-    Finish(common::ToGrpcStatus(task.status()));
+    if (answer.ok()) *response_ = *std::move(answer);
+    Finish(common::ToGrpcStatus(answer.status()));
   }
 
   void FinishOnce(const absl::Status& status) {
@@ -192,6 +207,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
   std::string task_id_;                          // set by Run under mu_, before any subscription
+  int64_t sent_seq_ = 0;                         // the message's history seq; as task_id_
   TaskSubscription subscription_;
 };
 
@@ -264,6 +280,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       if (change.ok()) {
         absl::MutexLock lock(&mu_);
         task_id_ = change->header.task().id();
+        sent_seq_ = change->queued_delivery_seq;
       }
     } else {
       accepted = CheckA2AVersion(context_);
@@ -297,12 +314,26 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
                                                                   a2apb::TaskState_Name(state),
                                                                   "); read it with GetTask")));
     }
+    // The agent answered so fast that the snapshot already holds its direct Message answer:
+    // the stream still opens with the task, then carries that Message, as it would have.
+    std::optional<a2apb::Message> answer;
+    if (mode_ == Mode::kSend && IsTerminal(state)) {
+      absl::StatusOr<a2apb::SendMessageResponse> sent =
+          service_->tasks()->SendAnswer(task_id_, sent_seq_, 0);
+      if (!sent.ok()) return Fail(sent.status());
+      if (sent->has_message()) answer = std::move(*sent->mutable_message());
+    }
     {
       absl::MutexLock lock(&mu_);
       cursor_ = snapshot->second;
       a2apb::StreamResponse first;
       *first.mutable_task() = std::move(snapshot->first);
       Push(std::move(first));
+      if (answer.has_value()) {
+        a2apb::StreamResponse message;
+        *message.mutable_message() = *std::move(answer);
+        Push(std::move(message));
+      }
       ending_ = Ends(state);
       started_ = true;
       if (ending_) Close(grpc::Status::OK);
@@ -333,7 +364,12 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       const int64_t seq = event.seq();
       const bool ends =
           event.event().has_status_update() && Ends(event.event().status_update().status().state());
-      switch (Push(std::move(*event.mutable_event()))) {
+      // The sender's stream carries the agent's direct Message answer to its message in place
+      // of the status change it made; a subscriber sees the change (the task's own stream).
+      a2apb::StreamResponse out = mode_ == Mode::kSend
+                                      ? A2ATasks::SendStreamEvent(std::move(event), sent_seq_)
+                                      : std::move(*event.mutable_event());
+      switch (Push(std::move(out))) {
         case PushResult::kQueued:
           break;
         case PushResult::kOverflowed:
@@ -361,8 +397,9 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
   grpc::CallbackServerContext* context_;
   const Mode mode_;
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
-  absl::Mutex mu_;       // taken before the writer's own lock, never after
-  std::string task_id_;  // written only by Start, before it subscribes
+  absl::Mutex mu_;        // taken before the writer's own lock, never after
+  std::string task_id_;   // written only by Start, before it subscribes
+  int64_t sent_seq_ = 0;  // kSend: the history seq of the message sent; as task_id_
   TaskSubscription subscription_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool fetching_ ABSL_GUARDED_BY(mu_) = false;

@@ -37,10 +37,11 @@ absl::Status OwnedBy(const v1::StoredTask& header, absl::string_view tenant);
 absl::StatusOr<v1::StoredTask> ReadTask(storage::Store* store, absl::string_view tenant,
                                         absl::string_view task_id);
 // Sets the status (stamped now), records its message in the history and logs the change, which
-// queues one webhook call per push config of the task. The caller bumps the version and writes
-// the header.
+// queues one webhook call per push config of the task. `answer`, when given, marks the change as
+// the agent's direct Message answer (in the header and the logged event). The caller bumps the
+// version and writes the header.
 absl::Status SetStatus(storage::Transaction& txn, v1::StoredTask& header, a2apb::TaskStatus status,
-                       A2ATasks::Change* change);
+                       A2ATasks::Change* change, const v1::MessageAnswer* answer = nullptr);
 // After `change` committed: wakes the task's watchers when it appended events, and the webhook
 // loop when it queued calls. `notifier` may be null.
 void PublishChange(TaskNotifier* notifier, const A2ATasks::Change& change);

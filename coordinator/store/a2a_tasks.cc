@@ -48,8 +48,9 @@ absl::Status AppendHistory(Transaction& txn, v1::StoredTask& header, a2apb::Mess
 }
 
 // Appends `event` to the log; a status change also queues one webhook call per push config.
+// `answer` (may be null) marks the event as a direct Message answer.
 absl::Status AppendEvent(Transaction& txn, v1::StoredTask& header, a2apb::StreamResponse event,
-                         A2ATasks::Change* change) {
+                         A2ATasks::Change* change, const v1::MessageAnswer* answer = nullptr) {
   const std::string& task_id = header.task().id();
   v1::StoredEvent stored;
   header.set_last_event_seq(header.last_event_seq() + 1);
@@ -57,6 +58,7 @@ absl::Status AppendEvent(Transaction& txn, v1::StoredTask& header, a2apb::Stream
   stored.set_version(header.version());
   *stored.mutable_time() = ToProtoTime(absl::Now());
   *stored.mutable_event() = std::move(event);
+  if (answer != nullptr) *stored.mutable_message_answer() = *answer;
   RETURN_IF_ERROR(txn.Put(
       ColumnFamily::kA2A,
       keys::A2ATaskSeqRecord(task_id, keys::kA2ATaskEvent, static_cast<uint64_t>(stored.seq())),
@@ -129,11 +131,25 @@ absl::StatusOr<a2apb::Task> AssembleTask(storage::Store* store, const v1::Stored
   return task;
 }
 
-// One agent update applied to the locked `header` (see ApplyAgentUpdate). Sets `*touched` when
-// the header changed and must be written.
+// The Message a direct answer gives the client that sent history message `sent_seq`: the
+// status message the answer made, without the task id unless the agent's Message named a task.
+// nullopt when `answer` is absent or answers another message.
+std::optional<a2apb::Message> AnswerTo(const v1::MessageAnswer* answer,
+                                       const a2apb::TaskStatus& status, int64_t sent_seq) {
+  if (answer == nullptr || answer->answers_seq() != sent_seq || !status.has_message()) {
+    return std::nullopt;
+  }
+  a2apb::Message message = status.message();
+  if (!answer->names_task()) message.clear_task_id();
+  return message;
+}
+
+// One agent update applied to the locked `header` (see ApplyAgentUpdate), which answers history
+// message `delivery_seq` (0: not known). Sets `*touched` when the header changed and must be
+// written.
 absl::Status ApplyOneUpdate(Transaction& txn, v1::StoredTask& header,
-                            const a2apb::StreamResponse& update, A2ATasks::Change* change,
-                            bool* touched) {
+                            const a2apb::StreamResponse& update, int64_t delivery_seq,
+                            A2ATasks::Change* change, bool* touched) {
   RETURN_IF_ERROR(A2ATasks::CheckAgentUpdate(update));
   if (update.has_task() && header.agent_task_id().empty() && !update.task().id().empty()) {
     header.set_agent_task_id(update.task().id());
@@ -164,10 +180,15 @@ absl::Status ApplyOneUpdate(Transaction& txn, v1::StoredTask& header,
       RETURN_IF_ERROR(MergeArtifact(txn, header, update.artifact_update(), change));
       break;
     case a2apb::StreamResponse::kMessage: {
+      // A direct answer: stored as the status message that completes the task, and marked so
+      // that the client whose message it answers gets the Message itself (SendAnswer).
+      v1::MessageAnswer answer;
+      answer.set_answers_seq(delivery_seq);
+      answer.set_names_task(!update.message().task_id().empty());
       a2apb::TaskStatus completed;
       completed.set_state(a2apb::TASK_STATE_COMPLETED);
       *completed.mutable_message() = update.message();
-      RETURN_IF_ERROR(a2a_records::SetStatus(txn, header, completed, change));
+      RETURN_IF_ERROR(a2a_records::SetStatus(txn, header, completed, change, &answer));
       break;
     }
     case a2apb::StreamResponse::PAYLOAD_NOT_SET:
@@ -228,7 +249,7 @@ absl::StatusOr<v1::StoredTask> ReadTask(storage::Store* store, absl::string_view
 }
 
 absl::Status SetStatus(Transaction& txn, v1::StoredTask& header, a2apb::TaskStatus status,
-                       A2ATasks::Change* change) {
+                       A2ATasks::Change* change, const v1::MessageAnswer* answer) {
   *status.mutable_timestamp() = ToProtoTime(absl::Now());
   if (status.has_message()) {
     a2apb::Message* message = status.mutable_message();
@@ -239,12 +260,19 @@ absl::Status SetStatus(Transaction& txn, v1::StoredTask& header, a2apb::TaskStat
     RETURN_IF_ERROR(AppendHistory(txn, header, *message));
   }
   *header.mutable_task()->mutable_status() = status;
+  // The header keeps the answer only as long as the status it made (a direct answer ends the
+  // task, so nothing replaces that status today; this keeps it true if something ever does).
+  if (answer != nullptr) {
+    *header.mutable_message_answer() = *answer;
+  } else {
+    header.clear_message_answer();
+  }
   a2apb::StreamResponse event;
   a2apb::TaskStatusUpdateEvent* update = event.mutable_status_update();
   update->set_task_id(header.task().id());
   update->set_context_id(header.task().context_id());
   *update->mutable_status() = std::move(status);
-  return AppendEvent(txn, header, std::move(event), change);
+  return AppendEvent(txn, header, std::move(event), change, answer);
 }
 
 void PublishChange(TaskNotifier* notifier, const A2ATasks::Change& change) {
@@ -349,6 +377,37 @@ absl::StatusOr<a2apb::Task> A2ATasks::GetTask(absl::string_view tenant, absl::st
   RETURN_IF_ERROR(ValidateHistoryLength(history_length));
   ASSIGN_OR_RETURN(v1::StoredTask header, ReadTask(store_, tenant, task_id));
   return AssembleTask(store_, header, history_length);
+}
+
+absl::StatusOr<a2apb::SendMessageResponse> A2ATasks::SendAnswer(absl::string_view task_id,
+                                                                int64_t sent_seq,
+                                                                std::optional<int> history_length) {
+  RETURN_IF_ERROR(ValidateHistoryLength(history_length));
+  ASSIGN_OR_RETURN(v1::StoredTask header, ReadTask(store_, "", task_id));
+  a2apb::SendMessageResponse response;
+  std::optional<a2apb::Message> answer =
+      AnswerTo(header.has_message_answer() ? &header.message_answer() : nullptr,
+               header.task().status(), sent_seq);
+  if (answer.has_value()) {
+    *response.mutable_message() = *std::move(answer);
+  } else {
+    ASSIGN_OR_RETURN(*response.mutable_task(), AssembleTask(store_, header, history_length));
+  }
+  return response;
+}
+
+a2apb::StreamResponse A2ATasks::SendStreamEvent(v1::StoredEvent event, int64_t sent_seq) {
+  if (event.event().has_status_update()) {
+    std::optional<a2apb::Message> answer =
+        AnswerTo(event.has_message_answer() ? &event.message_answer() : nullptr,
+                 event.event().status_update().status(), sent_seq);
+    if (answer.has_value()) {
+      a2apb::StreamResponse response;
+      *response.mutable_message() = *std::move(answer);
+      return response;
+    }
+  }
+  return std::move(*event.mutable_event());
 }
 
 absl::StatusOr<std::pair<a2apb::Task, int64_t>> A2ATasks::Snapshot(absl::string_view tenant,
@@ -461,7 +520,7 @@ absl::StatusOr<A2ATasks::BurstResult> A2ATasks::ApplyAgentBurst(
     const std::string old_index_key = TaskIndexKey(header);
     bool touched = false;
     for (const a2apb::StreamResponse& update : updates) {
-      RETURN_IF_ERROR(ApplyOneUpdate(txn, header, update, &result.change, &touched));
+      RETURN_IF_ERROR(ApplyOneUpdate(txn, header, update, delivery_seq, &result.change, &touched));
       ++result.applied;
       if (IsFinalOrInterrupted(header.task().status().state())) break;
     }

@@ -85,6 +85,18 @@ class A2ATasks {
   [[nodiscard]] absl::StatusOr<a2apb::Task> GetTask(absl::string_view tenant,
                                                     absl::string_view task_id,
                                                     std::optional<int> history_length);
+  // What SendMessage answers the client that sent history message `sent_seq` of the task (the
+  // Change::queued_delivery_seq of its AcceptMessage), once its turn has ended: the agent's
+  // Message when the agent answered that message with one instead of a task (A2A's direct
+  // answer; without task_id unless the agent's Message named a task, and with the task's
+  // context_id), else the task with `history_length` applied (as GetTask). The task stays
+  // stored either way; GetTask shows the answer as its status message.
+  [[nodiscard]] absl::StatusOr<a2apb::SendMessageResponse> SendAnswer(
+      absl::string_view task_id, int64_t sent_seq, std::optional<int> history_length);
+  // A logged event as SendStreamingMessage streams it to the client that sent history message
+  // `sent_seq`: the status change that the agent's direct Message answer to that message made
+  // becomes that Message (as SendAnswer gives it); any other event is served as logged.
+  static a2apb::StreamResponse SendStreamEvent(v1::StoredEvent event, int64_t sent_seq);
   // Like GetTask with all of the history, plus the sequence number of the last event the
   // returned state includes: a subscriber sends this and then the events after it.
   [[nodiscard]] absl::StatusOr<std::pair<a2apb::Task, int64_t>> Snapshot(absl::string_view tenant,
@@ -96,8 +108,10 @@ class A2ATasks {
 
   // Applies one update from the agent running the task: a Task (the agent's view: its id is
   // remembered as the agent's task id, its status and artifacts are merged), a status update,
-  // an artifact update, or a Message (a direct reply: recorded and the task COMPLETED). Ids in
-  // the update are replaced by the coordinator's. Updates to an ended task are ignored.
+  // an artifact update, or a Message (a direct answer: recorded as the status message that
+  // completes the task, and marked as the answer to the message being delivered, see
+  // SendAnswer). Ids in the update are replaced by the coordinator's. Updates to an ended task
+  // are ignored.
   [[nodiscard]] absl::StatusOr<Change> ApplyAgentUpdate(absl::string_view task_id,
                                                         const a2apb::StreamResponse& update);
   // INVALID_AGENT_RESPONSE for an update no task can take (empty, or a status update without a
@@ -108,8 +122,8 @@ class A2ATasks {
   // stopping after the first one that leaves the task final or interrupted (IsFinalOrInterrupted;
   // later updates are not applied). When `delivery_seq` > 0 and the task is final or
   // interrupted afterwards, the delivery of history message `delivery_seq` is dequeued in the
-  // same transaction. All or nothing: if any update is invalid or a write fails, nothing is
-  // stored.
+  // same transaction; a direct Message answer in the burst is recorded as answering it. All or
+  // nothing: if any update is invalid or a write fails, nothing is stored.
   [[nodiscard]] absl::StatusOr<BurstResult> ApplyAgentBurst(
       absl::string_view task_id, absl::Span<const a2apb::StreamResponse> updates,
       int64_t delivery_seq = 0);

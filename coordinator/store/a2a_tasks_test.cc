@@ -147,6 +147,131 @@ TEST_F(A2ATasksTest, ABurstIsStoredLikeItsUpdatesOneByOneAndDequeuesTheDelivery)
   }
 }
 
+// An agent's answer that is a Message of its own (A2A's direct answer), not a task.
+a2apb::StreamResponse AgentMessage(const std::string& text, const std::string& task_id = "") {
+  a2apb::StreamResponse r;
+  a2apb::Message* m = r.mutable_message();
+  m->set_message_id("agent-" + text);
+  m->set_role(a2apb::ROLE_AGENT);
+  m->set_context_id("the agent's own context");
+  m->set_task_id(task_id);
+  m->add_parts()->set_text(text);
+  return r;
+}
+
+TEST_F(A2ATasksTest, ADirectMessageAnswerIsWhatItsSenderGetsAndTheTaskKeepsIt) {
+  absl::StatusOr<A2ATasks::Change> accepted =
+      tasks_->AcceptMessage("echo", UserText("hi", "", "ctx-m"));
+  ASSERT_OK(accepted);
+  const std::string id = accepted->header.task().id();
+  const int64_t sent = accepted->queued_delivery_seq;
+  ASSERT_GT(sent, 0);
+
+  // Before the agent answers, the sender gets the task.
+  absl::StatusOr<a2apb::SendMessageResponse> before = tasks_->SendAnswer(id, sent, std::nullopt);
+  ASSERT_OK(before);
+  ASSERT_TRUE(before->has_task());
+  EXPECT_EQ(before->task().status().state(), a2apb::TASK_STATE_SUBMITTED);
+
+  const std::vector<a2apb::StreamResponse> burst = {AgentMessage("hello back")};
+  absl::StatusOr<A2ATasks::BurstResult> result = tasks_->ApplyAgentBurst(id, burst, sent);
+  ASSERT_OK(result);
+  EXPECT_TRUE(result->delivery_done);
+  const v1::StoredTask& header = result->change.header;
+  ASSERT_TRUE(header.has_message_answer());
+  EXPECT_EQ(header.message_answer().answers_seq(), sent);
+  EXPECT_FALSE(header.message_answer().names_task());
+
+  // The sender gets the Message: the task's context, no task id (the agent named none).
+  absl::StatusOr<a2apb::SendMessageResponse> answer = tasks_->SendAnswer(id, sent, std::nullopt);
+  ASSERT_OK(answer);
+  ASSERT_TRUE(answer->has_message()) << answer->DebugString();
+  EXPECT_EQ(answer->message().parts(0).text(), "hello back");
+  EXPECT_EQ(answer->message().message_id(), "agent-hello back");
+  EXPECT_EQ(answer->message().role(), a2apb::ROLE_AGENT);
+  EXPECT_EQ(answer->message().context_id(), "ctx-m");
+  EXPECT_TRUE(answer->message().task_id().empty());
+  // Another message's sender (none here: seq 0 or a later one) gets the task.
+  absl::StatusOr<a2apb::SendMessageResponse> other = tasks_->SendAnswer(id, sent + 1, 0);
+  ASSERT_OK(other);
+  ASSERT_TRUE(other->has_task());
+  EXPECT_EQ(other->task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(other->task().history_size(), 0);
+
+  // Nothing is lost: the task is COMPLETED with the Message as its status message and in its
+  // history.
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("", id, std::nullopt);
+  ASSERT_OK(task);
+  EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(task->status().message().parts(0).text(), "hello back");
+  EXPECT_EQ(task->status().message().task_id(), id);
+  ASSERT_EQ(task->history_size(), 2);
+  EXPECT_EQ(task->history(1).parts(0).text(), "hello back");
+
+  // The log holds the status change, marked; the sender's stream shows the Message in its
+  // place, anyone else's the change.
+  absl::StatusOr<std::vector<v1::StoredEvent>> events = tasks_->ReadEvents(id, 0, 100);
+  ASSERT_OK(events);
+  ASSERT_EQ(events->size(), 2u);
+  const v1::StoredEvent& last = events->back();
+  ASSERT_TRUE(last.event().has_status_update());
+  EXPECT_EQ(last.event().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_TRUE(last.has_message_answer());
+  EXPECT_FALSE(events->front().has_message_answer());
+  a2apb::StreamResponse streamed = A2ATasks::SendStreamEvent(last, sent);
+  ASSERT_TRUE(streamed.has_message());
+  EXPECT_EQ(streamed.message().parts(0).text(), "hello back");
+  EXPECT_TRUE(streamed.message().task_id().empty());
+  EXPECT_TRUE(A2ATasks::SendStreamEvent(last, sent + 1).has_status_update());
+  EXPECT_TRUE(A2ATasks::SendStreamEvent(events->front(), sent).has_status_update());
+
+  // Reopened: the answer is durable.
+  Open();
+  answer = tasks_->SendAnswer(id, sent, std::nullopt);
+  ASSERT_OK(answer);
+  EXPECT_TRUE(answer->has_message());
+
+  // Bad input changes nothing.
+  EXPECT_EQ(tasks_->SendAnswer(id, sent, -1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(tasks_->SendAnswer("no-such-task", sent, 0).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(tasks_->SendAnswer(std::string(300, 'x'), sent, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(A2ATasksTest, ADirectMessageAnswerThatNamesATaskKeepsTheTaskId) {
+  absl::StatusOr<A2ATasks::Change> accepted = tasks_->AcceptMessage("echo", UserText("hi"));
+  ASSERT_OK(accepted);
+  const std::string id = accepted->header.task().id();
+  const int64_t sent = accepted->queued_delivery_seq;
+  // The agent's own task id is served as the coordinator's.
+  const std::vector<a2apb::StreamResponse> burst = {AgentMessage("in a task", "agent-task-9")};
+  ASSERT_OK(tasks_->ApplyAgentBurst(id, burst, sent));
+  absl::StatusOr<a2apb::SendMessageResponse> answer = tasks_->SendAnswer(id, sent, std::nullopt);
+  ASSERT_OK(answer);
+  ASSERT_TRUE(answer->has_message());
+  EXPECT_EQ(answer->message().task_id(), id);
+  EXPECT_EQ(answer->message().context_id(), accepted->header.task().context_id());
+}
+
+TEST_F(A2ATasksTest, ATaskAnswerIsNoMessageAnswer) {
+  absl::StatusOr<A2ATasks::Change> accepted = tasks_->AcceptMessage("echo", UserText("hi"));
+  ASSERT_OK(accepted);
+  const std::string id = accepted->header.task().id();
+  const int64_t sent = accepted->queued_delivery_seq;
+  absl::StatusOr<A2ATasks::BurstResult> result = tasks_->ApplyAgentBurst(id, EchoBurst(), sent);
+  ASSERT_OK(result);
+  EXPECT_FALSE(result->change.header.has_message_answer());
+  absl::StatusOr<a2apb::SendMessageResponse> answer = tasks_->SendAnswer(id, sent, 1);
+  ASSERT_OK(answer);
+  ASSERT_TRUE(answer->has_task());
+  EXPECT_EQ(answer->task().status().message().parts(0).text(), "echo: hi");
+  EXPECT_EQ(answer->task().history_size(), 1);  // history_length applies
+  for (const v1::StoredEvent& event : result->change.events) {
+    EXPECT_FALSE(event.has_message_answer());
+  }
+}
+
 TEST_F(A2ATasksTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
   const std::string id = NewTask("echo");
   // WORKING alone: the agent is not done, so the delivery stays queued.

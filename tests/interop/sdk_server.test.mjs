@@ -102,9 +102,25 @@ test('cancel is forwarded to the SDK server, which ends the task CANCELED', asyn
   assert.equal(eventState(events[events.length - 1]), TaskState.TASK_STATE_CANCELED);
 });
 
-test('a bare Message answer from the SDK server completes the stored task', async () => {
+// The client gets the Message (A2A 3.1.1), and the coordinator keeps the task it made for the
+// message, completed with the Message as its status message.
+test('a bare Message answer from the SDK server is the answer, and the stored task keeps it', async () => {
   const client = await clientFor(TENANT);
-  const task = asTask(await client.sendMessage(sendRequest('message'), bounded()));
+  const answer = await client.sendMessage(sendRequest('message'), bounded());
+  assert.ok(
+    answer && 'messageId' in answer && !('status' in answer),
+    `expected a Message, got ${JSON.stringify(answer)}`,
+  );
+  assert.equal(textOf(answer), 'a bare message from the js agent');
+  // The SDK server's Message names its task: it comes back as the coordinator's task id.
+  assert.ok(answer.taskId, `the Message names no task: ${JSON.stringify(answer)}`);
+  const task = await client.getTask(getTaskRequest({ id: answer.taskId }), bounded());
   assertState(task, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(task.contextId, answer.contextId);
   assert.equal(textOf(task.status.message), 'a bare message from the js agent');
+
+  // Streamed: the stored task first, then the Message, and the stream ends.
+  const events = await collect(client.sendMessageStream(sendRequest('message'), bounded()));
+  assert.deepEqual(eventCases(events), ['task', 'message']);
+  assert.equal(textOf(events[1].payload.value), 'a bare message from the js agent');
 });
