@@ -362,6 +362,16 @@ TEST_F(MessageAnswerTest, BadSendsAreRefusedAndChangeNothing) {
   request = Request("x", "");  // two agents, no default
   s = stub_->SendMessage(Context().get(), request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // A negative history_length is refused before the message is stored or reaches the agent.
+  request = Request("x");
+  request.mutable_configuration()->set_history_length(-1);
+  s = stub_->SendMessage(Context().get(), request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), request);
+  a2apb::StreamResponse event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(TasksIn("").total_size(), before);
 }
 

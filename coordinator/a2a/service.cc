@@ -430,6 +430,11 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
   RETURN_IF_ERROR(CheckA2AVersion(context));
   if (!request.has_message()) return absl::InvalidArgumentError("message is required");
   RETURN_IF_ERROR(tasks_->ValidateMessage(request.message()));
+  // Checked before anything is stored: the answer applies it only once the turn has ended.
+  if (request.configuration().has_history_length() &&
+      request.configuration().history_length() < 0) {
+    return absl::InvalidArgumentError("configuration.history_length must not be negative");
+  }
   // The agent, checked before anything is stored. A message that continues a task without a
   // tenant goes to the task's own agent (AcceptMessage), whatever the default.
   std::string tenant;
