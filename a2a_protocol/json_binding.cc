@@ -163,8 +163,8 @@ void ReadDetails(const Value* details, std::optional<std::string>* a2a_reason,
     const Value* type = Field(object, "@type");
     const Value* reason = Field(object, "reason");
     const Value* domain = Field(object, "domain");
-    if (type == nullptr || type->string_value() != common::kErrorInfoTypeUrl ||
-        reason == nullptr || domain == nullptr) {
+    if (type == nullptr || type->string_value() != common::kErrorInfoTypeUrl || reason == nullptr ||
+        domain == nullptr) {
       continue;
     }
     if (domain->string_value() == kErrorDomain && !a2a_reason->has_value()) {
@@ -202,8 +202,8 @@ absl::Status FromJson(absl::string_view json, google::protobuf::Message* message
   options.ignore_unknown_fields = true;
   const auto parsed = pbu::JsonStringToMessage(Piece(json), message, options);
   if (parsed.ok()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "not a valid ", message->GetDescriptor()->name(), ": ", parsed.message().ToString()));
+  return absl::InvalidArgumentError(absl::StrCat("not a valid ", message->GetDescriptor()->name(),
+                                                 ": ", parsed.message().ToString()));
 }
 
 int JsonRpcCode(const absl::Status& status) {
@@ -228,9 +228,9 @@ std::string JsonRpcErrorObject(const absl::Status& status, std::optional<int> gi
     named.set_reason(CodeName(status.code()));
     named.set_domain(kStatusCodeDomain);
   }
-  return absl::StrCat("{\"code\":", code, ",\"message\":", common::JsonQuote(status.message()),
-                      ",\"data\":",
-                      DetailsJson(status, code == kJsonRpcServerError ? &named : nullptr), "}");
+  return absl::StrCat(
+      "{\"code\":", code, ",\"message\":", common::JsonQuote(status.message()),
+      ",\"data\":", DetailsJson(status, code == kJsonRpcServerError ? &named : nullptr), "}");
 }
 
 std::string JsonRpcResult(absl::string_view id_json, absl::string_view result_json) {
@@ -278,7 +278,8 @@ absl::StatusOr<JsonRpcRequest> ParseJsonRpcRequest(absl::string_view body, int* 
     return absl::InvalidArgumentError("\"method\" must be a non-empty string");
   }
   request.method = method->string_value();
-  if (const Value* params = Field(object, "params"); params != nullptr && !params->has_null_value()) {
+  if (const Value* params = Field(object, "params");
+      params != nullptr && !params->has_null_value()) {
     if (!params->has_struct_value()) {
       *code = kJsonRpcInvalidParams;
       return absl::InvalidArgumentError("\"params\" must be an object");

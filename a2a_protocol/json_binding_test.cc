@@ -23,9 +23,9 @@ absl::StatusOr<JsonRpcRequest> Parse(const std::string& body, int* code, std::st
 TEST(JsonRpcRequestTest, ReadsMethodIdAndParams) {
   int code = 0;
   std::string id;
-  absl::StatusOr<JsonRpcRequest> request = Parse(
-      R"({"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t1","historyLength":3}})",
-      &code, &id);
+  absl::StatusOr<JsonRpcRequest> request =
+      Parse(R"({"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"t1","historyLength":3}})",
+            &code, &id);
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->method, "GetTask");
   EXPECT_EQ(request->id_json, "7");
@@ -70,8 +70,7 @@ TEST(JsonRpcRequestTest, MalformedAndHostileBodiesGetTheirCodes) {
       {R"({"jsonrpc":"2.0","id":5,"method":17})", kJsonRpcInvalidRequest, "5"},
       {R"({"jsonrpc":"2.0","id":{"x":1},"method":"GetTask"})", kJsonRpcInvalidRequest, "null"},
       {R"({"jsonrpc":"2.0","id":[1],"method":"GetTask"})", kJsonRpcInvalidRequest, "null"},
-      {R"({"jsonrpc":"2.0","id":6,"method":"GetTask","params":[1,2]})", kJsonRpcInvalidParams,
-       "6"},
+      {R"({"jsonrpc":"2.0","id":6,"method":"GetTask","params":[1,2]})", kJsonRpcInvalidParams, "6"},
       {R"({"jsonrpc":"2.0","id":8,"method":"GetTask","params":"x"})", kJsonRpcInvalidParams, "8"},
   };
   for (const Case& c : cases) {
@@ -119,8 +118,7 @@ TEST(JsonRpcErrorTest, A2AErrorsGetTheirCodesAndReasonsBothWays) {
   }
   const std::string object = JsonRpcErrorObject(TaskNotFound("t1"));
   EXPECT_NE(object.find(R"("code":-32001)"), std::string::npos) << object;
-  EXPECT_NE(object.find(R"("@type":"type.googleapis.com/google.rpc.ErrorInfo")"),
-            std::string::npos)
+  EXPECT_NE(object.find(R"("@type":"type.googleapis.com/google.rpc.ErrorInfo")"), std::string::npos)
       << object;
   EXPECT_NE(object.find(R"("reason":"TASK_NOT_FOUND")"), std::string::npos) << object;
 }
@@ -157,8 +155,7 @@ TEST(JsonRpcErrorTest, GarbledPeerAnswersAreInvalidAgentResponses) {
   const absl::Status odd = StatusFromJsonRpcError(R"({"code":-31000,"message":"odd"})");
   EXPECT_EQ(odd.code(), absl::StatusCode::kUnknown);
   EXPECT_EQ(odd.message(), "odd");
-  EXPECT_EQ(StatusFromJsonRpcError(R"({"code":-32601})").code(),
-            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(StatusFromJsonRpcError(R"({"code":-32601})").code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST(HttpErrorTest, StatusesMapToTheSpecificationsHttpCodes) {

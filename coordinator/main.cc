@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
         "must be positive");
     return 2;
   }
-  if (options.max_request_bytes <= 0 || options.worker_threads <= 0 ||
-      options.http_threads <= 0 || options.max_queued_calls < 0) {
+  if (options.max_request_bytes <= 0 || options.worker_threads <= 0 || options.http_threads <= 0 ||
+      options.max_queued_calls < 0) {
     LOG_ERROR(
         "--max_request_bytes, --worker_threads and --http_threads must be positive, "
         "--max_queued_calls not negative");

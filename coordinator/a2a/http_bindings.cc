@@ -105,8 +105,7 @@ bool IsJsonContentType(const httplib::Request& req) {
 // camelCase (or the proto name), repeated fields by repeating the name or comma-separated,
 // booleans as true/false; numbers and enums go as strings, which ProtoJSON accepts. Unknown names
 // are ignored, as unknown JSON fields are.
-absl::StatusOr<std::string> QueryToJson(const pb::Descriptor* type,
-                                        const httplib::Params& params) {
+absl::StatusOr<std::string> QueryToJson(const pb::Descriptor* type, const httplib::Params& params) {
   std::vector<std::pair<const pb::FieldDescriptor*, std::vector<std::string>>> fields;
   for (const auto& [name, value] : params) {
     const pb::FieldDescriptor* field = type->FindFieldByName(name);
@@ -141,8 +140,8 @@ absl::StatusOr<std::string> QueryToJson(const pb::Descriptor* type,
     for (const std::string& value : values) {
       if (field->type() == pb::FieldDescriptor::TYPE_BOOL) {
         if (value != "true" && value != "false") {
-          return absl::InvalidArgumentError(absl::StrCat("query parameter ", field->json_name(),
-                                                         " must be true or false"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("query parameter ", field->json_name(), " must be true or false"));
         }
         rendered.push_back(value);
       } else {
@@ -173,7 +172,9 @@ bool IsPrintableAscii(const std::string& value) {
 class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
  public:
   StreamCall(const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request)
-      : method_(method), request_(std::move(request)), reading_(NewMessage(method->output_type())) {}
+      : method_(method),
+        request_(std::move(request)),
+        reading_(NewMessage(method->output_type())) {}
 
   grpc::ClientContext* context() { return &context_; }
 
@@ -316,33 +317,33 @@ class A2AHttpBindings::Impl {
     scheme_ = scheme;
     // What httplib answers by itself (no route, a body over the limit, a request it cannot read)
     // gets a body in the binding's error format too.
-    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      absl::Status status;
-      switch (res.status) {
-        case 413:
-          status = absl::ResourceExhaustedError(
-              "the request body is larger than this server takes (--max_request_bytes)");
-          break;
-        case 404:
-          status = absl::NotFoundError(absl::StrCat("nothing at ", req.path));
-          break;
-        case 405:
-          status = absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed here"));
-          break;
-        default:
-          status = absl::InvalidArgumentError(absl::StrCat("HTTP ", res.status));
-      }
-      if (req.method == "POST" && (req.path == "/" || IsAgentBase(req.path))) {
-        res.set_content(
-            a2a_protocol::JsonRpcError("null", status, a2a_protocol::kJsonRpcInvalidRequest),
-            a2a_protocol::kJsonContentType);
-      } else {
-        res.set_content(a2a_protocol::HttpErrorBody(status), a2a_protocol::kA2AJsonContentType);
-      }
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+    server.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          absl::Status status;
+          switch (res.status) {
+            case 413:
+              status = absl::ResourceExhaustedError(
+                  "the request body is larger than this server takes (--max_request_bytes)");
+              break;
+            case 404:
+              status = absl::NotFoundError(absl::StrCat("nothing at ", req.path));
+              break;
+            case 405:
+              status = absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed here"));
+              break;
+            default:
+              status = absl::InvalidArgumentError(absl::StrCat("HTTP ", res.status));
+          }
+          if (req.method == "POST" && (req.path == "/" || IsAgentBase(req.path))) {
+            res.set_content(
+                a2a_protocol::JsonRpcError("null", status, a2a_protocol::kJsonRpcInvalidRequest),
+                a2a_protocol::kJsonContentType);
+          } else {
+            res.set_content(a2a_protocol::HttpErrorBody(status), a2a_protocol::kA2AJsonContentType);
+          }
+          return httplib::Server::HandlerResponse::Handled;
+        }));
     server.Get(kCardPath, [this](const httplib::Request& req, httplib::Response& res) {
       ServeCard(req, res, std::nullopt);
     });
@@ -405,7 +406,8 @@ class A2AHttpBindings::Impl {
     } else {
       card = CoordinatorCard(agents_, addresses);
     }
-    if (!card.ok()) return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
+    if (!card.ok())
+      return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
     const std::string json = ToJson(*card);
     const CardValidators::Validators validators = validators_.For(req.path, json);
     res.set_header("Cache-Control",
@@ -426,10 +428,10 @@ class A2AHttpBindings::Impl {
 
   void JsonRpc(const httplib::Request& req, httplib::Response& res, const std::string& agent) {
     if (!IsJsonContentType(req)) {
-      return JsonRpcFailure(res, "null",
-                            absl::InvalidArgumentError(
-                                "a JSON-RPC request's Content-Type is application/json"),
-                            a2a_protocol::kJsonRpcInvalidRequest, 415);
+      return JsonRpcFailure(
+          res, "null",
+          absl::InvalidArgumentError("a JSON-RPC request's Content-Type is application/json"),
+          a2a_protocol::kJsonRpcInvalidRequest, 415);
     }
     int code = 0;
     std::string id = "null";
@@ -440,9 +442,8 @@ class A2AHttpBindings::Impl {
     if (method == nullptr) {
       return JsonRpcFailure(
           res, id,
-          absl::UnimplementedError(absl::StrCat("method \"", request->method,
-                                                "\" not found; the A2A methods are ",
-                                                MethodNames())),
+          absl::UnimplementedError(absl::StrCat(
+              "method \"", request->method, "\" not found; the A2A methods are ", MethodNames())),
           a2a_protocol::kJsonRpcMethodNotFound);
     }
     absl::StatusOr<std::unique_ptr<pb::Message>> message =
@@ -509,17 +510,18 @@ class A2AHttpBindings::Impl {
                        absl::NotFoundError(absl::StrCat("no A2A HTTP+JSON endpoint at ", path)));
     }
     if (route->method == nullptr) {
-      return RestError(res, 405,
-                       absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed on ",
-                                                               path)));
+      return RestError(
+          res, 405,
+          absl::InvalidArgumentError(absl::StrCat(req.method, " is not allowed on ", path)));
     }
     const pb::MethodDescriptor* method = A2AService()->FindMethodByName(route->method);
     std::string json = "{}";
     if (route->takes_body && !req.body.empty()) {
       if (!IsJsonContentType(req)) {
-        return RestError(res, 415,
-                         absl::InvalidArgumentError(
-                             "the body's Content-Type is application/a2a+json or application/json"));
+        return RestError(
+            res, 415,
+            absl::InvalidArgumentError(
+                "the body's Content-Type is application/a2a+json or application/json"));
       }
       json = req.body;
     } else if (!route->takes_body) {
@@ -527,7 +529,8 @@ class A2AHttpBindings::Impl {
       if (!query.ok()) return RestError(res, 400, query.status());
       json = *std::move(query);
     }
-    absl::StatusOr<std::unique_ptr<pb::Message>> message = BuildRequest(method, json, agent, *route);
+    absl::StatusOr<std::unique_ptr<pb::Message>> message =
+        BuildRequest(method, json, agent, *route);
     if (!message.ok()) return RestError(res, 400, message.status());
     if (method->server_streaming()) {
       return Stream(req, res, method, *std::move(message), Binding::kRest, "");
@@ -688,8 +691,7 @@ class A2AHttpBindings::Impl {
   CardValidators validators_;
 };
 
-A2AHttpBindings::A2AHttpBindings(std::shared_ptr<grpc::Channel> channel,
-                                 AgentRegistryStore* agents,
+A2AHttpBindings::A2AHttpBindings(std::shared_ptr<grpc::Channel> channel, AgentRegistryStore* agents,
                                  std::function<CardAddresses()> addresses,
                                  HttpBindingOptions options)
     : impl_(std::make_unique<Impl>(std::move(channel), agents, std::move(addresses), options)) {}

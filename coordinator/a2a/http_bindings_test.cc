@@ -85,10 +85,10 @@ class A2AHttpTest : public ::testing::Test {
   // A JSON-RPC call to the echo agent's base URL: the HTTP status and the parsed answer.
   std::pair<int, pb::Value> Rpc(const std::string& method, const std::string& params,
                                 const std::string& path = "/agents/echo") {
-    httplib::Result res = Client()->Post(
-        path.c_str(), absl::StrCat(R"({"jsonrpc":"2.0","id":"c1","method":")", method,
-                                   R"(","params":)", params, "}"),
-        "application/json");
+    httplib::Result res = Client()->Post(path.c_str(),
+                                         absl::StrCat(R"({"jsonrpc":"2.0","id":"c1","method":")",
+                                                      method, R"(","params":)", params, "}"),
+                                         "application/json");
     EXPECT_TRUE(res) << method;
     if (!res) return {0, pb::Value()};
     return {res->status, Parse(res->body)};
@@ -118,9 +118,11 @@ class A2AHttpTest : public ::testing::Test {
     std::vector<std::string> events;
     std::string body;  // when the answer was no event stream
   };
-  StreamResult Stream(const std::string& path, const std::string& body,
-                      const std::function<bool(const std::string&)>& keep_reading =
-                          [](const std::string&) { return true; }) {
+  StreamResult Stream(
+      const std::string& path, const std::string& body,
+      const std::function<bool(const std::string&)>& keep_reading = [](const std::string&) {
+        return true;
+      }) {
     StreamResult result;
     a2a_protocol::SseParser parser(1 << 20);
     httplib::Request req;
@@ -142,12 +144,11 @@ class A2AHttpTest : public ::testing::Test {
         return true;
       }
       bool keep = true;
-      const absl::Status fed =
-          parser.Feed(absl::string_view(data, size), [&](std::string event) {
-            result.events.push_back(event);
-            if (!keep_reading(event)) keep = false;
-            return absl::OkStatus();
-          });
+      const absl::Status fed = parser.Feed(absl::string_view(data, size), [&](std::string event) {
+        result.events.push_back(event);
+        if (!keep_reading(event)) keep = false;
+        return absl::OkStatus();
+      });
       EXPECT_OK(fed);
       return keep;
     };
@@ -195,17 +196,15 @@ TEST_F(A2AHttpTest, AgentCardsNameEveryBindingAndAreCacheable) {
   ASSERT_FALSE(etag.empty());
   EXPECT_EQ(etag.front(), '"');
   EXPECT_TRUE(absl::EndsWith(res->get_header_value("Last-Modified"), " GMT"));
-  auto [status, body] =
-      Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", etag}});
+  auto [status, body] = Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", etag}});
   EXPECT_EQ(status, 304);
   EXPECT_TRUE(body.empty());
   EXPECT_EQ(Get("/agents/echo/.well-known/agent-card.json",
                 {{"If-None-Match", absl::StrCat("\"other\", W/", etag)}})
                 .first,
             304);
-  EXPECT_EQ(
-      Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", "\"other\""}}).first,
-      200);
+  EXPECT_EQ(Get("/agents/echo/.well-known/agent-card.json", {{"If-None-Match", "\"other\""}}).first,
+            200);
 
   // The coordinator's card lists the agent through every binding, with the same headers.
   httplib::Result root = Client()->Get("/.well-known/agent-card.json");
@@ -237,7 +236,8 @@ TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
   EXPECT_EQ(sent.task().artifacts(0).parts(0).text(), "hello");
   const std::string id = sent.task().id();
 
-  auto [got_status, got] = Rpc("GetTask", absl::StrCat(R"({"id":")", id, R"(","historyLength":1})"));
+  auto [got_status, got] =
+      Rpc("GetTask", absl::StrCat(R"({"id":")", id, R"(","historyLength":1})"));
   ASSERT_EQ(got_status, 200);
   a2apb::Task task;
   ASSERT_OK(FromJson(ToJson(At(got, "result")), &task));
@@ -265,7 +265,8 @@ TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
   EXPECT_EQ(final_state, a2apb::TASK_STATE_COMPLETED) << stream.events.back();
 
   // A task that holds: subscribe, cancel it from another client, see the canceled event.
-  auto [held_status, held] = Rpc("SendMessage", SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  auto [held_status, held] =
+      Rpc("SendMessage", SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
   ASSERT_EQ(held_status, 200) << ToJson(held);
   const std::string held_id = At(At(At(held, "result"), "task"), "id").string_value();
   ASSERT_FALSE(held_id.empty()) << ToJson(held);
@@ -289,8 +290,8 @@ TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
   // Subscribing to a task that has ended is UnsupportedOperationError, as a plain answer.
   StreamResult ended = Stream(
       "/agents/echo",
-      absl::StrCat(R"({"jsonrpc":"2.0","id":"e","method":"SubscribeToTask","params":{"id":")",
-                   id, R"("}})"));
+      absl::StrCat(R"({"jsonrpc":"2.0","id":"e","method":"SubscribeToTask","params":{"id":")", id,
+                   R"("}})"));
   EXPECT_EQ(ended.status, 200);
   EXPECT_TRUE(ended.events.empty());
   EXPECT_EQ(At(At(Parse(ended.body), "error"), "code").number_value(), -32004) << ended.body;
@@ -303,8 +304,8 @@ TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
 }
 
 TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
-  auto [status, body] = Post("/agents/echo/message:send", SendParams("rest"),
-                             "application/a2a+json");
+  auto [status, body] =
+      Post("/agents/echo/message:send", SendParams("rest"), "application/a2a+json");
   ASSERT_EQ(status, 200) << body;
   a2apb::SendMessageResponse sent;
   ASSERT_OK(FromJson(body, &sent));
@@ -318,8 +319,8 @@ TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
   ASSERT_OK(FromJson(got, &task));
   EXPECT_EQ(task.id(), id);
 
-  auto [list_status, list] = Get(absl::StrCat(
-      "/agents/echo/tasks?contextId=", task.context_id(), "&status=TASK_STATE_COMPLETED&pageSize=10"));
+  auto [list_status, list] = Get(absl::StrCat("/agents/echo/tasks?contextId=", task.context_id(),
+                                              "&status=TASK_STATE_COMPLETED&pageSize=10"));
   ASSERT_EQ(list_status, 200) << list;
   a2apb::ListTasksResponse listed;
   ASSERT_OK(FromJson(list, &listed));
@@ -341,8 +342,9 @@ TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
       << stream.events.back();
 
   // Cancel a held task; cancelling a finished one is TaskNotCancelableError, HTTP 400.
-  auto [held_status, held] = Post("/agents/echo/message:send",
-                                  SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  auto [held_status, held] =
+      Post("/agents/echo/message:send",
+           SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
   ASSERT_EQ(held_status, 200) << held;
   a2apb::SendMessageResponse held_task;
   ASSERT_OK(FromJson(held, &held_task));
@@ -365,7 +367,8 @@ TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
   EXPECT_TRUE(absl::StrContains(again, "TASK_NOT_CANCELABLE")) << again;
 
   // Push configs: create, get, list, delete (twice: delete is idempotent).
-  const std::string configs = absl::StrCat("/agents/echo/tasks/", held_id, "/pushNotificationConfigs");
+  const std::string configs =
+      absl::StrCat("/agents/echo/tasks/", held_id, "/pushNotificationConfigs");
   auto [created_status, created] =
       Post(configs, R"({"id":"hook","url":"http://127.0.0.1:9/hook","token":"t"})");
   ASSERT_EQ(created_status, 200) << created;
@@ -428,8 +431,7 @@ TEST_F(A2AHttpTest, JsonRpcBadInputGetsTheSpecificationsCodesAndChangesNothing) 
   EXPECT_EQ(type_status, 415);
   EXPECT_EQ(code(type_body), -32600);
   // A body over --max_request_bytes: 413 with a JSON-RPC error, unread.
-  auto [big_status, big_body] = Post(
-      "/agents/echo", SendParams(std::string(100000, 'x')));
+  auto [big_status, big_body] = Post("/agents/echo", SendParams(std::string(100000, 'x')));
   EXPECT_EQ(big_status, 413);
   EXPECT_EQ(code(big_body), -32600) << big_body;
   // An agent that is not registered.
@@ -455,9 +457,8 @@ TEST_F(A2AHttpTest, RestBadInputGetsHttpStatusesAndChangesNothing) {
 }
 
 TEST_F(A2AHttpTest, AnEventStreamClientThatVanishesIsLetGo) {
-  auto [status, held] =
-      Post("/agents/echo/message:send",
-           SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
+  auto [status, held] = Post("/agents/echo/message:send",
+                             SendParams("hold", R"(,"configuration":{"returnImmediately":true})"));
   ASSERT_EQ(status, 200) << held;
   a2apb::SendMessageResponse sent;
   ASSERT_OK(FromJson(held, &sent));

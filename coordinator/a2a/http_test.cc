@@ -26,8 +26,7 @@ TEST(HttpServerTest, StopRightAfterStartReturns) {
 }
 
 TEST(HttpServerTest, ServesTheCardAndStops) {
-  absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start("127.0.0.1:0", FixedCard);
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start("127.0.0.1:0", FixedCard);
   ASSERT_OK(server);
   httplib::Client client("127.0.0.1", (*server)->port());
   client.set_connection_timeout(5);
