@@ -393,6 +393,24 @@ TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
   EXPECT_TRUE(absl::StrContains(missing_body, "TASK_NOT_FOUND")) << missing_body;
 }
 
+TEST_F(A2AHttpTest, TheRootEndpointsRouteATenantlessRequestToTheOnlyAgent) {
+  // No agent in the URL and no tenant in the request: the only registered agent takes it.
+  auto [status, answer] = Rpc("SendMessage", SendParams("rooted"), "/");
+  ASSERT_EQ(status, 200) << ToJson(answer);
+  EXPECT_EQ(At(At(At(At(answer, "result"), "task"), "status"), "state").string_value(),
+            "TASK_STATE_COMPLETED")
+      << ToJson(answer);
+  auto [rest_status, rest] = Post("/message:send", SendParams("rooted too"));
+  ASSERT_EQ(rest_status, 200) << rest;
+  // A tenant in the body, or as the first path segment, picks the agent.
+  auto [named_status, named] =
+      Post("/echo/message:send", SendParams("named", R"(,"tenant":"echo")"));
+  EXPECT_EQ(named_status, 200) << named;
+  auto [wrong_status, wrong] = Post("/nobody/message:send", SendParams("lost"));
+  EXPECT_EQ(wrong_status, 404) << wrong;
+  EXPECT_EQ(TaskCount(), 3);
+}
+
 TEST_F(A2AHttpTest, JsonRpcBadInputGetsTheSpecificationsCodesAndChangesNothing) {
   ASSERT_EQ(Rpc("SendMessage", SendParams("before")).first, 200);
   const int before = TaskCount();
