@@ -51,8 +51,11 @@ absl::StatusOr<a2apb::AgentCard> ParseAgentCard(absl::string_view json) {
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &card, options);
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not an A2A agent card (JSON of lf.a2a.v1.AgentCard): ", parsed.message().as_string()));
+    // Protobuf's parser quotes the input over several lines: its first line says enough.
+    const std::string why = parsed.message().as_string();
+    return absl::InvalidArgumentError(
+        absl::StrCat("not an A2A agent card (JSON of lf.a2a.v1.AgentCard): ",
+                     absl::string_view(why).substr(0, why.find('\n'))));
   }
   return card;
 }

@@ -44,10 +44,10 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::A
     return std::make_unique<GrpcAgentTransport>(ChannelFor(agent.endpoint()), tenant);
   }
   ASSIGN_OR_RETURN(common::HttpUrl url, common::ParseHttpUrl(agent.endpoint()));
-  return std::make_unique<HttpAgentTransport>(binding == a2a_protocol::kBindingJsonRpc
-                                                  ? HttpAgentTransport::Binding::kJsonRpc
-                                                  : HttpAgentTransport::Binding::kHttpJson,
-                                              std::move(url), tenant, options_.max_event_bytes);
+  return std::make_unique<HttpAgentTransport>(
+      binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpc
+                                               : HttpAgentTransport::Binding::kHttpJson,
+      std::move(url), tenant, options_.max_event_bytes, options_.connect_timeout);
 }
 
 std::shared_ptr<grpc::Channel> AgentTransports::ChannelFor(const std::string& endpoint) {

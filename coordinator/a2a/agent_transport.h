@@ -84,6 +84,9 @@ struct AgentTransportOptions {
   // Largest single event, or plain JSON answer, an HTTP agent may send (default 64 MiB, the
   // gRPC agent channel's receive limit); a larger one is an INVALID_AGENT_RESPONSE.
   size_t max_event_bytes = 64 << 20;
+  // How long an HTTP agent may take to accept the connection (default 10s, --a2a_call_timeout);
+  // the answer itself may take until the call's deadline.
+  absl::Duration connect_timeout = absl::Seconds(10);
 };
 
 // Makes the transport of a registered agent for its protocol_binding, with the tenant of the

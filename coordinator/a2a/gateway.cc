@@ -114,7 +114,12 @@ A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* p
       agents_(agents),
       notifier_(notifier),
       options_(options),
-      transports_(AgentTransportOptions{options.outbound_allow}) {
+      transports_([&options] {
+        AgentTransportOptions transport;
+        transport.outbound_allow = options.outbound_allow;
+        transport.connect_timeout = options.call_timeout;
+        return transport;
+      }()) {
   notifier_->SetPushListener([this] {
     absl::MutexLock lock(&mu_);
     push_kicked_ = true;

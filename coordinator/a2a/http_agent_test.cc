@@ -3,6 +3,7 @@
 // that write Server-Sent Events by hand, registered by the URL of the card they serve. Clients
 // talk to the coordinator over its gRPC A2AService as always. No sleeps: every wait polls with a
 // bound.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +64,10 @@ std::string StatusText(const a2apb::Task& task) {
 // A coordinator and clients of its gRPC services.
 class CoordinatorFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartCoordinator(); }
+
+  // (Re)starts the coordinator on the test's data dir, with `gateway` changed by `tweak`.
+  void StartCoordinator(std::function<void(GatewayOptions&)> tweak = nullptr) {
     ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
@@ -73,12 +77,21 @@ class CoordinatorFixture : public ::testing::Test {
     options.gateway.max_backoff = absl::Milliseconds(200);
     options.gateway.max_delivery_attempts = 1000;
     options.gateway.delivery_threads = 4;
+    if (tweak) tweak(options.gateway);
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
     ASSERT_OK(server);
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = a2apb::A2AService::NewStub(channel_);
     registry_ = v1::AgentRegistry::NewStub(channel_);
+  }
+
+  void StopCoordinator() {
+    stub_.reset();
+    registry_.reset();
+    channel_.reset();
+    server_->Shutdown(absl::Seconds(1));
+    server_.reset();
   }
 
   void TearDown() override {
@@ -294,6 +307,37 @@ TEST_P(HttpAgentTest, CancelIsForwardedOverTheBindingAndSubscribersSeeIt) {
   ASSERT_TRUE(reader->Finish().ok());
   ASSERT_TRUE(last.has_status_update());
   EXPECT_EQ(last.status_update().status().state(), a2apb::TASK_STATE_CANCELED);
+}
+
+// Shutdown cancels the call in flight (httplib's blocked read), and the message stays queued:
+// the next coordinator on the same data delivers it again.
+TEST_P(HttpAgentTest, ShutdownCutsAHeldStreamAndTheNextStartDeliversAgain) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  StopCoordinator();
+  StartCoordinator();
+  ASSERT_TRUE(WaitFor([&] { return agent.texts().size() == 2; }));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_WORKING);
+}
+
+// An agent that never ends its answer is cut at --a2a_stream_timeout, and the delivery retried.
+TEST_P(HttpAgentTest, AStreamPastItsDeadlineIsRetriedThenGivenUp) {
+  StopCoordinator();
+  StartCoordinator([](GatewayOptions& gateway) {
+    gateway.stream_timeout = absl::Milliseconds(300);
+    gateway.max_delivery_attempts = 2;
+  });
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  EXPECT_THAT(StatusText(GetTask(id)), HasSubstr("after 2 attempts"));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
 }
 
 TEST_P(HttpAgentTest, RegisteringAgainRefreshesTheCard) {

@@ -236,13 +236,15 @@ struct Exchange {
 class HttpAgentCall final : public AgentCall {
  public:
   HttpAgentCall(HttpAgentTransport::Binding binding, std::string base, Exchange stream,
-                Exchange unary, absl::Time deadline, size_t max_event_bytes)
+                Exchange unary, absl::Time deadline, size_t max_event_bytes,
+                absl::Duration connect_timeout)
       : binding_(binding),
         base_(std::move(base)),
         stream_(std::move(stream)),
         unary_(std::move(unary)),
         deadline_(deadline),
-        max_event_bytes_(max_event_bytes) {}
+        max_event_bytes_(max_event_bytes),
+        connect_timeout_(connect_timeout) {}
 
   ~HttpAgentCall() override {
     if (thread_.joinable()) {
@@ -322,7 +324,10 @@ class HttpAgentCall final : public AgentCall {
   absl::Status Post(const Exchange& exchange, bool streaming) {
     const std::string what = absl::StrCat("POST ", base_, exchange.path);
     httplib::Client client(base_);
-    common::SetHttpTimeouts(client, std::max(deadline_ - absl::Now(), absl::Milliseconds(1)));
+    const absl::Duration left = std::max(deadline_ - absl::Now(), absl::Milliseconds(1));
+    common::SetHttpTimeouts(client, left);
+    client.set_connection_timeout(absl::ToChronoMicroseconds(
+        std::max(std::min(left, connect_timeout_), absl::Milliseconds(1))));
     client.set_follow_location(false);
     {
       absl::MutexLock lock(&client_mu_);
@@ -443,6 +448,7 @@ class HttpAgentCall final : public AgentCall {
   const Exchange unary_;
   const absl::Time deadline_;
   const size_t max_event_bytes_;
+  const absl::Duration connect_timeout_;
   std::thread thread_;
   absl::Notification ended_;  // Run has set status_ and done_
 
@@ -522,11 +528,12 @@ absl::Status DecodeHttpError(int http_status, absl::string_view body) {
 }
 
 HttpAgentTransport::HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
-                                       size_t max_event_bytes)
+                                       size_t max_event_bytes, absl::Duration connect_timeout)
     : binding_(binding),
       url_(std::move(url)),
       tenant_(std::move(tenant)),
-      max_event_bytes_(max_event_bytes) {}
+      max_event_bytes_(max_event_bytes),
+      connect_timeout_(connect_timeout) {}
 
 namespace {
 
@@ -561,8 +568,9 @@ std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
               "text/event-stream"};
     unary = {RestPath(url_, tenant_, "message:send"), body, kRestContentType, kRestContentType};
   }
-  auto call = std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream),
-                                              std::move(unary), deadline, max_event_bytes_);
+  auto call =
+      std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream), std::move(unary),
+                                      deadline, max_event_bytes_, connect_timeout_);
   call->Start();
   return call;
 }

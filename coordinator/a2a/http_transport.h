@@ -31,9 +31,10 @@ class HttpAgentTransport final : public AgentTransport {
  public:
   enum class Binding { kJsonRpc, kHttpJson };
 
-  // `url`: the agent's interface (parsed); `tenant` goes into every request ("" for none).
+  // `url`: the agent's interface (parsed); `tenant` goes into every request ("" for none);
+  // `max_event_bytes` and `connect_timeout` as AgentTransportOptions says.
   HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
-                     size_t max_event_bytes);
+                     size_t max_event_bytes, absl::Duration connect_timeout);
 
   std::unique_ptr<AgentCall> SendStreaming(const a2apb::SendMessageRequest& request,
                                            absl::Time deadline) override;
@@ -45,6 +46,7 @@ class HttpAgentTransport final : public AgentTransport {
   const common::HttpUrl url_;
   const std::string tenant_;
   const size_t max_event_bytes_;
+  const absl::Duration connect_timeout_;
 };
 
 // --- The conversions, exposed for tests. ---
