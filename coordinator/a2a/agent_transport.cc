@@ -5,7 +5,7 @@
 #include "a2a_protocol/bindings.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "coordinator/a2a/agent_card.h"
+#include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/grpc_transport.h"
 #include "coordinator/a2a/http_transport.h"
 #include "coordinator/store/agent_registry_store.h"

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "coordinator/a2a/agent_card.h"
+#include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"

@@ -87,7 +87,7 @@ class A2AGateway {
   // store. Blocking (outbound call): run it on a worker thread.
   [[nodiscard]] absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request);
 
-  // What a RegisterAgent request is stored as (agent_card.h ResolveRegistration): an agent
+  // What a RegisterAgent request is stored as (card_fetch.h ResolveRegistration): an agent
   // registered by card URL has its card fetched and its binding chosen. Blocking (outbound
   // call): run it on a worker thread.
   [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request) const;

@@ -1,6 +1,6 @@
 // The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server of the
-// HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here and in
-// http_bindings.cc only.
+// HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here, in
+// http_bindings.cc and in http_transport.cc (the streaming calls to JSON-RPC and REST agents) only.
 #ifndef COORDINATOR_A2A_HTTP_H_
 #define COORDINATOR_A2A_HTTP_H_
 

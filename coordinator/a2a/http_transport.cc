@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
-#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/json_binding.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,182 +16,41 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/http_deadline.h"
-#include "coordinator/a2a/sse.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 
 namespace coordinator {
 namespace {
 
-using google::protobuf::Struct;
-using google::protobuf::Value;
+using a2a_protocol::kA2AJsonContentType;
+using a2a_protocol::kEventStreamContentType;
+using a2a_protocol::kJsonContentType;
+using a2a_protocol::ToJson;
 
-constexpr char kJsonRpcContentType[] = "application/json";
-constexpr char kRestContentType[] = "application/a2a+json";
 // How long Finish waits between two attempts to stop a cancelled call's client: httplib drops
 // a stop() that comes before the call has its socket.
 constexpr absl::Duration kStopRetry = absl::Milliseconds(100);
-
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(message, &json);
-  return json;
-}
-
-// Parses `json` (any JSON value); nullopt when it is not JSON.
-std::optional<Value> ParseValue(absl::string_view json) {
-  Value value;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &value);
-  if (!parsed.ok()) return std::nullopt;
-  return value;
-}
-
-// Reads a JSON value into `message` (Protobuf's JSON mapping, unknown fields ignored).
-absl::Status FromValue(const Value& value, google::protobuf::Message* message,
-                       absl::string_view what) {
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(value, &json);
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  const auto parsed = google::protobuf::util::JsonStringToMessage(json, message, options);
-  if (!parsed.ok()) {
-    return a2a_protocol::InvalidAgentResponse(absl::StrCat("the agent's ", what, " is not a ",
-                                                           message->GetDescriptor()->full_name(),
-                                                           ": ", parsed.message().as_string()));
-  }
-  return absl::OkStatus();
-}
-
-const Value* Field(const Struct& object, absl::string_view name) {
-  auto it = object.fields().find(std::string(name));
-  return it == object.fields().end() ? nullptr : &it->second;
-}
 
 std::string Shorten(absl::string_view text) {
   constexpr size_t kMax = 200;
   return text.size() <= kMax ? std::string(text) : absl::StrCat(text.substr(0, kMax), "...");
 }
 
-// The A2A reason of an error's details (JSON-RPC "data", google.rpc.Status "details"): the
-// ErrorInfo of domain a2a-protocol.org among them.
-std::optional<std::string> DetailsReason(const Value* details) {
-  if (details == nullptr || !details->has_list_value()) return std::nullopt;
-  for (const Value& detail : details->list_value().values()) {
-    if (!detail.has_struct_value()) continue;
-    const Struct& info = detail.struct_value();
-    const Value* type = Field(info, "@type");
-    const Value* reason = Field(info, "reason");
-    const Value* domain = Field(info, "domain");
-    if (type != nullptr && absl::EndsWith(type->string_value(), "google.rpc.ErrorInfo") &&
-        reason != nullptr && !reason->string_value().empty() && domain != nullptr &&
-        domain->string_value() == a2a_protocol::kErrorDomain) {
-      return reason->string_value();
-    }
-  }
-  return std::nullopt;
+// Reads ProtoJSON `json` (unknown fields ignored) into `message`: what the agent sent that does
+// not parse is an INVALID_AGENT_RESPONSE.
+absl::Status Read(absl::string_view json, google::protobuf::Message* message,
+                  absl::string_view what) {
+  absl::Status read = a2a_protocol::FromJson(json, message);
+  if (read.ok()) return read;
+  return a2a_protocol::InvalidAgentResponse(
+      absl::StrCat("the agent's ", what, " is ", read.message(), ": ", Shorten(json)));
 }
 
-absl::Status WithReason(absl::StatusCode code, std::optional<std::string> reason,
-                        absl::string_view message) {
-  if (reason.has_value()) return a2a_protocol::Error(code, *reason, message);
-  return absl::Status(code, message);
-}
-
-// A JSON-RPC error object as a status (specification sections 5.4 and 9.5).
-// TODO(issue 15): a2a_protocol/json_binding.h's conversion once it lands on main.
-absl::Status JsonRpcErrorStatus(const Struct& error) {
-  const Value* code_value = Field(error, "code");
-  const Value* message_value = Field(error, "message");
-  const int code = code_value != nullptr ? static_cast<int>(code_value->number_value()) : 0;
-  const std::string message = absl::StrCat(
-      "agent error ", code, ": ", message_value != nullptr ? message_value->string_value() : "");
-  std::optional<std::string> reason = DetailsReason(Field(error, "data"));
-  using absl::StatusCode;
-  struct A2AError {
-    int code;
-    StatusCode status;
-    const char* reason;
-  };
-  static constexpr A2AError kA2AErrors[] = {
-      {-32001, StatusCode::kNotFound, a2a_protocol::kTaskNotFound},
-      {-32002, StatusCode::kFailedPrecondition, a2a_protocol::kTaskNotCancelable},
-      {-32003, StatusCode::kFailedPrecondition, a2a_protocol::kPushNotificationNotSupported},
-      {-32004, StatusCode::kFailedPrecondition, a2a_protocol::kUnsupportedOperation},
-      {-32005, StatusCode::kInvalidArgument, a2a_protocol::kContentTypeNotSupported},
-      {-32006, StatusCode::kInternal, a2a_protocol::kInvalidAgentResponse},
-      {-32007, StatusCode::kFailedPrecondition, a2a_protocol::kExtendedAgentCardNotConfigured},
-      {-32008, StatusCode::kFailedPrecondition, a2a_protocol::kExtensionSupportRequired},
-      {-32009, StatusCode::kFailedPrecondition, a2a_protocol::kVersionNotSupported},
-  };
-  for (const A2AError& known : kA2AErrors) {
-    if (code == known.code) return WithReason(known.status, reason.value_or(known.reason), message);
-  }
-  switch (code) {
-    case -32700:  // parse error
-    case -32600:  // invalid request
-    case -32602:  // invalid params
-      return WithReason(StatusCode::kInvalidArgument, reason, message);
-    case -32601:  // method not found
-      return WithReason(StatusCode::kUnimplemented, reason, message);
-    case -32603:  // internal error
-      return WithReason(StatusCode::kInternal, reason, message);
-    default:
-      return WithReason(StatusCode::kUnknown, reason, message);
-  }
-}
-
-// The canonical code an HTTP status stands for when the body does not say.
-absl::StatusCode CodeOfHttpStatus(int status) {
-  using absl::StatusCode;
-  switch (status) {
-    case 400:
-      return StatusCode::kInvalidArgument;
-    case 401:
-      return StatusCode::kUnauthenticated;
-    case 403:
-      return StatusCode::kPermissionDenied;
-    case 404:
-      return StatusCode::kNotFound;
-    case 405:
-    case 501:
-      return StatusCode::kUnimplemented;
-    case 408:
-    case 504:
-      return StatusCode::kDeadlineExceeded;
-    case 409:
-      return StatusCode::kAborted;
-    case 429:
-      return StatusCode::kResourceExhausted;
-    case 499:
-      return StatusCode::kCancelled;
-    case 500:
-      return StatusCode::kInternal;
-    case 502:
-    case 503:
-      return StatusCode::kUnavailable;
-    default:
-      return status >= 500 ? StatusCode::kUnknown : StatusCode::kFailedPrecondition;
-  }
-}
-
-// A google.rpc.Status JSON object ({"code", "status", "message", "details"}) as a status.
-// TODO(issue 15): a2a_protocol/json_binding.h's conversion once it lands on main.
-absl::Status RpcStatusJson(int http_status, const Struct& error) {
-  absl::StatusCode code = CodeOfHttpStatus(http_status);
-  const Value* name = Field(error, "status");
-  if (name != nullptr && !name->string_value().empty()) {
-    for (int c = 1; c <= 16; ++c) {
-      if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == name->string_value()) {
-        code = static_cast<absl::StatusCode>(c);
-      }
-    }
-  }
-  const Value* message = Field(error, "message");
-  return WithReason(code, DetailsReason(Field(error, "details")),
-                    absl::StrCat("agent error (HTTP ", http_status,
-                                 "): ", message != nullptr ? message->string_value() : ""));
+// An INVALID_AGENT_RESPONSE from a2a_protocol's readers with the start of what the agent sent;
+// the agent's own errors as they are.
+absl::Status WithSnippet(const absl::Status& status, absl::string_view json) {
+  if (a2a_protocol::Reason(status) != a2a_protocol::kInvalidAgentResponse) return status;
+  return a2a_protocol::InvalidAgentResponse(absl::StrCat(status.message(), ": ", Shorten(json)));
 }
 
 // Percent-encodes one path segment (an id or a tenant): everything but RFC 3986's unreserved.
@@ -215,7 +74,7 @@ int64_t NextRequestId() {
   return next.fetch_add(1);
 }
 
-std::string JsonRpcRequest(absl::string_view method, const google::protobuf::Message& params) {
+std::string JsonRpcCall(absl::string_view method, const google::protobuf::Message& params) {
   return absl::StrCat(R"({"jsonrpc":"2.0","id":)", NextRequestId(), R"(,"method":")", method,
                       R"(","params":)", ToJson(params), "}");
 }
@@ -352,32 +211,29 @@ class HttpAgentCall final : public AgentCall {
     int http_status = 0;
     bool sse = false;
     std::string body;
-    SseParser parser(max_event_bytes_);
+    a2a_protocol::SseParser parser(max_event_bytes_);
     absl::Status stop;  // why reading stopped early, when it did
-    const SseParser::OnEvent on_event = [&](std::string data) {
+    auto on_event = [&](std::string data) -> absl::Status {
       absl::StatusOr<a2apb::StreamResponse> event = Decode(data);
-      if (!event.ok()) {
-        stop = event.status();
-        return false;
-      }
-      return Push(*std::move(event));
+      if (!event.ok()) return event.status();
+      if (!Push(*std::move(event))) return absl::CancelledError("the delivery was cancelled");
+      return absl::OkStatus();
     };
     request.response_handler = [&](const httplib::Response& response) {
       http_status = response.status;
       sse = streaming && http_status >= 200 && http_status < 300 &&
             absl::StartsWithIgnoreCase(response.get_header_value("Content-Type"),
-                                       "text/event-stream");
+                                       kEventStreamContentType);
       return !IsCancelled();
     };
     request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
       if (IsCancelled()) return false;
       if (sse) {
-        if (parser.Feed(absl::string_view(data, length), on_event)) return true;
-        if (stop.ok() && !parser.status().ok()) {
-          stop = a2a_protocol::InvalidAgentResponse(
-              absl::StrCat(what, ": ", parser.status().message()));
+        stop = parser.Feed(absl::string_view(data, length), on_event);
+        if (absl::IsResourceExhausted(stop)) {  // an event over max_event_bytes
+          stop = a2a_protocol::InvalidAgentResponse(absl::StrCat(what, ": ", stop.message()));
         }
-        return false;
+        return stop.ok();
       }
       if (body.size() + length > max_event_bytes_) {
         stop = a2a_protocol::InvalidAgentResponse(
@@ -399,13 +255,7 @@ class HttpAgentCall final : public AgentCall {
       return absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(error)));
     }
     if (http_status < 200 || http_status >= 300) return DecodeHttpError(http_status, body);
-    if (sse) {
-      if (parser.Finish(on_event)) return absl::OkStatus();
-      if (!stop.ok()) return stop;
-      if (IsCancelled()) return absl::CancelledError("the delivery was cancelled");
-      return a2a_protocol::InvalidAgentResponse(
-          absl::StrCat(what, ": ", parser.status().message()));
-    }
+    if (sse) return absl::OkStatus();  // an event left without its blank line is dropped
     // One plain JSON answer instead of a stream: the one event.
     absl::StatusOr<a2apb::StreamResponse> event = Decode(body);
     if (!event.ok()) return event.status();
@@ -468,63 +318,49 @@ class HttpAgentCall final : public AgentCall {
 }  // namespace
 
 absl::StatusOr<a2apb::StreamResponse> DecodeJsonRpcAnswer(absl::string_view json) {
-  std::optional<Value> value = ParseValue(json);
-  if (!value.has_value() || !value->has_struct_value()) {
-    return a2a_protocol::InvalidAgentResponse(
-        absl::StrCat("the agent's answer is not a JSON-RPC response: ", Shorten(json)));
-  }
-  const Struct& response = value->struct_value();
-  if (const Value* error = Field(response, "error"); error != nullptr) {
-    if (!error->has_struct_value()) {
-      return a2a_protocol::InvalidAgentResponse(
-          absl::StrCat("the agent's JSON-RPC error is not an object: ", Shorten(json)));
-    }
-    return JsonRpcErrorStatus(error->struct_value());
-  }
-  const Value* result = Field(response, "result");
-  if (result == nullptr || !result->has_struct_value()) {
-    return a2a_protocol::InvalidAgentResponse(
-        absl::StrCat("the agent's JSON-RPC response has no result object: ", Shorten(json)));
-  }
+  absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(json);
+  if (!result.ok()) return WithSnippet(result.status(), json);
   a2apb::StreamResponse event;
-  absl::Status read = FromValue(*result, &event, "JSON-RPC result");
+  absl::Status read = Read(*result, &event, "JSON-RPC result");
   if (!read.ok()) return read;
   return event;
 }
 
 absl::StatusOr<a2apb::StreamResponse> DecodeRestAnswer(absl::string_view json) {
-  std::optional<Value> value = ParseValue(json);
-  if (!value.has_value() || !value->has_struct_value()) {
+  google::protobuf::Struct object;
+  if (!a2a_protocol::FromJson(json, &object).ok()) {
     return a2a_protocol::InvalidAgentResponse(
         absl::StrCat("the agent's answer is not a JSON object: ", Shorten(json)));
   }
-  if (const Value* error = Field(value->struct_value(), "error");
-      error != nullptr && error->has_struct_value()) {
-    const Value* code = Field(error->struct_value(), "code");
-    return RpcStatusJson(code != nullptr ? static_cast<int>(code->number_value()) : 500,
-                         error->struct_value());
+  if (auto error = object.fields().find("error");
+      error != object.fields().end() && error->second.has_struct_value()) {
+    // An error in place of an event: the HTTP status it names (500 when it names none).
+    const auto& fields = error->second.struct_value().fields();
+    const auto code = fields.find("code");
+    return a2a_protocol::StatusFromHttpError(
+        code != fields.end() && code->second.number_value() >= 400
+            ? static_cast<int>(code->second.number_value())
+            : 500,
+        json);
   }
   a2apb::StreamResponse event;
-  absl::Status read = FromValue(*value, &event, "answer");
+  absl::Status read = Read(json, &event, "answer");
   if (!read.ok()) return read;
   return event;
 }
 
 absl::Status DecodeHttpError(int http_status, absl::string_view body) {
-  std::optional<Value> value = ParseValue(body);
-  if (value.has_value() && value->has_struct_value()) {
-    const Value* error = Field(value->struct_value(), "error");
-    if (error != nullptr && error->has_struct_value()) {
-      // A JSON-RPC error response (with "jsonrpc") or a google.rpc.Status body.
-      if (Field(value->struct_value(), "jsonrpc") != nullptr) {
-        return JsonRpcErrorStatus(error->struct_value());
-      }
-      return RpcStatusJson(http_status, error->struct_value());
-    }
+  google::protobuf::Struct object;
+  if (a2a_protocol::FromJson(body, &object).ok() && object.fields().count("jsonrpc") > 0 &&
+      object.fields().count("error") > 0) {
+    return a2a_protocol::JsonRpcResultOf(body).status();  // a JSON-RPC error, sent as HTTP error
   }
-  return absl::Status(
-      CodeOfHttpStatus(http_status),
-      absl::StrCat("agent answered HTTP ", http_status, body.empty() ? "" : ": ", Shorten(body)));
+  absl::Status status = a2a_protocol::StatusFromHttpError(http_status, body);
+  if (status.message() == absl::StrCat("HTTP ", http_status) && !body.empty()) {
+    // No google.rpc.Status body: say what came instead.
+    return absl::Status(status.code(), absl::StrCat(status.message(), ": ", Shorten(body)));
+  }
+  return status;
 }
 
 HttpAgentTransport::HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
@@ -559,14 +395,15 @@ std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
   Exchange unary;
   if (binding_ == Binding::kJsonRpc) {
     const std::string path = url_.path.empty() ? "/" : url_.path;
-    stream = {path, JsonRpcRequest("SendStreamingMessage", sent), kJsonRpcContentType,
-              "text/event-stream"};
-    unary = {path, JsonRpcRequest("SendMessage", sent), kJsonRpcContentType, kJsonRpcContentType};
+    stream = {path, JsonRpcCall("SendStreamingMessage", sent), kJsonContentType,
+              kEventStreamContentType};
+    unary = {path, JsonRpcCall("SendMessage", sent), kJsonContentType, kJsonContentType};
   } else {
     const std::string body = ToJson(sent);
-    stream = {RestPath(url_, tenant_, "message:stream"), body, kRestContentType,
-              "text/event-stream"};
-    unary = {RestPath(url_, tenant_, "message:send"), body, kRestContentType, kRestContentType};
+    stream = {RestPath(url_, tenant_, "message:stream"), body, kA2AJsonContentType,
+              kEventStreamContentType};
+    unary = {RestPath(url_, tenant_, "message:send"), body, kA2AJsonContentType,
+             kA2AJsonContentType};
   }
   auto call =
       std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream), std::move(unary),
@@ -584,12 +421,12 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTa
   std::string content_type;
   if (binding_ == Binding::kJsonRpc) {
     path = url_.path.empty() ? "/" : url_.path;
-    body = JsonRpcRequest("CancelTask", sent);
-    content_type = kJsonRpcContentType;
+    body = JsonRpcCall("CancelTask", sent);
+    content_type = kJsonContentType;
   } else {
     path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel"));
     body = ToJson(sent);
-    content_type = kRestContentType;
+    content_type = kA2AJsonContentType;
   }
   const std::string what = absl::StrCat("POST ", Base(url_), path);
   httplib::Client client(Base(url_));
@@ -605,25 +442,14 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTa
                 : absl::StrCat(what, ": ", httplib::to_string(res.error())));
   }
   if (res->status < 200 || res->status >= 300) return DecodeHttpError(res->status, res->body);
-  std::optional<Value> value = ParseValue(res->body);
-  if (!value.has_value() || !value->has_struct_value()) {
-    return a2a_protocol::InvalidAgentResponse(
-        absl::StrCat(what, ": the answer is not a JSON object: ", Shorten(res->body)));
-  }
-  const Value* task = &*value;
+  std::string task_json = res->body;
   if (binding_ == Binding::kJsonRpc) {
-    if (const Value* error = Field(value->struct_value(), "error");
-        error != nullptr && error->has_struct_value()) {
-      return JsonRpcErrorStatus(error->struct_value());
-    }
-    task = Field(value->struct_value(), "result");
-    if (task == nullptr || !task->has_struct_value()) {
-      return a2a_protocol::InvalidAgentResponse(
-          absl::StrCat(what, ": the JSON-RPC response has no result object"));
-    }
+    absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(res->body);
+    if (!result.ok()) return WithSnippet(result.status(), res->body);
+    task_json = *std::move(result);
   }
   a2apb::Task reply;
-  absl::Status read = FromValue(*task, &reply, "CancelTask answer");
+  absl::Status read = Read(task_json, &reply, "CancelTask answer");
   if (!read.ok()) return read;
   return reply;
 }

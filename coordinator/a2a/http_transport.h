@@ -1,7 +1,8 @@
 // The JSON-RPC and HTTP+JSON bindings of the agent transport (agent_transport.h), on
 // cpp-httplib's client. Both POST the request as Protobuf's JSON mapping with "A2A-Version: 1.0"
-// and "Accept: text/event-stream", and read the answer as Server-Sent Events (sse.h) on a
-// thread of the call's own, converting each event to a StreamResponse:
+// and "Accept: text/event-stream", and read the answer as Server-Sent Events
+// (a2a_protocol/json_binding.h) on a thread of the call's own, converting each event to a
+// StreamResponse:
 //  - JSONRPC (specification section 9): POST <url> {"jsonrpc":"2.0","id":..,
 //    "method":"SendStreamingMessage","params":<SendMessageRequest>}; each event's data is a
 //    JSON-RPC response whose "result" is a StreamResponse, or whose "error" ends the call.

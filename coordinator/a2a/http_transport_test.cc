@@ -40,8 +40,11 @@ TEST(HttpTransportDecodeTest, JsonRpcErrorsKeepTheirA2AReason) {
           R"({"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_CANCELABLE",)"
           R"("domain":"a2a-protocol.org"}]}})")
           .status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown);  // retried, as gRPC's UNKNOWN is
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);  // the reason's code
   EXPECT_EQ(ReasonOf(s), "TASK_NOT_CANCELABLE");
+  s = DecodeJsonRpcAnswer(R"({"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"?"}})")
+          .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnknown);  // retried, as gRPC's UNKNOWN is
   s = DecodeJsonRpcAnswer(R"({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}})")
           .status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);

@@ -1,6 +1,6 @@
 // Domain logic of the A2A agent registry: which agents sit behind the gateway, where they
 // listen and over which A2A binding, and the card each registered (or that was fetched from its
-// card URL by coordinator/a2a/agent_card.h). Stored in the kA2A family; knows nothing of gRPC.
+// card URL by coordinator/a2a/card_fetch.h). Stored in the kA2A family; knows nothing of gRPC.
 #ifndef COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 #define COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 

@@ -3,8 +3,8 @@
 // mapping, and one of its supportedInterfaces chosen for the gateway to deliver over: GRPC, else
 // JSONRPC, else HTTP+JSON (specification sections 8.3 and 5.3). The fetch blocks: run it on a
 // worker thread, never a gRPC reactor thread.
-#ifndef COORDINATOR_A2A_AGENT_CARD_H_
-#define COORDINATOR_A2A_AGENT_CARD_H_
+#ifndef COORDINATOR_A2A_CARD_FETCH_H_
+#define COORDINATOR_A2A_CARD_FETCH_H_
 
 #include <cstddef>
 #include <string>
@@ -76,4 +76,4 @@ std::string EndpointUrl(const v1::Agent& agent);
 
 }  // namespace coordinator
 
-#endif  // COORDINATOR_A2A_AGENT_CARD_H_
+#endif  // COORDINATOR_A2A_CARD_FETCH_H_

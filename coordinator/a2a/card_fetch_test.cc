@@ -1,5 +1,5 @@
 // Agent cards: parsed leniently, and the interface chosen as section 8.3 lets a client choose.
-#include "coordinator/a2a/agent_card.h"
+#include "coordinator/a2a/card_fetch.h"
 
 #include <string>
 

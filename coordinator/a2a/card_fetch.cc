@@ -1,4 +1,4 @@
-#include "coordinator/a2a/agent_card.h"
+#include "coordinator/a2a/card_fetch.h"
 
 #include <optional>
 #include <utility>
