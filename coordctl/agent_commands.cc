@@ -11,10 +11,23 @@ namespace {
 using coordinator::v1::AgentRegistry;
 
 int RunRegister(const Env& env, const ParsedArgs& args) {
+  // Either <host:port> (a gRPC agent) or --card <url> (any binding, read from the card).
+  const bool by_card = args.has("card");
+  if (by_card == (args.positional.size() == 2)) {
+    return Fail(env, "give the agent's <host:port> or --card <url>, not both", kExitUsage);
+  }
+  if (by_card && args.has("description")) {
+    return Fail(env, "--description is for agents registered by <host:port>; a card has its own",
+                kExitUsage);
+  }
   auto stub = AgentRegistry::NewStub(env.channel);
   coordinator::v1::RegisterAgentRequest request;
   request.mutable_agent()->set_name(args.positional[0]);
-  request.mutable_agent()->set_endpoint(args.positional[1]);
+  if (by_card) {
+    request.mutable_agent()->set_card_url(args.get("card"));
+  } else {
+    request.mutable_agent()->set_endpoint(args.positional[1]);
+  }
   if (args.has("description")) {
     request.mutable_agent()->mutable_card()->set_name(args.positional[0]);
     request.mutable_agent()->mutable_card()->set_description(args.get("description"));
@@ -25,7 +38,11 @@ int RunRegister(const Env& env, const ParsedArgs& args) {
   if (args.flag("json")) {
     *env.out << ToJson(agent) << std::endl;
   } else {
-    *env.out << "registered " << agent.name() << " at " << agent.endpoint() << std::endl;
+    *env.out << "registered " << agent.name() << " at " << agent.endpoint();
+    if (!agent.card_url().empty()) {
+      *env.out << " (" << agent.protocol_binding() << ", card " << agent.card_url() << ")";
+    }
+    *env.out << std::endl;
   }
   return kExitOk;
 }
@@ -42,7 +59,10 @@ int RunList(const Env& env, const ParsedArgs& args) {
       if (args.flag("json")) {
         *env.out << ToJson(agent) << "\n";
       } else {
-        *env.out << agent.name() << "\t" << agent.endpoint() << "\n";
+        // name, endpoint, binding, card URL ("-" for none): the first two columns as before.
+        *env.out << agent.name() << "\t" << agent.endpoint() << "\t"
+                 << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding()) << "\t"
+                 << (agent.card_url().empty() ? "-" : agent.card_url()) << "\n";
       }
     }
     if (page.next_page_token().empty()) break;
@@ -67,18 +87,20 @@ int RunRemove(const Env& env, const ParsedArgs& args) {
 
 void AddAgentCommands(std::vector<Command>* commands) {
   commands->push_back({{"agent", "register"},
-                       "<name> <host:port> [--description D] [--json]",
-                       "register an A2A agent (or move it to a new address); clients reach it "
-                       "through the coordinator with tenant = <name>",
-                       {"description"},
+                       "<name> (<host:port> [--description D] | --card <url>) [--json]",
+                       "register an A2A agent (or move it to a new address): a gRPC agent by "
+                       "address, or any agent by its card URL (the coordinator fetches the card "
+                       "and picks GRPC, else JSONRPC, else HTTP+JSON); clients reach it through "
+                       "the coordinator with tenant = <name>",
+                       {"description", "card"},
                        {"json"},
-                       2,
+                       1,
                        2,
                        false,
                        RunRegister});
   commands->push_back({{"agent", "list"},
                        "[--json]",
-                       "list registered agents: name and gRPC address",
+                       "list registered agents: name, address, binding, card URL (- for none)",
                        {},
                        {"json"},
                        0,

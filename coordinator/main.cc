@@ -67,7 +67,8 @@ ABSL_FLAG(std::string, token_file, "",
           "JSON file of bearer tokens, each with a principal and a role (docs/security.md); "
           "empty (the default) turns authentication off and allows only loopback addresses");
 ABSL_FLAG(std::string, outbound_allow_hosts, "",
-          "hosts push-notification webhooks may call: host, host:port, [v6] or [v6]:port, "
+          "hosts push-notification webhooks, agent card URLs and the agents registered by card "
+          "may call: host, host:port, [v6] or [v6]:port, "
           "comma-separated; empty (the default) allows loopback only (127.0.0.0/8, ::1, "
           "localhost), * allows every host");
 ABSL_FLAG(std::string, default_agent, "",
@@ -75,7 +76,8 @@ ABSL_FLAG(std::string, default_agent, "",
           "coordinator starts. Empty (the default): the only registered agent when exactly one "
           "is; otherwise such a request is refused with the list of agents");
 ABSL_FLAG(absl::Duration, a2a_call_timeout, absl::Seconds(10),
-          "A2A gateway: deadline of a unary call to an agent (CancelTask)");
+          "A2A gateway: deadline of a unary call to an agent (CancelTask) and of fetching an "
+          "agent's card");
 ABSL_FLAG(absl::Duration, a2a_stream_timeout, absl::Hours(1),
           "A2A gateway: deadline of one message's delivery stream to an agent");
 ABSL_FLAG(absl::Duration, a2a_retry_initial_backoff, absl::Milliseconds(500),
@@ -134,7 +136,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.a2a_store.outbound_allow = *std::move(outbound);
-  LOG_INFO("webhooks may call: %s", options.a2a_store.outbound_allow.ToString());
+  LOG_INFO("webhooks and agent cards may call: %s", options.a2a_store.outbound_allow.ToString());
   options.default_agent = absl::GetFlag(FLAGS_default_agent);
   options.gateway.call_timeout = absl::GetFlag(FLAGS_a2a_call_timeout);
   options.gateway.stream_timeout = absl::GetFlag(FLAGS_a2a_stream_timeout);

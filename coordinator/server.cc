@@ -66,6 +66,8 @@ absl::Status CheckAndShareOptions(ServerOptions& options) {
   options.task_state.max_page_size = options.limits.max_page_size;
   options.breaker.max_log_page_size = options.limits.max_page_size;
   options.work_limits.max_page_size = options.limits.max_page_size;
+  // One outbound allow-list: webhooks, agent cards and the agents registered by card.
+  options.gateway.outbound_allow = options.a2a_store.outbound_allow;
   RETURN_IF_ERROR(ValidateRetentionOptions(options.retention));
   // An agent name; whether it is registered is checked per call (it may register later).
   RETURN_IF_ERROR(common::ValidateOptionalId("--default_agent", options.default_agent));
@@ -173,6 +175,8 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
                                   static_cast<size_t>(options.stream_queue_limit));
   a2a_service_->set_default_agent(options.default_agent);
   agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), pool_.get());
+  agent_registry_service_->set_resolver(
+      [gateway](const v1::Agent& request) { return gateway->ResolveRegistration(request); });
   // Data care.
   exporter_ =
       std::make_unique<Exporter>(store, options.limits, options.task_state, options.breaker);

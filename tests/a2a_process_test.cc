@@ -3,13 +3,16 @@
 #include <csignal>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/fake_http_agent.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -189,7 +192,7 @@ TEST(A2AProcessTest, CoordctlAgentRegisterListRemove) {
   r = testing_util::RunCoordctl(target, {"agent", "list"});
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 0) << r->Describe();
-  EXPECT_TRUE(absl::StrContains(r->out, "green\t127.0.0.1:7001")) << r->Describe();
+  EXPECT_TRUE(absl::StrContains(r->out, "green\t127.0.0.1:7001\tGRPC\t-\n")) << r->Describe();
   r = testing_util::RunCoordctl(target, {"agent", "register", "bad", "no-port"});
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 3) << r->Describe();
@@ -199,6 +202,58 @@ TEST(A2AProcessTest, CoordctlAgentRegisterListRemove) {
   r = testing_util::RunCoordctl(target, {"agent", "rm", "green"});
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1) << r->Describe();
+}
+
+// An agent that speaks JSON-RPC (tests/fake_http_agent.h, in this process), registered with
+// the real coordinator by `coordctl agent register --card` and reached through it.
+TEST(A2AProcessTest, CoordctlRegistersAJsonRpcAgentByCardAndSendsToIt) {
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(dir.Sub("data"), kCoordinatorArgs);
+  ASSERT_OK(coordinator);
+  const std::string target = (*coordinator)->target();
+  testing_util::FakeHttpAgent agent(testing_util::FakeHttpAgent::Binding::kJsonRpc);
+  ASSERT_GT(agent.port(), 0);
+
+  absl::StatusOr<testing_util::ProcessResult> r =
+      testing_util::RunCoordctl(target, {"agent", "register", "rpc", "--card", agent.card_url()});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_EQ(r->out, absl::StrCat("registered rpc at ", agent.interface_url(), " (JSONRPC, card ",
+                                 agent.card_url(), ")\n"));
+  r = testing_util::RunCoordctl(target, {"agent", "list"});
+  ASSERT_OK(r);
+  EXPECT_TRUE(absl::StrContains(
+      r->out, absl::StrCat("rpc\t", agent.interface_url(), "\tJSONRPC\t", agent.card_url(), "\n")))
+      << r->Describe();
+
+  r = testing_util::RunCoordctl(target, {"send", "rpc", "hello", "over", "json-rpc", "--wait"});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_TRUE(absl::StrContains(r->out, "hello over json-rpc")) << r->Describe();
+
+  // Bad input: a clear message, exit code 3 (2 for a wrong command line), nothing stored.
+  struct Bad {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {{"agent", "register", "x", "--card", "http//nowhere"}, 3, "http//nowhere"},
+      {{"agent", "register", "x", "--card", "http://127.0.0.1:1/card"}, 3, "cannot fetch"},
+      {{"agent", "register", "x", "--card", agent.base() + "/jsonrpc"}, 3, "HTTP 404"},
+      {{"agent", "register", "x"}, 2, "not both"},
+      {{"agent", "register", "x", "127.0.0.1:1", "--card", agent.card_url()}, 2, "not both"},
+  };
+  for (const Bad& b : bad) {
+    r = testing_util::RunCoordctl(target, b.args);
+    ASSERT_OK(r);
+    EXPECT_EQ(r->exit_code, b.exit_code) << r->Describe();
+    EXPECT_TRUE(absl::StrContains(r->err, b.says)) << r->Describe();
+  }
+  r = testing_util::RunCoordctl(target, {"agent", "list"});
+  ASSERT_OK(r);
+  EXPECT_FALSE(absl::StrContains(r->out, "x\t")) << r->Describe();
 }
 
 }  // namespace

@@ -1,21 +1,18 @@
 #include "coordinator/a2a/gateway.h"
 
 #include <algorithm>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/errors.h"
-#include "a2a_protocol/grpc_errors.h"
-#include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"
@@ -63,32 +60,25 @@ const DeliveryCounters& DeliveryMetrics() {
 // How long a loop sleeps when nothing is due and nobody kicks it.
 constexpr absl::Duration kIdleWake = absl::Seconds(1);
 
-std::chrono::system_clock::time_point Deadline(absl::Duration d) {
-  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(d);
-}
-
 bool IsInterrupted(a2apb::TaskState state) {
   return state == a2apb::TASK_STATE_INPUT_REQUIRED || state == a2apb::TASK_STATE_AUTH_REQUIRED;
 }
 
 // Codes after which the same message may well get through later.
-bool IsRetryable(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::ABORTED:
+bool IsRetryable(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kAborted:
       return true;
     default:
       return false;
   }
 }
 
-// Bounds of one burst of agent events stored in one transaction.
-constexpr size_t kMaxBurstEvents = 64;
-constexpr size_t kMaxBurstBytes = 4 << 20;
 // How long the agent's opening snapshot of the task waits for the events after it.
 constexpr absl::Duration kOpeningLinger = absl::Milliseconds(20);
 
@@ -114,98 +104,6 @@ bool OpensQuietly(const a2apb::StreamResponse& response, const v1::StoredTask& h
          (follow_up && IsInterrupted(status.state()));
 }
 
-// The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
-// arrive while the previous burst is being stored wait here and are stored together, in one
-// transaction. At most kMaxBurstEvents wait; beyond that reading pauses until they are taken.
-class AgentStream final : public grpc::ClientReadReactor<a2apb::StreamResponse> {
- public:
-  explicit AgentStream(a2apb::SendMessageRequest request) : request_(std::move(request)) {}
-
-  void Start(a2apb::A2AService::Stub* stub, grpc::ClientContext* context) {
-    stub->async()->SendStreamingMessage(context, &request_, this);
-    StartRead(&incoming_);
-    StartCall();
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream ended; OnDone follows
-    {
-      absl::MutexLock lock(&mu_);
-      queue_.push_back(std::move(incoming_));
-      if (queue_.size() >= kMaxBurstEvents) {
-        // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
-        // pending, so that Take() may still start one; Take() or Finish() removes it.
-        paused_ = true;
-        AddHold();
-        return;
-      }
-    }
-    incoming_.Clear();
-    StartRead(&incoming_);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    {
-      absl::MutexLock lock(&mu_);
-      status_ = status;
-      done_ = true;
-    }
-    finished_.Notify();  // the last touch of this object by gRPC's thread
-  }
-
-  // Waits for an event, the end of the stream or `deadline`, then appends the waiting events
-  // (in order; up to kMaxBurstEvents and about kMaxBurstBytes in `out`) to `out`. Returns how
-  // many it appended: 0 when the stream has ended (or the deadline passed) with none waiting.
-  size_t Take(std::vector<a2apb::StreamResponse>* out,
-              absl::Time deadline = absl::InfiniteFuture()) {
-    const size_t before = out->size();
-    bool resume;
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || done_; };
-      mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-      size_t bytes = 0;
-      while (!queue_.empty() && out->size() < kMaxBurstEvents && bytes < kMaxBurstBytes) {
-        bytes += queue_.front().ByteSizeLong();
-        out->push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-      resume = paused_;
-      paused_ = false;
-    }
-    if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
-      incoming_.Clear();
-      StartRead(&incoming_);
-      RemoveHold();
-    }
-    return out->size() - before;
-  }
-
-  // Waits until gRPC is done with the call; its final status. The stream may be destroyed then.
-  grpc::Status Finish() {
-    bool release;
-    {
-      absl::MutexLock lock(&mu_);
-      release = paused_;
-      paused_ = false;
-    }
-    if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
-    finished_.WaitForNotification();
-    absl::MutexLock lock(&mu_);
-    return status_;
-  }
-
- private:
-  const a2apb::SendMessageRequest request_;
-  a2apb::StreamResponse incoming_;  // written by gRPC while a read is pending
-  absl::Mutex mu_;
-  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
-  bool paused_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-  absl::Notification finished_;
-};
-
 }  // namespace
 
 A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* push,
@@ -215,7 +113,13 @@ A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* p
       push_(push),
       agents_(agents),
       notifier_(notifier),
-      options_(options) {
+      options_(options),
+      transports_([&options] {
+        AgentTransportOptions transport;
+        transport.outbound_allow = options.outbound_allow;
+        transport.connect_timeout = options.call_timeout;
+        return transport;
+      }()) {
   notifier_->SetPushListener([this] {
     absl::MutexLock lock(&mu_);
     push_kicked_ = true;
@@ -239,7 +143,7 @@ void A2AGateway::Stop() {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    for (grpc::ClientContext* call : calls_) call->TryCancel();
+    for (AgentCall* call : calls_) call->Cancel();
   }
   if (delivery_thread_.joinable()) delivery_thread_.join();
   if (push_thread_.joinable()) push_thread_.join();
@@ -283,22 +187,6 @@ void A2AGateway::AgentRegistered(const std::string& name) {
     common::LogWarn({{"agent", name}}, "cannot reschedule deliveries: %s", s.message());
   }
   Kick();
-}
-
-std::shared_ptr<grpc::Channel> A2AGateway::ChannelFor(const std::string& endpoint) {
-  absl::MutexLock lock(&mu_);
-  auto it = channels_.find(endpoint);
-  if (it != channels_.end()) return it->second;
-  grpc::ChannelArguments args;
-  // An agent that comes back should be reached within a second, not after gRPC's default
-  // reconnect backoff of up to two minutes.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  auto channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
-  channels_[endpoint] = channel;
-  return channel;
 }
 
 absl::Duration A2AGateway::Backoff(int attempts) const {
@@ -400,13 +288,7 @@ void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl:
   }
   const int attempts = delivery.attempts() + 1;
   // Errors without a retryable code are the agent's definite answer: no point retrying.
-  const bool retryable = result.code() == absl::StatusCode::kUnavailable ||
-                         result.code() == absl::StatusCode::kDeadlineExceeded ||
-                         result.code() == absl::StatusCode::kCancelled ||
-                         result.code() == absl::StatusCode::kUnknown ||
-                         result.code() == absl::StatusCode::kResourceExhausted ||
-                         result.code() == absl::StatusCode::kAborted;
-  const bool give_up = !retryable || attempts >= options_.max_delivery_attempts;
+  const bool give_up = !IsRetryable(result.code()) || attempts >= options_.max_delivery_attempts;
   (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
   common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
                   "delivery attempt %d failed: %s%s", attempts, result.message(),
@@ -438,21 +320,22 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   a2apb::SendMessageRequest request;
   *request.mutable_message() = std::move(message);
 
-  auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
-  grpc::ClientContext context;
-  context.set_deadline(Deadline(options_.stream_timeout));
-  a2a_protocol::AddVersion(&context);
+  ASSIGN_OR_RETURN(std::unique_ptr<AgentTransport> transport, transports_.For(*agent));
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("coordinator is stopping");
-    calls_.insert(&context);
+  }
+  std::unique_ptr<AgentCall> reader =
+      transport->SendStreaming(request, absl::Now() + options_.stream_timeout);
+  {
+    absl::MutexLock lock(&mu_);
+    calls_.insert(reader.get());
+    if (stopping_) reader->Cancel();  // Stop ran before the call was registered
   }
   auto unregister = [&] {
     absl::MutexLock lock(&mu_);
-    calls_.erase(&context);
+    calls_.erase(reader.get());
   };
-  AgentStream reader(request);
-  reader.Start(stub.get(), &context);
   std::vector<a2apb::StreamResponse> burst;
   bool reached_end = false;
   bool got_any = false;
@@ -468,14 +351,14 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // input) also dequeues the delivery.
   while (!reached_end) {
     burst.clear();
-    if (reader.Take(&burst) == 0) break;  // the stream ended
+    if (reader->Take(&burst) == 0) break;  // the stream ended
     if (!got_any && OpensQuietly(burst[0], *header, follow_up)) {
       // The agent's opening snapshot changes nothing a client sees (it names the agent's own
       // task id): wait a moment for the events that follow it, up to the one that ends the
       // turn, to store them together.
       const absl::Time until = absl::Now() + kOpeningLinger;
       while ((burst.size() == 1 || !EndsTurn(burst.back())) && burst.size() < kMaxBurstEvents &&
-             reader.Take(&burst, until) > 0) {
+             reader->Take(&burst, until) > 0) {
       }
     }
     size_t valid = 0;
@@ -501,22 +384,22 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
           StoreBurst(delivery, absl::MakeConstSpan(burst.data(), valid), remaining);
       if (!ended.ok()) {
         apply_error = ended.status();
-        context.TryCancel();
+        reader->Cancel();
         break;
       }
       if (*ended) {
         reached_end = true;
-        context.TryCancel();  // the agent's stream should end here; do not wait for it
+        reader->Cancel();  // the agent's stream should end here; do not wait for it
         break;
       }
     }
     if (!invalid.ok()) {
       apply_error = invalid;
-      context.TryCancel();
+      reader->Cancel();
       break;
     }
   }
-  grpc::Status status = reader.Finish();
+  const absl::Status status = reader->Finish();
   unregister();
   if (!apply_error.ok()) return apply_error;
   if (status.ok() && !reached_end && opening_status.has_value()) {
@@ -526,24 +409,12 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     RETURN_IF_ERROR(StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status());
   }
   if (reached_end || status.ok()) return absl::OkStatus();
-  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any) {
-    // An agent without streaming: one blocking call instead.
-    grpc::ClientContext unary;
-    unary.set_deadline(Deadline(options_.stream_timeout));
-    a2a_protocol::AddVersion(&unary);
-    a2apb::SendMessageResponse reply;
-    grpc::Status s = stub->SendMessage(&unary, request, &reply);
-    if (!s.ok()) return a2a_protocol::FromGrpcStatus(s);
-    a2apb::StreamResponse update;
-    if (reply.has_task()) *update.mutable_task() = reply.task();
-    if (reply.has_message()) *update.mutable_message() = reply.message();
-    return StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status();
-  }
-  if (IsRetryable(status)) {
+  if (IsRetryable(status.code())) {
     return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
-                                               ": ", status.error_message()));
+                                               " (", agent->protocol_binding(),
+                                               "): ", status.message()));
   }
-  return a2a_protocol::FromGrpcStatus(status);
+  return status;  // the agent's definite answer, its A2A reason kept
 }
 
 absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,
@@ -567,23 +438,21 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
   bool agent_has_it = false;
   if (!header.agent_task_id().empty()) {
     absl::StatusOr<v1::Agent> agent = agents_->Get(header.tenant());
-    if (agent.ok()) {
-      auto stub = a2apb::A2AService::NewStub(ChannelFor(agent->endpoint()));
-      grpc::ClientContext context;
-      context.set_deadline(Deadline(options_.call_timeout));
-      a2a_protocol::AddVersion(&context);
+    absl::StatusOr<std::unique_ptr<AgentTransport>> transport =
+        agent.ok() ? transports_.For(*agent) : agent.status();
+    if (transport.ok()) {
       a2apb::CancelTaskRequest forward;
       forward.set_id(header.agent_task_id());
       *forward.mutable_metadata() = request.metadata();
-      a2apb::Task reply;
-      grpc::Status s = stub->CancelTask(&context, forward, &reply);
-      if (s.ok()) {
+      absl::StatusOr<a2apb::Task> reply =
+          (*transport)->CancelTask(forward, absl::Now() + options_.call_timeout);
+      if (reply.ok()) {
         agent_has_it = true;
         a2apb::StreamResponse update;
-        *update.mutable_task() = std::move(reply);
+        *update.mutable_task() = *std::move(reply);
         RETURN_IF_ERROR(tasks_->ApplyAgentUpdate(request.id(), update).status());
-      } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-        return a2a_protocol::FromGrpcStatus(s);  // the agent says it cannot be canceled now
+      } else if (absl::IsFailedPrecondition(reply.status())) {
+        return reply.status();  // the agent says it cannot be canceled now
       }
       // NOT_FOUND: the agent is not running it; UNAVAILABLE: the agent is down. Either way
       // nothing runs the task, so it is canceled here.
@@ -593,6 +462,13 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
     RETURN_IF_ERROR(tasks_->CancelLocally(request.tenant(), request.id(), "").status());
   }
   return tasks_->GetTask(request.tenant(), request.id(), std::nullopt);
+}
+
+absl::StatusOr<v1::Agent> A2AGateway::ResolveRegistration(const v1::Agent& request) const {
+  CardFetchOptions fetch;
+  fetch.outbound_allow = options_.outbound_allow;
+  fetch.timeout = options_.call_timeout;
+  return coordinator::ResolveRegistration(request, fetch);
 }
 
 void A2AGateway::PushLoop() {

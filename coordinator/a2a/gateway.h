@@ -14,24 +14,25 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/thread_pool.h"
+#include "common/url_allow_list.h"
+#include "coordinator/a2a/agent_transport.h"
 #include "coordinator/store/a2a_delivery_queue.h"
 #include "coordinator/store/a2a_notifier.h"
 #include "coordinator/store/a2a_push.h"
 #include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
-#include "grpcpp/grpcpp.h"
 
 namespace coordinator {
 
 struct GatewayOptions {
-  // Deadline of a unary call to an agent (CancelTask, a non-streaming send). Default 10s.
+  // Deadline of a unary call to an agent (CancelTask) and of fetching an agent's card. Default
+  // 10s.
   absl::Duration call_timeout = absl::Seconds(10);
   // Deadline of one streamed delivery: how long an agent may work on one message. Default 1h.
   absl::Duration stream_timeout = absl::Hours(1);
@@ -47,6 +48,9 @@ struct GatewayOptions {
   int delivery_threads = 64;
   // Deadline of one webhook POST (default 10s).
   absl::Duration push_timeout = absl::Seconds(10);
+  // Hosts that agent cards fetched at registration, and the interfaces chosen from them, may
+  // name (--outbound_allow_hosts, shared with webhooks; default loopback only).
+  common::HostAllowList outbound_allow;
 };
 
 class A2AGateway {
@@ -83,8 +87,10 @@ class A2AGateway {
   // store. Blocking (outbound call): run it on a worker thread.
   [[nodiscard]] absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request);
 
-  // The agent's channel (cached per endpoint, reconnecting quickly).
-  std::shared_ptr<grpc::Channel> ChannelFor(const std::string& endpoint);
+  // What a RegisterAgent request is stored as (card_fetch.h ResolveRegistration): an agent
+  // registered by card URL has its card fetched and its binding chosen. Blocking (outbound
+  // call): run it on a worker thread.
+  [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request) const;
 
  private:
   void DeliveryLoop();
@@ -120,8 +126,9 @@ class A2AGateway {
   // Tasks whose Dispatch was refused while they were in flight: the end of that delivery wakes
   // the queue scan.
   absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+  // The agent calls in flight, cancelled by Stop.
+  absl::flat_hash_set<AgentCall*> calls_ ABSL_GUARDED_BY(mu_);
+  AgentTransports transports_;
 
   std::unique_ptr<common::ThreadPool> delivery_pool_;
   std::thread delivery_thread_;

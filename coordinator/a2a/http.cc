@@ -113,6 +113,52 @@ absl::StatusOr<std::string> HttpGet(const std::string& url, absl::Duration timeo
   return res->body;
 }
 
+absl::StatusOr<std::string> HttpGet(const std::string& url, const HttpGetOptions& options) {
+  if (!absl::StartsWith(url, "http://") && !absl::StartsWith(url, "https://")) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", url, "\" is not an http(s) URL"));
+  }
+  const std::pair<std::string, std::string> split = SplitUrl(url);
+  httplib::Client client(split.first);
+  client.set_follow_location(false);
+  httplib::Headers headers;
+  for (const auto& [name, value] : options.headers) headers.emplace(name, value);
+  std::string body;
+  bool too_large = false;
+  bool expired = false;
+  httplib::Result res = common::CallWithDeadline(
+      client, options.timeout,
+      [&] {
+        return client.Get(split.second, headers, [&](const char* data, size_t length) {
+          if (body.size() + length > options.max_bytes) {
+            too_large = true;
+            return false;
+          }
+          body.append(data, length);
+          return true;
+        });
+      },
+      &expired);
+  if (too_large) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("GET ", url, ": the answer is larger than ", options.max_bytes, " bytes"));
+  }
+  if (!res) {
+    return absl::UnavailableError(
+        expired ? absl::StrCat("GET ", url, ": no answer within ",
+                               absl::FormatDuration(options.timeout))
+                : absl::StrCat("GET ", url, ": ", httplib::to_string(res.error())));
+  }
+  const int status = res->status;
+  if (status >= 200 && status < 300) return body;
+  const std::string what = absl::StrCat("GET ", url, ": HTTP ", status);
+  if (status >= 500 || status == 408 || status == 429) return absl::UnavailableError(what);
+  if (status >= 300 && status < 400) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, " (redirects are not followed; give the final URL)"));
+  }
+  return absl::FailedPreconditionError(what);
+}
+
 HttpPostResult HttpPost(const std::string& url, const std::string& body,
                         const std::string& content_type,
                         const std::vector<std::pair<std::string, std::string>>& headers,

@@ -1,6 +1,6 @@
 // The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server of the
-// HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here and in
-// http_bindings.cc only.
+// HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here, in
+// http_bindings.cc and in http_transport.cc (the streaming calls to JSON-RPC and REST agents) only.
 #ifndef COORDINATOR_A2A_HTTP_H_
 #define COORDINATOR_A2A_HTTP_H_
 
@@ -71,6 +71,24 @@ struct HttpPostResult {
 
 // GETs `url`; the body of a 2xx answer, else UNAVAILABLE.
 [[nodiscard]] absl::StatusOr<std::string> HttpGet(const std::string& url, absl::Duration timeout);
+
+// How HttpGet with options fetches.
+struct HttpGetOptions {
+  // Deadline of the whole call, not only of each read (default 10s).
+  absl::Duration timeout = absl::Seconds(10);
+  // Largest body accepted (default 1 MiB); reading stops as soon as a body is larger.
+  size_t max_bytes = 1 << 20;
+  // Request headers (default none).
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// GETs `url` (http:// or https://; a redirect is not followed) and returns the body of a 2xx
+// answer. UNAVAILABLE when no answer came (refused, unreachable, no answer within the timeout)
+// or the answer is a 5xx, 408 or 429 (worth trying again); FAILED_PRECONDITION for any other
+// status; RESOURCE_EXHAUSTED when the body is larger than `max_bytes`; INVALID_ARGUMENT for a
+// URL that is not http(s).
+[[nodiscard]] absl::StatusOr<std::string> HttpGet(const std::string& url,
+                                                  const HttpGetOptions& options);
 
 // POSTs `body` to `url` (http:// or https://) with `headers`, waiting at most `timeout`.
 HttpPostResult HttpPost(const std::string& url, const std::string& body,

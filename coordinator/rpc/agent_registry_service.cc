@@ -12,7 +12,9 @@ grpc::ServerUnaryReactor* AgentRegistryServiceImpl::RegisterAgent(
   return HandleUnary(context, pool_, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::Agent> {
                        RETURN_IF_ERROR(CheckAgentName(caller, request->agent().name()));
-                       return agents_->Register(request->agent());
+                       if (!resolver_) return agents_->Register(request->agent());
+                       ASSIGN_OR_RETURN(const v1::Agent agent, resolver_(request->agent()));
+                       return agents_->Register(agent);
                      });
 }
 

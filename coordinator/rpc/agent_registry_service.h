@@ -1,7 +1,11 @@
-// gRPC face of AgentRegistryStore: coordinator.v1.AgentRegistry. Thin, on the work pool.
+// gRPC face of AgentRegistryStore: coordinator.v1.AgentRegistry. Thin, on the work pool (a
+// registration by card URL fetches the card there: the resolver blocks on an outbound call).
 #ifndef COORDINATOR_RPC_AGENT_REGISTRY_SERVICE_H_
 #define COORDINATOR_RPC_AGENT_REGISTRY_SERVICE_H_
 
+#include <functional>
+
+#include "absl/status/statusor.h"
 #include "common/thread_pool.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
@@ -12,6 +16,13 @@ class AgentRegistryServiceImpl final : public v1::AgentRegistry::CallbackService
  public:
   AgentRegistryServiceImpl(AgentRegistryStore* agents, common::ThreadPool* pool)
       : agents_(agents), pool_(pool) {}
+
+  // What turns a RegisterAgent request into the agent to store (the A2A gateway's
+  // ResolveRegistration: fetches the card of an agent registered by card URL). Called on the
+  // work pool; an error is the call's answer and nothing is stored. Unset (the default): the
+  // request is stored as it came. Set before serving.
+  using Resolver = std::function<absl::StatusOr<v1::Agent>(const v1::Agent&)>;
+  void set_resolver(Resolver resolver) { resolver_ = std::move(resolver); }
 
   grpc::ServerUnaryReactor* RegisterAgent(grpc::CallbackServerContext* context,
                                           const v1::RegisterAgentRequest* request,
@@ -29,6 +40,7 @@ class AgentRegistryServiceImpl final : public v1::AgentRegistry::CallbackService
  private:
   AgentRegistryStore* agents_;  // not owned
   common::ThreadPool* pool_;    // not owned
+  Resolver resolver_;
 };
 
 }  // namespace coordinator

@@ -3,11 +3,14 @@
 #include <memory>
 #include <string>
 
+#include "a2a_protocol/bindings.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/url_allow_list.h"
 #include "common/validation.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
@@ -39,9 +42,34 @@ absl::Status ValidateEndpoint(absl::string_view endpoint) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateBindingEndpoint(absl::string_view binding, absl::string_view endpoint) {
+  if (binding == a2a_protocol::kBindingGrpc) {
+    if (!absl::StartsWith(endpoint, "https://")) return ValidateEndpoint(endpoint);
+    RETURN_IF_ERROR(common::ValidateId("endpoint", endpoint));
+    ASSIGN_OR_RETURN(common::HttpUrl url, common::ParseHttpUrl(endpoint));
+    if (!url.path.empty() && url.path != "/") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gRPC endpoint \"", endpoint, "\" has a path; gRPC dials host:port"));
+    }
+    return absl::OkStatus();
+  }
+  if (binding == a2a_protocol::kBindingJsonRpc || binding == a2a_protocol::kBindingHttpJson) {
+    RETURN_IF_ERROR(common::ValidateId("endpoint", endpoint));
+    return common::ParseHttpUrl(endpoint).status();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("protocol_binding \"", binding, "\" is not GRPC, JSONRPC or HTTP+JSON"));
+}
+
 absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request) {
   RETURN_IF_ERROR(common::ValidateId("name", request.name()));
-  RETURN_IF_ERROR(ValidateEndpoint(request.endpoint()));
+  const std::string binding =
+      request.protocol_binding().empty() ? a2a_protocol::kBindingGrpc : request.protocol_binding();
+  RETURN_IF_ERROR(ValidateBindingEndpoint(binding, request.endpoint()));
+  if (!request.card_url().empty()) {
+    RETURN_IF_ERROR(common::ValidateId("card_url", request.card_url()));
+    RETURN_IF_ERROR(common::ParseHttpUrl(request.card_url()).status());
+  }
   if (request.card().ByteSizeLong() > kMaxCardBytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("agent card is larger than ", kMaxCardBytes, " bytes"));
@@ -50,6 +78,8 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
   agent.set_name(request.name());
   agent.set_endpoint(request.endpoint());
   *agent.mutable_card() = request.card();
+  agent.set_card_url(request.card_url());
+  agent.set_protocol_binding(binding);
   const auto now = ToProtoTime(absl::Now());
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
     const std::string key = keys::A2AAgent(agent.name());

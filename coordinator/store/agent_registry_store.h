@@ -1,5 +1,6 @@
 // Domain logic of the A2A agent registry: which agents sit behind the gateway, where they
-// listen, and the card each registered. Stored in the kA2A family; knows nothing of gRPC.
+// listen and over which A2A binding, and the card each registered (or that was fetched from its
+// card URL by coordinator/a2a/card_fetch.h). Stored in the kA2A family; knows nothing of gRPC.
 #ifndef COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 #define COORDINATOR_STORE_AGENT_REGISTRY_STORE_H_
 
@@ -18,8 +19,10 @@ class AgentRegistryStore {
  public:
   explicit AgentRegistryStore(storage::Store* store) : store_(store) {}
 
-  // Adds the agent, or replaces the endpoint and card of one already registered (an agent that
-  // restarted on another port). Keeps the first create_time.
+  // Adds the agent, or replaces the endpoint, binding, card and card URL of one already
+  // registered (an agent that restarted on another port). Keeps the first create_time. An empty
+  // protocol_binding is stored as "GRPC"; the endpoint must suit the binding
+  // (ValidateBindingEndpoint) and a card_url must be an http(s) URL (INVALID_ARGUMENT).
   [[nodiscard]] absl::StatusOr<v1::Agent> Register(const v1::Agent& agent);
   [[nodiscard]] absl::StatusOr<v1::Agent> Get(absl::string_view name);
   [[nodiscard]] absl::StatusOr<v1::ListAgentsResponse> List(const v1::ListAgentsRequest& request);
@@ -43,6 +46,12 @@ class AgentRegistryStore {
 
 // OK when `endpoint` looks like host:port with a port in 1..65535.
 [[nodiscard]] absl::Status ValidateEndpoint(absl::string_view endpoint);
+
+// OK when `endpoint` suits `binding`: for "GRPC" host:port (plaintext) or https://host[:port]
+// (TLS); for "JSONRPC" and "HTTP+JSON" an http(s) URL. INVALID_ARGUMENT otherwise, and for any
+// other binding.
+[[nodiscard]] absl::Status ValidateBindingEndpoint(absl::string_view binding,
+                                                   absl::string_view endpoint);
 
 }  // namespace coordinator
 

@@ -40,5 +40,57 @@ TEST(AgentRegistryStoreTest, RegisterListDelete) {
   EXPECT_EQ(registry.Get("echo").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(AgentRegistryStoreTest, BindingAndCardUrlAreStoredAndEndpointsSuitTheBinding) {
+  TempDir dir;
+  storage::StoreOptions options;
+  options.path = dir.Sub("db");
+  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  ASSERT_OK(store);
+  AgentRegistryStore registry(store->get());
+  v1::Agent agent;
+  agent.set_name("by-endpoint");
+  agent.set_endpoint("127.0.0.1:1234");
+  absl::StatusOr<v1::Agent> stored = registry.Register(agent);
+  ASSERT_OK(stored);
+  EXPECT_EQ(stored->protocol_binding(), "GRPC");
+
+  agent.set_name("rpc");
+  agent.set_protocol_binding("JSONRPC");
+  agent.set_endpoint("http://127.0.0.1:8000/a2a");
+  agent.set_card_url("http://127.0.0.1:8000/.well-known/agent-card.json");
+  ASSERT_OK(registry.Register(agent));
+  absl::StatusOr<v1::Agent> read = registry.Get("rpc");
+  ASSERT_OK(read);
+  EXPECT_EQ(read->protocol_binding(), "JSONRPC");
+  EXPECT_EQ(read->endpoint(), "http://127.0.0.1:8000/a2a");
+  EXPECT_EQ(read->card_url(), "http://127.0.0.1:8000/.well-known/agent-card.json");
+
+  agent.set_protocol_binding("GRPC");
+  agent.set_endpoint("https://agent.example:443");
+  EXPECT_OK(registry.Register(agent));
+
+  struct Bad {
+    const char* binding;
+    const char* endpoint;
+  };
+  for (const Bad& bad : {Bad{"JSONRPC", "127.0.0.1:8000"}, Bad{"HTTP+JSON", "ftp://x/"},
+                         Bad{"GRPC", "http://127.0.0.1:8000/a2a"}, Bad{"GRPC", "https://h:1/path"},
+                         Bad{"WEBSOCKET", "http://h/"}}) {
+    agent.set_protocol_binding(bad.binding);
+    agent.set_endpoint(bad.endpoint);
+    EXPECT_EQ(registry.Register(agent).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad.binding << " " << bad.endpoint;
+  }
+  agent.set_protocol_binding("JSONRPC");
+  agent.set_endpoint("http://127.0.0.1:8000/a2a");
+  agent.set_card_url("not a url");
+  EXPECT_EQ(registry.Register(agent).status().code(), absl::StatusCode::kInvalidArgument);
+  // Nothing refused replaced what was stored.
+  read = registry.Get("rpc");
+  ASSERT_OK(read);
+  EXPECT_EQ(read->protocol_binding(), "GRPC");
+  EXPECT_EQ(read->endpoint(), "https://agent.example:443");
+}
+
 }  // namespace
 }  // namespace coordinator

@@ -1,0 +1,60 @@
+#include "coordinator/a2a/agent_transport.h"
+
+#include <utility>
+
+#include "a2a_protocol/bindings.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/a2a/card_fetch.h"
+#include "coordinator/a2a/grpc_transport.h"
+#include "coordinator/a2a/http_transport.h"
+#include "coordinator/store/agent_registry_store.h"
+
+namespace coordinator {
+
+size_t TakeBurst(std::deque<a2apb::StreamResponse>* queue,
+                 std::vector<a2apb::StreamResponse>* out) {
+  size_t taken = 0;
+  size_t bytes = 0;
+  while (!queue->empty() && out->size() < kMaxBurstEvents && bytes < kMaxBurstBytes) {
+    bytes += queue->front().ByteSizeLong();
+    out->push_back(std::move(queue->front()));
+    queue->pop_front();
+    ++taken;
+  }
+  return taken;
+}
+
+absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::Agent& agent) {
+  const std::string binding =
+      agent.protocol_binding().empty() ? a2a_protocol::kBindingGrpc : agent.protocol_binding();
+  RETURN_IF_ERROR(ValidateBindingEndpoint(binding, agent.endpoint()));
+  if (!agent.card_url().empty()) {
+    // Checked again at call time, as webhooks are: an agent registered before
+    // --outbound_allow_hosts changed is not called.
+    absl::Status allowed =
+        options_.outbound_allow.Check(EndpointUrl(agent), "outbound_allow_hosts");
+    if (!allowed.ok()) {
+      return absl::Status(allowed.code(), absl::StrCat("agent ", agent.name(),
+                                                       " is not called: ", allowed.message()));
+    }
+  }
+  const std::string tenant = InterfaceTenant(agent);
+  if (binding == a2a_protocol::kBindingGrpc) {
+    return std::make_unique<GrpcAgentTransport>(ChannelFor(agent.endpoint()), tenant);
+  }
+  ASSIGN_OR_RETURN(common::HttpUrl url, common::ParseHttpUrl(agent.endpoint()));
+  return std::make_unique<HttpAgentTransport>(
+      binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpc
+                                               : HttpAgentTransport::Binding::kHttpJson,
+      std::move(url), tenant, options_.max_event_bytes, options_.connect_timeout);
+}
+
+std::shared_ptr<grpc::Channel> AgentTransports::ChannelFor(const std::string& endpoint) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<grpc::Channel>& channel = channels_[endpoint];
+  if (channel == nullptr) channel = NewAgentChannel(endpoint);
+  return channel;
+}
+
+}  // namespace coordinator

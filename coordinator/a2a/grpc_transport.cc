@@ -1,0 +1,191 @@
+#include "coordinator/a2a/grpc_transport.h"
+
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/grpc_errors.h"
+#include "a2a_protocol/version.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
+
+namespace coordinator {
+namespace {
+
+// The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
+// arrive while the gateway stores the previous burst wait here and are taken together. At most
+// kMaxBurstEvents wait; beyond that reading pauses until they are taken. An agent that answers
+// the stream with UNIMPLEMENTED before any event (no streaming) gets the unary SendMessage, and
+// its answer becomes the one event.
+class GrpcAgentCall final : public AgentCall,
+                            public grpc::ClientReadReactor<a2apb::StreamResponse> {
+ public:
+  GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, a2apb::SendMessageRequest request,
+                absl::Time deadline)
+      : stub_(a2apb::A2AService::NewStub(std::move(channel))), request_(std::move(request)) {
+    for (grpc::ClientContext* context : {&context_, &unary_context_}) {
+      context->set_deadline(absl::ToChronoTime(deadline));
+      a2a_protocol::AddVersion(context);
+    }
+  }
+
+  void Start() {
+    stub_->async()->SendStreamingMessage(&context_, &request_, this);
+    StartRead(&incoming_);
+    StartCall();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended; OnDone follows
+    {
+      absl::MutexLock lock(&mu_);
+      got_any_ = true;
+      queue_.push_back(std::move(incoming_));
+      if (queue_.size() >= kMaxBurstEvents) {
+        // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
+        // pending, so that Take() may still start one; Take() or Finish() removes it.
+        paused_ = true;
+        AddHold();
+        return;
+      }
+    }
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    bool unary;
+    {
+      absl::MutexLock lock(&mu_);
+      unary = status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any_ && !cancelled_;
+    }
+    if (unary) {
+      // A Cancel() from now on cancels unary_context_ before or after the call starts on it.
+      stub_->async()->SendMessage(&unary_context_, &request_, &reply_,
+                                  [this](grpc::Status s) { OnUnaryDone(s); });
+      return;
+    }
+    End(status);
+  }
+
+  size_t Take(std::vector<a2apb::StreamResponse>* out, absl::Time deadline) override {
+    size_t taken;
+    bool resume;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !queue_.empty() || done_; };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+      taken = TakeBurst(&queue_, out);
+      resume = paused_;
+      paused_ = false;
+    }
+    if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
+      incoming_.Clear();
+      StartRead(&incoming_);
+      RemoveHold();
+    }
+    return taken;
+  }
+
+  void Cancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    context_.TryCancel();
+    unary_context_.TryCancel();
+  }
+
+  absl::Status Finish() override {
+    bool release;
+    {
+      absl::MutexLock lock(&mu_);
+      release = paused_;
+      paused_ = false;
+    }
+    if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
+    finished_.WaitForNotification();
+    absl::MutexLock lock(&mu_);
+    return a2a_protocol::FromGrpcStatus(status_);
+  }
+
+ private:
+  void OnUnaryDone(const grpc::Status& status) {
+    if (status.ok()) {
+      a2apb::StreamResponse update;
+      if (reply_.has_task()) *update.mutable_task() = std::move(*reply_.mutable_task());
+      if (reply_.has_message()) *update.mutable_message() = std::move(*reply_.mutable_message());
+      absl::MutexLock lock(&mu_);
+      queue_.push_back(std::move(update));
+    }
+    End(status);
+  }
+
+  void End(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      status_ = status;
+      done_ = true;
+    }
+    finished_.Notify();  // the last touch of this object by gRPC's threads
+  }
+
+  std::unique_ptr<a2apb::A2AService::Stub> stub_;
+  const a2apb::SendMessageRequest request_;
+  grpc::ClientContext context_;
+  grpc::ClientContext unary_context_;
+  a2apb::StreamResponse incoming_;    // written by gRPC while a read is pending
+  a2apb::SendMessageResponse reply_;  // written by gRPC during the unary call
+  absl::Mutex mu_;
+  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
+  bool got_any_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Notification finished_;
+};
+
+}  // namespace
+
+std::unique_ptr<AgentCall> GrpcAgentTransport::SendStreaming(
+    const a2apb::SendMessageRequest& request, absl::Time deadline) {
+  a2apb::SendMessageRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  auto call = std::make_unique<GrpcAgentCall>(channel_, std::move(sent), deadline);
+  call->Start();
+  return call;
+}
+
+absl::StatusOr<a2apb::Task> GrpcAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
+                                                           absl::Time deadline) {
+  auto stub = a2apb::A2AService::NewStub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(deadline));
+  a2a_protocol::AddVersion(&context);
+  a2apb::CancelTaskRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  a2apb::Task reply;
+  const grpc::Status status = stub->CancelTask(&context, sent, &reply);
+  if (!status.ok()) return a2a_protocol::FromGrpcStatus(status);
+  return reply;
+}
+
+std::shared_ptr<grpc::Channel> NewAgentChannel(const std::string& endpoint) {
+  grpc::ChannelArguments args;
+  // An agent that comes back should be reached within a second, not after gRPC's default
+  // reconnect backoff of up to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  absl::string_view target = endpoint;
+  if (absl::ConsumePrefix(&target, "https://")) {
+    return grpc::CreateCustomChannel(std::string(target),
+                                     grpc::SslCredentials(grpc::SslCredentialsOptions()), args);
+  }
+  return grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace coordinator

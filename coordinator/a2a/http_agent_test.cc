@@ -1,0 +1,460 @@
+// Agents that speak JSON-RPC or HTTP+JSON behind the gateway, in process: a real
+// CoordinatorServer on 127.0.0.1:0 and fake agents on cpp-httplib (tests/fake_http_agent.h)
+// that write Server-Sent Events by hand, registered by the URL of the card they serve. Clients
+// talk to the coordinator over its gRPC A2AService as always. No sleeps: every wait polls with a
+// bound.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/errors.h"
+#include "a2a_protocol/version.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/metrics.h"
+#include "coordinator/server.h"
+#include "coordinator/v1/agent_registry.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "tests/fake_http_agent.h"
+#include "tests/test_util.h"
+
+namespace coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing_util::FakeHttpAgent;
+using testing_util::TempDir;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+
+template <typename Pred>
+bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return pred();
+}
+
+// The gateway's count of failed delivery attempts to be retried (/metrics; process-wide).
+int64_t DeliveryRetries() {
+  const std::string text = common::MetricsRegistry::Default().Render();
+  const std::string kName = "\ncoordinator_a2a_delivery_retries_total ";
+  const size_t at = text.find(kName);
+  int64_t value = 0;
+  if (at != std::string::npos) {
+    const size_t start = at + kName.size();
+    (void)absl::SimpleAtoi(text.substr(start, text.find('\n', start) - start), &value);
+  }
+  return value;
+}
+
+std::string StatusText(const a2apb::Task& task) {
+  return task.status().message().parts_size() > 0 ? task.status().message().parts(0).text() : "";
+}
+
+// A coordinator and clients of its gRPC services.
+class CoordinatorFixture : public ::testing::Test {
+ protected:
+  void SetUp() override { StartCoordinator(); }
+
+  // (Re)starts the coordinator on the test's data dir, with `gateway` changed by `tweak`.
+  void StartCoordinator(std::function<void(GatewayOptions&)> tweak = nullptr) {
+    ServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.data_dir = dir_.Sub("data");
+    options.http_listen = "";
+    options.worker_threads = 8;
+    options.gateway.initial_backoff = absl::Milliseconds(20);
+    options.gateway.max_backoff = absl::Milliseconds(200);
+    options.gateway.max_delivery_attempts = 1000;
+    options.gateway.delivery_threads = 4;
+    if (tweak) tweak(options.gateway);
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
+    ASSERT_OK(server);
+    server_ = *std::move(server);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = a2apb::A2AService::NewStub(channel_);
+    registry_ = v1::AgentRegistry::NewStub(channel_);
+  }
+
+  void StopCoordinator() {
+    stub_.reset();
+    registry_.reset();
+    channel_.reset();
+    server_->Shutdown(absl::Seconds(1));
+    server_.reset();
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(absl::Seconds(1));
+  }
+
+  static std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = kWait) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+    a2a_protocol::AddVersion(context.get());
+    return context;
+  }
+
+  grpc::Status RegisterByCard(const std::string& name, const std::string& card_url,
+                              v1::Agent* agent) {
+    v1::RegisterAgentRequest request;
+    request.mutable_agent()->set_name(name);
+    request.mutable_agent()->set_card_url(card_url);
+    return registry_->RegisterAgent(Context().get(), request, agent);
+  }
+
+  static a2apb::SendMessageRequest Send(const std::string& text, const std::string& tenant) {
+    static int counter = 0;
+    a2apb::SendMessageRequest request;
+    request.set_tenant(tenant);
+    a2apb::Message* m = request.mutable_message();
+    m->set_message_id("msg-" + std::to_string(++counter));
+    m->set_role(a2apb::ROLE_USER);
+    m->add_parts()->set_text(text);
+    return request;
+  }
+
+  std::string SendNow(const std::string& text, const std::string& tenant) {
+    a2apb::SendMessageRequest request = Send(text, tenant);
+    request.mutable_configuration()->set_return_immediately(true);
+    a2apb::SendMessageResponse response;
+    grpc::Status s = stub_->SendMessage(Context().get(), request, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response.task().id();
+  }
+
+  a2apb::Task GetTask(const std::string& id) {
+    a2apb::GetTaskRequest request;
+    request.set_id(id);
+    a2apb::Task task;
+    grpc::Status s = stub_->GetTask(Context().get(), request, &task);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return task;
+  }
+
+  bool WaitForState(const std::string& id, a2apb::TaskState state) {
+    return WaitFor([&] { return GetTask(id).status().state() == state; });
+  }
+
+  TempDir dir_;
+  std::unique_ptr<CoordinatorServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<a2apb::A2AService::Stub> stub_;
+  std::unique_ptr<v1::AgentRegistry::Stub> registry_;
+};
+
+// The same tests for both bindings.
+class HttpAgentTest : public CoordinatorFixture,
+                      public ::testing::WithParamInterface<FakeHttpAgent::Binding> {
+ protected:
+  const char* BindingName() const {
+    return GetParam() == FakeHttpAgent::Binding::kJsonRpc ? "JSONRPC" : "HTTP+JSON";
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Bindings, HttpAgentTest,
+                         ::testing::Values(FakeHttpAgent::Binding::kJsonRpc,
+                                           FakeHttpAgent::Binding::kRest),
+                         [](const auto& info) {
+                           return info.param == FakeHttpAgent::Binding::kJsonRpc ? "JsonRpc"
+                                                                                 : "Rest";
+                         });
+
+TEST_P(HttpAgentTest, AgentRegisteredByCardCompletesTasksSentOverGrpc) {
+  FakeHttpAgent agent(GetParam(), 0, "team-a");
+  ASSERT_GT(agent.port(), 0);
+  v1::Agent registered;
+  grpc::Status s = RegisterByCard("fake", agent.card_url(), &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(registered.protocol_binding(), BindingName());
+  EXPECT_EQ(registered.endpoint(), agent.interface_url());
+  EXPECT_EQ(registered.card_url(), agent.card_url());
+  EXPECT_EQ(registered.card().name(), "fake");  // the card as fetched (its unknown field ignored)
+
+  // A blocking send: the agent's events are stored, and the finished task is the answer.
+  a2apb::SendMessageResponse response;
+  s = stub_->SendMessage(Context().get(), Send("hello", "fake"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const a2apb::Task& task = response.task();
+  EXPECT_EQ(task.status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(StatusText(task), "done: hello");
+  ASSERT_EQ(task.artifacts_size(), 1);
+  EXPECT_EQ(task.artifacts(0).parts(0).text(), "hello");
+  EXPECT_NE(task.id(), "agent-task-1");  // the coordinator's id, not the agent's
+
+  // A streamed send: the client sees the agent's events, under the coordinator's task id.
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), Send("streamed", "fake"));
+  std::vector<a2apb::StreamResponse> events;
+  a2apb::StreamResponse event;
+  while (reader->Read(&event)) events.push_back(event);
+  s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_GE(events.size(), 3u);
+  const std::string id = events.front().task().id();
+  bool saw_artifact = false;
+  for (const a2apb::StreamResponse& e : events) {
+    if (e.has_artifact_update()) {
+      saw_artifact = true;
+      EXPECT_EQ(e.artifact_update().task_id(), id);
+      EXPECT_EQ(e.artifact_update().artifact().parts(0).text(), "streamed");
+    }
+  }
+  EXPECT_TRUE(saw_artifact);
+  ASSERT_TRUE(events.back().has_status_update());
+  EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+
+  // Each message reached the agent once, with the A2A version and the card's tenant.
+  EXPECT_THAT(agent.texts(), ElementsAre("hello", "streamed"));
+  EXPECT_THAT(agent.versions(), ElementsAre("1.0", "1.0"));
+  EXPECT_THAT(agent.tenants(), ElementsAre("team-a", "team-a"));
+}
+
+TEST_P(HttpAgentTest, APlainJsonAnswerIsTheOneEvent) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("plain", "fake"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  ASSERT_EQ(response.task().artifacts_size(), 1);
+  EXPECT_EQ(response.task().artifacts(0).parts(0).text(), "plain");
+}
+
+TEST_P(HttpAgentTest, AnAgentDownGetsTheMessageOnceWhenItComesBack) {
+  auto agent = std::make_unique<FakeHttpAgent>(GetParam());
+  const int port = agent->port();
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent->card_url(), &registered).ok());
+  agent->Stop();
+  agent.reset();
+
+  // Accepted and stored while the agent is away; the refused connections are retried.
+  const int64_t retries_before = DeliveryRetries();
+  const std::string id = SendNow("while you were out", "fake");
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
+  ASSERT_TRUE(WaitFor([&] { return DeliveryRetries() >= retries_before + 2; }));
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
+  agent = std::make_unique<FakeHttpAgent>(GetParam(), port);
+  ASSERT_EQ(agent->port(), port);
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_COMPLETED));
+  EXPECT_EQ(GetTask(id).artifacts(0).parts(0).text(), "while you were out");
+  EXPECT_THAT(agent->texts(), ElementsAre("while you were out"));
+}
+
+TEST_P(HttpAgentTest, AnAgentErrorFailsTheTaskWithTheAgentsMessage) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("fail", "fake");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  // INTERNAL is the agent's definite answer, as over gRPC: not retried.
+  EXPECT_THAT(StatusText(GetTask(id)), HasSubstr("the agent broke"));
+  EXPECT_THAT(agent.texts(), ElementsAre("fail"));
+}
+
+TEST_P(HttpAgentTest, AnEventThatIsNotJsonFailsTheTaskAndNothingElse) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("garbage", "fake");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  EXPECT_THAT(StatusText(GetTask(id)), HasSubstr("this is not json"));
+  EXPECT_THAT(agent.texts(), ElementsAre("garbage"));
+  // The gateway goes on delivering.
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("after", "fake"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+}
+
+TEST_P(HttpAgentTest, CancelIsForwardedOverTheBindingAndSubscribersSeeIt) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+
+  auto context = Context();
+  a2apb::SubscribeToTaskRequest subscribe;
+  subscribe.set_id(id);
+  auto reader = stub_->SubscribeToTask(context.get(), subscribe);
+  a2apb::StreamResponse first;
+  ASSERT_TRUE(reader->Read(&first));
+  EXPECT_EQ(first.task().status().state(), a2apb::TASK_STATE_WORKING);
+
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  grpc::Status s = stub_->CancelTask(Context().get(), cancel, &canceled);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(canceled.status().state(), a2apb::TASK_STATE_CANCELED);
+  EXPECT_THAT(agent.cancels(), ElementsAre("agent-task-1"));  // the agent's own task id
+
+  a2apb::StreamResponse event, last;
+  while (reader->Read(&event)) last = event;
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_TRUE(last.has_status_update());
+  EXPECT_EQ(last.status_update().status().state(), a2apb::TASK_STATE_CANCELED);
+}
+
+// Shutdown cancels the call in flight (httplib's blocked read), and the message stays queued:
+// the next coordinator on the same data delivers it again.
+TEST_P(HttpAgentTest, ShutdownCutsAHeldStreamAndTheNextStartDeliversAgain) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  StopCoordinator();
+  StartCoordinator();
+  ASSERT_TRUE(WaitFor([&] { return agent.texts().size() == 2; }));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_WORKING);
+}
+
+// An agent that never ends its answer is cut at --a2a_stream_timeout, and the delivery retried.
+TEST_P(HttpAgentTest, AStreamPastItsDeadlineIsRetriedThenGivenUp) {
+  StopCoordinator();
+  StartCoordinator([](GatewayOptions& gateway) {
+    gateway.stream_timeout = absl::Milliseconds(300);
+    gateway.max_delivery_attempts = 2;
+  });
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  EXPECT_THAT(StatusText(GetTask(id)), HasSubstr("after 2 attempts"));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+}
+
+TEST_P(HttpAgentTest, RegisteringAgainRefreshesTheCard) {
+  FakeHttpAgent agent(GetParam());
+  FakeHttpAgent other(GetParam() == FakeHttpAgent::Binding::kJsonRpc
+                          ? FakeHttpAgent::Binding::kRest
+                          : FakeHttpAgent::Binding::kJsonRpc);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  agent.set_card(other.DefaultCard());  // the agent moved to the other binding
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  EXPECT_EQ(registered.endpoint(), other.interface_url());
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("moved", "fake"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_TRUE(agent.texts().empty());
+  EXPECT_THAT(other.texts(), ElementsAre("moved"));
+}
+
+using CardRegistrationTest = CoordinatorFixture;
+
+TEST_F(CardRegistrationTest, AJsonRpcAgentWithoutStreamingGetsSendMessage) {
+  FakeHttpAgent agent(FakeHttpAgent::Binding::kJsonRpc);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("no-stream", "fake"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_THAT(agent.texts(), ElementsAre("no-stream"));  // the unary send only
+}
+
+// Registration by card URL: bad input gets a clear status and stores nothing.
+TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
+  httplib::Server cards;
+  const std::string big(300 << 10, ' ');
+  cards.Get("/big", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(absl::StrCat(R"({"name":"big","description":")", big, R"("})"),
+                    "application/json");
+  });
+  cards.Get("/html", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("<html>hello</html>", "text/html");
+  });
+  cards.Get("/array", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("[1, 2]", "application/json");
+  });
+  cards.Get("/old", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"old","supportedInterfaces":[{"url":"http://127.0.0.1:1/",)"
+                    R"("protocolBinding":"JSONRPC","protocolVersion":"0.3"},)"
+                    R"({"url":"ws://127.0.0.1:1/","protocolBinding":"WEBSOCKET"}]})",
+                    "application/json");
+  });
+  cards.Get("/elsewhere", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"far","supportedInterfaces":[{"url":"http://agent.example/rpc",)"
+                    R"("protocolBinding":"JSONRPC","protocolVersion":"1.0"}]})",
+                    "application/json");
+  });
+  cards.Get("/missing", [](const httplib::Request&, httplib::Response& res) { res.status = 404; });
+  const int port = cards.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { cards.listen_after_bind(); });
+  const std::string base = absl::StrCat("http://127.0.0.1:", port);
+
+  struct Case {
+    std::string card_url;
+    grpc::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"not a url", grpc::StatusCode::INVALID_ARGUMENT, "not a url"},
+      {"ftp://127.0.0.1/card", grpc::StatusCode::INVALID_ARGUMENT, "ftp"},
+      {"http://127.0.0.1:1/card", grpc::StatusCode::UNAVAILABLE, "cannot fetch the card"},
+      {base + "/missing", grpc::StatusCode::FAILED_PRECONDITION, "HTTP 404"},
+      {base + "/big", grpc::StatusCode::RESOURCE_EXHAUSTED, "larger than"},
+      {base + "/html", grpc::StatusCode::INVALID_ARGUMENT, "not an A2A agent card"},
+      {base + "/array", grpc::StatusCode::INVALID_ARGUMENT, "not an A2A agent card"},
+      {base + "/old", grpc::StatusCode::FAILED_PRECONDITION, "no interface"},
+      {base + "/elsewhere", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},
+      {"http://agent.example/card", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},
+  };
+  for (const Case& c : cases) {
+    v1::Agent agent;
+    grpc::Status s = RegisterByCard("bad", c.card_url, &agent);
+    EXPECT_EQ(s.error_code(), c.code) << c.card_url << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(c.says)) << c.card_url;
+  }
+  // Both an endpoint and a card URL.
+  v1::RegisterAgentRequest both;
+  both.mutable_agent()->set_name("bad");
+  both.mutable_agent()->set_endpoint("127.0.0.1:1");
+  both.mutable_agent()->set_card_url(base + "/old");
+  v1::Agent agent;
+  grpc::Status s = registry_->RegisterAgent(Context().get(), both, &agent);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+
+  v1::GetAgentRequest get;
+  get.set_name("bad");
+  s = registry_->GetAgent(Context().get(), get, &agent);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  while (!cards.is_running()) absl::SleepFor(absl::Milliseconds(1));
+  cards.stop();
+  thread.join();
+}
+
+TEST_F(CardRegistrationTest, AgentsRegisteredByEndpointStayGrpc) {
+  v1::RegisterAgentRequest request;
+  request.mutable_agent()->set_name("grpc-agent");
+  request.mutable_agent()->set_endpoint("127.0.0.1:7001");
+  request.mutable_agent()->set_protocol_binding("JSONRPC");  // output only: ignored
+  v1::Agent agent;
+  grpc::Status s = registry_->RegisterAgent(Context().get(), request, &agent);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(agent.protocol_binding(), "GRPC");
+  EXPECT_EQ(agent.endpoint(), "127.0.0.1:7001");
+  EXPECT_TRUE(agent.card_url().empty());
+}
+
+}  // namespace
+}  // namespace coordinator

@@ -1,0 +1,457 @@
+#include "coordinator/a2a/http_transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "a2a_protocol/errors.h"
+#include "a2a_protocol/json_binding.h"
+#include "a2a_protocol/version.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
+#include "common/http_deadline.h"
+#include "google/protobuf/struct.pb.h"
+#include "httplib.h"
+
+namespace coordinator {
+namespace {
+
+using a2a_protocol::kA2AJsonContentType;
+using a2a_protocol::kEventStreamContentType;
+using a2a_protocol::kJsonContentType;
+using a2a_protocol::ToJson;
+
+// How long Finish waits between two attempts to stop a cancelled call's client: httplib drops
+// a stop() that comes before the call has its socket.
+constexpr absl::Duration kStopRetry = absl::Milliseconds(100);
+
+std::string Shorten(absl::string_view text) {
+  constexpr size_t kMax = 200;
+  return text.size() <= kMax ? std::string(text) : absl::StrCat(text.substr(0, kMax), "...");
+}
+
+// Reads ProtoJSON `json` (unknown fields ignored) into `message`: what the agent sent that does
+// not parse is an INVALID_AGENT_RESPONSE.
+absl::Status Read(absl::string_view json, google::protobuf::Message* message,
+                  absl::string_view what) {
+  absl::Status read = a2a_protocol::FromJson(json, message);
+  if (read.ok()) return read;
+  return a2a_protocol::InvalidAgentResponse(
+      absl::StrCat("the agent's ", what, " is ", read.message(), ": ", Shorten(json)));
+}
+
+// An INVALID_AGENT_RESPONSE from a2a_protocol's readers with the start of what the agent sent;
+// the agent's own errors as they are.
+absl::Status WithSnippet(const absl::Status& status, absl::string_view json) {
+  if (a2a_protocol::Reason(status) != a2a_protocol::kInvalidAgentResponse) return status;
+  return a2a_protocol::InvalidAgentResponse(absl::StrCat(status.message(), ": ", Shorten(json)));
+}
+
+// Percent-encodes one path segment (an id or a tenant): everything but RFC 3986's unreserved.
+std::string EncodeSegment(absl::string_view segment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : segment) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+int64_t NextRequestId() {
+  static std::atomic<int64_t> next{1};
+  return next.fetch_add(1);
+}
+
+std::string JsonRpcCall(absl::string_view method, const google::protobuf::Message& params) {
+  return absl::StrCat(R"({"jsonrpc":"2.0","id":)", NextRequestId(), R"(,"method":")", method,
+                      R"(","params":)", ToJson(params), "}");
+}
+
+// One POST of an agent call: where, what, and how its answer reads.
+struct Exchange {
+  std::string path;
+  std::string body;
+  std::string content_type;
+  std::string accept;
+};
+
+// One delivery over JSON-RPC or HTTP+JSON. A thread of the call's own POSTs the request and
+// reads the answer as it arrives (httplib's client blocks), converting each event and queueing
+// it for the gateway; at most kMaxBurstEvents wait, then the thread stops reading until the
+// gateway takes them. Cancel stops httplib's client; the call's deadline is kept by Take (and
+// by httplib's read timeout while the thread reads).
+class HttpAgentCall final : public AgentCall {
+ public:
+  HttpAgentCall(HttpAgentTransport::Binding binding, std::string base, Exchange stream,
+                Exchange unary, absl::Time deadline, size_t max_event_bytes,
+                absl::Duration connect_timeout)
+      : binding_(binding),
+        base_(std::move(base)),
+        stream_(std::move(stream)),
+        unary_(std::move(unary)),
+        deadline_(deadline),
+        max_event_bytes_(max_event_bytes),
+        connect_timeout_(connect_timeout) {}
+
+  ~HttpAgentCall() override {
+    if (thread_.joinable()) {
+      Cancel();
+      (void)Finish();
+    }
+  }
+
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  size_t Take(std::vector<a2apb::StreamResponse>* out, absl::Time deadline) override {
+    bool expired = false;
+    size_t taken;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || done_ || cancelled_;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), std::min(deadline, deadline_));
+      taken = TakeBurst(&queue_, out);
+      if (taken == 0 && !done_ && !cancelled_ && absl::Now() >= deadline_) {
+        expired_ = true;
+        expired = true;
+      }
+    }
+    if (expired) Cancel();
+    return taken;
+  }
+
+  void Cancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    StopClient();
+  }
+
+  absl::Status Finish() override {
+    while (!ended_.WaitForNotificationWithTimeout(kStopRetry)) {
+      bool cancelled;
+      {
+        absl::MutexLock lock(&mu_);
+        cancelled = cancelled_;
+      }
+      if (cancelled) StopClient();
+    }
+    if (thread_.joinable()) thread_.join();
+    absl::MutexLock lock(&mu_);
+    if (expired_) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no end of the agent's answer by the deadline (", base_, stream_.path, ")"));
+    }
+    return status_;
+  }
+
+ private:
+  void Run() {
+    absl::Status status = Post(stream_, /*streaming=*/true);
+    bool unary;
+    {
+      absl::MutexLock lock(&mu_);
+      unary = status.code() == absl::StatusCode::kUnimplemented && !got_any_ && !cancelled_;
+    }
+    // An agent without streaming: the unary SendMessage, whose answer is the one event.
+    if (unary) status = Post(unary_, /*streaming=*/false);
+    {
+      absl::MutexLock lock(&mu_);
+      status_ = std::move(status);
+      done_ = true;
+    }
+    ended_.Notify();
+  }
+
+  // POSTs `exchange` and queues the events of its answer. OK when the answer ended cleanly.
+  absl::Status Post(const Exchange& exchange, bool streaming) {
+    const std::string what = absl::StrCat("POST ", base_, exchange.path);
+    httplib::Client client(base_);
+    const absl::Duration left = std::max(deadline_ - absl::Now(), absl::Milliseconds(1));
+    common::SetHttpTimeouts(client, left);
+    client.set_connection_timeout(absl::ToChronoMicroseconds(
+        std::max(std::min(left, connect_timeout_), absl::Milliseconds(1))));
+    client.set_follow_location(false);
+    {
+      absl::MutexLock lock(&client_mu_);
+      client_ = &client;
+    }
+    struct Unregister {
+      HttpAgentCall* call;
+      ~Unregister() {
+        absl::MutexLock lock(&call->client_mu_);
+        call->client_ = nullptr;
+      }
+    } unregister{this};
+    if (IsCancelled()) return absl::CancelledError("the delivery was cancelled");
+
+    httplib::Request request;
+    request.method = "POST";
+    request.path = exchange.path;
+    request.body = exchange.body;
+    request.set_header("Content-Type", exchange.content_type);
+    request.set_header("Accept", exchange.accept);
+    request.set_header("A2A-Version", a2a_protocol::kVersion);
+    int http_status = 0;
+    bool sse = false;
+    std::string body;
+    a2a_protocol::SseParser parser(max_event_bytes_);
+    absl::Status stop;  // why reading stopped early, when it did
+    auto on_event = [&](std::string data) -> absl::Status {
+      absl::StatusOr<a2apb::StreamResponse> event = Decode(data);
+      if (!event.ok()) return event.status();
+      if (!Push(*std::move(event))) return absl::CancelledError("the delivery was cancelled");
+      return absl::OkStatus();
+    };
+    request.response_handler = [&](const httplib::Response& response) {
+      http_status = response.status;
+      sse = streaming && http_status >= 200 && http_status < 300 &&
+            absl::StartsWithIgnoreCase(response.get_header_value("Content-Type"),
+                                       kEventStreamContentType);
+      return !IsCancelled();
+    };
+    request.content_receiver = [&](const char* data, size_t length, uint64_t, uint64_t) {
+      if (IsCancelled()) return false;
+      if (sse) {
+        stop = parser.Feed(absl::string_view(data, length), on_event);
+        if (absl::IsResourceExhausted(stop)) {  // an event over max_event_bytes
+          stop = a2a_protocol::InvalidAgentResponse(absl::StrCat(what, ": ", stop.message()));
+        }
+        return stop.ok();
+      }
+      if (body.size() + length > max_event_bytes_) {
+        stop = a2a_protocol::InvalidAgentResponse(
+            absl::StrCat(what, ": the answer is longer than ", max_event_bytes_, " bytes"));
+        return false;
+      }
+      body.append(data, length);
+      return true;
+    };
+    httplib::Response response;
+    httplib::Error error = httplib::Error::Success;
+    const bool sent = client.send(request, response, error);
+    if (IsCancelled()) return absl::CancelledError("the delivery was cancelled");
+    if (!stop.ok()) return stop;
+    if (!sent) {
+      if (absl::Now() >= deadline_) {
+        return absl::DeadlineExceededError(absl::StrCat(what, ": no answer by the deadline"));
+      }
+      return absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(error)));
+    }
+    if (http_status < 200 || http_status >= 300) return DecodeHttpError(http_status, body);
+    if (sse) return absl::OkStatus();  // an event left without its blank line is dropped
+    // One plain JSON answer instead of a stream: the one event.
+    absl::StatusOr<a2apb::StreamResponse> event = Decode(body);
+    if (!event.ok()) return event.status();
+    if (!Push(*std::move(event))) return absl::CancelledError("the delivery was cancelled");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<a2apb::StreamResponse> Decode(absl::string_view json) const {
+    return binding_ == HttpAgentTransport::Binding::kJsonRpc ? DecodeJsonRpcAnswer(json)
+                                                             : DecodeRestAnswer(json);
+  }
+
+  // Queues `event`, waiting while kMaxBurstEvents wait. False when the call was cancelled.
+  bool Push(a2apb::StreamResponse event) {
+    absl::MutexLock lock(&mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.size() < kMaxBurstEvents || cancelled_;
+    };
+    mu_.Await(absl::Condition(&room));
+    if (cancelled_) return false;
+    got_any_ = true;
+    queue_.push_back(std::move(event));
+    return true;
+  }
+
+  bool IsCancelled() {
+    absl::MutexLock lock(&mu_);
+    return cancelled_;
+  }
+
+  // httplib's way to make a blocked connect or read of another thread fail.
+  void StopClient() {
+    absl::MutexLock lock(&client_mu_);
+    if (client_ != nullptr) client_->stop();
+  }
+
+  const HttpAgentTransport::Binding binding_;
+  const std::string base_;
+  const Exchange stream_;
+  const Exchange unary_;
+  const absl::Time deadline_;
+  const size_t max_event_bytes_;
+  const absl::Duration connect_timeout_;
+  std::thread thread_;
+  absl::Notification ended_;  // Run has set status_ and done_
+
+  absl::Mutex mu_;
+  std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
+  bool got_any_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool expired_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+
+  // Never held while taking mu_, so that stop() may wait for the reading thread.
+  absl::Mutex client_mu_;
+  httplib::Client* client_ ABSL_GUARDED_BY(client_mu_) = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<a2apb::StreamResponse> DecodeJsonRpcAnswer(absl::string_view json) {
+  absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(json);
+  if (!result.ok()) return WithSnippet(result.status(), json);
+  a2apb::StreamResponse event;
+  absl::Status read = Read(*result, &event, "JSON-RPC result");
+  if (!read.ok()) return read;
+  return event;
+}
+
+absl::StatusOr<a2apb::StreamResponse> DecodeRestAnswer(absl::string_view json) {
+  google::protobuf::Struct object;
+  if (!a2a_protocol::FromJson(json, &object).ok()) {
+    return a2a_protocol::InvalidAgentResponse(
+        absl::StrCat("the agent's answer is not a JSON object: ", Shorten(json)));
+  }
+  if (auto error = object.fields().find("error");
+      error != object.fields().end() && error->second.has_struct_value()) {
+    // An error in place of an event: the HTTP status it names (500 when it names none).
+    const auto& fields = error->second.struct_value().fields();
+    const auto code = fields.find("code");
+    return a2a_protocol::StatusFromHttpError(
+        code != fields.end() && code->second.number_value() >= 400
+            ? static_cast<int>(code->second.number_value())
+            : 500,
+        json);
+  }
+  a2apb::StreamResponse event;
+  absl::Status read = Read(json, &event, "answer");
+  if (!read.ok()) return read;
+  return event;
+}
+
+absl::Status DecodeHttpError(int http_status, absl::string_view body) {
+  google::protobuf::Struct object;
+  if (a2a_protocol::FromJson(body, &object).ok() && object.fields().count("jsonrpc") > 0 &&
+      object.fields().count("error") > 0) {
+    return a2a_protocol::JsonRpcResultOf(body).status();  // a JSON-RPC error, sent as HTTP error
+  }
+  absl::Status status = a2a_protocol::StatusFromHttpError(http_status, body);
+  if (status.message() == absl::StrCat("HTTP ", http_status) && !body.empty()) {
+    // No google.rpc.Status body: say what came instead.
+    return absl::Status(status.code(), absl::StrCat(status.message(), ": ", Shorten(body)));
+  }
+  return status;
+}
+
+HttpAgentTransport::HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
+                                       size_t max_event_bytes, absl::Duration connect_timeout)
+    : binding_(binding),
+      url_(std::move(url)),
+      tenant_(std::move(tenant)),
+      max_event_bytes_(max_event_bytes),
+      connect_timeout_(connect_timeout) {}
+
+namespace {
+
+// The REST path under the interface URL: <path>[/<tenant>]/<rest>.
+std::string RestPath(const common::HttpUrl& url, const std::string& tenant,
+                     absl::string_view rest) {
+  absl::string_view base = url.path;
+  absl::ConsumeSuffix(&base, "/");
+  return absl::StrCat(base, tenant.empty() ? "" : "/", EncodeSegment(tenant), "/", rest);
+}
+
+std::string Base(const common::HttpUrl& url) {
+  return absl::StrCat(url.scheme, "://", url.HostPort());
+}
+
+}  // namespace
+
+std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
+    const a2apb::SendMessageRequest& request, absl::Time deadline) {
+  a2apb::SendMessageRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  Exchange stream;
+  Exchange unary;
+  if (binding_ == Binding::kJsonRpc) {
+    const std::string path = url_.path.empty() ? "/" : url_.path;
+    stream = {path, JsonRpcCall("SendStreamingMessage", sent), kJsonContentType,
+              kEventStreamContentType};
+    unary = {path, JsonRpcCall("SendMessage", sent), kJsonContentType, kJsonContentType};
+  } else {
+    const std::string body = ToJson(sent);
+    stream = {RestPath(url_, tenant_, "message:stream"), body, kA2AJsonContentType,
+              kEventStreamContentType};
+    unary = {RestPath(url_, tenant_, "message:send"), body, kA2AJsonContentType,
+             kA2AJsonContentType};
+  }
+  auto call =
+      std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream), std::move(unary),
+                                      deadline, max_event_bytes_, connect_timeout_);
+  call->Start();
+  return call;
+}
+
+absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
+                                                           absl::Time deadline) {
+  a2apb::CancelTaskRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  std::string path;
+  std::string body;
+  std::string content_type;
+  if (binding_ == Binding::kJsonRpc) {
+    path = url_.path.empty() ? "/" : url_.path;
+    body = JsonRpcCall("CancelTask", sent);
+    content_type = kJsonContentType;
+  } else {
+    path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel"));
+    body = ToJson(sent);
+    content_type = kA2AJsonContentType;
+  }
+  const std::string what = absl::StrCat("POST ", Base(url_), path);
+  httplib::Client client(Base(url_));
+  client.set_follow_location(false);
+  httplib::Headers headers = {{"Accept", content_type}, {"A2A-Version", a2a_protocol::kVersion}};
+  bool expired = false;
+  const absl::Duration timeout = std::max(deadline - absl::Now(), absl::Milliseconds(1));
+  httplib::Result res = common::CallWithDeadline(
+      client, timeout, [&] { return client.Post(path, headers, body, content_type); }, &expired);
+  if (!res) {
+    return absl::UnavailableError(
+        expired ? absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout))
+                : absl::StrCat(what, ": ", httplib::to_string(res.error())));
+  }
+  if (res->status < 200 || res->status >= 300) return DecodeHttpError(res->status, res->body);
+  std::string task_json = res->body;
+  if (binding_ == Binding::kJsonRpc) {
+    absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(res->body);
+    if (!result.ok()) return WithSnippet(result.status(), res->body);
+    task_json = *std::move(result);
+  }
+  a2apb::Task reply;
+  absl::Status read = Read(task_json, &reply, "CancelTask answer");
+  if (!read.ok()) return read;
+  return reply;
+}
+
+}  // namespace coordinator

@@ -1,0 +1,345 @@
+// A tiny A2A v1.0 agent over JSON-RPC or HTTP+JSON, on cpp-httplib, for tests of the
+// coordinator's outbound bindings. It serves its card at /.well-known/agent-card.json (one
+// interface: its own binding at /jsonrpc or /rest) and answers in the wire format of the
+// specification (sections 9 and 11), writing Server-Sent Events by hand. What it does with a
+// message depends on the message's first text part:
+//   "hold"      the task WORKING ("holding"), then the stream stays open until CancelTask, which
+//               ends it CANCELED
+//   "fail"      an error: JSON-RPC {"error":{"code":-32603,...}} / HTTP 500 google.rpc.Status
+//   "garbage"   an event whose data is not JSON
+//   "plain"     one plain JSON answer instead of an event stream: the task COMPLETED
+//   "no-stream" (JSON-RPC) "method not found" for SendStreamingMessage; SendMessage completes
+//   otherwise   the task SUBMITTED, an artifact echoing the text, COMPLETED "done: <text>"
+// Header only: used by coordinator/a2a/ tests and by the process tests under tests/.
+#ifndef TESTS_FAKE_HTTP_AGENT_H_
+#define TESTS_FAKE_HTTP_AGENT_H_
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.pb.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "httplib.h"
+
+namespace testing_util {
+
+class FakeHttpAgent {
+ public:
+  enum class Binding { kJsonRpc, kRest };
+
+  // Listens on 127.0.0.1:`port` (0 picks one; port() < 0 when it cannot bind). `tenant` is
+  // declared in the card's interface.
+  explicit FakeHttpAgent(Binding binding, int port = 0, std::string tenant = "")
+      : binding_(binding), tenant_(std::move(tenant)) {
+    server_.Get("/.well-known/agent-card.json",
+                [this](const httplib::Request&, httplib::Response& res) {
+                  absl::MutexLock lock(&mu_);
+                  res.set_content(card_.empty() ? DefaultCard() : card_, "application/json");
+                });
+    server_.Post("/jsonrpc", [this](const httplib::Request& req, httplib::Response& res) {
+      JsonRpc(req, res);
+    });
+    server_.Post(R"(/rest(?:/([^/:]+))?/message:(stream|send))",
+                 [this](const httplib::Request& req, httplib::Response& res) { Rest(req, res); });
+    server_.Post(R"(/rest(?:/[^/:]+)?/tasks/([^/:]+):cancel)",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   res.set_content(ToJson(CancelHeld(req.matches[1])), "application/a2a+json");
+                 });
+    if (port == 0) {
+      port_ = server_.bind_to_any_port("127.0.0.1");
+    } else {
+      port_ = server_.bind_to_port("127.0.0.1", port) ? port : -1;
+    }
+    if (port_ > 0) thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+
+  ~FakeHttpAgent() { Stop(); }
+
+  // Ends held streams and stops serving (the port refuses connections afterwards).
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    if (!thread_.joinable()) return;
+    while (!server_.is_running()) absl::SleepFor(absl::Milliseconds(1));
+    server_.stop();
+    thread_.join();
+  }
+
+  int port() const { return port_; }
+  std::string base() const { return absl::StrCat("http://127.0.0.1:", port_); }
+  std::string card_url() const { return base() + "/.well-known/agent-card.json"; }
+  std::string interface_url() const {
+    return base() + (binding_ == Binding::kJsonRpc ? "/jsonrpc" : "/rest");
+  }
+
+  // Serves `json` as the card from now on ("" for the default one).
+  void set_card(std::string json) {
+    absl::MutexLock lock(&mu_);
+    card_ = std::move(json);
+  }
+
+  // The texts of the messages received, in order (one per streaming or unary send).
+  std::vector<std::string> texts() {
+    absl::MutexLock lock(&mu_);
+    return texts_;
+  }
+  // Every A2A-Version header, tenant (from the params or the path) and cancelled agent task id.
+  std::vector<std::string> versions() {
+    absl::MutexLock lock(&mu_);
+    return versions_;
+  }
+  std::vector<std::string> tenants() {
+    absl::MutexLock lock(&mu_);
+    return tenants_;
+  }
+  std::vector<std::string> cancels() {
+    absl::MutexLock lock(&mu_);
+    return cancels_;
+  }
+
+  std::string DefaultCard() const {
+    return absl::StrCat(
+        R"({"name":"fake","description":"a fake agent","version":"1","unknownField":{"x":1},)",
+        R"("supportedInterfaces":[{"url":")", interface_url(), R"(","protocolBinding":")",
+        binding_ == Binding::kJsonRpc ? "JSONRPC" : "HTTP+JSON", R"(","protocolVersion":"1.0")",
+        tenant_.empty() ? "" : absl::StrCat(R"(,"tenant":")", tenant_, R"(")"), "}]}");
+  }
+
+  static std::string ToJson(const google::protobuf::Message& message) {
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(message, &json);
+    return json;
+  }
+
+ private:
+  using StreamResponse = ::lf::a2a::v1::StreamResponse;
+
+  // The answer to one message, as the events of a stream.
+  struct Answer {
+    std::vector<StreamResponse> events;
+    bool hold = false;  // after the events, wait for CancelTask
+    std::string agent_task_id;
+  };
+
+  Answer AnswerTo(const ::lf::a2a::v1::SendMessageRequest& request) {
+    namespace a2apb = ::lf::a2a::v1;
+    const a2apb::Message& message = request.message();
+    const std::string text = message.parts_size() > 0 ? message.parts(0).text() : "";
+    Answer answer;
+    {
+      absl::MutexLock lock(&mu_);
+      answer.agent_task_id = absl::StrCat("agent-task-", ++next_task_);
+    }
+    StreamResponse task;
+    task.mutable_task()->set_id(answer.agent_task_id);
+    task.mutable_task()->set_context_id(message.context_id());
+    task.mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_SUBMITTED);
+    auto status = [&](a2apb::TaskState state, const std::string& said) {
+      StreamResponse update;
+      a2apb::TaskStatusUpdateEvent* event = update.mutable_status_update();
+      event->set_task_id(answer.agent_task_id);
+      event->set_context_id(message.context_id());
+      event->mutable_status()->set_state(state);
+      a2apb::Message* m = event->mutable_status()->mutable_message();
+      m->set_message_id(absl::StrCat(answer.agent_task_id, "-", said.size()));
+      m->set_role(a2apb::ROLE_AGENT);
+      m->add_parts()->set_text(said);
+      return update;
+    };
+    if (text == "hold") {
+      answer.events = {task, status(a2apb::TASK_STATE_WORKING, "holding")};
+      answer.hold = true;
+      return answer;
+    }
+    StreamResponse artifact;
+    a2apb::TaskArtifactUpdateEvent* chunk = artifact.mutable_artifact_update();
+    chunk->set_task_id(answer.agent_task_id);
+    chunk->set_context_id(message.context_id());
+    chunk->mutable_artifact()->set_artifact_id("echo");
+    chunk->mutable_artifact()->add_parts()->set_text(text);
+    answer.events = {task, artifact, status(a2apb::TASK_STATE_COMPLETED, "done: " + text)};
+    return answer;
+  }
+
+  // The events of `answer` as one completed Task (a plain, non-streamed answer).
+  static StreamResponse AsOneTask(const Answer& answer) {
+    StreamResponse one;
+    ::lf::a2a::v1::Task* task = one.mutable_task();
+    *task = answer.events.front().task();
+    for (const StreamResponse& e : answer.events) {
+      if (e.has_artifact_update()) *task->add_artifacts() = e.artifact_update().artifact();
+      if (e.has_status_update()) *task->mutable_status() = e.status_update().status();
+    }
+    return one;
+  }
+
+  void Record(const ::lf::a2a::v1::SendMessageRequest& request, const httplib::Request& req,
+              const std::string& tenant) {
+    absl::MutexLock lock(&mu_);
+    const auto& message = request.message();
+    texts_.push_back(message.parts_size() > 0 ? message.parts(0).text() : "");
+    versions_.push_back(req.get_header_value("A2A-Version"));
+    tenants_.push_back(tenant);
+  }
+
+  // Streams `answer` as SSE, each event's data made by `frame`.
+  void Stream(httplib::Response& res, Answer answer,
+              std::function<std::string(const StreamResponse&)> frame) {
+    res.set_chunked_content_provider("text/event-stream", [this, answer = std::move(answer), frame](
+                                                              size_t, httplib::DataSink& sink) {
+      for (const StreamResponse& event : answer.events) {
+        const std::string data = absl::StrCat("data: ", frame(event), "\n\n");
+        if (!sink.write(data.data(), data.size())) return false;
+      }
+      if (answer.hold) {
+        {
+          absl::MutexLock lock(&mu_);
+          held_.push_back(answer.agent_task_id);
+          auto released = [this, &answer]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return stopping_ ||
+                   std::find(held_.begin(), held_.end(), answer.agent_task_id) == held_.end();
+          };
+          mu_.Await(absl::Condition(&released));
+          if (stopping_) return false;
+        }
+        StreamResponse canceled;
+        canceled.mutable_status_update()->set_task_id(answer.agent_task_id);
+        canceled.mutable_status_update()->mutable_status()->set_state(
+            ::lf::a2a::v1::TASK_STATE_CANCELED);
+        const std::string data = absl::StrCat("data: ", frame(canceled), "\n\n");
+        if (!sink.write(data.data(), data.size())) return false;
+      }
+      sink.done();
+      return true;
+    });
+  }
+
+  // CancelTask: releases a held stream; the task as CANCELED.
+  ::lf::a2a::v1::Task CancelHeld(const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    cancels_.push_back(id);
+    held_.erase(std::remove(held_.begin(), held_.end(), id), held_.end());
+    ::lf::a2a::v1::Task task;
+    task.set_id(id);
+    task.mutable_status()->set_state(::lf::a2a::v1::TASK_STATE_CANCELED);
+    return task;
+  }
+
+  void JsonRpc(const httplib::Request& req, httplib::Response& res) {
+    google::protobuf::Struct body;
+    if (!google::protobuf::util::JsonStringToMessage(req.body, &body).ok()) {
+      res.status = 400;
+      return;
+    }
+    const auto& fields = body.fields();
+    std::string id = "null";
+    if (fields.count("id") > 0) id = ToJson(fields.at("id"));
+    const std::string method = fields.count("method") > 0 ? fields.at("method").string_value() : "";
+    const std::string params = fields.count("params") > 0 ? ToJson(fields.at("params")) : "{}";
+    auto result = [id](const std::string& json) {
+      return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id, R"(,"result":)", json, "}");
+    };
+    auto error = [id](int code, const std::string& message) {
+      return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id, R"(,"error":{"code":)", code,
+                          R"(,"message":")", message, R"("}})");
+    };
+    if (method == "CancelTask") {
+      ::lf::a2a::v1::CancelTaskRequest cancel;
+      (void)google::protobuf::util::JsonStringToMessage(params, &cancel);
+      res.set_content(result(ToJson(CancelHeld(cancel.id()))), "application/json");
+      return;
+    }
+    if (method != "SendStreamingMessage" && method != "SendMessage") {
+      res.set_content(error(-32601, "method not found"), "application/json");
+      return;
+    }
+    ::lf::a2a::v1::SendMessageRequest request;
+    if (!google::protobuf::util::JsonStringToMessage(params, &request).ok()) {
+      res.set_content(error(-32602, "invalid params"), "application/json");
+      return;
+    }
+    const std::string text =
+        request.message().parts_size() > 0 ? request.message().parts(0).text() : "";
+    if (text == "no-stream" && method == "SendStreamingMessage") {
+      res.set_content(error(-32601, "SendStreamingMessage is not supported"), "application/json");
+      return;
+    }
+    Record(request, req, request.tenant());
+    if (text == "fail") {
+      res.set_content(error(-32603, "the agent broke"), "application/json");
+      return;
+    }
+    if (text == "garbage") {
+      res.set_content("data: this is not json\n\n", "text/event-stream");
+      return;
+    }
+    Answer answer = AnswerTo(request);
+    if (text == "plain" || method == "SendMessage") {
+      res.set_content(result(ToJson(AsOneTask(answer))), "application/json");
+      return;
+    }
+    Stream(res, std::move(answer), [result](const StreamResponse& e) { return result(ToJson(e)); });
+  }
+
+  void Rest(const httplib::Request& req, httplib::Response& res) {
+    ::lf::a2a::v1::SendMessageRequest request;
+    if (!google::protobuf::util::JsonStringToMessage(req.body, &request).ok()) {
+      res.status = 400;
+      res.set_content(R"({"error":{"code":400,"status":"INVALID_ARGUMENT","message":"bad body"}})",
+                      "application/a2a+json");
+      return;
+    }
+    Record(request, req, req.matches[1]);
+    const std::string text =
+        request.message().parts_size() > 0 ? request.message().parts(0).text() : "";
+    if (text == "fail") {
+      res.status = 500;
+      res.set_content(
+          R"({"error":{"code":500,"status":"INTERNAL","message":"the agent broke","details":[]}})",
+          "application/a2a+json");
+      return;
+    }
+    if (text == "garbage") {
+      res.set_content("data: this is not json\n\n", "text/event-stream");
+      return;
+    }
+    Answer answer = AnswerTo(request);
+    if (text == "plain" || req.matches[2] == "send") {
+      res.set_content(ToJson(AsOneTask(answer)), "application/a2a+json");
+      return;
+    }
+    Stream(res, std::move(answer), [](const StreamResponse& e) { return ToJson(e); });
+  }
+
+  const Binding binding_;
+  const std::string tenant_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = -1;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::string card_ ABSL_GUARDED_BY(mu_);
+  int next_task_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> texts_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> versions_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> tenants_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace testing_util
+
+#endif  // TESTS_FAKE_HTTP_AGENT_H_
