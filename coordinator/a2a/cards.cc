@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include "a2a_protocol/bindings.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -13,11 +14,6 @@
 
 namespace coordinator {
 namespace {
-
-// The binding names of AgentInterface.protocol_binding.
-constexpr char kGrpc[] = "GRPC";
-constexpr char kJsonRpc[] = "JSONRPC";
-constexpr char kHttpJson[] = "HTTP+JSON";
 
 void AddInterface(a2apb::AgentCard* card, const std::string& url, const char* binding,
                   const std::string& tenant) {
@@ -34,10 +30,10 @@ void AddAgentInterfaces(a2apb::AgentCard* card, const std::string& name,
                         const CardAddresses& addresses) {
   if (!addresses.http_base_url.empty()) {
     const std::string base = absl::StrCat(addresses.http_base_url, AgentBasePath(name));
-    AddInterface(card, base, kJsonRpc, "");
-    AddInterface(card, base, kHttpJson, "");
+    AddInterface(card, base, a2a_protocol::kBindingJsonRpc, "");
+    AddInterface(card, base, a2a_protocol::kBindingHttpJson, "");
   }
-  AddInterface(card, addresses.grpc_address, kGrpc, name);
+  AddInterface(card, addresses.grpc_address, a2a_protocol::kBindingGrpc, name);
 }
 
 // The "bearer" HTTP security scheme, required on every call (docs/security.md).
