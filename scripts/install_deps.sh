@@ -13,6 +13,9 @@ packages=(
   python3-yaml  # tests/container_test.py parses docker-compose.yml
   clang libclang-rt-14-dev  # make fuzz-smoke: libFuzzer harnesses (fuzz/) need clang and its runtime
   python3-grpcio python3-protobuf  # examples/python/example.py and its test (/usr/bin/python3)
+  # clients/python: installed into a venv over Debian's grpcio and protobuf (pip
+  # --no-build-isolation, so setuptools and wheel are Debian's too), tested with pytest
+  python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-mypy
   "$@"
 )
 

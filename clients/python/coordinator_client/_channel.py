@@ -1,0 +1,172 @@
+"""Channel settings shared by the blocking and the asyncio client: credentials as coordctl takes
+them (common/grpc_client.h), channel options, the retry backoff, and the health check's codec.
+
+The bearer token is sent as "authorization: Bearer <token>" metadata on every call rather than as
+gRPC call credentials, which gRPC refuses to send over a plaintext channel; the coordinator on
+loopback without TLS still checks tokens when it has a --token_file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from coordinator_client._errors import CoordinatorError, error_for
+from coordinator_client._values import check_str
+
+PathOrPem = Union[str, "os.PathLike[str]", bytes]
+Metadata = Tuple[Tuple[str, str], ...]
+
+# Larger than a file a client should be handed by mistake; the C++ clients use the same bound.
+_MAX_FILE_BYTES = 1 << 20
+
+# A conversation page is at most 3 MiB (README, "gRPC API"), a run's item may be larger.
+MAX_RECEIVE_BYTES = 64 << 20
+
+# Reconnect within a second after a coordinator restart (gRPC's own backoff grows to two
+# minutes), as agent_runtime::CoordinatorChannel does. The name is resolved again at most every
+# 100 ms: gRPC resolves it again after a lost connection before it reconnects, and its default
+# spacing (30 s, shortened by backoff) kept a Python client from a restarted coordinator for
+# about five seconds (test_restart.py measures the reconnection).
+CHANNEL_OPTIONS: List[Tuple[str, Any]] = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.dns_min_time_between_resolutions_ms", 100),
+    ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+]
+
+# Codes a call is retried on: UNAVAILABLE (no connection, or a server that is draining or whose
+# disk failed), and CANCELLED, which a draining server gives calls it has not started. (A
+# client's own cancellation is never retried: the only one is closing the channel.)
+RETRIED_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
+
+# Retries: 50 ms, doubling, at most 1 s between attempts, within the call's timeout.
+FIRST_BACKOFF = 0.05
+MAX_BACKOFF = 1.0
+
+
+def retries_spent(retried: Tuple[grpc.StatusCode, str], attempts: int, budget: float,
+                  method: str) -> CoordinatorError:
+    """The error of a call whose retries used up its timeout: that of the last retried
+    failure (also when the last attempt ran out of time, e.g. while connecting)."""
+    code, details = retried
+    return error_for(code, f"{details} (tried {attempts} times in {budget:.3g}s)", method)
+
+
+def next_backoff(backoff: float) -> float:
+    return min(backoff * 2, MAX_BACKOFF)
+
+
+def jitter(attempt: int) -> float:
+    """A short random pause before re-reading after a version conflict (spreads out writers
+    that keep colliding): up to 1 ms, doubling per attempt, at most 50 ms."""
+    return random.uniform(0, min(0.001 * (2 ** min(attempt, 6)), 0.05))
+
+
+def _read_small_file(what: str, path: Union[str, "os.PathLike[str]"]) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise ValueError(f"{what} {os.fspath(path)}: cannot read it ({error.strerror})") from None
+    if len(data) > _MAX_FILE_BYTES:
+        raise ValueError(f"{what} {os.fspath(path)}: larger than {_MAX_FILE_BYTES} bytes")
+    return data
+
+
+def _check_token(token: str, where: str) -> str:
+    if not token:
+        raise ValueError(f"{where} is empty")
+    if any(not 0x21 <= ord(c) <= 0x7E for c in token):
+        raise ValueError(f"{where} must be one token: visible ASCII characters without spaces")
+    return token
+
+
+def load_token(token: Optional[str], token_file: Optional[Union[str, "os.PathLike[str]"]]
+               ) -> Optional[str]:
+    """The bearer token: given, or read from a file holding it alone (surrounding whitespace
+    is ignored), as coordctl's --auth-token-file."""
+    if token is not None and token_file is not None:
+        raise ValueError("give token or token_file, not both")
+    if token is not None:
+        check_str("token", token)
+        return _check_token(token, "token")
+    if token_file is not None:
+        if not isinstance(token_file, (str, os.PathLike)):
+            raise TypeError(f"token_file must be a path, not {type(token_file).__name__}")
+        text = _read_small_file("auth token file", token_file).decode("ascii", "replace").strip()
+        return _check_token(text, f"auth token file {os.fspath(token_file)}")
+    return None
+
+
+def load_ca(tls_ca: Optional[PathOrPem]) -> Optional[bytes]:
+    """PEM root certificates: bytes as they are, or read from a path (coordctl's
+    --tls-ca-file)."""
+    if tls_ca is None:
+        return None
+    if isinstance(tls_ca, bytes):
+        pem, where = tls_ca, "tls_ca"
+    elif isinstance(tls_ca, (str, os.PathLike)):
+        pem, where = _read_small_file("TLS CA file", tls_ca), f"TLS CA file {os.fspath(tls_ca)}"
+    else:
+        raise TypeError(f"tls_ca must be a path or PEM bytes, not {type(tls_ca).__name__}")
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ValueError(f"{where} holds no PEM certificate")
+    return pem
+
+
+def metadata_for(token: Optional[str]) -> Metadata:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+def channel_options(tls_server_name: Optional[str],
+                    extra: Optional[Sequence[Tuple[str, Any]]]) -> List[Tuple[str, Any]]:
+    options = list(CHANNEL_OPTIONS)
+    if tls_server_name is not None:
+        options.append(("grpc.ssl_target_name_override", check_str("tls_server_name",
+                                                                   tls_server_name)))
+    if extra:
+        options.extend(extra)
+    return options
+
+
+def credentials_for(ca_pem: Optional[bytes]) -> Optional[grpc.ChannelCredentials]:
+    return grpc.ssl_channel_credentials(root_certificates=ca_pem) if ca_pem is not None else None
+
+
+def target_of(target: Any) -> str:
+    check_str("target", target)
+    if not target:
+        raise ValueError("target must be host:port, not empty")
+    return target
+
+
+# grpc.health.v1 by hand: HealthCheckRequest{string service = 1} and
+# HealthCheckResponse{ServingStatus status = 1}. Two fields do not justify generating (and
+# registering in the process's descriptor pool) a second copy of grpc/health/v1/health.proto.
+HEALTH_METHOD = "/grpc.health.v1.Health/Check"
+_SERVING_STATUS = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+
+
+def encode_health_request(service: str) -> bytes:
+    data = service.encode("utf-8")
+    if not data:
+        return b""
+    length, prefix = len(data), bytearray()
+    while True:
+        byte = length & 0x7F
+        length >>= 7
+        prefix.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return b"\x0a" + bytes(prefix) + data
+
+
+def decode_health_response(data: bytes) -> str:
+    # The only field is a small enum: tag 0x08, then one varint byte.
+    status = data[1] if len(data) >= 2 and data[0] == 0x08 else 0
+    return _SERVING_STATUS.get(status, str(status))
