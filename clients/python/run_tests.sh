@@ -24,13 +24,19 @@ case "${1:-}" in
       --no-index "$repo/clients/python"
     ;;
   test)
-    venv=$2
-    bin_dir=$3
+    venv=$(realpath "$2")
+    bin_dir=$(realpath "$3")
     shift 3
     if [ ! -x "$venv/bin/python" ]; then
       echo "run_tests.sh: no venv at $venv (run: run_tests.sh install $venv)" >&2
       exit 1
     fi
+    # Test paths given relative to here stay valid after the cd below.
+    args=()
+    for arg in "$@"; do
+      if [ -e "$arg" ]; then args+=("$(realpath "$arg")"); else args+=("$arg"); fi
+    done
+    set -- "${args[@]}"
     # From the venv's directory, so that the checkout's coordinator_client (which has no
     # generated stubs) is never the one imported; and no caches written into the checkout.
     cd "$venv"
