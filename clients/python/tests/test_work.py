@@ -60,13 +60,15 @@ def test_claim_fails_the_item_on_exception(c: Coordinator, uid: str) -> None:
 
 def test_heartbeats_keep_the_lease_past_its_ttl(c: Coordinator, uid: str) -> None:
     run_id = make_run(c, uid, 1)
-    with c.work.claim(run_id, worker="w1", ttl=0.3) as item:
+    # Heartbeats every third of the lease; the reaper (every 0.1 s here) would take the item
+    # back as soon as one lease length passed without one.
+    with c.work.claim(run_id, worker="w1", ttl=1.0) as item:
         item.progress = "compiling"
         first_expiry = item.lease_expire_time
         assert first_expiry is not None
-        # Outlive the first lease by several lengths; the background heartbeats extend it.
+        # Outlive the first lease by another length; the background heartbeats extend it.
         while datetime.datetime.now(datetime.timezone.utc) < first_expiry + \
-                datetime.timedelta(seconds=0.6):
+                datetime.timedelta(seconds=1.0):
             seen = c.work.item(run_id, item.item_id)
             assert seen.status == "running" and seen.worker_id == "w1"
         assert seen.progress == "compiling"
