@@ -2,6 +2,7 @@
 
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -10,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -108,6 +111,7 @@ GreenAgent::GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coor
     : options_(std::move(options)),
       executor_(options_.executor),
       contexts_(v1::ContextService::NewStub(coordinator)),
+      agents_(v1::AgentRegistry::NewStub(coordinator)),
       gateway_(coordinator, options_.retry) {}
 
 std::string GreenAgent::ContextRoot(const std::string& context_id) const {
@@ -171,136 +175,249 @@ void GreenAgent::Execute(const RequestContext& request, EventPublisher& events) 
   if (absl::StartsWith(text, "abandon:")) {
     return Abandon(request, std::string(absl::StripAsciiWhitespace(text.substr(8))), events);
   }
+  absl::StatusOr<std::optional<AssessmentRequest>> assessment =
+      ParseAssessmentRequest(request.message, options_.purple_role);
+  if (!assessment.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED, assessment.status().message());
+    return;
+  }
+  if (assessment->has_value()) return Assess(request, **assessment, events);
   const std::string task_id = StartTaskId(request.message);
-  if (!task_id.empty()) return Start(request, task_id, events);
+  if (!task_id.empty()) {
+    return Evaluate(request, {{request.context_id, task_id}}, options_.purple_agent, events);
+  }
   events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
                       "unrecognized request: send \"Task ID: <id>\" (or a data part "
-                      "{\"task_id\": ...}) to start an evaluation, \"execute: <command>\" to run "
-                      "a command, or \"submit\" to be scored");
+                      "{\"task_id\": ...}) or an assessment request ({\"participants\": "
+                      "{\"<role>\": \"<agent card URL>\"}, \"config\": {\"task_ids\": [...]}}) "
+                      "to start an evaluation, \"execute: <command>\" to run a command, or "
+                      "\"submit\" to be scored");
 }
 
-void GreenAgent::Start(const RequestContext& request, const std::string& task_id,
-                       EventPublisher& events) {
-  const std::string& context_id = request.context_id;
+absl::Status GreenAgent::CheckBundle(const std::string& task_id) const {
   const std::string bundle = (std::filesystem::path(options_.tasks_dir) / task_id).string();
   std::error_code ec;
   if (!IsValidTaskId(task_id) || !std::filesystem::exists(bundle + "/ground_truth.json", ec) ||
       !std::filesystem::exists(bundle + "/crash_report.txt", ec) ||
       !std::filesystem::is_directory(bundle + "/src", ec)) {
-    events.UpdateStatus(
-        a2apb::TASK_STATE_REJECTED,
+    return absl::NotFoundError(
         absl::StrCat("unknown task id \"", task_id, "\": no bundle in ", options_.tasks_dir));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GreenAgent::ResolveParticipant(const AssessmentRequest& assessment) {
+  // An agent registered with this card URL already (by an operator, or by an earlier request)
+  // is the participant: reuse it rather than register the same agent twice.
+  std::string page_token;
+  do {
+    v1::ListAgentsRequest list;
+    list.set_page_size(1000);
+    list.set_page_token(page_token);
+    v1::ListAgentsResponse listed;
+    RETURN_IF_ERROR(agent_runtime::CallWithRetry(
+        [&](grpc::ClientContext* c) { return agents_->ListAgents(c, list, &listed); },
+        options_.retry));
+    for (const v1::Agent& agent : listed.agents()) {
+      if (agent.card_url() == assessment.card_url) return agent.name();
+    }
+    page_token = listed.next_page_token();
+  } while (!page_token.empty());
+
+  const std::string name = ParticipantAgentName(assessment.role, assessment.card_url);
+  v1::GetAgentRequest get;
+  get.set_name(name);
+  v1::Agent existing;
+  absl::Status got = agent_runtime::CallWithRetry(
+      [&](grpc::ClientContext* c) { return agents_->GetAgent(c, get, &existing); }, options_.retry);
+  if (got.ok()) {
+    if (existing.card_url() == assessment.card_url) return name;  // registered meanwhile
+    return absl::FailedPreconditionError(
+        absl::StrCat("the agent name ", name, " is taken by another agent (",
+                     existing.card_url().empty() ? existing.endpoint() : existing.card_url(), ")"));
+  }
+  if (!absl::IsNotFound(got)) return got;
+  v1::RegisterAgentRequest registration;
+  registration.mutable_agent()->set_name(name);
+  registration.mutable_agent()->set_card_url(assessment.card_url);
+  // The coordinator fetches the card while it answers: a participant that is down makes this
+  // fail UNAVAILABLE too, so the retries for a coordinator restart are kept short here.
+  agent_runtime::RetryOptions retry = options_.retry;
+  retry.retry_for = std::min(retry.retry_for, absl::Seconds(20));
+  v1::Agent registered;
+  absl::Status s = agent_runtime::CallWithRetry(
+      [&](grpc::ClientContext* c) { return agents_->RegisterAgent(c, registration, &registered); },
+      retry);
+  if (absl::IsPermissionDenied(s)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(s.message(),
+                     " (registering another agent needs an admin token: register it beforehand "
+                     "with `coordctl agent register ",
+                     name, " --card ", assessment.card_url, "`, and the green agent reuses it)"));
+  }
+  RETURN_IF_ERROR(s);
+  return name;
+}
+
+void GreenAgent::Assess(const RequestContext& request, const AssessmentRequest& assessment,
+                        EventPublisher& events) {
+  // Every task id must name a bundle before anything is registered.
+  for (const std::string& task_id : assessment.task_ids) {
+    if (absl::Status s = CheckBundle(task_id); !s.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                          absl::StrCat("assessment request: ", s.message()));
+      return;
+    }
+  }
+  absl::StatusOr<std::string> purple = ResolveParticipant(assessment);
+  if (!purple.ok()) {
+    events.UpdateStatus(
+        a2apb::TASK_STATE_FAILED,
+        absl::StrCat("cannot register the participant \"", assessment.role, "\" (",
+                     assessment.card_url, ") with the coordinator: ", purple.status().message()));
     return;
   }
-  const std::string root = ContextRoot(context_id);
-  const std::string workspace = root + "/workspace";
-  const std::string shared = workspace + "/shared";
-  {
-    std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
-    absl::MutexLock lock(mu.get());
-    absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
-    if (!context.ok() && !absl::IsNotFound(context.status())) {
-      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                          absl::StrCat("coordinator: ", context.status().message()));
+  common::LogInfo(
+      {{"context_id", request.context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+      "assessment of %s (role %s, card %s) on %d task(s)", *purple, assessment.role,
+      assessment.card_url, assessment.task_ids.size());
+  std::vector<Evaluation> evaluations;
+  for (const std::string& task_id : assessment.task_ids) {
+    // One task keeps the request's context, as "Task ID:" does; several get one context each.
+    evaluations.push_back({assessment.task_ids.size() == 1
+                               ? request.context_id
+                               : absl::StrCat(request.context_id, "/", task_id),
+                           task_id});
+  }
+  Evaluate(request, evaluations, *purple, events);
+}
+
+void GreenAgent::Evaluate(const RequestContext& request, const std::vector<Evaluation>& evaluations,
+                          const std::string& purple, EventPublisher& events) {
+  for (const Evaluation& evaluation : evaluations) {
+    if (absl::Status s = CheckBundle(evaluation.task_id); !s.ok()) {
+      events.UpdateStatus(a2apb::TASK_STATE_REJECTED, s.message());
       return;
-    }
-    if (context.ok()) {
-      if (context->external_task_id() != task_id) {
-        events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
-                            absl::StrCat("context ", context_id, " already evaluates task ",
-                                         context->external_task_id()));
-        return;
-      }
-      if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return PublishOutcome(*context, events);
-    }
-    if (absl::Status s = PrepareWorkspace(bundle, workspace, shared); !s.ok()) {
-      events.UpdateStatus(a2apb::TASK_STATE_FAILED, s.message());
-      return;
-    }
-    if (!context.ok()) {
-      v1::CreateContextRequest create;
-      v1::TaskContext* c = create.mutable_context();
-      c->set_context_id(context_id);
-      c->set_agent(options_.name);
-      c->set_external_task_id(task_id);
-      c->set_workspace_dir(workspace);
-      c->set_shared_dir(shared);
-      (*c->mutable_labels())["phase"] = "started";
-      (*c->mutable_labels())["purple_agent"] = options_.purple_agent;
-      // The agent under test writes this context's conversation (docs/security.md).
-      c->add_parties(options_.purple_agent);
-      v1::TaskContext created;
-      absl::Status s = agent_runtime::CallWithRetry(
-          [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },
-          options_.retry);
-      if (!s.ok() && !absl::IsAlreadyExists(s)) {
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED, absl::StrCat("coordinator: ", s.message()));
-        return;
-      }
-      context = GetContext(context_id);
-      if (!context.ok()) {
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                            absl::StrCat("coordinator: ", context.status().message()));
-        return;
-      }
-      common::LogInfo(
-          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-          "evaluation of %s created in %s", task_id, workspace);
-    }
-    if (context->labels().count("purple_task") == 0) {
-      absl::StatusOr<std::string> report = ReadFile(bundle + "/crash_report.txt");
-      if (!report.ok()) {
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED, report.status().message());
-        return;
-      }
-      TaskLimits limits;
-      limits.timeout_seconds = static_cast<int>(absl::ToInt64Seconds(options_.executor.timeout));
-      limits.output_cap = options_.executor.output_cap;
-      a2apb::Message message;
-      message.set_role(a2apb::ROLE_USER);
-      message.set_context_id(context_id);
-      for (const std::string& part : FormatTask(task_id, *report, limits)) {
-        message.add_parts()->set_text(part);
-      }
-      (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);
-      absl::StatusOr<a2apb::Task> sent = gateway_.Send(options_.purple_agent, message);
-      if (!sent.ok()) {
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                            absl::StrCat("cannot send the task to ", options_.purple_agent, ": ",
-                                         sent.status().message()));
-        return;
-      }
-      const std::string purple_task = sent->id();
-      absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
-        (*c->mutable_labels())["purple_task"] = purple_task;
-        (*c->mutable_labels())["phase"] = "running";
-      });
-      if (!updated.ok()) {
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                            absl::StrCat("coordinator: ", updated.status().message()));
-        return;
-      }
-      common::LogInfo(
-          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-          "task sent to %s (its task %s)", options_.purple_agent, purple_task);
     }
   }
+  std::vector<std::string> task_ids;
+  bool all_ended = true;
+  std::vector<v1::TaskContext> contexts;
+  for (const Evaluation& evaluation : evaluations) {
+    absl::StatusOr<v1::TaskContext> context = Begin(request, evaluation, purple);
+    if (!context.ok()) {
+      events.UpdateStatus(absl::IsFailedPrecondition(context.status()) ? a2apb::TASK_STATE_REJECTED
+                                                                       : a2apb::TASK_STATE_FAILED,
+                          context.status().message());
+      return;
+    }
+    all_ended = all_ended && context->status() != v1::CONTEXT_STATUS_ACTIVE;
+    contexts.push_back(*std::move(context));
+    task_ids.push_back(evaluation.task_id);
+  }
+  if (all_ended) return PublishOutcomes(contexts, events);
   events.UpdateStatus(a2apb::TASK_STATE_WORKING,
-                      absl::StrCat("evaluating ", task_id, " with ", options_.purple_agent,
+                      absl::StrCat("evaluating ", absl::StrJoin(task_ids, ", "), " with ", purple,
                                    "; waiting for its submission"));
   auto cancelled = [&events] { return events.cancelled(); };
   while (!events.cancelled()) {
-    absl::StatusOr<v1::TaskContext> context = GetContext(context_id, cancelled);
-    if (context.ok() && context->status() != v1::CONTEXT_STATUS_ACTIVE) {
-      return PublishOutcome(*context, events);
+    all_ended = true;
+    for (size_t i = 0; i < evaluations.size() && all_ended; ++i) {
+      if (contexts[i].status() != v1::CONTEXT_STATUS_ACTIVE) continue;
+      absl::StatusOr<v1::TaskContext> context = GetContext(evaluations[i].context_id, cancelled);
+      if (absl::IsNotFound(context.status())) {
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                            absl::StrCat("context ", evaluations[i].context_id, " was deleted"));
+        return;
+      }
+      if (context.ok()) contexts[i] = *std::move(context);
+      all_ended = contexts[i].status() != v1::CONTEXT_STATUS_ACTIVE;
     }
-    if (absl::IsNotFound(context.status())) {
-      events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                          absl::StrCat("context ", context_id, " was deleted"));
-      return;
-    }
+    if (all_ended) return PublishOutcomes(contexts, events);
     events.WaitCancelled(options_.poll_interval);
   }
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
+                                                  const Evaluation& evaluation,
+                                                  const std::string& purple) {
+  const std::string& context_id = evaluation.context_id;
+  const std::string& task_id = evaluation.task_id;
+  const std::string bundle = (std::filesystem::path(options_.tasks_dir) / task_id).string();
+  const std::string root = ContextRoot(context_id);
+  const std::string workspace = root + "/workspace";
+  const std::string shared = workspace + "/shared";
+  std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
+  absl::MutexLock lock(mu.get());
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (!context.ok() && !absl::IsNotFound(context.status())) {
+    return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
+  }
+  if (context.ok()) {
+    if (context->external_task_id() != task_id) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "context ", context_id, " already evaluates task ", context->external_task_id()));
+    }
+    if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return context;
+  }
+  RETURN_IF_ERROR(PrepareWorkspace(bundle, workspace, shared));
+  if (!context.ok()) {
+    v1::CreateContextRequest create;
+    v1::TaskContext* c = create.mutable_context();
+    c->set_context_id(context_id);
+    c->set_agent(options_.name);
+    c->set_external_task_id(task_id);
+    c->set_workspace_dir(workspace);
+    c->set_shared_dir(shared);
+    (*c->mutable_labels())["phase"] = "started";
+    (*c->mutable_labels())["purple_agent"] = purple;
+    // The agent under test writes this context's conversation (docs/security.md).
+    c->add_parties(purple);
+    v1::TaskContext created;
+    absl::Status s = agent_runtime::CallWithRetry(
+        [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },
+        options_.retry);
+    if (!s.ok() && !absl::IsAlreadyExists(s)) {
+      return absl::UnavailableError(absl::StrCat("coordinator: ", s.message()));
+    }
+    context = GetContext(context_id);
+    if (!context.ok()) {
+      return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
+    }
+    common::LogInfo(
+        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+        "evaluation of %s created in %s", task_id, workspace);
+  }
+  if (context->labels().count("purple_task") == 0) {
+    ASSIGN_OR_RETURN(const std::string report, ReadFile(bundle + "/crash_report.txt"));
+    TaskLimits limits;
+    limits.timeout_seconds = static_cast<int>(absl::ToInt64Seconds(options_.executor.timeout));
+    limits.output_cap = options_.executor.output_cap;
+    a2apb::Message message;
+    message.set_role(a2apb::ROLE_USER);
+    message.set_context_id(context_id);
+    for (const std::string& part : FormatTask(task_id, report, limits)) {
+      message.add_parts()->set_text(part);
+    }
+    (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);
+    absl::StatusOr<a2apb::Task> sent = gateway_.Send(purple, message);
+    if (!sent.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot send the task to ", purple, ": ", sent.status().message()));
+    }
+    const std::string purple_task = sent->id();
+    context = UpdateContext(context_id, [&](v1::TaskContext* c) {
+      (*c->mutable_labels())["purple_task"] = purple_task;
+      (*c->mutable_labels())["phase"] = "running";
+    });
+    if (!context.ok()) {
+      return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
+    }
+    common::LogInfo(
+        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+        "task sent to %s (its task %s)", purple, purple_task);
+  }
+  return context;
 }
 
 void GreenAgent::PublishOutcome(const v1::TaskContext& context, EventPublisher& events) {
@@ -328,6 +445,67 @@ void GreenAgent::PublishOutcome(const v1::TaskContext& context, EventPublisher& 
                       error.empty() ? absl::StrCat("the evaluation ended ",
                                                    v1::ContextStatus_Name(context.status()))
                                     : error);
+}
+
+void GreenAgent::PublishOutcomes(const std::vector<v1::TaskContext>& contexts,
+                                 EventPublisher& events) {
+  if (contexts.size() == 1) return PublishOutcome(contexts.front(), events);
+  double total = 0;
+  std::vector<std::string> results;  // one JSON object per task
+  std::vector<std::string> failures;
+  for (const v1::TaskContext& context : contexts) {
+    auto label = [&](const std::string& key) {
+      auto it = context.labels().find(key);
+      return it == context.labels().end() ? std::string() : it->second;
+    };
+    google::protobuf::Struct score;
+    if (context.status() == v1::CONTEXT_STATUS_COMPLETED &&
+        google::protobuf::util::JsonStringToMessage(label("score"), &score).ok()) {
+      total += score.fields().count("score") ? score.fields().at("score").number_value() : 0;
+      results.push_back(label("score"));
+      a2apb::Artifact artifact;
+      artifact.set_artifact_id(absl::StrCat("score-", context.external_task_id()));
+      artifact.set_name(artifact.artifact_id());
+      artifact.set_description(absl::StrCat("score of ", context.external_task_id()));
+      a2apb::Part* part = artifact.add_parts();
+      part->set_media_type("application/json");
+      *part->mutable_data()->mutable_struct_value() = score;
+      events.AddArtifact(artifact);
+      continue;
+    }
+    std::string error = label("error");
+    if (error.empty()) {
+      error = absl::StrCat("the evaluation ended ", v1::ContextStatus_Name(context.status()));
+    }
+    google::protobuf::Struct failed;
+    (*failed.mutable_fields())["task_id"].set_string_value(context.external_task_id());
+    (*failed.mutable_fields())["error"].set_string_value(error);
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(failed, &json);
+    results.push_back(json);
+    failures.push_back(absl::StrCat(context.external_task_id(), ": ", error));
+  }
+  const std::string summary =
+      absl::StrFormat("{\"score\":%.4f,\"tasks\":[%s]}",
+                      total / static_cast<double>(contexts.size()), absl::StrJoin(results, ","));
+  a2apb::Artifact artifact;
+  artifact.set_artifact_id("score");
+  artifact.set_name("score");
+  artifact.set_description(
+      "mean root-cause localization score over the assessment's tasks (a failed one counts 0)");
+  a2apb::Part* part = artifact.add_parts();
+  part->set_media_type("application/json");
+  if (!google::protobuf::util::JsonStringToMessage(summary, part->mutable_data()).ok()) {
+    part->set_text(summary);
+  }
+  events.AddArtifact(artifact);
+  if (failures.empty()) {
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, summary);
+    return;
+  }
+  events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                      absl::StrCat(failures.size(), " of ", contexts.size(),
+                                   " evaluations failed: ", absl::StrJoin(failures, "; ")));
 }
 
 void GreenAgent::RunCommand(const RequestContext& request, const std::string& command,

@@ -3,6 +3,9 @@
 // the A2A context_id) plus its workspace on disk, so any request can be answered again after a
 // restart. Requests (the first text part, or a data part):
 //   "Task ID: <id>" or {"task_id": "<id>"}   start an evaluation; the task ends with the score
+//   {"participants": {...}, "config": {...}}  an assessment request (green_agent/assessment.h):
+//                                            register the participant playing --purple_role by
+//                                            its card URL, then evaluate it on config's tasks
 //   "execute: <command>"                     run a command in the context's workspace
 //   "submit"                                 score shared/loc.json against the ground truth
 //   "abandon: <reason>"                      the agent under test gave up; the evaluation fails
@@ -14,12 +17,15 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
+#include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
+#include "green_agent/assessment.h"
 #include "green_agent/evaluation.h"
 #include "green_agent/executor.h"
 
@@ -28,8 +34,11 @@ namespace green_agent {
 struct GreenOptions {
   // This agent's name at the coordinator (default "green").
   std::string name = "green";
-  // The agent under test's name at the coordinator (default "purple").
+  // The agent under test's name at the coordinator (default "purple"), for "Task ID:" requests.
   std::string purple_agent = "purple";
+  // The role in an assessment request's "participants" that names the agent under test
+  // (default "purple").
+  std::string purple_role = "purple";
   // Folder of task bundles (one folder per task id).
   std::string tasks_dir;
   // Where per-context workspaces are created (default ./workspaces).
@@ -50,8 +59,30 @@ class GreenAgent : public agent_runtime::AgentExecutor {
                agent_runtime::EventPublisher& events) override;
 
  private:
-  void Start(const agent_runtime::RequestContext& request, const std::string& task_id,
-             agent_runtime::EventPublisher& events);
+  // One evaluation: a task bundle evaluated in one context (the TaskContext's id).
+  struct Evaluation {
+    std::string context_id;
+    std::string task_id;
+  };
+
+  // Registers the assessment's participant (or finds it registered), then Evaluate.
+  void Assess(const agent_runtime::RequestContext& request, const AssessmentRequest& assessment,
+              agent_runtime::EventPublisher& events);
+  // Starts (or resumes) each evaluation with `purple` as the agent under test, waits until all
+  // of them have ended and publishes the outcome.
+  void Evaluate(const agent_runtime::RequestContext& request,
+                const std::vector<Evaluation>& evaluations, const std::string& purple,
+                agent_runtime::EventPublisher& events);
+  // Creates the context and the workspace and sends the task to `purple`, each only if not
+  // done before. FAILED_PRECONDITION when the context evaluates another task.
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> Begin(
+      const agent_runtime::RequestContext& request, const Evaluation& evaluation,
+      const std::string& purple);
+  // NOT_FOUND unless `task_id` names a complete bundle under --tasks_dir.
+  [[nodiscard]] absl::Status CheckBundle(const std::string& task_id) const;
+  // The participant's name at the coordinator: an agent already registered with the same card
+  // URL, else ParticipantAgentName(role, card_url), registered now by its card URL.
+  [[nodiscard]] absl::StatusOr<std::string> ResolveParticipant(const AssessmentRequest& assessment);
   void RunCommand(const agent_runtime::RequestContext& request, const std::string& command,
                   agent_runtime::EventPublisher& events);
   void Submit(const agent_runtime::RequestContext& request, agent_runtime::EventPublisher& events);
@@ -61,6 +92,10 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   // Publishes the outcome of an evaluation that has ended (score or failure).
   void PublishOutcome(const coordinator::v1::TaskContext& context,
                       agent_runtime::EventPublisher& events);
+  // The same for several evaluations: a score artifact per task, a summary artifact "score"
+  // (the mean, a failed evaluation counting 0), COMPLETED when every one was scored.
+  void PublishOutcomes(const std::vector<coordinator::v1::TaskContext>& contexts,
+                       agent_runtime::EventPublisher& events);
 
   [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> GetContext(
       const std::string& context_id, const std::function<bool()>& stop = nullptr);
@@ -80,6 +115,7 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   const GreenOptions options_;
   CommandExecutor executor_;
   std::unique_ptr<coordinator::v1::ContextService::Stub> contexts_;
+  std::unique_ptr<coordinator::v1::AgentRegistry::Stub> agents_;
   agent_runtime::GatewayClient gateway_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(mu_);

@@ -18,7 +18,10 @@ ABSL_FLAG(std::string, advertise_host, "127.0.0.1",
           "host the coordinator dials to reach this agent: the registered endpoint is "
           "<advertise_host>:<port> (in containers, the service's name)");
 ABSL_FLAG(std::string, coordinator, "127.0.0.1:50051", "coordinator address (host:port)");
-ABSL_FLAG(std::string, purple_agent, "purple", "name of the agent under test at the coordinator");
+ABSL_FLAG(std::string, purple_agent, "purple",
+          "name of the agent under test at the coordinator (\"Task ID:\" requests)");
+ABSL_FLAG(std::string, purple_role, "purple",
+          "role in an assessment request's participants that names the agent under test");
 ABSL_FLAG(std::string, tasks_dir, "examples/tasks", "folder of task bundles, one per task id");
 ABSL_FLAG(std::string, workspaces_dir, "./workspaces", "where per-context workspaces are made");
 ABSL_FLAG(std::string, exec_template, "",
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
   green_agent::GreenOptions options;
   options.name = absl::GetFlag(FLAGS_name);
   options.purple_agent = absl::GetFlag(FLAGS_purple_agent);
+  options.purple_role = absl::GetFlag(FLAGS_purple_role);
   options.tasks_dir = absl::GetFlag(FLAGS_tasks_dir);
   options.workspaces_dir = absl::GetFlag(FLAGS_workspaces_dir);
   options.executor.exec_template = absl::GetFlag(FLAGS_exec_template);
@@ -62,8 +66,10 @@ int main(int argc, char** argv) {
   runtime.credentials = *credentials;
   agent_runtime::SetStandardCard(
       options.name,
-      "Judge's environment host for root-cause-analysis evaluations: send \"Task ID: <id>\" to "
-      "start one; the agent under test sends \"execute: <command>\" and \"submit\".",
+      "Judge's environment host for root-cause-analysis evaluations: send \"Task ID: <id>\" or "
+      "an assessment request ({\"participants\": {\"purple\": \"<agent card URL>\"}, "
+      "\"config\": {\"task_ids\": [...]}}) to start one; the agent under test sends "
+      "\"execute: <command>\" and \"submit\".",
       &runtime.card);
   runtime.card.add_default_output_modes("application/json");
   return agent_runtime::ServeUntilStopped(stop_signals, std::move(runtime), &agent);
