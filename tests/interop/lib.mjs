@@ -1,8 +1,16 @@
 // Shared helpers of the interop tests: clients of the official A2A JavaScript SDK pointed at the
-// coordinator that run.sh started. Environment (set by run.sh):
-//   COORD_ADDR   the coordinator's gRPC address, 127.0.0.1:<port>
-//   COORD_HTTP   base URL of its agent card, http://127.0.0.1:<port>
+// coordinator that run.sh started, and processes a test starts itself. Environment (set by
+// run.sh):
+//   COORD_ADDR     the coordinator's gRPC address, 127.0.0.1:<port>
+//   COORD_HTTP     its HTTP address (cards, JSON-RPC, HTTP+JSON), http://127.0.0.1:<port>
+//   COORD_BIN_DIR  the built binaries (coordinator, coordctl, green_agent, ...)
+//   INTEROP_WORK   run.sh's scratch dir: a test's logs go there, and pids/ lists the processes
+//                  a test started, which run.sh stops (by PID) should the test not
 import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { InterceptingCall } from '@grpc/grpc-js';
 import {
   Message,
@@ -13,13 +21,22 @@ import {
   SubscribeToTaskRequest,
   TaskState,
 } from '@a2a-js/sdk';
-import { AgentCardResolver, ClientFactory, ClientFactoryOptions } from '@a2a-js/sdk/client';
+import {
+  AgentCardResolver,
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 
 export { TaskState };
 
 export const COORD_ADDR = required('COORD_ADDR');
 export const COORD_HTTP = required('COORD_HTTP');
+export const COORD_BIN_DIR = required('COORD_BIN_DIR');
+export const INTEROP_WORK = required('INTEROP_WORK');
+export const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 // Bound of any one wait on the coordinator (a stream, a blocking send).
 export const WAIT_MS = 20000;
@@ -63,16 +80,18 @@ function factory() {
 }
 
 // The coordinator's agent card, fetched the way the SDK does (AgentCardResolver).
-export async function coordinatorCard() {
-  return AgentCardResolver.default.resolve(COORD_HTTP);
+export async function coordinatorCard(http = COORD_HTTP) {
+  return AgentCardResolver.default.resolve(http);
 }
 
 // An SDK client for the agent `tenant` behind the coordinator, made from the coordinator's card:
 // the card is narrowed to that agent's interface and the SDK does the rest (it sets the
 // interface's tenant on every request).
-export async function clientFor(tenant) {
-  const card = await coordinatorCard();
-  const iface = (card.supportedInterfaces ?? []).find((i) => i.tenant === tenant);
+export async function clientFor(tenant, http = COORD_HTTP) {
+  const card = await coordinatorCard(http);
+  const iface = (card.supportedInterfaces ?? []).find(
+    (i) => i.tenant === tenant && i.protocolBinding === 'GRPC',
+  );
   assert.ok(iface, `the coordinator's card lists no interface for ${tenant}`);
   return factory().createFromAgentCard({ ...card, supportedInterfaces: [iface] });
 }
@@ -166,5 +185,170 @@ export function assertCallsSpokeV1(except = () => false) {
     assert.match(call.path, /^\/lf\.a2a\.v1\.A2AService\/[A-Za-z]+$/);
     if (except(call)) continue;
     assert.deepEqual(call.version, ['1.0'], `a2a-version of ${call.path}`);
+  }
+}
+
+// --- The coordinator's per-agent HTTP endpoints (JSON-RPC and HTTP+JSON bindings).
+
+// The card of agent `name` behind a coordinator: it lists the JSONRPC and HTTP+JSON interfaces
+// at http://<http>/agents/<name>.
+export function agentCardUrl(name, http = COORD_HTTP) {
+  return `${http}/agents/${name}/.well-known/agent-card.json`;
+}
+
+// Every HTTP request an SDK client made through `recordingFetch`: method, URL, A2A-Version.
+export const httpCalls = [];
+
+function recordingFetch(url, init = {}) {
+  const headers = new Headers(init.headers);
+  httpCalls.push({ method: init.method ?? 'GET', url: String(url), version: headers.get('A2A-Version') });
+  return fetch(url, init);
+}
+
+const transportFactories = {
+  JSONRPC: () => new JsonRpcTransportFactory({ fetchImpl: recordingFetch }),
+  'HTTP+JSON': () => new RestTransportFactory({ fetchImpl: recordingFetch }),
+  GRPC: () => grpcTransportFactory(),
+};
+
+// An SDK client made from the card at `cardUrl` that can only speak `binding` ("JSONRPC",
+// "HTTP+JSON" or "GRPC"): the SDK picks that interface from the card, or fails.
+export async function bindingClient(cardUrl, binding) {
+  const factory = new ClientFactory({ transports: [transportFactories[binding]()] });
+  return factory.createFromUrl(cardUrl, '');
+}
+
+// The card at `cardUrl`, as the SDK reads it.
+export async function fetchCard(cardUrl) {
+  return AgentCardResolver.default.resolve(cardUrl, '');
+}
+
+// --- Processes a test starts itself.
+
+const BOUND_MS = 30000;
+
+function pidFile(pid) {
+  return path.join(INTEROP_WORK, 'pids', String(pid));
+}
+
+// Starts `command args`, appending its output to INTEROP_WORK/<name>.log, and waits (bounded)
+// until its output so far matches `ready` (a RegExp, or a function of the output that returns
+// a truthy match). Resolves to { child, match, log }.
+export function startProcess(name, command, args, ready) {
+  fs.mkdirSync(path.join(INTEROP_WORK, 'pids'), { recursive: true });
+  const log = path.join(INTEROP_WORK, `${name}.log`);
+  const out = fs.openSync(log, 'a');
+  fs.writeSync(out, `----- ${command} ${args.join(' ')}\n`);
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  fs.writeFileSync(pidFile(child.pid), command);
+  child.exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      fs.rmSync(pidFile(child.pid), { force: true });
+      resolve({ code, signal });
+    }),
+  );
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    let done = false;
+    const timer = setTimeout(() => finish(new Error(`${name} was not ready after ${BOUND_MS} ms`)), BOUND_MS);
+    function finish(err, match) {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) {
+        child.kill('SIGKILL');
+        reject(err);
+      } else {
+        resolve({ child, match, log });
+      }
+    }
+    const onData = (chunk) => {
+      fs.writeSync(out, chunk);
+      if (done) return;
+      seen += chunk.toString();
+      const match = typeof ready === 'function' ? ready(seen) : seen.match(ready);
+      if (match) finish(undefined, match);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code, signal) => {
+      finish(new Error(`${name} exited (${code ?? signal}) before it was ready; see ${log}`));
+      fs.closeSync(out);
+    });
+  });
+}
+
+// Sends `signal` to a process started by startProcess and waits until it has exited.
+export async function stopProcess(proc, signal = 'SIGTERM') {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill(signal);
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 5000);
+  await proc.child.exited;
+  clearTimeout(timer);
+}
+
+// A coordinator of the test's own on `dataDir`, on the given ports (0: any). Resolves to
+// { proc, addr, http, grpcPort, httpPort }.
+export async function startCoordinator(name, dataDir, { grpcPort = 0, httpPort = 0 } = {}) {
+  const proc = await startProcess(
+    name,
+    path.join(COORD_BIN_DIR, 'coordinator'),
+    [
+      `--listen=127.0.0.1:${grpcPort}`,
+      `--data_dir=${dataDir}`,
+      `--http_listen=127.0.0.1:${httpPort}`,
+      '--a2a_retry_initial_backoff=50ms',
+      '--a2a_retry_max_backoff=500ms',
+      '--a2a_delivery_max_attempts=1000',
+    ],
+    (seen) => {
+      const grpc = seen.match(/listening on (127\.0\.0\.1:\d+)/);
+      const http = seen.match(/(http:\/\/127\.0\.0\.1:\d+)/);
+      return grpc && http && [grpc[1], http[1]];
+    },
+  );
+  const [addr, http] = proc.match;
+  return { proc, addr, http, grpcPort: Number(addr.split(':')[1]), httpPort: Number(http.split(':')[2]) };
+}
+
+// Starts js_rpc_agent.mjs with `args`. Resolves to { proc, base, port, card }.
+export async function startJsRpcAgent(name, args) {
+  const proc = await startProcess(
+    name,
+    process.execPath,
+    [...process.execArgv, path.join(HERE, 'js_rpc_agent.mjs'), ...args],
+    /listening on (http:\/\/127\.0\.0\.1:(\d+))/,
+  );
+  const base = proc.match[1];
+  return { proc, base, port: Number(proc.match[2]), card: `${base}/.well-known/agent-card.json` };
+}
+
+// Runs coordctl against `target`; resolves to { code, stdout, stderr } (bounded).
+export function coordctl(args, target = COORD_ADDR) {
+  return new Promise((resolve) => {
+    execFile(
+      path.join(COORD_BIN_DIR, 'coordctl'),
+      [`--target=${target}`, '--timeout=10s', ...args],
+      { timeout: BOUND_MS },
+      (err, stdout, stderr) => resolve({ code: err ? err.code ?? 1 : 0, stdout, stderr }),
+    );
+  });
+}
+
+// Polls `check` (async, truthy when done) until it holds; fails after WAIT_MS with `what`.
+export async function waitUntil(what, check) {
+  const deadline = Date.now() + WAIT_MS;
+  let last;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? `: ${last.message ?? last}` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

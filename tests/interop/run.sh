@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
-# Interop tests (issue 4): the official A2A JavaScript SDK (@a2a-js/sdk) against the coordinator.
+# Interop tests (issues 4 and 15): the official A2A JavaScript SDK (@a2a-js/sdk) against the
+# coordinator, on all three bindings.
 #
-#   tests/interop/run.sh <dir with coordinator, coordctl, echo_agent>
+#   tests/interop/run.sh <dir with coordinator, coordctl, echo_agent, green_agent>
 #
 # Installs the locked npm packages into tests/interop/node_modules when they are missing or
-# stale (npm ci), starts a coordinator on 127.0.0.1:0 with a temporary data dir and its agent
-# card on 127.0.0.1:0, the C++ echo_agent (tenant "echo", registers itself) and the SDK's gRPC
-# server (js_agent.mjs, tenant "jsecho", registered with coordctl), then runs the node:test
-# files. Every process it starts is stopped by PID when it exits, whatever happens.
+# stale (npm ci), starts a coordinator on 127.0.0.1:0 with a temporary data dir and its HTTP
+# port (cards, JSON-RPC, HTTP+JSON) on 127.0.0.1:0, the C++ echo_agent (tenant "echo", registers
+# itself), the SDK's gRPC server (js_agent.mjs, tenant "jsecho", registered with coordctl by
+# address), the SDK's Express servers (js_rpc_agent.mjs: "jsrpc" on JSON-RPC and "jsrest" on
+# HTTP+JSON, registered with coordctl by card URL) and the green agent (examples/tasks), then
+# runs the node:test files one at a time. Tests that start processes of their own (a coordinator
+# to kill, an agent to restart) list them in $INTEROP_WORK/pids. Every process is stopped by PID
+# when this script exits, whatever happens.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
 bin_dir="${1:-${COORD_BIN_DIR:-}}"
 if [ -z "$bin_dir" ]; then
   echo "usage: $0 <binaries dir>" >&2
   exit 2
 fi
 bin_dir="$(cd "$bin_dir" && pwd)"
-for b in coordinator coordctl echo_agent; do
+for b in coordinator coordctl echo_agent green_agent; do
   if [ ! -x "$bin_dir/$b" ]; then
     echo "interop: $bin_dir/$b is missing; build it first" >&2
     exit 1
@@ -57,7 +63,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/coordinator-interop.XXXXXX")"
 pids=()
 status=1
 cleanup() {
-  local pid
+  local pid file
   for pid in "${pids[@]}"; do
     kill -TERM "$pid" 2>/dev/null || true
   done
@@ -68,6 +74,15 @@ cleanup() {
     done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
+  done
+  # Processes the tests started and did not stop (a test killed mid-way): each file is named by
+  # the PID and holds the program it ran, checked so that a reused PID is left alone.
+  for file in "$work"/pids/*; do
+    [ -f "$file" ] || continue
+    pid="$(basename "$file")"
+    if tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1 | grep -qxF "$(cat "$file")"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
   done
   if [ "$status" -ne 0 ]; then
     for log in "$work"/*.log; do
@@ -101,6 +116,7 @@ wait_for() {
   return 1
 }
 
+mkdir -p "$work/pids"
 "$bin_dir/coordinator" --listen=127.0.0.1:0 --data_dir="$work/data" --http_listen=127.0.0.1:0 \
   >"$work/coordinator.log" 2>&1 &
 pids+=($!)
@@ -122,14 +138,44 @@ js_addr="$(wait_for "$work/js_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' $! j
   sed 's/^listening on //')"
 "$bin_dir/coordctl" --target="$coord_addr" --timeout=10s agent register jsecho "$js_addr" \
   --description "echo agent on the A2A JavaScript SDK"
+# The SDK's Express servers, registered by their card URL alone: the coordinator fetches each
+# card and delivers over the binding it lists.
+declare -A js_cards
+for agent in jsrpc:JSONRPC jsrest:HTTP+JSON; do
+  name="${agent%%:*}"
+  node "${node_flags[@]}" "$here/js_rpc_agent.mjs" --listen=127.0.0.1:0 --name="$name" \
+    --binding="${agent#*:}" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  base="$(wait_for "$work/$name.log" 'http://127\.0\.0\.1:[0-9]+' $! "$name")"
+  js_cards[$name]="$base/.well-known/agent-card.json"
+  if ! "$bin_dir/coordctl" --target="$coord_addr" --timeout=10s agent register "$name" \
+      --card "${js_cards[$name]}"; then
+    echo "interop: could not register $name by its card URL; its tests will fail" >&2
+  fi
+done
+
+"$bin_dir/green_agent" --listen=127.0.0.1:0 --coordinator="$coord_addr" \
+  --tasks_dir="$repo/examples/tasks" --workspaces_dir="$work/workspaces" \
+  >"$work/green_agent.log" 2>&1 &
+pids+=($!)
+wait_for "$work/green_agent.log" 'registered with the coordinator' $! green_agent >/dev/null
+
 "$bin_dir/coordctl" --target="$coord_addr" --timeout=10s agent list
 
-echo "interop: coordinator $coord_addr (card $coord_http), js agent $js_addr"
+test_flags=(--test --test-reporter=spec)
+if node --help | grep -q -- --test-concurrency; then
+  # One file at a time: some files register agents, and discovery tests read the registry.
+  test_flags+=(--test-concurrency=1)
+fi
+
+echo "interop: coordinator $coord_addr (http $coord_http), js agent $js_addr"
 cd "$here"
 # In the background, so that a signal to this script runs the cleanup at once.
-COORD_ADDR="$coord_addr" COORD_HTTP="$coord_http" \
-  node "${node_flags[@]}" --test --test-reporter=spec \
-  sdk_client.test.mjs sdk_server.test.mjs &
+COORD_ADDR="$coord_addr" COORD_HTTP="$coord_http" COORD_BIN_DIR="$bin_dir" INTEROP_WORK="$work" \
+  JSRPC_CARD="${js_cards[jsrpc]}" JSREST_CARD="${js_cards[jsrest]}" \
+  node "${node_flags[@]}" "${test_flags[@]}" \
+  sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs sdk_express_agent.test.mjs \
+  sdk_restart.test.mjs sdk_assessment.test.mjs &
 pids+=($!)
 set +e
 wait "$!"

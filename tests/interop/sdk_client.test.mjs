@@ -45,13 +45,16 @@ import {
 } from './lib.mjs';
 
 const TENANT = 'echo';
+// The agents run.sh registers.
+const REGISTERED = ['echo', 'green', 'jsecho', 'jsrest', 'jsrpc'];
 
 test('the coordinator card lists a GRPC 1.0 interface per registered agent', async () => {
   const card = await coordinatorCard();
   assert.equal(card.capabilities?.streaming, true);
   const grpc = (card.supportedInterfaces ?? []).filter((i) => i.protocolBinding === 'GRPC');
   const tenants = grpc.map((i) => i.tenant).sort();
-  assert.deepEqual(tenants, ['echo', 'jsecho']);
+  // run.sh registers these (the JS SDK's Express agents by card URL); other files may add more.
+  for (const agent of REGISTERED) assert.ok(tenants.includes(agent), `${agent} in ${tenants}`);
   for (const iface of grpc) {
     assert.equal(iface.url, COORD_ADDR);
     assert.equal(iface.protocolVersion, '1.0');
@@ -63,7 +66,8 @@ test('a client created from the card URL alone (ClientFactory.createFromUrl) sen
   assert.equal(client.protocolVersion, '1.0');
   const task = asTask(await client.sendMessage(sendRequest('discovered'), bounded()));
   assertState(task, TaskState.TASK_STATE_COMPLETED);
-  // Whichever agent the SDK picked, both echo the text as an artifact.
+  // The SDK took the last GRPC interface of the card (agents are listed by name: jsrpc); every
+  // agent run.sh registers but green echoes the text as an artifact.
   assert.equal(textOf(task.artifacts[0]), 'discovered');
 });
 
@@ -325,7 +329,8 @@ test('GetExtendedAgentCard: the coordinator card and the registered agent cards'
   const own = await transport.getExtendedAgentCard(GetExtendedAgentCardRequest.fromJSON({}), v1);
   assert.equal(own.name, 'coordinator');
   const grpc = own.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
-  assert.deepEqual(grpc.map((i) => i.tenant).sort(), ['echo', 'jsecho']);
+  const tenants = grpc.map((i) => i.tenant);
+  for (const agent of REGISTERED) assert.ok(tenants.includes(agent), `${agent} in ${tenants}`);
   const echo = await transport.getExtendedAgentCard(
     GetExtendedAgentCardRequest.fromJSON({ tenant: TENANT }),
     v1,
