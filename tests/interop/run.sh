@@ -101,7 +101,7 @@ trap 'exit 143' TERM
 wait_for() {
   local file="$1" pattern="$2" pid="$3" what="$4" line
   for _ in $(seq 300); do
-    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null || true)"
+    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null | head -n 1 || true)"
     if [ -n "$line" ]; then
       echo "$line"
       return 0
