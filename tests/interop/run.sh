@@ -2,8 +2,9 @@
 # Interop tests (issues 4 and 15): the official A2A JavaScript SDK (@a2a-js/sdk) against the
 # coordinator, on all three bindings.
 #
-#   tests/interop/run.sh <dir with coordinator, coordctl, echo_agent, green_agent>
+#   tests/interop/run.sh <dir with coordinator, coordctl, echo_agent, green_agent> [test files]
 #
+# (every *.test.mjs file when none are named)
 # Installs the locked npm packages into tests/interop/node_modules when they are missing or
 # stale (npm ci), starts a coordinator on 127.0.0.1:0 with a temporary data dir and its HTTP
 # port (cards, JSON-RPC, HTTP+JSON) on 127.0.0.1:0, the C++ echo_agent (tenant "echo", registers
@@ -23,6 +24,12 @@ if [ -z "$bin_dir" ]; then
   exit 2
 fi
 bin_dir="$(cd "$bin_dir" && pwd)"
+shift || true
+test_files=("$@")
+if [ "${#test_files[@]}" -eq 0 ]; then
+  test_files=(sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs
+    sdk_express_agent.test.mjs sdk_restart.test.mjs sdk_assessment.test.mjs)
+fi
 for b in coordinator coordctl echo_agent green_agent; do
   if [ ! -x "$bin_dir/$b" ]; then
     echo "interop: $bin_dir/$b is missing; build it first" >&2
@@ -173,9 +180,7 @@ cd "$here"
 # In the background, so that a signal to this script runs the cleanup at once.
 COORD_ADDR="$coord_addr" COORD_HTTP="$coord_http" COORD_BIN_DIR="$bin_dir" INTEROP_WORK="$work" \
   JSRPC_CARD="${js_cards[jsrpc]}" JSREST_CARD="${js_cards[jsrest]}" \
-  node "${node_flags[@]}" "${test_flags[@]}" \
-  sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs sdk_express_agent.test.mjs \
-  sdk_restart.test.mjs sdk_assessment.test.mjs &
+  node "${node_flags[@]}" "${test_flags[@]}" "${test_files[@]}" &
 pids+=($!)
 set +e
 wait "$!"

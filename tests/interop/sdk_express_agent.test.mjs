@@ -110,17 +110,20 @@ for (const { name, binding } of AGENTS) {
     assertState(got, TaskState.TASK_STATE_CANCELED);
   });
 
-  test(`${name} (${binding}): a bare Message answer completes the task`, async () => {
+  test(`${name} (${binding}): a bare Message answer is the answer; the task keeps it`, async () => {
     const client = await clientFor(name);
-    const result = await client.sendMessage(sendRequest('message'), bounded());
-    const task = asTask(result);
-    assertState(task, TaskState.TASK_STATE_COMPLETED);
-    const got = await client.getTask(getTaskRequest({ id: task.id, historyLength: 10 }), bounded());
+    const answer = await client.sendMessage(sendRequest('message'), bounded());
     assert.ok(
-      got.history.some((m) => textOf(m) === 'a bare message from the js rpc agent') ||
-        textOf(got.status.message) === 'a bare message from the js rpc agent',
-      JSON.stringify(got),
+      answer && 'messageId' in answer && !('status' in answer),
+      `expected a Message, got ${JSON.stringify(answer)}`,
     );
+    assert.equal(textOf(answer), 'a bare message from the js rpc agent');
+    assert.ok(answer.taskId, `the Message names no task: ${JSON.stringify(answer)}`);
+    const task = await client.getTask(getTaskRequest({ id: answer.taskId }), bounded());
+    assertState(task, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(textOf(task.status.message), 'a bare message from the js rpc agent');
+    const events = await collect(client.sendMessageStream(sendRequest('message'), bounded()));
+    assert.deepEqual(eventCases(events), ['task', 'message']);
   });
 }
 
