@@ -240,10 +240,11 @@ absl::StatusOr<std::string> GreenAgent::ResolveParticipant(const AssessmentReque
   v1::RegisterAgentRequest registration;
   registration.mutable_agent()->set_name(name);
   registration.mutable_agent()->set_card_url(assessment.card_url);
-  // The coordinator fetches the card while it answers: a participant that is down makes this
-  // fail UNAVAILABLE too, so the retries for a coordinator restart are kept short here.
+  // The coordinator fetches the card while it answers, so UNAVAILABLE means the coordinator or
+  // the participant is not up yet (platforms start them together): either is waited for, as
+  // long as --participant_wait.
   agent_runtime::RetryOptions retry = options_.retry;
-  retry.retry_for = std::min(retry.retry_for, absl::Seconds(20));
+  retry.retry_for = options_.participant_wait;
   v1::Agent registered;
   absl::Status s = agent_runtime::CallWithRetry(
       [&](grpc::ClientContext* c) { return agents_->RegisterAgent(c, registration, &registered); },

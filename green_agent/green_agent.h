@@ -46,6 +46,9 @@ struct GreenOptions {
   ExecutorOptions executor;
   // Deadlines and retry budget of coordinator calls.
   agent_runtime::RetryOptions retry;
+  // How long to keep trying to register an assessment's participant while the coordinator
+  // cannot fetch its card (UNAVAILABLE: the participant may still be starting; default 30s).
+  absl::Duration participant_wait = absl::Seconds(30);
   // How often an evaluation's task looks at its context while it waits for the score
   // (default 200ms).
   absl::Duration poll_interval = absl::Milliseconds(200);

@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, purple_agent, "purple",
           "name of the agent under test at the coordinator (\"Task ID:\" requests)");
 ABSL_FLAG(std::string, purple_role, "purple",
           "role in an assessment request's participants that names the agent under test");
+ABSL_FLAG(absl::Duration, participant_wait, absl::Seconds(30),
+          "how long to keep trying to register an assessment's participant whose card cannot be "
+          "fetched yet (it may still be starting)");
 ABSL_FLAG(std::string, tasks_dir, "examples/tasks", "folder of task bundles, one per task id");
 ABSL_FLAG(std::string, workspaces_dir, "./workspaces", "where per-context workspaces are made");
 ABSL_FLAG(std::string, exec_template, "",
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
   options.name = absl::GetFlag(FLAGS_name);
   options.purple_agent = absl::GetFlag(FLAGS_purple_agent);
   options.purple_role = absl::GetFlag(FLAGS_purple_role);
+  options.participant_wait = absl::GetFlag(FLAGS_participant_wait);
   options.tasks_dir = absl::GetFlag(FLAGS_tasks_dir);
   options.workspaces_dir = absl::GetFlag(FLAGS_workspaces_dir);
   options.executor.exec_template = absl::GetFlag(FLAGS_exec_template);

@@ -6,6 +6,7 @@
 // evaluation runs through the coordinator as with a registered purple: same score. A second
 // request with the same URL reuses the registration; bad requests are refused and register
 // nothing. Every wait polls with a bound; nothing asserts on timing.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,8 +52,10 @@ class AssessmentTest : public ::testing::Test {
     channel_ = grpc::CreateChannel(coordinator_->target(), grpc::InsecureChannelCredentials());
     a2a_ = a2apb::A2AService::NewStub(channel_);
     agents_ = v1::AgentRegistry::NewStub(channel_);
-    green_ = StartAgent(
-        "green_agent", {"--tasks_dir=" + TasksDir(), "--workspaces_dir=" + dir_.Sub("workspaces")});
+    // A participant whose card cannot be fetched is waited for 1s, not the default 30s.
+    green_ = StartAgent("green_agent",
+                        {"--tasks_dir=" + TasksDir(), "--workspaces_dir=" + dir_.Sub("workspaces"),
+                         "--participant_wait=1s"});
     purple_ = StartAgent("purple_agent", {"--policy=script:" + TasksDir()});
     ASSERT_NE(green_, nullptr);
     ASSERT_NE(purple_, nullptr);
@@ -71,6 +74,10 @@ class AssessmentTest : public ::testing::Test {
         R"( "defaultOutputModes": ["text/plain"], "skills": []})");
     card_server_.Get("/.well-known/agent-card.json",
                      [this](const httplib::Request&, httplib::Response& response) {
+                       if (unavailable_fetches_.fetch_sub(1) > 0) {
+                         response.status = 503;  // still starting
+                         return;
+                       }
                        response.set_content(card_json_, "application/json");
                      });
     const int port = card_server_.bind_to_any_port("127.0.0.1");
@@ -178,6 +185,8 @@ class AssessmentTest : public ::testing::Test {
   httplib::Server card_server_;
   std::thread serving_;
   std::string card_json_;
+  // The card server answers 503 to this many fetches first (a participant still starting).
+  std::atomic<int> unavailable_fetches_{0};
   std::string purple_endpoint_;
   std::string base_url_;
   std::string card_url_;
@@ -246,6 +255,19 @@ TEST_F(AssessmentTest, BadRequestsAreRefusedAndRegisterNothing) {
   EXPECT_TRUE(absl::StrContains(StatusText(missing), "\"participants\" is missing"))
       << StatusText(missing);
   EXPECT_EQ(Agents().size(), before);
+}
+
+TEST_F(AssessmentTest, AParticipantStillStartingIsWaitedFor) {
+  // Platforms start the agents together: the card is not served yet when the request comes.
+  unavailable_fetches_ = 2;
+  a2apb::Task done = WaitEnded(Assess(absl::StrCat(R"({"purple": ")", card_url_, R"("})"),
+                                      absl::StrCat(R"({"task_id": ")", kTask, R"("})"))
+                                   .id());
+  ASSERT_EQ(done.status().state(), a2apb::TASK_STATE_COMPLETED)
+      << done.DebugString() << "\ngreen: " << green_->stderr_text();
+  EXPECT_EQ(StatusText(done), kPerfectScore);
+  EXPECT_LT(unavailable_fetches_.load(), 0) << "the card was fetched again after the 503s";
+  EXPECT_EQ(AgentsWithCard(card_url_).size(), 1u);
 }
 
 TEST_F(AssessmentTest, ACardTheCoordinatorCannotFetchFailsTheTask) {
