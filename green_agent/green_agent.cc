@@ -249,13 +249,6 @@ absl::StatusOr<std::string> GreenAgent::ResolveParticipant(const AssessmentReque
   absl::Status s = agent_runtime::CallWithRetry(
       [&](grpc::ClientContext* c) { return agents_->RegisterAgent(c, registration, &registered); },
       retry);
-  if (absl::IsPermissionDenied(s)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(s.message(),
-                     " (registering another agent needs an admin token: register it beforehand "
-                     "with `coordctl agent register ",
-                     name, " --card ", assessment.card_url, "`, and the green agent reuses it)"));
-  }
   RETURN_IF_ERROR(s);
   return name;
 }
