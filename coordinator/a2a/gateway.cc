@@ -402,6 +402,15 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   const absl::Status status = reader->Finish();
   unregister();
   if (!apply_error.ok()) return apply_error;
+  if (!got_any && follow_up && a2a_protocol::Reason(status) == a2a_protocol::kTaskNotFound) {
+    // The agent no longer knows its own task (it restarted, and kept its tasks in memory): the
+    // coordinator still holds the whole task, so the message goes again as a new task at the
+    // agent instead of failing a task that nothing is wrong with.
+    RETURN_IF_ERROR(tasks_->ForgetAgentTaskId(task_id, header->agent_task_id()));
+    return absl::UnavailableError(
+        absl::StrCat("agent ", agent->name(), " no longer knows its task ", header->agent_task_id(),
+                     " (it restarted?): the message goes again as a new task at the agent"));
+  }
   if (status.ok() && !reached_end && opening_status.has_value()) {
     // Nothing came after the opening snapshot: it was the agent's answer after all.
     a2apb::StreamResponse update;

@@ -565,6 +565,21 @@ absl::StatusOr<a2apb::Message> A2ATasks::HistoryMessage(absl::string_view task_i
   return message;
 }
 
+absl::Status A2ATasks::ForgetAgentTaskId(absl::string_view task_id,
+                                         absl::string_view agent_task_id) {
+  return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    ASSIGN_OR_RETURN(v1::StoredTask header, LockTask(txn, task_id));
+    if (header.agent_task_id().empty() || header.agent_task_id() != agent_task_id) {
+      return absl::OkStatus();
+    }
+    header.clear_agent_task_id();
+    header.set_version(header.version() + 1);
+    *header.mutable_update_time() = ToProtoTime(absl::Now());
+    return txn.Put(ColumnFamily::kA2A, keys::A2ATaskHeader(header.task().id()),
+                   EncodeRecord(header));
+  });
+}
+
 absl::StatusOr<A2ATasks::Change> A2ATasks::CancelLocally(absl::string_view tenant,
                                                          absl::string_view task_id,
                                                          absl::string_view reason) {

@@ -135,6 +135,13 @@ class A2ATasks {
   [[nodiscard]] absl::StatusOr<a2apb::Message> HistoryMessage(absl::string_view task_id,
                                                               int64_t seq);
 
+  // The agent no longer knows the task by `agent_task_id` (it restarted and kept its tasks in
+  // memory): forgets that id, so the next delivery starts a task afresh at the agent. Nothing
+  // changes when the task's agent id is another one by now. Clients see no change: the task, its
+  // history and events stay as they are.
+  [[nodiscard]] absl::Status ForgetAgentTaskId(absl::string_view task_id,
+                                               absl::string_view agent_task_id);
+
   // Ends a task that its agent is not running: CANCELED, its queued deliveries dropped.
   // TASK_NOT_CANCELABLE when it has already ended.
   [[nodiscard]] absl::StatusOr<Change> CancelLocally(absl::string_view tenant,

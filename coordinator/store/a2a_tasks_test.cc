@@ -272,6 +272,32 @@ TEST_F(A2ATasksTest, ATaskAnswerIsNoMessageAnswer) {
   }
 }
 
+TEST_F(A2ATasksTest, AnAgentTaskIdThatTheAgentForgotIsForgottenAndNothingElseChanges) {
+  const std::string task = NewTask("echo");
+  std::vector<a2apb::StreamResponse> opening(1);
+  opening[0].mutable_task()->set_id("agent-task-1");
+  opening[0].mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_WORKING);
+  ASSERT_OK(tasks_->ApplyAgentBurst(task, opening, /*delivery_seq=*/1));
+  absl::StatusOr<v1::StoredTask> before = tasks_->GetHeader(task);
+  ASSERT_OK(before);
+  ASSERT_EQ(before->agent_task_id(), "agent-task-1");
+  // Another id than the stored one changes nothing.
+  ASSERT_OK(tasks_->ForgetAgentTaskId(task, "agent-task-2"));
+  EXPECT_EQ(tasks_->GetHeader(task)->agent_task_id(), "agent-task-1");
+  ASSERT_OK(tasks_->ForgetAgentTaskId(task, "agent-task-1"));
+  absl::StatusOr<v1::StoredTask> after = tasks_->GetHeader(task);
+  ASSERT_OK(after);
+  EXPECT_TRUE(after->agent_task_id().empty());
+  EXPECT_EQ(after->task().status().state(), a2apb::TASK_STATE_WORKING);
+  EXPECT_EQ(after->history_count(), before->history_count());
+  EXPECT_EQ(after->last_event_seq(), before->last_event_seq());
+  // The agent's next first answer names its new id.
+  opening[0].mutable_task()->set_id("agent-task-3");
+  ASSERT_OK(tasks_->ApplyAgentBurst(task, opening, /*delivery_seq=*/1));
+  EXPECT_EQ(tasks_->GetHeader(task)->agent_task_id(), "agent-task-3");
+  EXPECT_EQ(tasks_->ForgetAgentTaskId("no-such-task", "x").code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(A2ATasksTest, ABurstStopsWhereTheTaskStopsAndKeepsTheDeliveryOtherwise) {
   const std::string id = NewTask("echo");
   // WORKING alone: the agent is not done, so the delivery stays queued.

@@ -101,18 +101,10 @@ async function assertCompletedEverywhere(taskId, gate) {
   }
 }
 
-// TODO(gateway): fails on main today. The coordinator resends an interrupted first message with
-// the task id the agent gave it on the first attempt (gateway.cc, Attempt: message.task_id =
-// agent_task_id); the restarted SDK agent, whose task store was in memory, answers TaskNotFound
-// (JSON-RPC -32001), a definite refusal, and the task ends FAILED: "delivery to agent jskill
-// failed after 5 attempts: Task not found: <agent task id>". Messages sent while the agent is
-// down (no agent task id yet) are delivered (next test). Remove `todo` once the gateway starts
-// the interrupted message over.
-const AGENT_RESTART_TODO =
-  'the coordinator resends an interrupted first message with the dead agent\'s task id; the ' +
-  'restarted SDK agent answers TaskNotFound and the task ends FAILED';
-
-test('the agent killed -9 mid-task and restarted on its port: every task completes', { todo: AGENT_RESTART_TODO }, async () => {
+// The restarted SDK agent kept its tasks in memory: asked for the task id it gave on the first
+// attempt, it answers TaskNotFound, and the coordinator starts the message over as a new task at
+// the agent (gateway.cc, Attempt), so every task completes.
+test('the agent killed -9 mid-task and restarted on its port: every task completes', async () => {
   // One task per client binding, each waiting at its gate at the agent; a stream open on each.
   const tasks = [];
   for (const binding of BINDINGS) {
