@@ -182,11 +182,21 @@ void A2AGateway::Kick() {
 }
 
 void A2AGateway::AgentRegistered(const std::string& name) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++registrations_[name];
+  }
   absl::Status s = deliveries_->RetryDeliveriesNow(name);
   if (!s.ok()) {
     common::LogWarn({{"agent", name}}, "cannot reschedule deliveries: %s", s.message());
   }
   Kick();
+}
+
+uint64_t A2AGateway::Registrations(const std::string& agent) {
+  absl::MutexLock lock(&mu_);
+  auto it = registrations_.find(agent);
+  return it == registrations_.end() ? 0 : it->second;
 }
 
 absl::Duration A2AGateway::Backoff(int attempts) const {
@@ -255,6 +265,7 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
   } else {
     const v1::PendingDelivery& delivery = *current;
     std::optional<int64_t> remaining;
+    const uint64_t registrations = Registrations(delivery.tenant());
     const absl::Status result = Attempt(delivery, &remaining);
     if (result.ok()) {
       DeliveryMetrics().delivered->Increment();
@@ -271,6 +282,10 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
     } else {
       rescan = true;
       DeliveryFailed(delivery, result);
+      // The agent registered again while this attempt failed: its reschedule may have come
+      // before this failure's backoff was stored, which would then hold the message back for a
+      // whole backoff although the agent is there now.
+      if (Registrations(delivery.tenant()) != registrations) AgentRegistered(delivery.tenant());
     }
   }
   absl::MutexLock lock(&mu_);

@@ -110,6 +110,8 @@ class A2AGateway {
   void PushLoop();
   void SendPush(const v1::PushDelivery& push);
   absl::Duration Backoff(int attempts) const;
+  // How many times `agent` registered since start (AgentRegistered).
+  uint64_t Registrations(const std::string& agent);
 
   A2ATasks* tasks_;               // not owned
   A2ADeliveryQueue* deliveries_;  // not owned
@@ -123,6 +125,7 @@ class A2AGateway {
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   bool push_kicked_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, uint64_t> registrations_ ABSL_GUARDED_BY(mu_);
   // Tasks whose Dispatch was refused while they were in flight: the end of that delivery wakes
   // the queue scan.
   absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
