@@ -16,7 +16,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -592,14 +591,20 @@ class A2AHttpBindings::Impl {
     grpc::ClientContext context;
     RETURN_IF_ERROR(Prepare(req, &context));
     std::unique_ptr<pb::Message> response = NewMessage(method->output_type());
-    absl::Notification done;
+    // A completion queue of the call's own: when its one tag comes back and the queue is
+    // drained, gRPC is done with the call, so the context and messages may go.
+    grpc::CompletionQueue queue;
     grpc::Status status;
-    stub_.UnaryCall(&context, MethodPath(method), grpc::StubOptions(), &request, response.get(),
-                    [&](grpc::Status result) {
-                      status = std::move(result);
-                      done.Notify();
-                    });
-    done.WaitForNotification();
+    std::unique_ptr<grpc::ClientAsyncResponseReader<pb::Message>> call =
+        stub_.PrepareUnaryCall(&context, MethodPath(method), request, &queue);
+    call->StartCall();
+    call->Finish(response.get(), &status, &queue);
+    void* tag = nullptr;
+    bool ok = false;
+    queue.Next(&tag, &ok);
+    queue.Shutdown();
+    while (queue.Next(&tag, &ok)) {
+    }
     if (!status.ok()) return common::FromGrpcStatus(status);
     return response;
   }
