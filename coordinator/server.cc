@@ -262,9 +262,21 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options,
   A2AServiceImpl* service = a2a_service_.get();
   HttpBindingOptions binding_options;
   binding_options.max_call_time = options.gateway.stream_timeout;
+  // Over loopback TCP when the port is plain: gRPC 1.51's in-process transport runs the server's
+  // interceptors on the caller's thread and, under ASan, an early error answer showed a use
+  // after free there. With TLS the in-process channel saves a handshake per connection.
+  std::shared_ptr<grpc::Channel> channel;
+  if (tls.has_value()) {
+    channel = server_->InProcessChannel(channel_args);
+  } else {
+    std::string target = address_;
+    if (absl::StartsWith(target, "0.0.0.0:")) target = "127.0.0.1:" + target.substr(8);
+    if (absl::StartsWith(target, "[::]:")) target = "[::1]:" + target.substr(5);
+    channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
+  }
   http_bindings_ = std::make_unique<A2AHttpBindings>(
-      server_->InProcessChannel(channel_args), agents_.get(),
-      [service] { return service->card_addresses(); }, binding_options);
+      std::move(channel), agents_.get(), [service] { return service->card_addresses(); },
+      binding_options);
   HttpServerOptions http_options;
   http_options.threads = options.http_threads;
   http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);

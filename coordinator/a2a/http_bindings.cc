@@ -177,7 +177,10 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
 
   grpc::ClientContext* context() { return &context_; }
 
-  void Start(GenericStub* stub) {
+  // `self` is this call: the call keeps itself alive until OnDone has returned, so whoever
+  // drops the last other reference never deletes it while gRPC is still in OnDone.
+  void Start(GenericStub* stub, std::shared_ptr<StreamCall> self) {
+    self_ = std::move(self);
     stub->PrepareBidiStreamingCall(&context_, MethodPath(method_), grpc::StubOptions(), this);
     StartWriteLast(request_.get(), grpc::WriteOptions());
     StartRead(reading_.get());
@@ -221,6 +224,8 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
     read_ = std::move(reading_);
   }
   void OnDone(const grpc::Status& status) override {
+    // Released when OnDone returns (declared before the lock, so it outlives the unlock).
+    const std::shared_ptr<StreamCall> keep = std::move(self_);
     absl::MutexLock lock(&mu_);
     status_ = status;
     done_ = true;
@@ -231,6 +236,7 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
   grpc::ClientContext context_;
   const std::unique_ptr<pb::Message> request_;
   std::unique_ptr<pb::Message> reading_;  // the buffer of the outstanding read
+  std::shared_ptr<StreamCall> self_;      // from Start to OnDone
   absl::Mutex mu_;
   std::unique_ptr<pb::Message> read_ ABSL_GUARDED_BY(mu_);  // read, not yet taken
   bool done_ ABSL_GUARDED_BY(mu_) = false;
@@ -636,7 +642,7 @@ class A2AHttpBindings::Impl {
       return binding == Binding::kJsonRpc ? JsonRpcFailure(res, id, prepared, std::nullopt)
                                           : RestError(res, 400, prepared);
     }
-    call->Start(&stub_);
+    call->Start(&stub_, call);
     std::unique_ptr<pb::Message> first;
     while (call->Wait(options_.keepalive, &first) == StreamCall::Next::kIdle) {
     }
