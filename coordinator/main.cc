@@ -5,6 +5,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "common/env_flags.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
@@ -31,10 +32,12 @@ ABSL_FLAG(absl::Duration, retention_period, absl::Seconds(10),
           "how often the retention task runs a pass");
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "largest request accepted, in bytes; larger ones get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, worker_threads, 128, "threads that run storage work");
+ABSL_FLAG(int, worker_threads, 16,
+          "threads of the work pool (scans, long transactions, A2A calls that wait on agents); "
+          "short calls run on gRPC's threads and no call waits for its fsync on a thread");
 ABSL_FLAG(int64_t, max_queued_calls, 4096,
-          "calls that may wait for a worker thread; past it a new call gets RESOURCE_EXHAUSTED "
-          "(0: no bound)");
+          "calls that may wait at once, for a worker or for the fsync that makes them durable; "
+          "past it a new call gets RESOURCE_EXHAUSTED (0: no bound)");
 ABSL_FLAG(double, shutdown_grace_seconds, 5,
           "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, tier_ladder,
@@ -96,6 +99,10 @@ ABSL_FLAG(absl::Duration, a2a_push_initial_backoff, absl::Seconds(1),
           "A2A push notifications: wait after the first failed POST; doubles with each failure");
 
 int main(int argc, char** argv) {
+  // Debian builds Abseil without NDEBUG, so by default every absl::Mutex acquisition (ours and
+  // gRPC's) also updates a process-wide lock-order graph to detect deadlocks: about 3% of the
+  // coordinator's CPU under load (bench/analysis.md). A debugging aid; the tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   common::InitFlags("COORDINATOR_",
                     "coordinator: durable state for multi-agent systems, over gRPC.\n"
                     "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",

@@ -139,22 +139,23 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
   pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls);
+  calls_ = std::make_unique<CallRunner>(pool_.get(), store, options.max_queued_calls);
   stream_slots_ = std::make_unique<StreamSlots>(options.max_streams);
   // Contexts and conversations.
   contexts_ = std::make_unique<ContextStore>(store, options.limits);
   conversations_ = std::make_unique<ConversationStore>(store, options.limits);
-  context_service_ = std::make_unique<ContextServiceImpl>(contexts_.get(), pool_.get());
-  conversation_service_ =
-      std::make_unique<ConversationServiceImpl>(conversations_.get(), contexts_.get(), pool_.get());
+  context_service_ = std::make_unique<ContextServiceImpl>(contexts_.get(), calls_.get());
+  conversation_service_ = std::make_unique<ConversationServiceImpl>(conversations_.get(),
+                                                                    contexts_.get(), calls_.get());
   // Retry state and the loop breaker.
   tasks_ = std::make_unique<TaskStateStore>(store, options.task_state);
   breaker_ = std::make_unique<Breaker>(store, tasks_.get(), options.breaker);
-  task_state_service_ = std::make_unique<TaskStateServiceImpl>(tasks_.get(), pool_.get());
-  breaker_service_ = std::make_unique<BreakerServiceImpl>(breaker_.get(), pool_.get());
+  task_state_service_ = std::make_unique<TaskStateServiceImpl>(tasks_.get(), calls_.get());
+  breaker_service_ = std::make_unique<BreakerServiceImpl>(breaker_.get(), calls_.get());
   // Work runs.
   work_notifier_ = std::make_unique<WorkNotifier>();
   work_ = std::make_unique<WorkStore>(store, work_notifier_.get(), options.work_limits);
-  work_service_ = std::make_unique<WorkServiceImpl>(work_.get(), work_notifier_.get(), pool_.get(),
+  work_service_ = std::make_unique<WorkServiceImpl>(work_.get(), work_notifier_.get(), calls_.get(),
                                                     options.stream_queue_limit);
   work_service_->set_stream_slots(stream_slots_.get());
   // The A2A gateway.
@@ -170,11 +171,11 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   agents_->set_on_register(
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
   a2a_service_ = std::make_unique<A2AServiceImpl>(a2a_tasks_.get(), a2a_push_.get(), agents_.get(),
-                                                  gateway, pool_.get());
+                                                  gateway, calls_.get());
   a2a_service_->set_stream_limits(stream_slots_.get(),
                                   static_cast<size_t>(options.stream_queue_limit));
   a2a_service_->set_default_agent(options.default_agent);
-  agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), pool_.get());
+  agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), calls_.get());
   agent_registry_service_->set_resolver(
       [gateway](const v1::Agent& request) { return gateway->ResolveRegistration(request); });
   // Data care.
@@ -183,7 +184,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   retention_ = std::make_unique<Retention>(store);
   admin_service_ = std::make_unique<AdminServiceImpl>(store, options.data_dir, options.backup_root,
                                                       exporter_.get(), retention_.get(),
-                                                      options.retention, pool_.get());
+                                                      options.retention, calls_.get());
   metrics_ = std::make_unique<ServerMetrics>(store, work_.get());
 }
 

@@ -25,6 +25,7 @@
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/rpc/task_state_service.h"
 #include "coordinator/rpc/tls.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/rpc/work_service.h"
 #include "coordinator/store/limits.h"
 #include "coordinator/store/reaper.h"
@@ -48,15 +49,16 @@ struct ServerOptions {
   RetentionOptions retention;
   // Largest request accepted, in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED.
   int max_request_bytes = 4 << 20;
-  // Threads that run storage work (default 128). Concurrent durable writes share an fsync
-  // (group commit) and each waits for it on its worker, so this is well above the core count
-  // on purpose: with fewer workers than concurrent writers, calls queue behind the waiting
-  // ones (bench/RESULTS.md: at 64 streams, 32 workers gave a third of the throughput of 128).
-  int worker_threads = 128;
-  // New calls that may wait for a worker (default 4096); past it a call gets RESOURCE_EXHAUSTED
-  // at once. At the 4-5k durable calls/s one coordinator serves (bench/RESULTS.md, W1), 4096
-  // queued calls are about a second of work: a call queued behind more would mostly outlive its
-  // client's deadline, and memory stays bounded whatever clients send. 0: no bound.
+  // Threads of the work pool (default 16): scans, long transactions, and the A2A calls that
+  // wait on an agent or on a sync. Short calls run on gRPC's threads, and no call waits for its
+  // fsync on a thread (coordinator/rpc/unary_handler.h), so this need not grow with the number
+  // of concurrent writers.
+  int worker_threads = 16;
+  // Calls that may wait at once, for a worker or for the fsync that makes them durable (default
+  // 4096); past it a new call gets RESOURCE_EXHAUSTED at once. At the 5-10k durable calls/s one
+  // coordinator serves (bench/RESULTS.md, W1), 4096 waiting calls are about half a second of
+  // work: a call queued behind more would mostly outlive its client's deadline, and memory stays
+  // bounded whatever clients send, also when the disk slows down. 0: no bound.
   int64_t max_queued_calls = 4096;
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
@@ -139,6 +141,7 @@ class CoordinatorServer {
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
   std::unique_ptr<common::ThreadPool> pool_;
+  std::unique_ptr<CallRunner> calls_;
   std::unique_ptr<StreamSlots> stream_slots_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<ConversationStore> conversations_;

@@ -20,11 +20,14 @@
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/utilities/transaction.h"
 #include "rocksdb/utilities/transaction_db.h"
+#include "storage/durability_scope.h"
+#include "storage/group_commit.h"
 #include "storage/key_codec.h"
 #include "storage/wal_guard.h"
 
@@ -272,6 +275,30 @@ absl::Status FromRocksStatus(const rocksdb::Status& s, absl::string_view what) {
   return absl::InternalError(msg);
 }
 
+// Whether RocksDB slows or stops writes in any column family right now (a write then sleeps in
+// DB::Write): RocksStore::WritesMayBlock.
+class StallListener final : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "CoordinatorStallListener"; }
+
+  void OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) override {
+    absl::MutexLock lock(&mu_);
+    if (info.condition.cur == rocksdb::WriteStallCondition::kNormal) {
+      stalled_families_.erase(info.cf_name);
+    } else {
+      stalled_families_.insert(info.cf_name);
+    }
+    stalled_.store(!stalled_families_.empty(), std::memory_order_relaxed);
+  }
+
+  bool stalled() const { return stalled_.load(std::memory_order_relaxed); }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> stalled_families_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stalled_{false};
+};
+
 absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions options) {
   if (options.path.empty()) return absl::InvalidArgumentError("data directory is empty");
 
@@ -286,6 +313,8 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
   std::unique_ptr<rocksdb::Env> env = NewWalGuardEnv(
       options.file_system ? options.file_system : rocksdb::FileSystem::Default(), wal_guard);
   db_options.env = env.get();
+  auto stalls = std::make_shared<StallListener>();
+  db_options.listeners.push_back(stalls);
 
   // Open every family the database already has, including ones this binary does not know (a
   // newer binary made them): RocksDB refuses to open otherwise, and the schema check below gives
@@ -325,22 +354,34 @@ absl::StatusOr<std::unique_ptr<RocksStore>> RocksStore::Open(StoreOptions option
   }
 
   std::unique_ptr<RocksStore> store(new RocksStore(std::move(options), std::move(wal_guard),
-                                                   std::move(env), db, std::move(handles)));
+                                                   std::move(stalls), std::move(env), db,
+                                                   std::move(handles)));
   RETURN_IF_ERROR(store->CheckSchema());
   return store;
 }
 
 RocksStore::RocksStore(StoreOptions options, std::shared_ptr<WalGuard> wal_guard,
-                       std::unique_ptr<rocksdb::Env> env, rocksdb::TransactionDB* db,
+                       std::shared_ptr<StallListener> stalls, std::unique_ptr<rocksdb::Env> env,
+                       rocksdb::TransactionDB* db,
                        std::vector<rocksdb::ColumnFamilyHandle*> handles)
     : options_(std::move(options)),
       wal_guard_(std::move(wal_guard)),
+      stalls_(std::move(stalls)),
       env_(std::move(env)),
       db_(db),
       handles_(std::move(handles)),
-      stripes_(new WriteStripe[kWriteStripes]) {}
+      stripes_(new WriteStripe[kWriteStripes]) {
+  if (options_.sync_writes) {
+    GroupCommit::Log log;
+    log.newest = [this] { return db_->GetLatestSequenceNumber(); };
+    log.sync = [this] { return SyncWal(); };
+    group_commit_ = std::make_unique<GroupCommit>(std::move(log), options_.sync_threads);
+  }
+}
 
 RocksStore::~RocksStore() {
+  // Every completion still registered runs (after its sync) before the database closes.
+  group_commit_.reset();
   if (!options_.sync_writes && wal_guard_->BeginSync().ok()) {
     db_->SyncWAL().PermitUncheckedError();
     wal_guard_->EndSync();
@@ -421,21 +462,27 @@ absl::StatusOr<std::string> RocksStore::Get(ColumnFamily cf, absl::string_view k
 
 std::unique_ptr<Iterator> RocksStore::NewIterator(ColumnFamily cf, absl::string_view lower,
                                                   absl::string_view upper) {
-  // The iterator reads an implicit snapshot taken now; make that snapshot durable first.
-  absl::Status durable = WaitDurable();
-  if (!durable.ok()) return std::make_unique<FailedIterator>(std::move(durable));
-  return std::make_unique<RocksIterator>(
+  // The iterator reads an implicit snapshot taken when it is made; everything that snapshot can
+  // show was committed before the latest sequence number read after it, so wait for that.
+  auto it = std::make_unique<RocksIterator>(
       lower, upper, /*in_transaction=*/false,
       [&](const rocksdb::ReadOptions& ro) { return db_->NewIterator(ro, handle(cf)); });
+  absl::Status durable = WaitDurable();
+  if (!durable.ok()) return std::make_unique<FailedIterator>(std::move(durable));
+  return it;
 }
 
-// Durability without holding locks across I/O. A transaction commits with sync=false, which
-// writes its batch to the WAL file and the memtable and releases its key locks at once; then,
-// before anything is acknowledged, WaitDurable syncs the WAL up to the latest sequence number.
-// With sync=true instead, RocksDB would keep the transaction's locks through the fsync, so a
-// hot key (one counter, one conversation) could change only once per fsync whatever the
-// concurrency. This is safe because the WAL is ordered: a transaction that read a not-yet-synced
-// value commits after it, and its own acknowledgement waits for a sync that covers both.
+// Durability without holding locks across I/O, and without a thread waiting per call. A
+// transaction commits with sync=false, which writes its batch to the WAL file and the memtable
+// and releases its key locks at once; then, before anything is acknowledged, a WAL sync covering
+// its sequence number must have returned. The syncs are the group commit's (group_commit.h): it
+// runs one DB::SyncWAL for every caller registered meanwhile, and tells each (a blocked caller,
+// or the completion of a call that ran in a DurabilityScope) when its sync returned. With
+// sync=true instead, RocksDB would keep the transaction's locks through the fsync, so a hot key
+// (one counter, one conversation) could change only once per fsync whatever the concurrency,
+// and the committing thread would block. This is safe because the WAL is ordered: a transaction
+// that read a not-yet-synced value commits after it, and its own acknowledgement waits for a
+// sync that covers both.
 absl::Status RocksStore::WaitDurable() { return WaitDurableUpTo(db_->GetLatestSequenceNumber()); }
 
 size_t RocksStore::StripeOf(ColumnFamily cf, absl::string_view key) {
@@ -444,39 +491,44 @@ size_t RocksStore::StripeOf(ColumnFamily cf, absl::string_view key) {
 }
 
 absl::Status RocksStore::WaitDurableUpTo(uint64_t needed) {
-  if (!options_.sync_writes) return absl::OkStatus();
-  sync_mu_.Lock();
-  while (synced_sequence_ < needed) {
-    if (sync_running_) {
-      // Someone else's fsync is in flight; it may not cover `needed`, so check again after.
-      sync_mu_.Await(absl::Condition(
-          +[](bool* running) { return !*running; }, &sync_running_));
-      continue;
-    }
-    sync_running_ = true;
-    const uint64_t target = db_->GetLatestSequenceNumber();
-    sync_mu_.Unlock();
-    // After a failed WAL write nothing is synced until the database resumes: what that write
-    // followed cannot be confirmed durable, so the callers get the write's error.
-    rocksdb::Status s = wal_guard_->BeginSync();
-    if (!s.ok()) {
-      sync_mu_.Lock();
-      sync_running_ = false;
-      sync_mu_.Unlock();
-      return WalFailure();
-    }
-    s = db_->SyncWAL();
-    wal_guard_->EndSync();
-    sync_mu_.Lock();
-    sync_running_ = false;
-    if (!s.ok()) {
-      sync_mu_.Unlock();
-      NoteWriteError(s);
-      return FromRocksStatus(s, "sync write-ahead log");
-    }
-    synced_sequence_ = std::max(synced_sequence_, target);
+  if (group_commit_ == nullptr || needed <= group_commit_->durable()) return absl::OkStatus();
+  if (DurabilityScope::Defer(this, needed)) return absl::OkStatus();
+  return group_commit_->WaitDurable(needed);
+}
+
+void RocksStore::WhenDurable(uint64_t position, absl::AnyInvocable<void(absl::Status) &&> done) {
+  if (group_commit_ == nullptr) {
+    std::move(done)(absl::OkStatus());
+    return;
   }
-  sync_mu_.Unlock();
+  group_commit_->WhenDurable(position, std::move(done));
+}
+
+int64_t RocksStore::DurabilityWaiters() const {
+  return group_commit_ == nullptr ? 0 : group_commit_->waiting();
+}
+
+uint64_t RocksStore::wal_syncs() const {
+  return group_commit_ == nullptr ? 0 : group_commit_->syncs();
+}
+
+bool RocksStore::WritesMayBlock() const {
+  // After a write error the next transaction asks RocksDB to resume, which flushes memtables.
+  return needs_resume_.load() || wal_guard_->failed() || stalls_->stalled();
+}
+
+absl::Status RocksStore::SyncWal() {
+  if (options_.before_wal_sync) RETURN_IF_ERROR(options_.before_wal_sync());
+  // After a failed WAL write nothing is synced until the database resumes: what that write
+  // followed cannot be confirmed durable, so the callers get the write's error.
+  rocksdb::Status s = wal_guard_->BeginSync();
+  if (!s.ok()) return WalFailure();
+  s = db_->SyncWAL();
+  wal_guard_->EndSync();
+  if (!s.ok()) {
+    NoteWriteError(s);
+    return FromRocksStatus(s, "sync write-ahead log");
+  }
   return absl::OkStatus();
 }
 
@@ -553,13 +605,13 @@ absl::Status RocksStore::RunTransaction(absl::FunctionRef<absl::Status(Transacti
   // on a value another transaction has not yet made durable (an ALREADY_EXISTS, a version
   // conflict), and must not be answered before it is.
   absl::Status durable = result.ok() && committed > 0 ? WaitDurableUpTo(committed) : WaitDurable();
-  return result.ok() ? durable : result;
+  return durable.ok() ? result : durable;
 }
 
 absl::Status RocksStore::RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn,
                                             uint64_t* committed) {
   rocksdb::WriteOptions write_options;
-  write_options.sync = false;  // made durable by WaitDurable before anything is acknowledged
+  write_options.sync = false;  // made durable by the group commit before anything is acknowledged
   rocksdb::TransactionOptions txn_options;
   txn_options.deadlock_detect = true;
   txn_options.lock_timeout = options_.lock_timeout_ms;
@@ -612,9 +664,10 @@ absl::Status RocksStore::Checkpoint(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<Store>> RocksStore::NewSnapshot() {
-  // What the snapshot shows is served to clients: make it durable first, as Get does.
-  RETURN_IF_ERROR(WaitDurable());
-  return std::make_unique<SnapshotView>(std::make_shared<SnapshotHolder>(db_, handles_));
+  // What the snapshot shows is served to clients: it must be durable, as for Get.
+  auto holder = std::make_shared<SnapshotHolder>(db_, handles_);
+  RETURN_IF_ERROR(WaitDurableUpTo(holder->snapshot()->GetSequenceNumber()));
+  return std::make_unique<SnapshotView>(std::move(holder));
 }
 
 StoreStats RocksStore::Stats() {

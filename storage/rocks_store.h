@@ -1,11 +1,13 @@
 // The embedded RocksDB backend of Store: one TransactionDB with the column families of
 // column_family.h. This class owns the database and the column-family handles and closes them
-// in the right order. Only storage/ includes RocksDB headers.
+// in the right order, and syncs the write-ahead log for every caller (storage/group_commit.h).
+// Only storage/ includes RocksDB headers.
 #ifndef STORAGE_ROCKS_STORE_H_
 #define STORAGE_ROCKS_STORE_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +27,8 @@ class Status;
 
 namespace storage {
 
+class GroupCommit;
+class StallListener;
 class WalGuard;
 
 // The database layout this binary writes. A database records the version it was written
@@ -44,8 +48,14 @@ struct StoreOptions {
   int max_transaction_retries = 5;
   // Block cache size in bytes (default 64 MiB).
   size_t block_cache_bytes = 64 << 20;
+  // Threads that sync the write-ahead log and run the completions of the calls each sync covers
+  // (default 2: one syncs while the other completes the previous sync's calls).
+  int sync_threads = 2;
   // The file system under the database (default: the local one). Tests inject faults here.
   std::shared_ptr<rocksdb::FileSystem> file_system;
+  // Called on the syncing thread before each WAL sync (default: nothing). Tests hold syncs here
+  // or fail one: an error fails the calls that sync would have covered, and nothing is synced.
+  std::function<absl::Status()> before_wal_sync;
 };
 
 class RocksStore final : public Store {
@@ -64,6 +74,12 @@ class RocksStore final : public Store {
   absl::Status Checkpoint(const std::string& dir) override;
   absl::StatusOr<std::unique_ptr<Store>> NewSnapshot() override;
   StoreStats Stats() override;
+  void WhenDurable(uint64_t position, absl::AnyInvocable<void(absl::Status) &&> done) override;
+  int64_t DurabilityWaiters() const override;
+  bool WritesMayBlock() const override;
+
+  // WAL syncs run since the store opened (failed ones included); for tests.
+  uint64_t wal_syncs() const;
 
   // The write stripe of a key: point reads wait only for the syncs of writes to their stripe.
   static size_t StripeOf(ColumnFamily cf, absl::string_view key);
@@ -73,15 +89,18 @@ class RocksStore final : public Store {
 
  private:
   RocksStore(StoreOptions options, std::shared_ptr<WalGuard> wal_guard,
-             std::unique_ptr<rocksdb::Env> env, rocksdb::TransactionDB* db,
-             std::vector<rocksdb::ColumnFamilyHandle*> handles);
+             std::shared_ptr<StallListener> stalls, std::unique_ptr<rocksdb::Env> env,
+             rocksdb::TransactionDB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
   [[nodiscard]] absl::Status CheckSchema();
-  // Returns once every write up to the database's latest sequence number is durable. Callers
-  // that arrive while a sync runs wait for the next one, so one fsync serves them all.
+  // Returns once every write up to the database's latest sequence number is durable, or, inside
+  // a DurabilityScope for this store, notes that the scope needs it and returns at once.
   [[nodiscard]] absl::Status WaitDurable();
-  // Returns once every write up to sequence number `needed` is durable.
+  // The same for every write up to sequence number `needed`.
   [[nodiscard]] absl::Status WaitDurableUpTo(uint64_t needed);
+  // One WAL sync for the group commit: covers every write up to the sequence number read before
+  // it. Fails without syncing after a failed WAL write (see WalGuard).
+  [[nodiscard]] absl::Status SyncWal();
   // Sets `committed` to a sequence number covering the commit when the transaction wrote.
   [[nodiscard]] absl::Status RunTransactionOnce(absl::FunctionRef<absl::Status(Transaction&)> fn,
                                                 uint64_t* committed);
@@ -100,15 +119,15 @@ class RocksStore final : public Store {
   const StoreOptions options_;
   // Declared before db_, so destroyed after it: the database uses both until it closes.
   const std::shared_ptr<WalGuard> wal_guard_;
+  const std::shared_ptr<StallListener> stalls_;
   const std::unique_ptr<rocksdb::Env> env_;
   rocksdb::TransactionDB* db_;                         // owned; deleted after the handles
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; indexed by ColumnFamily
   uint32_t schema_version_ = 0;
 
-  // Group-commit state (see WaitDurable). Never held across the fsync itself.
-  absl::Mutex sync_mu_;
-  uint64_t synced_sequence_ ABSL_GUARDED_BY(sync_mu_) = 0;
-  bool sync_running_ ABSL_GUARDED_BY(sync_mu_) = false;
+  // Syncs the WAL for every caller (null when options_.sync_writes is off). Stopped first when
+  // the store closes, so that every registered completion has run before the database closes.
+  std::unique_ptr<GroupCommit> group_commit_;
 
   // Per-stripe write bookkeeping for point reads (see Get): the highest sequence number of a
   // committed write to a key of the stripe, and how many commits to such keys are under way

@@ -1,13 +1,19 @@
 // The storage interface every service is written against. It is deliberately small (point
 // reads, ordered scans, and a read-modify-write transaction that commits durably) so that a
 // second backend, such as an etcd cluster, can implement it. RocksStore is the embedded default.
+//
+// Every result is durable before anyone sees it. By default each call waits for that itself; a
+// call made inside a DurabilityScope (storage/durability_scope.h) returns at once and leaves the
+// wait to the scope's owner, who registers a completion with WhenDurable.
 #ifndef STORAGE_STORE_H_
 #define STORAGE_STORE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -70,7 +76,8 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Reads the latest committed value. NOT_FOUND is an outcome, not a failure.
+  // Reads the latest committed value (once it is durable). NOT_FOUND is an outcome, not a
+  // failure.
   [[nodiscard]] virtual absl::StatusOr<std::string> Get(ColumnFamily cf, absl::string_view key) = 0;
 
   // Scans committed data in [lower, upper); an empty `upper` means no upper bound.
@@ -78,7 +85,8 @@ class Store {
                                                 absl::string_view upper) = 0;
 
   // Runs `fn` in a transaction and commits its writes atomically, durably (the write-ahead log
-  // is synced before this returns OK) when `fn` returns OK. When `fn` fails nothing is written
+  // is synced before this returns OK, or inside a DurabilityScope before the scope's owner is
+  // told so) when `fn` returns OK. When `fn` fails nothing is written
   // and its status is returned. A transaction that loses a lock wait or a deadlock is retried
   // from the start, so `fn` must have no effects outside the transaction; after the retries
   // run out the result is ABORTED.
@@ -97,6 +105,24 @@ class Store {
 
   // The engine's figures now; cheap enough for every metrics scrape.
   virtual StoreStats Stats() { return {}; }
+
+  // Completion-based durability (storage/durability_scope.h): calls `done` once everything up
+  // to `position` (a DurabilityScope's needed()) is durable, with OK, or with the error of the
+  // sync that would have covered it. `done` runs on this thread before the call returns when
+  // that is already known, else later on a thread of the store's; it must be quick and must not
+  // wait for durability itself. A store whose calls never defer (the default) calls it at once.
+  virtual void WhenDurable(uint64_t position, absl::AnyInvocable<void(absl::Status) &&> done) {
+    (void)position;
+    std::move(done)(absl::OkStatus());
+  }
+
+  // Completions registered with WhenDurable and not yet run (the calls waiting for the disk).
+  virtual int64_t DurabilityWaiters() const { return 0; }
+
+  // True while a write may block for long: the store is recovering from a disk error, or the
+  // engine slows or stops writes. Callers on threads that must not block (gRPC's) then take
+  // their work to threads that may.
+  virtual bool WritesMayBlock() const { return false; }
 };
 
 }  // namespace storage

@@ -15,10 +15,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "rocksdb/file_system.h"
+#include "storage/durability_scope.h"
 #include "storage/rocks_store.h"
 #include "tests/test_util.h"
 
@@ -32,6 +34,8 @@ class Faults {
  public:
   void set_fail_appends(bool fail) { fail_appends_.store(fail); }
   void set_fail_info_log(bool fail) { fail_info_log_.store(fail); }
+  void set_fail_syncs(bool fail) { fail_syncs_.store(fail); }
+  bool fail_syncs() const { return fail_syncs_.load(); }
   bool fail_info_log() const { return fail_info_log_.load(); }
   int failed_info_log_appends() const { return failed_info_log_appends_.load(); }
   void CountFailedInfoLogAppend() { ++failed_info_log_appends_; }
@@ -73,6 +77,7 @@ class Faults {
  private:
   std::atomic<bool> fail_appends_{false};
   std::atomic<bool> fail_info_log_{false};
+  std::atomic<bool> fail_syncs_{false};
   std::atomic<int> failed_info_log_appends_{0};
   std::atomic<int> appends_{0};
   std::atomic<int> failed_appends_{0};
@@ -99,11 +104,13 @@ class FaultyWalFile final : public rocksdb::FSWritableFileOwnerWrapper {
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& options, rocksdb::IODebugContext* dbg) override {
     faults_->OnSync();
+    if (faults_->fail_syncs()) return rocksdb::IOStatus::IOError("injected: fdatasync failed");
     return target()->Sync(options, dbg);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& options,
                           rocksdb::IODebugContext* dbg) override {
     faults_->OnSync();
+    if (faults_->fail_syncs()) return rocksdb::IOStatus::IOError("injected: fsync failed");
     return target()->Fsync(options, dbg);
   }
 
@@ -282,6 +289,40 @@ TEST_F(WalGuardStoreTest, FailedFirstWriteToAFreshLogRefusesWritesUntilReopened)
   ASSERT_OK(opened);
   ASSERT_OK(Put(**opened, "d"));
   ExpectReadable(**opened, {"a", "d"});
+}
+
+// A WAL fdatasync fails under calls that deferred their wait (storage/durability_scope.h): the
+// calls it covered fail, nothing is synced after it on that log, and what was acknowledged
+// before stays readable, also after reopening.
+TEST_F(WalGuardStoreTest, AFailedWalSyncFailsTheDeferredCallsItCovered) {
+  absl::StatusOr<std::unique_ptr<RocksStore>> opened = RocksStore::Open(options);
+  ASSERT_OK(opened);
+  RocksStore& store = **opened;
+  ASSERT_OK(Put(store, "a"));
+
+  faults.set_fail_syncs(true);
+  DurabilityScope scope(&store);
+  ASSERT_OK(Put(store, "b"));  // committed; its sync is the completion's
+  scope.Close();
+  absl::Status durable = absl::UnknownError("completion not run");
+  absl::Notification done;
+  store.WhenDurable(scope.needed(), [&](absl::Status s) {
+    durable = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_EQ(durable.code(), absl::StatusCode::kUnavailable) << durable;
+  // Nothing more is confirmed on the log whose sync failed.
+  faults.set_fail_syncs(false);
+  EXPECT_FALSE(Put(store, "c").ok());
+  ASSERT_OK(store.Get(ColumnFamily::kDefault, "a"));
+
+  opened->reset();
+  options.file_system = nullptr;
+  opened = RocksStore::Open(options);
+  ASSERT_OK(opened);
+  ExpectReadable(**opened, {"a"});
+  ASSERT_OK(Put(**opened, "d"));
 }
 
 // RocksDB's info log on a full disk: its lines are dropped (Debian's librocksdb asserts on the

@@ -410,9 +410,9 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
 
 // Wraps a unary handler's work with the a2a-version check.
 template <typename Response, typename Work>
-grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, common::ThreadPool* pool,
-                                    Response* response, Work work) {
-  return HandleUnary(context, pool, response,
+grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, CallRunner* calls,
+                                    CallKind kind, Response* response, Work work) {
+  return HandleUnary(context, calls, kind, response,
                      [context, work = std::move(work)]() mutable -> absl::StatusOr<Response> {
                        RETURN_IF_ERROR(CheckA2AVersion(context));
                        return work();
@@ -486,7 +486,7 @@ grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask
 grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* context,
                                                   const a2apb::GetTaskRequest* request,
                                                   a2apb::Task* response) {
-  return HandleA2A(context, pool_, response, [this, request] {
+  return HandleA2A(context, calls_, CallKind::kPool, response, [this, request] {
     std::optional<int> history;
     if (request->has_history_length()) history = request->history_length();
     return tasks_->GetTask(request->tenant(), request->id(), history);
@@ -496,22 +496,23 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* A2AServiceImpl::ListTasks(grpc::CallbackServerContext* context,
                                                     const a2apb::ListTasksRequest* request,
                                                     a2apb::ListTasksResponse* response) {
-  return HandleA2A(context, pool_, response,
+  return HandleA2A(context, calls_, CallKind::kPool, response,
                    [this, request] { return tasks_->ListTasks(*request); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext* context,
                                                      const a2apb::CancelTaskRequest* request,
                                                      a2apb::Task* response) {
-  // The gateway may call the agent: that blocking call runs here, on the work pool.
-  return HandleA2A(context, pool_, response,
+  // The gateway may call the agent, after what it stored: that blocking call runs here, on the
+  // work pool, and each of its writes waits for its sync on this thread.
+  return HandleA2A(context, calls_, CallKind::kBlocking, response,
                    [this, request] { return gateway_->CancelTask(*request); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
     grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig* request,
     a2apb::TaskPushNotificationConfig* response) {
-  return HandleA2A(context, pool_, response,
+  return HandleA2A(context, calls_, CallKind::kPool, response,
                    [this, request] { return push_->CreatePushConfig(*request); });
 }
 
@@ -519,7 +520,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
     grpc::CallbackServerContext* context,
     const a2apb::GetTaskPushNotificationConfigRequest* request,
     a2apb::TaskPushNotificationConfig* response) {
-  return HandleA2A(context, pool_, response, [this, request] {
+  return HandleA2A(context, calls_, CallKind::kPool, response, [this, request] {
     return push_->GetPushConfig(request->tenant(), request->task_id(), request->id());
   });
 }
@@ -528,7 +529,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
     grpc::CallbackServerContext* context,
     const a2apb::ListTaskPushNotificationConfigsRequest* request,
     a2apb::ListTaskPushNotificationConfigsResponse* response) {
-  return HandleA2A(context, pool_, response,
+  return HandleA2A(context, calls_, CallKind::kPool, response,
                    [this, request] { return push_->ListPushConfigs(*request); });
 }
 
@@ -536,28 +537,29 @@ grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
     grpc::CallbackServerContext* context,
     const a2apb::DeleteTaskPushNotificationConfigRequest* request,
     google::protobuf::Empty* response) {
-  return HandleA2A(
-      context, pool_, response, [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
-        RETURN_IF_ERROR(
-            push_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
-        return google::protobuf::Empty();
-      });
+  return HandleA2A(context, calls_, CallKind::kPool, response,
+                   [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
+                     RETURN_IF_ERROR(push_->DeletePushConfig(request->tenant(), request->task_id(),
+                                                             request->id()));
+                     return google::protobuf::Empty();
+                   });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     grpc::CallbackServerContext* context, const a2apb::GetExtendedAgentCardRequest* request,
     a2apb::AgentCard* response) {
-  return HandleA2A(context, pool_, response, [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
-    if (request->tenant().empty()) {
-      return CoordinatorCard(agents_, card_addresses());
-    }
-    ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
-    if (agent.card().name().empty()) {
-      return a2a_protocol::ExtendedAgentCardNotConfigured(
-          absl::StrCat("agent ", agent.name(), " registered no card"));
-    }
-    return agent.card();
-  });
+  return HandleA2A(context, calls_, CallKind::kPool, response,
+                   [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
+                     if (request->tenant().empty()) {
+                       return CoordinatorCard(agents_, card_addresses());
+                     }
+                     ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
+                     if (agent.card().name().empty()) {
+                       return a2a_protocol::ExtendedAgentCardNotConfigured(
+                           absl::StrCat("agent ", agent.name(), " registered no card"));
+                     }
+                     return agent.card();
+                   });
 }
 
 }  // namespace coordinator

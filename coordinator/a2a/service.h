@@ -1,6 +1,7 @@
 // gRPC face of the A2A gateway: lf.a2a.v1.A2AService. A request's `tenant` names the agent it
 // is for; a message that starts a task without one goes to the default agent (ResolveTenant).
-// Handlers check the a2a-version metadata, do their storage work on the work pool, and
+// Handlers check the a2a-version metadata, do their storage work on the work pool (reads and
+// push configs acknowledged once durable, coordinator/rpc/unary_handler.h), and
 // never wait on an agent: sends are stored and queued (the gateway delivers them), blocking
 // sends and streams wake on the task notifier, reads come from the store.
 #ifndef COORDINATOR_A2A_SERVICE_H_
@@ -16,6 +17,7 @@
 #include "coordinator/a2a/gateway.h"
 #include "coordinator/a2a/tenant_routing.h"
 #include "coordinator/rpc/stream_slots.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/a2a_push.h"
 #include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
@@ -29,8 +31,8 @@ namespace coordinator {
 class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
  public:
   A2AServiceImpl(A2ATasks* tasks, A2APush* push, AgentRegistryStore* agents, A2AGateway* gateway,
-                 common::ThreadPool* pool)
-      : tasks_(tasks), push_(push), agents_(agents), gateway_(gateway), pool_(pool) {}
+                 CallRunner* calls)
+      : tasks_(tasks), push_(push), agents_(agents), gateway_(gateway), calls_(calls) {}
 
   // Where the coordinator is reached, for the card GetExtendedAgentCard returns: known only once
   // the server has bound its ports.
@@ -106,14 +108,14 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
 
   A2ATasks* tasks() { return tasks_; }
   A2AGateway* gateway() { return gateway_; }
-  common::ThreadPool* pool() { return pool_; }
+  common::ThreadPool* pool() { return calls_->pool(); }
 
  private:
   A2ATasks* tasks_;                      // not owned
   A2APush* push_;                        // not owned
   AgentRegistryStore* agents_;           // not owned
   A2AGateway* gateway_;                  // not owned
-  common::ThreadPool* pool_;             // not owned
+  CallRunner* calls_;                    // not owned
   StreamSlots* stream_slots_ = nullptr;  // not owned
   size_t stream_queue_limit_ = kDefaultStreamQueueLimit;
   std::string default_agent_;

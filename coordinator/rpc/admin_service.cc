@@ -28,7 +28,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Backup(grpc::CallbackServerContext* 
                                                    const v1::BackupRequest* request,
                                                    v1::BackupResponse* response) {
   return HandleUnary(
-      context, pool_, response, [this, request]() -> absl::StatusOr<v1::BackupResponse> {
+      context, calls_, CallKind::kPool, response,
+      [this, request]() -> absl::StatusOr<v1::BackupResponse> {
         const absl::Time start = absl::Now();
         absl::Status s = storage::Backup(*store_, data_dir_, request->dir(), backup_root_);
         if (!s.ok()) return s;
@@ -45,7 +46,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CollectGarbage(grpc::CallbackServerC
                                                            const v1::CollectGarbageRequest* request,
                                                            v1::CollectGarbageResponse* response) {
   return HandleUnary(
-      context, pool_, response, [this, request]() -> absl::StatusOr<v1::CollectGarbageResponse> {
+      context, calls_, CallKind::kPool, response,
+      [this, request]() -> absl::StatusOr<v1::CollectGarbageResponse> {
         absl::Duration ttl = retention_options_.terminal_ttl;
         if (request->has_older_than()) {
           const google::protobuf::Duration& d = request->older_than();
@@ -77,7 +79,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CollectGarbage(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::ExportContext(grpc::CallbackServerContext* context,
                                                           const v1::ExportContextRequest* request,
                                                           v1::ContextExport* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return exporter_->Export(*request); });
 }
 

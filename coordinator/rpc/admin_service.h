@@ -1,11 +1,12 @@
 // gRPC face of the data-care operations: coordinator.v1.Admin (Backup, CollectGarbage,
-// ExportContext). Thin: each handler validates, hands the work to the pool and maps the result.
+// ExportContext). Thin: each handler validates, hands the work to the pool
+// (coordinator/rpc/unary_handler.h) and maps the result.
 #ifndef COORDINATOR_RPC_ADMIN_SERVICE_H_
 #define COORDINATOR_RPC_ADMIN_SERVICE_H_
 
 #include <string>
 
-#include "common/thread_pool.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/exporter.h"
 #include "coordinator/store/retention.h"
 #include "coordinator/v1/admin.grpc.pb.h"
@@ -19,14 +20,14 @@ class AdminServiceImpl final : public v1::Admin::CallbackService {
   // `backup_root` when it is not empty; `retention` gives the defaults of CollectGarbage.
   AdminServiceImpl(storage::Store* store, std::string data_dir, std::string backup_root,
                    Exporter* exporter, Retention* retention, RetentionOptions retention_options,
-                   common::ThreadPool* pool)
+                   CallRunner* calls)
       : store_(store),
         data_dir_(std::move(data_dir)),
         backup_root_(std::move(backup_root)),
         exporter_(exporter),
         retention_(retention),
         retention_options_(retention_options),
-        pool_(pool) {}
+        calls_(calls) {}
 
   grpc::ServerUnaryReactor* Backup(grpc::CallbackServerContext* context,
                                    const v1::BackupRequest* request,
@@ -45,7 +46,7 @@ class AdminServiceImpl final : public v1::Admin::CallbackService {
   Exporter* exporter_;    // not owned
   Retention* retention_;  // not owned
   const RetentionOptions retention_options_;
-  common::ThreadPool* pool_;  // not owned
+  CallRunner* calls_;  // not owned
 };
 
 }  // namespace coordinator

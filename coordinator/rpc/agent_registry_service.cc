@@ -9,7 +9,7 @@ namespace coordinator {
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::RegisterAgent(
     grpc::CallbackServerContext* context, const v1::RegisterAgentRequest* request,
     v1::Agent* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::Agent> {
                        RETURN_IF_ERROR(CheckAgentName(caller, request->agent().name()));
                        if (!resolver_) return agents_->Register(request->agent());
@@ -21,21 +21,22 @@ grpc::ServerUnaryReactor* AgentRegistryServiceImpl::RegisterAgent(
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::GetAgent(grpc::CallbackServerContext* context,
                                                              const v1::GetAgentRequest* request,
                                                              v1::Agent* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request] { return agents_->Get(request->name()); });
 }
 
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::ListAgents(grpc::CallbackServerContext* context,
                                                                const v1::ListAgentsRequest* request,
                                                                v1::ListAgentsResponse* response) {
-  return HandleUnary(context, pool_, response, [this, request] { return agents_->List(*request); });
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return agents_->List(*request); });
 }
 
 grpc::ServerUnaryReactor* AgentRegistryServiceImpl::DeleteAgent(
     grpc::CallbackServerContext* context, const v1::DeleteAgentRequest* request,
     google::protobuf::Empty* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kPool, response,
       [this, request](const Caller& caller) -> absl::StatusOr<google::protobuf::Empty> {
         RETURN_IF_ERROR(CheckAgentName(caller, request->name()));
         absl::Status s = agents_->Delete(request->name());

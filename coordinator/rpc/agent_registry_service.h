@@ -1,12 +1,13 @@
-// gRPC face of AgentRegistryStore: coordinator.v1.AgentRegistry. Thin, on the work pool (a
-// registration by card URL fetches the card there: the resolver blocks on an outbound call).
+// gRPC face of AgentRegistryStore: coordinator.v1.AgentRegistry. Thin
+// (coordinator/rpc/unary_handler.h); RegisterAgent runs on the work pool (a registration by card
+// URL fetches the card there: the resolver blocks on an outbound call).
 #ifndef COORDINATOR_RPC_AGENT_REGISTRY_SERVICE_H_
 #define COORDINATOR_RPC_AGENT_REGISTRY_SERVICE_H_
 
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "common/thread_pool.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 
@@ -14,8 +15,8 @@ namespace coordinator {
 
 class AgentRegistryServiceImpl final : public v1::AgentRegistry::CallbackService {
  public:
-  AgentRegistryServiceImpl(AgentRegistryStore* agents, common::ThreadPool* pool)
-      : agents_(agents), pool_(pool) {}
+  AgentRegistryServiceImpl(AgentRegistryStore* agents, CallRunner* calls)
+      : agents_(agents), calls_(calls) {}
 
   // What turns a RegisterAgent request into the agent to store (the A2A gateway's
   // ResolveRegistration: fetches the card of an agent registered by card URL). Called on the
@@ -39,7 +40,7 @@ class AgentRegistryServiceImpl final : public v1::AgentRegistry::CallbackService
 
  private:
   AgentRegistryStore* agents_;  // not owned
-  common::ThreadPool* pool_;    // not owned
+  CallRunner* calls_;           // not owned
   Resolver resolver_;
 };
 

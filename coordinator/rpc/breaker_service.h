@@ -1,9 +1,9 @@
 // gRPC face of the loop breaker: coordinator.v1.BreakerService. Thin: each handler hands the
-// request to the Breaker on the work pool and maps the result.
+// request to the Breaker on the work pool (coordinator/rpc/unary_handler.h) and maps the result.
 #ifndef COORDINATOR_RPC_BREAKER_SERVICE_H_
 #define COORDINATOR_RPC_BREAKER_SERVICE_H_
 
-#include "common/thread_pool.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/breaker.h"
 #include "coordinator/v1/breaker.grpc.pb.h"
 
@@ -11,7 +11,7 @@ namespace coordinator {
 
 class BreakerServiceImpl final : public v1::BreakerService::CallbackService {
  public:
-  BreakerServiceImpl(Breaker* breaker, common::ThreadPool* pool) : breaker_(breaker), pool_(pool) {}
+  BreakerServiceImpl(Breaker* breaker, CallRunner* calls) : breaker_(breaker), calls_(calls) {}
 
   grpc::ServerUnaryReactor* CheckLoop(grpc::CallbackServerContext* context,
                                       const v1::CheckLoopRequest* request,
@@ -39,8 +39,8 @@ class BreakerServiceImpl final : public v1::BreakerService::CallbackService {
                                            v1::ReadBreakerLogResponse* response) override;
 
  private:
-  Breaker* breaker_;          // not owned
-  common::ThreadPool* pool_;  // not owned
+  Breaker* breaker_;   // not owned
+  CallRunner* calls_;  // not owned
 };
 
 }  // namespace coordinator

@@ -19,7 +19,7 @@ absl::Status ContextServiceImpl::CheckOwner(const Caller& caller, const std::str
 grpc::ServerUnaryReactor* ContextServiceImpl::CreateContext(grpc::CallbackServerContext* context,
                                                             const v1::CreateContextRequest* request,
                                                             v1::TaskContext* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::TaskContext> {
                        v1::TaskContext create = request->context();
                        RETURN_IF_ERROR(CheckNewContext(caller, &create));
@@ -30,7 +30,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::CreateContext(grpc::CallbackServer
 grpc::ServerUnaryReactor* ContextServiceImpl::GetContext(grpc::CallbackServerContext* context,
                                                          const v1::GetContextRequest* request,
                                                          v1::TaskContext* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::TaskContext> {
                        ASSIGN_OR_RETURN(v1::TaskContext found,
                                         contexts_->Get(request->context_id()));
@@ -42,7 +42,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::GetContext(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* ContextServiceImpl::UpdateContext(grpc::CallbackServerContext* context,
                                                             const v1::UpdateContextRequest* request,
                                                             v1::TaskContext* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::TaskContext> {
                        RETURN_IF_ERROR(CheckContextUpdate(caller, *request));
                        RETURN_IF_ERROR(CheckOwner(caller, request->context().context_id()));
@@ -54,7 +54,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::DeleteContext(grpc::CallbackServer
                                                             const v1::DeleteContextRequest* request,
                                                             google::protobuf::Empty* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kPool, response,
       [this, request](const Caller& caller) -> absl::StatusOr<google::protobuf::Empty> {
         RETURN_IF_ERROR(CheckOwner(caller, request->context_id()));
         absl::Status s = contexts_->Delete(request->context_id(), request->version());
@@ -66,19 +66,20 @@ grpc::ServerUnaryReactor* ContextServiceImpl::DeleteContext(grpc::CallbackServer
 grpc::ServerUnaryReactor* ContextServiceImpl::ListContexts(grpc::CallbackServerContext* context,
                                                            const v1::ListContextsRequest* request,
                                                            v1::ListContextsResponse* response) {
-  return HandleUnary(context, pool_, response, [this, request](const Caller& caller) {
-    v1::ListContextsRequest list = *request;
-    absl::Status allowed = CheckContextList(caller, list.mutable_agent());
-    if (!allowed.ok()) return absl::StatusOr<v1::ListContextsResponse>(allowed);
-    return contexts_->List(list);
-  });
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request](const Caller& caller) {
+                       v1::ListContextsRequest list = *request;
+                       absl::Status allowed = CheckContextList(caller, list.mutable_agent());
+                       if (!allowed.ok()) return absl::StatusOr<v1::ListContextsResponse>(allowed);
+                       return contexts_->List(list);
+                     });
 }
 
 grpc::ServerUnaryReactor* ContextServiceImpl::RecordCommand(grpc::CallbackServerContext* context,
                                                             const v1::RecordCommandRequest* request,
                                                             v1::RecordCommandResponse* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kShort, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::RecordCommandResponse> {
         RETURN_IF_ERROR(CheckOwner(caller, request->context_id()));
         return contexts_->RecordCommand(*request);
@@ -89,7 +90,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::ListCommands(grpc::CallbackServerC
                                                            const v1::ListCommandsRequest* request,
                                                            v1::ListCommandsResponse* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kPool, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::ListCommandsResponse> {
         if (caller.scoped()) {
           ASSIGN_OR_RETURN(v1::TaskContext found, contexts_->Get(request->context_id()));

@@ -1,12 +1,12 @@
 // gRPC face of ContextStore: coordinator.v1.ContextService. Thin: each handler hands the request
-// to the store on the work pool and maps the result.
+// to the store (coordinator/rpc/unary_handler.h) and maps the result.
 #ifndef COORDINATOR_RPC_CONTEXT_SERVICE_H_
 #define COORDINATOR_RPC_CONTEXT_SERVICE_H_
 
 #include <string>
 
-#include "common/thread_pool.h"
 #include "coordinator/rpc/auth.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/v1/context.grpc.pb.h"
 
@@ -14,8 +14,8 @@ namespace coordinator {
 
 class ContextServiceImpl final : public v1::ContextService::CallbackService {
  public:
-  ContextServiceImpl(ContextStore* contexts, common::ThreadPool* pool)
-      : contexts_(contexts), pool_(pool) {}
+  ContextServiceImpl(ContextStore* contexts, CallRunner* calls)
+      : contexts_(contexts), calls_(calls) {}
 
   grpc::ServerUnaryReactor* CreateContext(grpc::CallbackServerContext* context,
                                           const v1::CreateContextRequest* request,
@@ -43,8 +43,8 @@ class ContextServiceImpl final : public v1::ContextService::CallbackService {
   // OK when `caller` may change the context (its owner, or unrestricted).
   [[nodiscard]] absl::Status CheckOwner(const Caller& caller, const std::string& context_id);
 
-  ContextStore* contexts_;    // not owned
-  common::ThreadPool* pool_;  // not owned
+  ContextStore* contexts_;  // not owned
+  CallRunner* calls_;       // not owned
 };
 
 }  // namespace coordinator

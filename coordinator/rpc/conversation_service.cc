@@ -10,7 +10,7 @@ grpc::ServerUnaryReactor* ConversationServiceImpl::AppendMessage(
     grpc::CallbackServerContext* context, const v1::AppendMessageRequest* request,
     v1::AppendMessageResponse* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kShort, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::AppendMessageResponse> {
         // An agent writes only the conversation of a context it takes part in
         // (read before the append: see ContextServiceImpl::CheckOwner).
@@ -26,7 +26,7 @@ grpc::ServerUnaryReactor* ConversationServiceImpl::GetConversation(
     grpc::CallbackServerContext* context, const v1::GetConversationRequest* request,
     v1::GetConversationResponse* response) {
   return HandleUnary(
-      context, pool_, response,
+      context, calls_, CallKind::kPool, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::GetConversationResponse> {
         if (caller.scoped()) {
           ASSIGN_OR_RETURN(v1::TaskContext found, contexts_->Get(request->context_id()));

@@ -2,7 +2,7 @@
 #ifndef COORDINATOR_RPC_CONVERSATION_SERVICE_H_
 #define COORDINATOR_RPC_CONVERSATION_SERVICE_H_
 
-#include "common/thread_pool.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/store/conversation_store.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
@@ -13,8 +13,8 @@ class ConversationServiceImpl final : public v1::ConversationService::CallbackSe
  public:
   // `contexts` tells who may read and write a conversation (docs/security.md).
   ConversationServiceImpl(ConversationStore* conversations, ContextStore* contexts,
-                          common::ThreadPool* pool)
-      : conversations_(conversations), contexts_(contexts), pool_(pool) {}
+                          CallRunner* calls)
+      : conversations_(conversations), contexts_(contexts), calls_(calls) {}
 
   grpc::ServerUnaryReactor* AppendMessage(grpc::CallbackServerContext* context,
                                           const v1::AppendMessageRequest* request,
@@ -26,7 +26,7 @@ class ConversationServiceImpl final : public v1::ConversationService::CallbackSe
  private:
   ConversationStore* conversations_;  // not owned
   ContextStore* contexts_;            // not owned
-  common::ThreadPool* pool_;          // not owned
+  CallRunner* calls_;                 // not owned
 };
 
 }  // namespace coordinator

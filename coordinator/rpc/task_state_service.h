@@ -1,9 +1,9 @@
 // gRPC face of TaskStateStore: coordinator.v1.TaskStateService. Thin: each handler hands the
-// request to the store on the work pool and maps the result.
+// request to the store (coordinator/rpc/unary_handler.h) and maps the result.
 #ifndef COORDINATOR_RPC_TASK_STATE_SERVICE_H_
 #define COORDINATOR_RPC_TASK_STATE_SERVICE_H_
 
-#include "common/thread_pool.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/task_state_store.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
 
@@ -11,8 +11,7 @@ namespace coordinator {
 
 class TaskStateServiceImpl final : public v1::TaskStateService::CallbackService {
  public:
-  TaskStateServiceImpl(TaskStateStore* tasks, common::ThreadPool* pool)
-      : tasks_(tasks), pool_(pool) {}
+  TaskStateServiceImpl(TaskStateStore* tasks, CallRunner* calls) : tasks_(tasks), calls_(calls) {}
 
   grpc::ServerUnaryReactor* InitTask(grpc::CallbackServerContext* context,
                                      const v1::InitTaskRequest* request,
@@ -55,8 +54,8 @@ class TaskStateServiceImpl final : public v1::TaskStateService::CallbackService 
                                        v1::ImportTaskResponse* response) override;
 
  private:
-  TaskStateStore* tasks_;     // not owned
-  common::ThreadPool* pool_;  // not owned
+  TaskStateStore* tasks_;  // not owned
+  CallRunner* calls_;      // not owned
 };
 
 }  // namespace coordinator

@@ -138,42 +138,42 @@ class WatchReactor final : public common::StreamWriter<v1::RunEvent>, public Wor
 grpc::ServerUnaryReactor* WorkServiceImpl::CreateRun(grpc::CallbackServerContext* context,
                                                      const v1::CreateRunRequest* request,
                                                      v1::Run* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->CreateRun(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::ImportTaskGraph(
     grpc::CallbackServerContext* context, const v1::ImportTaskGraphRequest* request,
     v1::Run* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->ImportTaskGraph(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                   const v1::GetRunRequest* request,
                                                   v1::Run* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->GetRun(request->run_id()); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::ListRuns(grpc::CallbackServerContext* context,
                                                     const v1::ListRunsRequest* request,
                                                     v1::ListRunsResponse* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->ListRuns(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::ListItems(grpc::CallbackServerContext* context,
                                                      const v1::ListItemsRequest* request,
                                                      v1::ListItemsResponse* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->ListItems(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::GetItem(grpc::CallbackServerContext* context,
                                                    const v1::GetItemRequest* request,
                                                    v1::WorkItem* response) {
-  return HandleUnary(context, pool_, response, [this, request] {
+  return HandleUnary(context, calls_, CallKind::kShort, response, [this, request] {
     return work_->GetItem(request->run_id(), request->item_id());
   });
 }
@@ -181,40 +181,43 @@ grpc::ServerUnaryReactor* WorkServiceImpl::GetItem(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* WorkServiceImpl::Claim(grpc::CallbackServerContext* context,
                                                  const v1::ClaimRequest* request,
                                                  v1::ClaimResponse* response) {
-  return HandleUnary(context, pool_, response, [this, request] { return work_->Claim(*request); });
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->Claim(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                      const v1::HeartbeatRequest* request,
                                                      v1::HeartbeatResponse* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request] { return work_->Heartbeat(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Checkpoint(grpc::CallbackServerContext* context,
                                                       const v1::CheckpointRequest* request,
                                                       v1::WorkItem* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request] { return work_->Checkpoint(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Complete(grpc::CallbackServerContext* context,
                                                     const v1::CompleteRequest* request,
                                                     v1::WorkItem* response) {
-  return HandleUnary(context, pool_, response,
+  return HandleUnary(context, calls_, CallKind::kPool, response,
                      [this, request] { return work_->Complete(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Fail(grpc::CallbackServerContext* context,
                                                 const v1::FailRequest* request,
                                                 v1::WorkItem* response) {
-  return HandleUnary(context, pool_, response, [this, request] { return work_->Fail(*request); });
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->Fail(*request); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Retry(grpc::CallbackServerContext* context,
                                                  const v1::RetryRequest* request,
                                                  v1::WorkItem* response) {
-  return HandleUnary(context, pool_, response, [this, request] { return work_->Retry(*request); });
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->Retry(*request); });
 }
 
 grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
@@ -225,7 +228,7 @@ grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
   absl::StatusOr<std::unique_ptr<StreamSlots::Slot>> slot = TakeStreamSlot(stream_slots_);
   if (!slot.ok()) return common::RefuseStream<v1::RunEvent>(common::ToGrpcStatus(slot.status()));
   std::shared_ptr<WatchReactor> reactor = common::MakeStream<WatchReactor>(
-      work_, notifier_, pool_, request->run_id(), max_watch_queue_, *std::move(slot));
+      work_, notifier_, calls_->pool(), request->run_id(), max_watch_queue_, *std::move(slot));
   reactor->Start();
   return reactor.get();
 }

@@ -1,12 +1,13 @@
 // gRPC face of WorkStore: coordinator.v1.WorkService. Thin: unary handlers hand the request to
-// the store on the work pool; WatchRun is a server-streaming reactor fed by the WorkNotifier.
+// the store (coordinator/rpc/unary_handler.h); WatchRun is a server-streaming reactor fed by the
+// WorkNotifier.
 #ifndef COORDINATOR_RPC_WORK_SERVICE_H_
 #define COORDINATOR_RPC_WORK_SERVICE_H_
 
 #include <cstddef>
 
-#include "common/thread_pool.h"
 #include "coordinator/rpc/stream_slots.h"
+#include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/work_notifier.h"
 #include "coordinator/store/work_store.h"
 #include "coordinator/v1/work.grpc.pb.h"
@@ -19,9 +20,9 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
   // RESOURCE_EXHAUSTED (the snapshot does not count). Default 1024.
   static constexpr size_t kDefaultWatchQueue = 1024;
 
-  WorkServiceImpl(WorkStore* work, WorkNotifier* notifier, common::ThreadPool* pool,
+  WorkServiceImpl(WorkStore* work, WorkNotifier* notifier, CallRunner* calls,
                   size_t max_watch_queue = kDefaultWatchQueue)
-      : work_(work), notifier_(notifier), pool_(pool), max_watch_queue_(max_watch_queue) {}
+      : work_(work), notifier_(notifier), calls_(calls), max_watch_queue_(max_watch_queue) {}
 
   // WatchRun streams count against `slots` (--max_streams; nullptr, the default: no bound).
   // Set before the server starts.
@@ -64,9 +65,9 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
                                                    const v1::WatchRunRequest* request) override;
 
  private:
-  WorkStore* work_;           // not owned
-  WorkNotifier* notifier_;    // not owned
-  common::ThreadPool* pool_;  // not owned
+  WorkStore* work_;         // not owned
+  WorkNotifier* notifier_;  // not owned
+  CallRunner* calls_;       // not owned
   const size_t max_watch_queue_;
   StreamSlots* stream_slots_ = nullptr;  // not owned
 };

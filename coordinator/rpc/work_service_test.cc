@@ -29,9 +29,11 @@ class WorkServiceTest : public ::testing::Test {
     ASSERT_OK(store);
     store_ = *std::move(store);
     pool_ = std::make_unique<common::ThreadPool>(8);
+    calls_ =
+        std::make_unique<CallRunner>(pool_.get(), store_.get(), common::ThreadPool::kUnbounded);
     work_ = std::make_unique<WorkStore>(store_.get(), &notifier_, WorkLimits());
     service_ =
-        std::make_unique<WorkServiceImpl>(work_.get(), &notifier_, pool_.get(), max_watch_queue);
+        std::make_unique<WorkServiceImpl>(work_.get(), &notifier_, calls_.get(), max_watch_queue);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -78,6 +80,7 @@ class WorkServiceTest : public ::testing::Test {
   testing_util::TempDir dir_;
   std::unique_ptr<storage::RocksStore> store_;
   std::unique_ptr<common::ThreadPool> pool_;
+  std::unique_ptr<CallRunner> calls_;
   WorkNotifier notifier_;
   std::unique_ptr<WorkStore> work_;
   std::unique_ptr<WorkServiceImpl> service_;

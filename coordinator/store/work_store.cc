@@ -18,6 +18,7 @@
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"
+#include "storage/durability_scope.h"
 #include "storage/key_codec.h"
 
 namespace coordinator {
@@ -375,9 +376,16 @@ WorkStore::WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits l
       limits_(limits),
       clock_(clock != nullptr ? std::move(clock) : Clock([] { return absl::Now(); })) {}
 
-void WorkStore::Publish(const std::vector<v1::RunEvent>& events) {
-  if (notifier_ == nullptr) return;
-  for (const v1::RunEvent& event : events) notifier_->Publish(event);
+void WorkStore::Publish(std::vector<v1::RunEvent> events) {
+  if (notifier_ == nullptr || events.empty()) return;
+  // The events carry the changed items to watchers, so they go out only once the change is
+  // durable: when a call defers its durability wait (storage/durability_scope.h), from its
+  // completion; otherwise now, as the transaction already waited.
+  storage::DurabilityScope::AfterDurable(store_,
+                                         [notifier = notifier_, events = std::move(events)]() {
+                                           for (const v1::RunEvent& event : events)
+                                             notifier->Publish(event);
+                                         });
 }
 
 absl::StatusOr<Run> WorkStore::CreateRun(const v1::CreateRunRequest& request) {
@@ -634,7 +642,7 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     events.push_back(ChangeEvent(item, &run));
     return absl::OkStatus();
   }));
-  Publish(events);
+  Publish(std::move(events));
   return response;
 }
 
@@ -665,7 +673,7 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
     events.push_back(ChangeEvent(result, record.has_value() ? &record->run() : nullptr));
     return absl::OkStatus();
   }));
-  Publish(events);
+  Publish(std::move(events));
   return result;
 }
 
@@ -775,7 +783,7 @@ absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
     events.push_back(ChangeEvent(result, &record.run()));
     return absl::OkStatus();
   }));
-  Publish(events);
+  Publish(std::move(events));
   return result;
 }
 
@@ -855,7 +863,7 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
         taken_back = true;
         return absl::OkStatus();
       }));
-      Publish(events);
+      Publish(std::move(events));
       if (taken_back) ++reaped;
       if (taken_back || touched) ++changed;
     }

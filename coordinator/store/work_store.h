@@ -119,7 +119,8 @@ class WorkStore {
           change);
   [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
                                                            std::vector<v1::WorkItem> items);
-  void Publish(const std::vector<v1::RunEvent>& events);
+  // Hands `events` to the notifier once the change they describe is durable.
+  void Publish(std::vector<v1::RunEvent> events);
   absl::Time Now() const { return clock_(); }
 
   storage::Store* store_;   // not owned
