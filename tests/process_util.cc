@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -166,9 +167,27 @@ Process::Process(pid_t pid, int stdin_fd, int stdout_fd, int stderr_fd, std::str
 Process::~Process() {
   {
     absl::MutexLock lock(&mu_);
+    // A child in the middle of a sanitizer report is given time to finish it (it aborts then).
+    const auto ended_or_reported = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return ended_ || !absl::StrContains(err_, "Sanitizer");
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&ended_or_reported), absl::Seconds(30));
     if (!ended_) kill(pid_, SIGKILL);
   }
   pump_.join();
+  // A child's sanitizer report would otherwise go with its stderr: the test only sees a call
+  // fail (the child aborted), so the report goes to the test's own stderr, whole.
+  absl::MutexLock lock(&mu_);
+  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                             "WARNING: ThreadSanitizer", "runtime error: "}) {
+    const size_t at = err_.find(marker);
+    if (at == std::string::npos) continue;
+    const size_t from = err_.rfind('\n', at);
+    std::fprintf(stderr, "=== sanitizer report of child process %d ===\n%s\n=== end ===\n",
+                 static_cast<int>(pid_),
+                 err_.substr(from == std::string::npos ? 0 : from + 1).c_str());
+    break;
+  }
 }
 
 void Process::Pump(int stdin_fd, int stdout_fd, int stderr_fd, std::string stdin_data) {

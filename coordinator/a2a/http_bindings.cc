@@ -1,5 +1,5 @@
-// The JSON-RPC and HTTP+JSON bindings: HTTP in, the A2AService call through the in-process
-// channel, ProtoJSON out (see http_bindings.h).
+// The JSON-RPC and HTTP+JSON bindings: HTTP in, the A2AService call on the coordinator's own gRPC
+// server (loopback TCP, or in-process with TLS), ProtoJSON out (see http_bindings.h).
 #include "coordinator/a2a/http_bindings.h"
 
 #include <optional>
@@ -166,14 +166,17 @@ bool IsPrintableAscii(const std::string& value) {
   return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
 }
 
-// One streaming call on the in-process channel, read one response at a time: a read is always
-// outstanding until the stream ends, so the status arrives after the last response.
+// One streaming call to the gRPC service, read one response at a time by the HTTP thread that
+// serves it. The next read starts when the reader takes a response, outside any of gRPC's
+// reactions, so the call carries a hold (gRPC's AddHold) for as long as the reader may still
+// start one: without it, the status could end the call (OnDone) in the gap between a read and
+// the next, and the next read would land on a call gRPC has already freed. The hold goes when
+// no read can follow: the reads ended (a read that failed), or the reader gave up (Abandon).
+// The reader's calls (Start, Wait, Abandon) come from one thread at a time.
 class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
  public:
   StreamCall(const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request)
-      : method_(method),
-        request_(std::move(request)),
-        reading_(NewMessage(method->output_type())) {}
+      : method_(method), request_(std::move(request)) {}
 
   grpc::ClientContext* context() { return &context_; }
 
@@ -182,8 +185,9 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
   void Start(GenericStub* stub, std::shared_ptr<StreamCall> self) {
     self_ = std::move(self);
     stub->PrepareBidiStreamingCall(&context_, MethodPath(method_), grpc::StubOptions(), this);
+    AddHold();
     StartWriteLast(request_.get(), grpc::WriteOptions());
-    StartRead(reading_.get());
+    ReadNext();
     StartCall();
   }
 
@@ -201,8 +205,7 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
       if (read_ == nullptr) return done_ ? Next::kEnd : Next::kIdle;
       *response = std::move(read_);
     }
-    reading_ = NewMessage(method_->output_type());
-    StartRead(reading_.get());
+    ReadNext();  // the hold is still there: only a failed read or Abandon removes it
     return Next::kResponse;
   }
 
@@ -211,17 +214,35 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
     return status_;
   }
 
-  // Cancels the call (a client that went away) and waits until gRPC is done with it.
-  void CancelAndWait() {
+  // The reader is done with the call (its client went away, or the stream was written whole):
+  // cancels it and waits until gRPC is done with it.
+  void Abandon() {
     context_.TryCancel();
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      abandoned_ = true;
+      // With a read in flight, its completion lets the hold go (OnReadDone); without one, no
+      // completion will come, so it goes here.
+      release = !reading_ && !hold_released_;
+      hold_released_ = hold_released_ || release;
+    }
+    if (release) RemoveHold();
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(&done_));
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the end; OnDone follows
-    absl::MutexLock lock(&mu_);
-    read_ = std::move(reading_);
+    bool release = false;
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = false;
+      if (ok) read_ = std::move(buffer_);
+      // A failed read is the end of the reads; after Abandon nobody starts another.
+      release = (!ok || abandoned_) && !hold_released_;
+      hold_released_ = hold_released_ || release;
+    }
+    if (release) RemoveHold();
   }
   void OnDone(const grpc::Status& status) override {
     // Released when OnDone returns (declared before the lock, so it outlives the unlock).
@@ -232,13 +253,29 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
   }
 
  private:
+  // Starts the next read into a fresh buffer (the hold is held: Start, or Wait after a read that
+  // succeeded, when nothing can have let it go).
+  void ReadNext() {
+    pb::Message* buffer;
+    {
+      absl::MutexLock lock(&mu_);
+      buffer_ = NewMessage(method_->output_type());
+      buffer = buffer_.get();
+      reading_ = true;
+    }
+    StartRead(buffer);
+  }
+
   const pb::MethodDescriptor* const method_;
   grpc::ClientContext context_;
   const std::unique_ptr<pb::Message> request_;
-  std::unique_ptr<pb::Message> reading_;  // the buffer of the outstanding read
-  std::shared_ptr<StreamCall> self_;      // from Start to OnDone
+  std::shared_ptr<StreamCall> self_;  // from Start to OnDone
   absl::Mutex mu_;
-  std::unique_ptr<pb::Message> read_ ABSL_GUARDED_BY(mu_);  // read, not yet taken
+  std::unique_ptr<pb::Message> buffer_ ABSL_GUARDED_BY(mu_);  // the outstanding read's
+  std::unique_ptr<pb::Message> read_ ABSL_GUARDED_BY(mu_);    // read, not yet taken
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;                 // a read is in flight
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
+  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
@@ -691,7 +728,7 @@ class A2AHttpBindings::Impl {
           }
         },
         // However the response ended (a client that went away included), the call ends too.
-        [call](bool) { call->CancelAndWait(); });
+        [call](bool) { call->Abandon(); });
   }
 
   GenericStub stub_;
