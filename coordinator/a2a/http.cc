@@ -45,6 +45,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   const int threads = options.threads;
   server->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server->server_->set_payload_max_length(options.max_body_bytes);
+  // A request with neither Content-Length nor chunked Transfer-Encoding has no body (RFC 9112,
+  // 6.3), but httplib 0.11 reads a POST's or DELETE's body until the connection closes: `curl -X
+  // POST .../tasks/t:cancel` would wait out the read timeout and get a bare 400. Saying so in the
+  // header before httplib reads the body makes it read none. (The request object is httplib's
+  // own, not const; only the handler's view of it is.)
+  server->server_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      const_cast<httplib::Request&>(req).set_header("Content-Length", "0");
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   // Prometheus text exposition of the process's metrics (common/metrics.h).
   server->server_->Get(kMetricsPath, [](const httplib::Request&, httplib::Response& res) {
     res.set_content(common::MetricsRegistry::Default().Render(),

@@ -1,7 +1,13 @@
 #include "coordinator/a2a/http.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/test_util.h"
@@ -41,6 +47,53 @@ TEST(HttpServerTest, ServesTheCardAndStops) {
   EXPECT_EQ(metrics->status, 200);
   (*server)->Stop();
   (*server)->Stop();  // idempotent
+}
+
+// Sends `request` as raw bytes (what a client without a body helper, such as `curl -X POST`,
+// sends) and returns the whole answer (the server closes: Connection: close).
+std::string RawExchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) answer.append(buffer, n);
+  close(fd);
+  return answer;
+}
+
+// RFC 9112 6.3: a request with neither Content-Length nor Transfer-Encoding has no body. The
+// server answers it at once, as a request with an empty body, instead of reading until the
+// connection closes and answering 400.
+TEST(HttpServerTest, APostWithoutLengthHasAnEmptyBody) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start("127.0.0.1:0", [](httplib::Server& http) {
+        http.Post("/size", [](const httplib::Request& req, httplib::Response& res) {
+          res.set_content("body of " + std::to_string(req.body.size()), "text/plain");
+        });
+      });
+  ASSERT_OK(server);
+  const int port = (*server)->port();
+  const std::string bare =
+      RawExchange(port, "POST /size HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(absl::StartsWith(bare, "HTTP/1.1 200")) << bare;
+  EXPECT_TRUE(absl::EndsWith(bare, "body of 0")) << bare;
+  // A body with a length, and a chunked one, still arrive whole.
+  const std::string sized = RawExchange(port,
+                                        "POST /size HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
+                                        "close\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_TRUE(absl::EndsWith(sized, "body of 3")) << sized;
+  const std::string chunked = RawExchange(
+      port,
+      "POST /size HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n");
+  EXPECT_TRUE(absl::EndsWith(chunked, "body of 4")) << chunked;
+  (*server)->Stop();
 }
 
 TEST(HttpServerTest, MalformedAddressIsRefused) {
