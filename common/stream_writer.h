@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -211,6 +212,15 @@ std::shared_ptr<Stream> MakeStream(Args&&... args) {
   auto stream = std::make_shared<Stream>(std::forward<Args>(args)...);
   stream->AdoptSelf(stream);
   return stream;
+}
+
+// A callable that ends `stream` with `status` (Abort) if it is still there; it holds the stream
+// weakly, so it may outlive it.
+template <typename Response>
+std::function<void()> Aborter(std::weak_ptr<StreamWriter<Response>> stream, grpc::Status status) {
+  return [stream = std::move(stream), status = std::move(status)] {
+    if (std::shared_ptr<StreamWriter<Response>> alive = stream.lock()) alive->Abort(status);
+  };
 }
 
 // A stream that only finishes with `status`: what a streaming handler returns for a call it

@@ -93,6 +93,7 @@ void AddTaskCommands(std::vector<Command>* commands);
 void AddBreakerCommands(std::vector<Command>* commands);
 void AddImportCommands(std::vector<Command>* commands);
 void AddRunCommands(std::vector<Command>* commands);
+void AddTokenCommands(std::vector<Command>* commands);
 
 }  // namespace coordctl
 

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   coordctl::AddImportCommands(&commands);
   coordctl::AddRunCommands(&commands);
   coordctl::AddAdminCommands(&commands);
+  coordctl::AddTokenCommands(&commands);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_target = std::getenv("COORDCTL_TARGET");

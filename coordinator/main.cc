@@ -1,4 +1,7 @@
 // The coordinator binary: flags, signal handling, and the server's lifetime.
+#include <pthread.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -110,6 +113,13 @@ int main(int argc, char** argv) {
   common::RouteGrpcLogs();
 
   const common::StopSignals stop_signals;  // before any thread starts
+  // SIGHUP reads the token file again (TokenSource's thread waits for it): blocked here, before
+  // any thread starts, so that no other thread takes it (and without a token file it does
+  // nothing rather than end the process).
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
 
   coordinator::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
@@ -127,6 +137,7 @@ int main(int argc, char** argv) {
   options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
   options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.reload_on_sighup = true;
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
   options.restore_from = absl::GetFlag(FLAGS_restore_from);
   options.backup_root = absl::GetFlag(FLAGS_backup_root);

@@ -83,8 +83,8 @@ absl::Status CheckAndShareOptions(ServerOptions& options) {
   return absl::OkStatus();
 }
 
-// The token file's authorizer, or null when there is none: then only loopback is served.
-absl::StatusOr<std::shared_ptr<const Authorizer>> LoadAuthorizer(const ServerOptions& options) {
+// The token file's tokens, or null when there is none: then only loopback is served.
+absl::StatusOr<std::shared_ptr<TokenSource>> LoadTokens(const ServerOptions& options) {
   if (options.token_file.empty()) {
     RETURN_IF_ERROR(RequireLoopback("--listen", options.listen));
     if (!options.http_listen.empty()) {
@@ -93,29 +93,32 @@ absl::StatusOr<std::shared_ptr<const Authorizer>> LoadAuthorizer(const ServerOpt
     return nullptr;
   }
   std::vector<std::string> warnings;
-  ASSIGN_OR_RETURN(std::unique_ptr<Authorizer> loaded,
-                   Authorizer::FromFile(options.token_file, &warnings));
+  ASSIGN_OR_RETURN(std::unique_ptr<TokenSource> loaded,
+                   TokenSource::Open(options.token_file, &warnings));
   for (const std::string& warning : warnings) LOG_WARN("%s", warning);
-  return std::shared_ptr<const Authorizer>(std::move(loaded));
+  return std::shared_ptr<TokenSource>(std::move(loaded));
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(ServerOptions options) {
   RETURN_IF_ERROR(CheckAndShareOptions(options));
-  ASSIGN_OR_RETURN(const std::shared_ptr<const Authorizer> authorizer, LoadAuthorizer(options));
+  ASSIGN_OR_RETURN(const std::shared_ptr<TokenSource> tokens, LoadTokens(options));
   ASSIGN_OR_RETURN(const std::optional<ServerTls> tls,
                    LoadServerTls(options.tls_cert_file, options.tls_key_file));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   RETURN_IF_ERROR(server->OpenStore(options));
   server->BuildParts(options);
-  RETURN_IF_ERROR(server->Listen(options, tls, authorizer));
+  RETURN_IF_ERROR(server->Listen(options, tls, tokens));
+  // The token file is read again when it changes and on SIGHUP, from here on.
+  if (tokens != nullptr)
+    tokens->StartWatching(options.token_check_period, options.reload_on_sighup);
   // The card's interface URL: an absolute https URL when the port takes TLS (as A2A asks of
   // secured interfaces), else the plain host:port that gRPC clients dial.
   CardAddresses addresses;
   addresses.grpc_address =
       tls.has_value() ? absl::StrCat("https://", server->address_) : server->address_;
-  addresses.bearer_auth = authorizer != nullptr;
+  addresses.bearer_auth = tokens != nullptr;
   server->a2a_service_->set_card_addresses(addresses);
   server->StartBackgroundJobs(options);
   if (!options.http_listen.empty()) server->ServeHttp(options, tls);
@@ -190,7 +193,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
 
 absl::Status CoordinatorServer::Listen(const ServerOptions& options,
                                        const std::optional<ServerTls>& tls,
-                                       std::shared_ptr<const Authorizer> authorizer) {
+                                       std::shared_ptr<TokenSource> tokens) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -205,13 +208,13 @@ absl::Status CoordinatorServer::Listen(const ServerOptions& options,
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind a port already in use
   // and split clients between two databases at random; a taken port must fail Start instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  const bool auth_on = authorizer != nullptr;
-  const int tokens = auth_on ? static_cast<int>(authorizer->size()) : 0;
+  const bool auth_on = tokens != nullptr;
+  const int token_count = auth_on ? static_cast<int>(tokens->Current()->size()) : 0;
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // A request that does not parse gets INVALID_ARGUMENT rather than gRPC's bare UNIMPLEMENTED.
   interceptors.push_back(std::make_unique<ParseErrorInterceptorFactory>());
   // Decides, before any handler runs, whether each call may run (docs/security.md).
-  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(std::move(authorizer)));
+  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(std::move(tokens)));
   // Counts and times every call for /metrics; last, so it sees the status the others settled on.
   interceptors.push_back(std::make_unique<MetricsInterceptorFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
@@ -235,9 +238,9 @@ absl::Status CoordinatorServer::Listen(const ServerOptions& options,
   LOG_INFO("listening on %s", address_);
   if (auth_on) {
     LOG_INFO(
-        "authentication on: %d tokens from %s; calls without a valid bearer token get "
-        "UNAUTHENTICATED",
-        tokens, options.token_file);
+        "authentication on: %d tokens from %s (read again when it changes and on SIGHUP); calls "
+        "without a valid bearer token get UNAUTHENTICATED",
+        token_count, options.token_file);
   } else {
     LOG_WARN(
         "authentication off (no --token_file): every caller may do everything, so only "

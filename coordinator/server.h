@@ -25,6 +25,7 @@
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/rpc/task_state_service.h"
 #include "coordinator/rpc/tls.h"
+#include "coordinator/rpc/token_source.h"
 #include "coordinator/rpc/unary_handler.h"
 #include "coordinator/rpc/work_service.h"
 #include "coordinator/store/limits.h"
@@ -89,6 +90,11 @@ struct ServerOptions {
   // Bearer tokens, principals and roles (docs/security.md). Empty (the default): no
   // authentication, and Start refuses a non-loopback --listen or --http_listen.
   std::string token_file;
+  // How often the token file is checked for changes (and expired tokens' streams ended).
+  absl::Duration token_check_period = absl::Milliseconds(250);
+  // Also read the token file again on SIGHUP (the coordinator binary; the caller has blocked
+  // SIGHUP in every thread).
+  bool reload_on_sighup = false;
   // TLS on the gRPC and HTTP ports: PEM certificate chain and private key (both or neither;
   // default neither, plaintext). A missing, unreadable or mismatched pair fails Start.
   std::string tls_cert_file;
@@ -133,7 +139,7 @@ class CoordinatorServer {
   void BuildParts(const ServerOptions& options);
   [[nodiscard]] absl::Status Listen(const ServerOptions& options,
                                     const std::optional<ServerTls>& tls,
-                                    std::shared_ptr<const Authorizer> authorizer);
+                                    std::shared_ptr<TokenSource> tokens);
   void StartBackgroundJobs(const ServerOptions& options);
   // The HTTP port: the A2A JSON bindings and cards (http_bindings.h) and /metrics.
   void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls);

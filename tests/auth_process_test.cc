@@ -5,7 +5,10 @@
 // security scheme; coordctl with --auth-token-file.
 #include <sys/stat.h>
 
+#include <csignal>
+#include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,10 +16,12 @@
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_client.h"
 #include "common/grpc_status.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
+#include "coordinator/v1/auth.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
@@ -267,6 +272,80 @@ TEST_F(AuthProcessTest, WithoutATokenNothingCanBeReadOrWritten) {
   for (const char* token : {kAdmin, kGreen, kPurple, kReader, kExpired}) {
     EXPECT_THAT(coordinator_->process().stderr_text(), Not(HasSubstr(token)));
   }
+}
+
+// docs/security.md, "Tokens": the file is read again when it changes (and on SIGHUP), a removed
+// token is refused from then on and ends the streams opened with it, a new one (minted by
+// coordctl) works at once, and a bad new file leaves the tokens in force as they were.
+TEST_F(AuthProcessTest, TokensAreReadAgainWithoutARestart) {
+  // Bounded polling: the coordinator checks the file every 250 ms; nothing here is timed.
+  const auto eventually = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 400; ++i) {
+      if (done()) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return done();
+  };
+  // A token minted by coordctl: refused until it is in the file.
+  absl::StatusOr<ProcessResult> minted =
+      RunProcess(BinaryPath("coordctl"), {"token", "new", "--principal", "newbie"});
+  ASSERT_OK(minted);
+  ASSERT_EQ(minted->exit_code, 0) << minted->Describe();
+  v1::TokenEntry entry;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(minted->out, &entry).ok()) << minted->out;
+  const std::string newbie = Bearer(entry.token());
+  EXPECT_THAT(Create(newbie, "newbie-1", ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+
+  // Green watches a run; then green's token leaves the file and newbie's arrives.
+  {
+    v1::CreateRunRequest create;
+    create.mutable_run()->set_run_id("watched");
+    create.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+    v1::WorkItem* item = create.add_items();
+    item->set_item_id("a");
+    item->set_title("a");
+    v1::Run run;
+    const grpc::Status created = work_->CreateRun(Ctx(Bearer(kAdmin)).get(), create, &run);
+    ASSERT_TRUE(created.ok()) << created.error_message();
+  }
+  std::unique_ptr<grpc::ClientContext> watch_ctx = Ctx(Bearer(kGreen));
+  v1::WatchRunRequest watch;
+  watch.set_run_id("watched");
+  std::unique_ptr<grpc::ClientReader<v1::RunEvent>> watcher =
+      work_->WatchRun(watch_ctx.get(), watch);
+  v1::RunEvent event;
+  ASSERT_TRUE(watcher->Read(&event));  // the snapshot: the stream is open
+
+  std::string without_green = TokenFileJson();
+  const std::string green_entry =
+      absl::StrCat(R"({"token": ")", kGreen, R"(", "principal": "green", "role": "agent"},)");
+  ASSERT_NE(without_green.find(green_entry), std::string::npos);
+  without_green.replace(without_green.find(green_entry), green_entry.size(),
+                        absl::StrCat(minted->out.substr(0, minted->out.find('\n')), ","));
+  WriteFile(token_file_ + ".new", without_green);
+  ASSERT_EQ(::rename((token_file_ + ".new").c_str(), token_file_.c_str()), 0);
+
+  while (watcher->Read(&event)) {
+  }
+  const grpc::Status ended = watcher->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAUTHENTICATED) << ended.error_message();
+  EXPECT_THAT(ended.error_message(), HasSubstr("revoked"));
+  EXPECT_TRUE(eventually([&] { return Create(newbie, "newbie-1", "").ok(); }));
+  EXPECT_THAT(Create(Bearer(kGreen), "green-late", ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+  ASSERT_OK(coordinator_->process().WaitForStderrLine("reloaded", absl::Seconds(10)));
+
+  // A malformed file is refused with a log line; the tokens in force stay.
+  WriteFile(token_file_, R"({"tokens": [{"token": "short"}]})");
+  ASSERT_OK(coordinator_->process().WaitForStderrLine("not reloaded", absl::Seconds(30)));
+  EXPECT_TRUE(Get(newbie, "newbie-1").ok());
+  EXPECT_THAT(Create(Bearer(kGreen), "green-late", ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
+
+  // SIGHUP reads the file again (and no longer ends the process): green is back.
+  WriteFile(token_file_, TokenFileJson());
+  ASSERT_OK(coordinator_->process().Signal(SIGHUP));
+  ASSERT_OK(coordinator_->process().WaitForStderrLine("SIGHUP", absl::Seconds(30)));
+  EXPECT_TRUE(eventually([&] { return Create(Bearer(kGreen), "green-back", "").ok(); }));
+  EXPECT_FALSE(coordinator_->process().ended());
 }
 
 TEST_F(AuthProcessTest, HealthNeedsNoToken) {

@@ -239,6 +239,9 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         service, context, send != nullptr ? Mode::kSend : Mode::kSubscribe, std::move(slot));
     // As in SendCall: while Start() still reads the request and the context, a cancel waits.
     stream->HoldFinish();
+    // Set before anything can finish the stream; dropped in OnStreamDone.
+    stream->revocation_ = OnCallerTokenRevoked(
+        context, common::Aborter(stream->weak_from_this(), TokenRevokedStatus()));
     // A new stream: refused at once when the work pool's queue is full (--max_queued_calls).
     if (absl::Status queued = service->pool()->TrySchedule(
             [stream, send, subscribe] { stream->Start(send, subscribe); });
@@ -260,7 +263,10 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         "from the task as stored, and every event stays in the task's log")));
   }
 
-  void OnStreamDone() override { subscription_.End(); }
+  void OnStreamDone() override {
+    subscription_.End();
+    revocation_.reset();
+  }
 
   std::shared_ptr<TaskStream> Self() {
     return std::static_pointer_cast<TaskStream>(shared_from_this());
@@ -397,6 +403,8 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
   grpc::CallbackServerContext* context_;
   const Mode mode_;
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released with the stream
+  // Ends the stream when the caller's token goes (null without tokens).
+  std::unique_ptr<TokenSource::Registration> revocation_;
   absl::Mutex mu_;        // taken before the writer's own lock, never after
   std::string task_id_;   // written only by Start, before it subscribes
   int64_t sent_seq_ = 0;  // kSend: the history seq of the message sent; as task_id_

@@ -259,7 +259,8 @@ absl::StatusOr<Caller> Authorizer::Authenticate(absl::Span<const absl::string_vi
   if (token.empty()) {
     return absl::UnauthenticatedError("malformed authorization metadata: the token is empty");
   }
-  auto it = tokens_.find(Sha256(token));
+  std::string digest = Sha256(token);
+  auto it = tokens_.find(digest);
   if (it == tokens_.end()) return absl::UnauthenticatedError("the token is not known");
   if (now >= it->second.expires_at) {
     return absl::UnauthenticatedError(
@@ -269,7 +270,16 @@ absl::StatusOr<Caller> Authorizer::Authenticate(absl::Span<const absl::string_vi
   caller.authenticated = true;
   caller.principal = it->second.principal;
   caller.role = it->second.role;
+  caller.token_digest = std::move(digest);
+  caller.token_expires_at = it->second.expires_at;
   return caller;
+}
+
+bool Authorizer::Accepts(const std::string& token_digest, const std::string& principal, Role role,
+                         absl::Time now) const {
+  auto it = tokens_.find(token_digest);
+  return it != tokens_.end() && now < it->second.expires_at && it->second.principal == principal &&
+         it->second.role == role;
 }
 
 absl::StatusOr<Caller> Authorizer::Authorize(absl::string_view method,

@@ -45,6 +45,10 @@ struct Caller {
   // The principal of the token (empty when not authenticated).
   std::string principal;
   Role role = Role::kAdmin;
+  // The SHA-256 of the token the caller presented, and when it expires (InfiniteFuture when it
+  // does not): what TokenSource needs to end the caller's streams when the token goes.
+  std::string token_digest;
+  absl::Time token_expires_at = absl::InfiniteFuture();
 
   // May do everything: no authentication configured, or an admin.
   bool unrestricted() const { return !authenticated || role == Role::kAdmin; }
@@ -78,6 +82,11 @@ class Authorizer {
   [[nodiscard]] absl::StatusOr<Caller> Authorize(absl::string_view method,
                                                  absl::Span<const absl::string_view> authorization,
                                                  absl::Time now) const;
+
+  // Whether the token with SHA-256 `token_digest` is still valid at `now` for `principal` in
+  // `role`: false once it is gone from the file, expired, or given to another principal or role.
+  bool Accepts(const std::string& token_digest, const std::string& principal, Role role,
+               absl::Time now) const;
 
   // Number of tokens.
   size_t size() const { return tokens_.size(); }

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/rpc/auth.h"
+#include "coordinator/rpc/token_source.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_interceptor.h"
 
@@ -20,15 +21,16 @@ namespace coordinator {
 
 class AuthInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  // `authorizer` null: authentication is off and every caller may do everything.
-  explicit AuthInterceptorFactory(std::shared_ptr<const Authorizer> authorizer);
+  // `tokens` null: authentication is off and every caller may do everything. Each call is
+  // checked against the tokens in force when it starts.
+  explicit AuthInterceptorFactory(std::shared_ptr<TokenSource> tokens);
   ~AuthInterceptorFactory() override;
 
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
  private:
-  std::shared_ptr<const Authorizer> authorizer_;
+  std::shared_ptr<TokenSource> tokens_;
 };
 
 // The caller of the call behind `context`: UNAUTHENTICATED or PERMISSION_DENIED when the call
@@ -36,6 +38,15 @@ class AuthInterceptorFactory final : public grpc::experimental::ServerIntercepto
 // in-process tests do) is unrestricted while no server of this process has authentication on,
 // and refused otherwise.
 [[nodiscard]] absl::StatusOr<Caller> CallerOf(const grpc::ServerContextBase* context);
+
+// What a stream ends with when the token it was opened with is revoked or expires.
+grpc::Status TokenRevokedStatus();
+
+// For streaming handlers: ends the stream of `context` with `abort` once its caller's token is
+// revoked or expires (TokenSource::OnRevoke: `abort` holds the stream weakly; drop the handle in
+// OnDone). Null when no token authenticated the call.
+[[nodiscard]] std::unique_ptr<TokenSource::Registration> OnCallerTokenRevoked(
+    const grpc::ServerContextBase* context, std::function<void()> abort);
 
 }  // namespace coordinator
 

@@ -69,6 +69,12 @@ class WatchReactor final : public common::StreamWriter<v1::RunEvent>, public Wor
 
   void OnClose(const absl::Status& status) override { Abort(common::ToGrpcStatus(status)); }
 
+  // Set once, before the reactor goes to gRPC; dropped in OnStreamDone.
+  void EndWhenTokenRevoked(grpc::CallbackServerContext* context) {
+    revocation_ =
+        OnCallerTokenRevoked(context, common::Aborter(weak_from_this(), TokenRevokedStatus()));
+  }
+
  private:
   static grpc::Status OverflowStatus(size_t max_queue) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -79,7 +85,10 @@ class WatchReactor final : public common::StreamWriter<v1::RunEvent>, public Wor
 
   // No OnEvent is running or will run after this; a LoadSnapshot still queued keeps the reactor
   // alive until it has run, and then finds the stream closed.
-  void OnStreamDone() override { notifier_->Unsubscribe(this); }
+  void OnStreamDone() override {
+    notifier_->Unsubscribe(this);
+    revocation_.reset();
+  }
 
   void LoadSnapshot() {
     absl::StatusOr<v1::Run> run = work_->GetRun(run_id_);
@@ -126,6 +135,8 @@ class WatchReactor final : public common::StreamWriter<v1::RunEvent>, public Wor
   const std::string run_id_;
   const size_t max_queue_;
   const std::unique_ptr<StreamSlots::Slot> slot_;  // released when the reactor is deleted
+  // Ends the stream when the caller's token goes (null without tokens).
+  std::unique_ptr<TokenSource::Registration> revocation_;
 
   absl::Mutex mu_;  // taken after the notifier's lock and before the writer's, never the other way
   std::vector<v1::RunEvent> early_ ABSL_GUARDED_BY(mu_);  // changes before the snapshot
@@ -229,6 +240,7 @@ grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
   if (!slot.ok()) return common::RefuseStream<v1::RunEvent>(common::ToGrpcStatus(slot.status()));
   std::shared_ptr<WatchReactor> reactor = common::MakeStream<WatchReactor>(
       work_, notifier_, calls_->pool(), request->run_id(), max_watch_queue_, *std::move(slot));
+  reactor->EndWhenTokenRevoked(context);
   reactor->Start();
   return reactor.get();
 }
