@@ -45,6 +45,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   const int threads = options.threads;
   server->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server->server_->set_payload_max_length(options.max_body_bytes);
+  // An answer goes out as two writes (headers, body): without TCP_NODELAY the body waits for the
+  // client's delayed ACK, about 40 ms per call (bench/analysis.md, W5 over JSON-RPC).
+  server->server_->set_tcp_nodelay(true);
+  // httplib closes a keep-alive connection after 5 requests by default; clients that call in a
+  // loop then reconnect all the time, and with httplib's short listen backlog some connection
+  // attempts are dropped and retried a second later.
+  server->server_->set_keep_alive_max_count(10000);
   // A request with neither Content-Length nor chunked Transfer-Encoding has no body (RFC 9112,
   // 6.3), but httplib 0.11 reads a POST's or DELETE's body until the connection closes: `curl -X
   // POST .../tasks/t:cancel` would wait out the read timeout and get a bare 400. Saying so in the
