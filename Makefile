@@ -61,7 +61,9 @@ fuzz-smoke:
 
 # Benchmarks against the peers, side by side in one run (bench/run.sh, about 10-15 minutes):
 # writes bench/RESULTS.md, bench/throughput.png and bench/results.jsonl.
+# PostgreSQL is the bench's own dependency (its durable A2A peer), not the tests'.
 bench: configure
+	./scripts/install_deps.sh postgresql
 	BUILD_DIR=$(BUILD_DIR) ./bench/run.sh
 
 format:

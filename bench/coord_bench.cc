@@ -14,7 +14,9 @@
 //   append   W3 at a fixed size: --history messages are appended first
 //   get      W4: get-context at random among --contexts contexts (created over RPCs unless
 //                --create=false, e.g. after bench_bulk_load)
-//   a2a      W5: blocking SendMessage to --tenant (empty: the target is the agent itself)
+//   a2a      W5: blocking SendMessage to --tenant (empty: the target is the agent itself);
+//            with --binding=jsonrpc, a SendMessage JSON-RPC call POSTed to --url instead (one
+//            thread and keep-alive connection per stream; --target and --tenant are unused)
 //   serving  waits until the target's health check answers SERVING and prints how long that
 //            took since --since_unix_ns (when the caller started the server)
 // Exit code 1 when any measured call failed or a measurement completed no call.
@@ -49,6 +51,11 @@ ABSL_FLAG(int64_t, point_calls, 1000, "history: appends measured at each size (c
 ABSL_FLAG(int64_t, contexts, 100000, "get: contexts to read among");
 ABSL_FLAG(bool, create, true, "get: create the contexts first over RPCs");
 ABSL_FLAG(std::string, tenant, "", "a2a: the agent's tenant at the target");
+ABSL_FLAG(std::string, binding, "grpc",
+          "a2a: grpc (A2AService at --target) or jsonrpc (the JSON-RPC binding at --url)");
+ABSL_FLAG(std::string, url, "",
+          "a2a with --binding=jsonrpc: the agent's JSON-RPC URL, e.g. "
+          "http://127.0.0.1:8080/agents/echo (no default)");
 ABSL_FLAG(std::string, label, "", "a2a: name of this measurement in the output (e.g. direct)");
 ABSL_FLAG(std::string, run_id, "bench", "prefix of the ids this run creates or reads");
 ABSL_FLAG(int64_t, since_unix_ns, 0, "serving: when the server process was started");
@@ -203,6 +210,31 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string workload = absl::GetFlag(FLAGS_workload);
+  const std::string binding = absl::GetFlag(FLAGS_binding);
+  if (binding != "grpc" && binding != "jsonrpc") {
+    std::cerr << "coord_bench: --binding is grpc or jsonrpc, not " << binding << "\n";
+    return 2;
+  }
+  if (binding == "jsonrpc") {
+    if (workload != "a2a") {
+      std::cerr << "coord_bench: --binding=jsonrpc is for --workload=a2a only\n";
+      return 2;
+    }
+    if (absl::GetFlag(FLAGS_url).empty()) {
+      std::cerr << "coord_bench: --binding=jsonrpc needs --url\n";
+      return 2;
+    }
+    absl::StatusOr<bench::HttpUrl> url = bench::ParseHttpUrl(absl::GetFlag(FLAGS_url));
+    if (!url.ok()) {
+      std::cerr << "coord_bench: --url: " << url.status().message() << "\n";
+      return 2;
+    }
+    const bool ok = RunConcurrencies(
+        workload,
+        absl::StrFormat("\"label\":\"%s\",\"binding\":\"jsonrpc\",", absl::GetFlag(FLAGS_label)),
+        concurrencies, bench::JsonRpcSendMessageWorkload(*std::move(url)));
+    return ok ? 0 : 1;
+  }
   if (workload == "serving") return RunServing() ? 0 : 1;
 
   auto channels = bench::MakeChannels(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_channels));

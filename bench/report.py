@@ -129,6 +129,10 @@ def render(path, out_dir):
     w5 = res.series("a2a", label="gateway")
     direct = res.series("a2a", label="direct")
     js = res.series("a2a", label="js_sdk")
+    js_pg = res.series("a2a", label="js_sdk_pg")
+    w5_rpc = res.series("a2a", label="gateway_jsonrpc")
+    js_rpc = res.series("a2a", label="js_sdk_jsonrpc")
+    pg = res.find("postgres") or {}
     redis = {t: res.series(f"redis_{t}") for t in ("incr", "rpush", "hset", "get")}
     jq = {n: res.series("shell_jq", tasks=n) for n in (50, 1000)}
     py = {n: res.series("python_json", tasks=n) for n in (50, 1000)}
@@ -201,6 +205,10 @@ def render(path, out_dir):
         if w5.get(c) and js.get(c) and js[c]["throughput"]:
             rr = w5[c]["throughput"] / js[c]["throughput"]
             target(f"W5 @{c} >= 4x the JavaScript SDK's in-memory server", f"{rr:.2f}x", rr >= 4)
+    for c in (16, 64):
+        if w5.get(c) and js_pg.get(c) and js_pg[c]["throughput"]:
+            rr = w5[c]["throughput"] / js_pg[c]["throughput"]
+            target(f"W5 @{c} >= 3x the JavaScript SDK on PostgreSQL", f"{rr:.2f}x", rr >= 3)
     for c in CONCURRENCIES:
         if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
             cost = 1 - w5[c]["throughput"] / direct[c]["throughput"]
@@ -265,19 +273,35 @@ def render(path, out_dir):
     md += table("W5 A2A: blocking SendMessage to an agent that completes at once",
                 "coordinator gateway -> echo_agent (durable)", w5,
                 [("echo_agent called directly (no coordinator)", direct),
-                 ("A2A JavaScript SDK gRPC server, in-memory task store", js)],
+                 ("A2A JavaScript SDK gRPC server, in-memory task store", js),
+                 ("A2A JavaScript SDK gRPC server, DatabaseTaskStore on PostgreSQL"
+                  + (f" {pg['version'].split()[0]}" if pg.get("version") else "")
+                  + f" (synchronous_commit={pg.get('synchronous_commit', '?')})", js_pg)],
                 "Each call sends a new task and waits for its COMPLETED answer (a call whose "
                 "answer is not a completed task counts as an error). Through the gateway every "
                 "task, message, status change and artifact is stored durably before the answer. "
                 "The JavaScript peer is `tests/interop/js_agent.mjs` on `@a2a-js/sdk` 1.3.0 "
                 "(`grpcService`, `DefaultRequestHandler`, `InMemoryTaskStore`), driven by the "
-                "same load generator.")
+                "same load generator; its durable twin is the same agent with `--store=postgres://"
+                "...`: the SDK's own `DatabaseTaskStore` (`@a2a-js/sdk/server/database`, kysely + "
+                "pg with node-postgres' default pool of 10 connections) on a throwaway PostgreSQL "
+                "cluster on loopback started by bench/run.sh (`fsync=on`, `synchronous_commit="
+                f"{pg.get('synchronous_commit', '?')}`, `wal_sync_method="
+                f"{pg.get('wal_sync_method', '?')}`), its table made by the SDK's `a2a-db upgrade`.")
     gw = []
     for c in CONCURRENCIES:
         if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
             gw.append(f"@{c}: {(1 - w5[c]['throughput'] / direct[c]['throughput']) * 100:.0f}%")
     if gw:
         md += ["Gateway cost (1 - gateway/direct throughput): " + ", ".join(gw) + ".", ""]
+    md += table("W5 over JSON-RPC: blocking SendMessage as a JSON-RPC call over HTTP",
+                "coordinator JSON-RPC binding -> gateway -> echo_agent (durable)", w5_rpc,
+                [("A2A JavaScript SDK Express JSON-RPC server, in-memory task store", js_rpc),
+                 ("(for reference) coordinator gateway over gRPC", w5)],
+                "The same call as W5 as a JSON-RPC `SendMessage` POSTed over keep-alive HTTP/1.1 "
+                "(`coord_bench --binding=jsonrpc`: one thread and one cpp-httplib connection per "
+                "stream, TCP_NODELAY), to the coordinator's `/agents/echo` and to "
+                "`tests/interop/js_rpc_agent.mjs` (`jsonRpcHandler` on Express).")
 
     md += ["## Resources", ""]
     if disk:
@@ -311,8 +335,10 @@ def render(path, out_dir):
     # Plot -----------------------------------------------------------------------------------
     series = [("W1 RecordFailure", w1), ("W2 IncrementAttempt (1 task)", w2),
               ("W3 AppendMessage", w3), ("W4 GetContext", w4),
-              ("W5 SendMessage via gateway", w5), ("W5 echo_agent direct", direct),
-              ("JS SDK gRPC server", js), ("Redis INCR", redis["incr"]),
+              ("W5 SendMessage via gateway", w5), ("W5 SendMessage via gateway, JSON-RPC", w5_rpc),
+              ("W5 echo_agent direct", direct),
+              ("JS SDK gRPC server", js), ("JS SDK gRPC server on PostgreSQL", js_pg),
+              ("JS SDK JSON-RPC server", js_rpc), ("Redis INCR", redis["incr"]),
               ("Redis RPUSH", redis["rpush"]), ("Redis HSET", redis["hset"]),
               ("shell+jq, 50 tasks", jq[50]), ("Python JSON, 50 tasks", py[50])]
     dat = os.path.join(out_dir, "throughput.dat")
@@ -333,7 +359,7 @@ def render(path, out_dir):
     ]
     parts = []
     for i, (name, _) in enumerate(series):
-        style = "lw 2" if i < 5 else "dt 2 lw 1.5"
+        style = "lw 2" if i < 6 else "dt 2 lw 1.5"
         parts.append(f"'{dat}' using 1:{i + 2} with linespoints {style} title '{name}'")
     plot.append("plot " + ", \\\n     ".join(parts))
     gp = os.path.join(out_dir, "throughput.gp")

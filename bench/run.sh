@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmarks of issue 7, side by side in one run (`make bench`): builds what it needs, runs
 # every coordinator workload (W1-W5) and every peer (Redis with appendfsync always, the A2A
-# JavaScript SDK's gRPC server, the shell+jq and Python JSON-file approaches), the resource
-# figures and the disk's fsync latency, then writes bench/RESULTS.md and bench/throughput.png
+# JavaScript SDK's gRPC server in memory and on PostgreSQL 15 with synchronous_commit=on, its
+# Express JSON-RPC server, the shell+jq and Python JSON-file approaches), the resource figures
+# and the disk's fsync latency, then writes bench/RESULTS.md and bench/throughput.png
 # (bench/report.py, gnuplot).
 #
 #   bench/run.sh                       BUILD_DIR=build by default
@@ -14,7 +15,8 @@
 #
 # Every process it starts is stopped by PID when it exits, whatever happens. Each coordinator
 # runs the real binary with its default durable (WAL-synced) writes on a fresh data dir, on an
-# ephemeral port.
+# ephemeral port. PostgreSQL is a throwaway cluster (initdb in the work dir, loopback, an
+# ephemeral port), run as the postgres user when the bench runs as root (postgres refuses root).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +39,16 @@ for tool in jq redis-server redis-benchmark gnuplot node npm flock; do
     exit 1
   fi
 done
+# PostgreSQL (Debian's postgresql package: the bench's own dependency, not the tests'), for W5's
+# durable JS SDK peer; the newest installed major version.
+pg_bin=""
+if want w5; then
+  pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ] || [ ! -x "$pg_bin/pg_ctl" ]; then
+    echo "bench: PostgreSQL is missing (scripts/install_deps.sh postgresql installs it)" >&2
+    exit 1
+  fi
+fi
 
 # --- build
 if [ -z "${BENCH_NO_BUILD:-}" ]; then
@@ -77,9 +89,13 @@ stop_pid() {
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+pg_data=""  # set while the PostgreSQL cluster may run: cleanup stops it (pg_ctl, by its pid file)
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  if [ -n "$pg_data" ] && [ -f "$pg_data/postmaster.pid" ]; then
+    as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w stop >/dev/null 2>&1 || true
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -112,11 +128,21 @@ wait_for() {
   return 1
 }
 
+free_port() {
+  "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# as_pg <command...>: runs a PostgreSQL command as the postgres user when we are root.
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
 coord_pid=""
 coord_addr=""
-# start_coordinator <name>: a coordinator on a fresh data dir $work/<name> (unless it exists).
+# start_coordinator <name> [flags...]: a coordinator on a fresh data dir $work/<name> (unless it
+# exists), without its HTTP bindings unless the flags ask for them (later flags win).
 start_coordinator() {
-  "$bin/coordinator" --listen=127.0.0.1:0 --data_dir="$work/$1" --http_listen= \
+  "$bin/coordinator" --listen=127.0.0.1:0 --data_dir="$work/$1" --http_listen= "${@:2}" \
     >"$work/$1.log" 2>&1 &
   coord_pid=$!
   pids+=("$coord_pid")
@@ -167,11 +193,14 @@ bench --workload=get --run_id=w4 --contexts=100000 --create=false \
 stop_coordinator
 fi
 
-# --- W5 A2A: through the coordinator's gateway to echo_agent, echo_agent directly, and the
-# JavaScript SDK's gRPC server directly
+# --- W5 A2A: through the coordinator's gateway to echo_agent (gRPC and JSON-RPC), echo_agent
+# directly, and the JavaScript SDK's servers directly: gRPC with its in-memory task store and with
+# its DatabaseTaskStore on PostgreSQL (synchronous_commit=on), and Express JSON-RPC in memory
 if want w5; then
 log "W5 A2A SendMessage"
-start_coordinator w5
+start_coordinator w5 --http_listen=127.0.0.1:0
+coord_http="$(wait_for "$work/w5.log" 'agent card on http://127\.0\.0\.1:[0-9]+' "$coord_pid" \
+  "coordinator w5" | sed 's/^agent card on //')"
 "$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
   >"$work/echo_agent.log" 2>&1 &
 echo_pid=$!
@@ -184,22 +213,70 @@ js_pid=$!
 pids+=("$js_pid")
 js_addr="$(wait_for "$work/js_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' "$js_pid" js_agent |
   sed 's/^listening on //')"
-bench --workload=a2a --tenant=echo --label=gateway --concurrency="$concurrencies" |
-  record coordinator
-"$bin/coord_bench" --target="$echo_addr" --warmup_seconds="$warmup" --seconds="$seconds" \
-  --workload=a2a --label=direct --concurrency="$concurrencies" | record echo_agent
-"$bin/coord_bench" --target="$js_addr" --warmup_seconds="$warmup" --seconds="$seconds" \
-  --workload=a2a --label=js_sdk --concurrency="$concurrencies" | record js_sdk
+a2a_bench() { "$bin/coord_bench" --warmup_seconds="$warmup" --seconds="$seconds" --workload=a2a \
+  --concurrency="$concurrencies" "$@"; }
+a2a_bench --target="$coord_addr" --tenant=echo --label=gateway | record coordinator
+a2a_bench --target="$echo_addr" --label=direct | record echo_agent
+a2a_bench --target="$js_addr" --label=js_sdk | record js_sdk
 stop_pid "$js_pid"
+# The JSON-RPC runs come after the gRPC ones, which stay as comparable with earlier runs as they
+# were. Their failed calls are recorded (RESULTS.md shows the count in bold) instead of ending
+# the run: at 64 streams the coordinator's HTTP server may reset a keep-alive connection.
+log "W5 over JSON-RPC: the coordinator's binding"
+{ a2a_bench --binding=jsonrpc --url="$coord_http/agents/echo" --label=gateway_jsonrpc ||
+  log "W5 gateway_jsonrpc had failed calls (recorded)"; } | record coordinator
+
+log "W5 the JS SDK's Express JSON-RPC server"
+node "$interop/js_rpc_agent.mjs" --listen=127.0.0.1:0 --name=jsrpc >"$work/js_rpc_agent.log" 2>&1 &
+js_rpc_pid=$!
+pids+=("$js_rpc_pid")
+js_rpc_url="$(wait_for "$work/js_rpc_agent.log" 'listening on http://127\.0\.0\.1:[0-9]+' \
+  "$js_rpc_pid" js_rpc_agent | sed 's/^listening on //')"
+{ a2a_bench --binding=jsonrpc --url="$js_rpc_url/" --label=js_sdk_jsonrpc ||
+  log "W5 js_sdk_jsonrpc had failed calls (recorded)"; } | record js_sdk_jsonrpc
+stop_pid "$js_rpc_pid"
 stop_pid "$echo_pid"
 stop_coordinator
+
+log "W5 the JS SDK on PostgreSQL (synchronous_commit=on)"
+# A throwaway cluster in the work dir: trust on loopback only, durable settings stated.
+mkdir -p "$work/pg"
+if [ "$(id -u)" -eq 0 ]; then
+  chmod o+x "$work"  # the postgres user only passes through
+  chown postgres "$work/pg"
+fi
+pg_data="$work/pg/data"
+as_pg "$pg_bin/initdb" -D "$pg_data" -A trust -U bench -E UTF8 --no-sync >"$work/pg/initdb.log"
+pg_port="$(free_port)"
+as_pg "$pg_bin/pg_ctl" -D "$pg_data" -l "$work/pg/postgres.log" -w -t 60 \
+  -o "-c port=$pg_port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$work/pg \
+-c fsync=on -c synchronous_commit=on -c full_page_writes=on" start >/dev/null
+pg_url="postgres://bench@127.0.0.1:$pg_port/postgres"
+# The table the store needs, by the SDK's own migration tool.
+node "$interop/node_modules/.bin/a2a-db" upgrade --url "$pg_url" --store tasks >&2
+pg_settings() {
+  psql "$pg_url" -Atc "select setting from pg_settings where name = '$1'"
+}
+echo "{\"workload\":\"postgres\",\"version\":$(psql "$pg_url" -Atc 'show server_version' | jq -R .),\"synchronous_commit\":\"$(pg_settings synchronous_commit)\",\"fsync\":\"$(pg_settings fsync)\",\"wal_sync_method\":\"$(pg_settings wal_sync_method)\"}" |
+  record postgres
+node "$interop/js_agent.mjs" --listen=127.0.0.1:0 --name=jspg --store="$pg_url" \
+  >"$work/js_agent_pg.log" 2>&1 &
+js_pg_pid=$!
+pids+=("$js_pg_pid")
+js_pg_addr="$(wait_for "$work/js_agent_pg.log" 'listening on 127\.0\.0\.1:[0-9]+' "$js_pg_pid" \
+  "js_agent (PostgreSQL)" | sed 's/^listening on //')"
+a2a_bench --target="$js_pg_addr" --label=js_sdk_pg | record js_sdk_pg
+echo "{\"workload\":\"postgres_tasks\",\"rows\":$(psql "$pg_url" -Atc 'select count(*) from tasks')}" |
+  record postgres
+stop_pid "$js_pg_pid"
+as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m fast -w stop >/dev/null
 fi
 
 # --- Redis with appendonly yes, appendfsync always, on loopback
 if want redis; then
 log "Redis (appendfsync always) INCR, RPUSH, HSET, GET"
 mkdir -p "$work/redis"
-redis_port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+redis_port="$(free_port)"
 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --appendonly yes \
   --appendfsync always --save '' --daemonize no --protected-mode yes \
   >"$work/redis.log" 2>&1 &
@@ -241,7 +318,7 @@ log "resources: $big_contexts contexts"
   record coordinator
 bytes="$(du -sb "$work/big" | cut -f1)"
 echo "{\"workload\":\"disk\",\"contexts\":$big_contexts,\"bytes\":$bytes}" | record coordinator
-big_port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+big_port="$(free_port)"
 since="$(date +%s%N)"
 "$bin/coordinator" --listen="127.0.0.1:$big_port" --data_dir="$work/big" --http_listen= \
   >"$work/big.log" 2>&1 &

@@ -4,13 +4,21 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <random>
+#include <thread>
 #include <utility>
 
+#include "a2a_protocol/json_binding.h"
 #include "a2a_protocol/version.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "httplib.h"
 
 namespace bench {
 namespace {
@@ -49,6 +57,27 @@ void Issue(Request request, Start start, Check check, Done done,
           delete call;
           done(std::move(s));
         });
+}
+
+// The W5 message: a new task for the echo agent, with an id unique to this run.
+a2apb::SendMessageRequest NewSendMessage(const std::string& tenant, const std::string& run,
+                                         int64_t n) {
+  a2apb::SendMessageRequest request;
+  request.set_tenant(tenant);
+  a2apb::Message* m = request.mutable_message();
+  m->set_message_id(absl::StrCat("bench-", run, "-", n));
+  m->set_role(a2apb::ROLE_USER);
+  m->add_parts()->set_text("hello");
+  return request;
+}
+
+grpc::Status CompletedTask(const a2apb::SendMessageResponse& r) {
+  if (r.has_task() && r.task().status().state() == a2apb::TASK_STATE_COMPLETED) {
+    return grpc::Status::OK;
+  }
+  return grpc::Status(
+      grpc::StatusCode::UNKNOWN,
+      absl::StrCat("the answer is not a completed task: ", r.ShortDebugString().substr(0, 200)));
 }
 
 template <typename T>
@@ -216,28 +245,152 @@ IssueFn SendMessageWorkload(Stubs& stubs, std::string tenant) {
   auto counter = std::make_shared<std::atomic<int64_t>>(0);
   const std::string run = absl::StrCat(std::random_device{}());
   return [&stubs, tenant, counter, run](int stream, int64_t, Done done) {
-    a2apb::SendMessageRequest request;
-    request.set_tenant(tenant);
-    a2apb::Message* m = request.mutable_message();
-    m->set_message_id(absl::StrCat("bench-", run, "-", (*counter)++));
-    m->set_role(a2apb::ROLE_USER);
-    m->add_parts()->set_text("hello");
     auto* stub = Pick(stubs.a2a, stream);
     Issue<a2apb::SendMessageRequest, a2apb::SendMessageResponse>(
-        std::move(request),
+        NewSendMessage(tenant, run, (*counter)++),
         [stub](auto* ctx, auto* req, auto* resp, auto cb) {
           stub->async()->SendMessage(ctx, req, resp, std::move(cb));
         },
-        [](const a2apb::SendMessageResponse& r) {
-          if (r.has_task() && r.task().status().state() == a2apb::TASK_STATE_COMPLETED) {
-            return grpc::Status::OK;
-          }
-          return grpc::Status(grpc::StatusCode::UNKNOWN,
-                              absl::StrCat("the answer is not a completed task: ",
-                                           r.ShortDebugString().substr(0, 200)));
-        },
-        std::move(done), &kVersion);
+        CompletedTask, std::move(done), &kVersion);
   };
+}
+
+absl::StatusOr<HttpUrl> ParseHttpUrl(const std::string& url) {
+  auto bad = [&url](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("URL \"", url, "\": ", why));
+  };
+  absl::string_view rest = url;
+  if (!absl::ConsumePrefix(&rest, "http://")) return bad("only http:// URLs are supported");
+  HttpUrl out;
+  const size_t slash = rest.find('/');
+  absl::string_view authority = rest.substr(0, slash);
+  if (slash != absl::string_view::npos) out.path = std::string(rest.substr(slash));
+  if (out.path.find_first_of("?#") != std::string::npos) return bad("no query or fragment");
+  if (authority.find('@') != absl::string_view::npos) return bad("no user information");
+  const size_t colon = authority.rfind(':');
+  if (colon != absl::string_view::npos) {
+    if (!absl::SimpleAtoi(authority.substr(colon + 1), &out.port) || out.port < 1 ||
+        out.port > 65535) {
+      return bad("the port is not a number from 1 to 65535");
+    }
+    authority = authority.substr(0, colon);
+  }
+  if (authority.empty()) return bad("no host");
+  if (authority.find_first_of("[]: ") != absl::string_view::npos) return bad("a malformed host");
+  out.host = std::string(authority);
+  return out;
+}
+
+namespace {
+
+// The threads and HTTP clients of JsonRpcSendMessageWorkload: one of each per stream, made on
+// the stream's first call. Issue() hands the call to the stream's thread; the loop generator
+// issues a stream's next call from the previous one's `done`, that is from the same thread,
+// so a stream never has more than one call waiting.
+class JsonRpcStreams {
+ public:
+  explicit JsonRpcStreams(HttpUrl url) : url_(std::move(url)) {}
+
+  ~JsonRpcStreams() {
+    absl::MutexLock lock(&mu_);
+    for (auto& s : streams_) {
+      {
+        absl::MutexLock stream_lock(&s->mu);
+        s->stop = true;
+      }
+      s->thread.join();
+    }
+  }
+
+  void Issue(int stream, Done done) {
+    Stream* s = Get(stream);
+    absl::MutexLock lock(&s->mu);
+    s->job = std::move(done);
+  }
+
+ private:
+  struct Stream {
+    absl::Mutex mu;
+    std::optional<Done> job ABSL_GUARDED_BY(mu);
+    bool stop ABSL_GUARDED_BY(mu) = false;
+    std::thread thread;
+  };
+
+  Stream* Get(int stream) {
+    absl::MutexLock lock(&mu_);
+    while (streams_.size() <= static_cast<size_t>(stream)) {
+      auto s = std::make_unique<Stream>();
+      s->thread = std::thread([this, raw = s.get()] { Loop(raw); });
+      streams_.push_back(std::move(s));
+    }
+    return streams_[static_cast<size_t>(stream)].get();
+  }
+
+  void Loop(Stream* s) {
+    httplib::Client client(url_.host, url_.port);
+    client.set_keep_alive(true);
+    // Headers and body go out in separate writes: without TCP_NODELAY, Nagle holds the body
+    // until the server's delayed ACK (40 ms a call on Linux).
+    client.set_tcp_nodelay(true);
+    client.set_connection_timeout(std::chrono::seconds(10));
+    client.set_read_timeout(std::chrono::seconds(30));  // the gRPC mode's deadline
+    client.set_write_timeout(std::chrono::seconds(30));
+    for (;;) {
+      Done job;
+      {
+        absl::MutexLock lock(&s->mu);
+        s->mu.Await(absl::Condition(
+            +[](Stream* s) { return s->job.has_value() || s->stop; }, s));
+        if (!s->job) return;  // stopped, nothing left to run
+        job = *std::move(s->job);
+        s->job.reset();
+      }
+      job(Call(client));
+    }
+  }
+
+  grpc::Status Call(httplib::Client& client) {
+    const int64_t n = counter_++;
+    const std::string body =
+        absl::StrCat(R"({"jsonrpc":"2.0","id":)", n, R"(,"method":"SendMessage","params":)",
+                     a2a_protocol::ToJson(NewSendMessage("", run_, n)), "}");
+    httplib::Headers headers = {{"A2A-Version", a2a_protocol::kVersion}};
+    httplib::Result res =
+        client.Post(url_.path.c_str(), headers, body, a2a_protocol::kJsonContentType);
+    if (!res) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("POST ", url_.path, ": ", httplib::to_string(res.error())));
+    }
+    if (res->status != 200) {
+      return grpc::Status(
+          grpc::StatusCode::UNKNOWN,
+          absl::StrCat("POST ", url_.path, ": HTTP ", res->status, ": ", res->body.substr(0, 200)));
+    }
+    absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(res->body);
+    if (!result.ok()) {
+      return grpc::Status(static_cast<grpc::StatusCode>(result.status().code()),
+                          std::string(result.status().message()));
+    }
+    a2apb::SendMessageResponse response;
+    if (absl::Status s = a2a_protocol::FromJson(*result, &response); !s.ok()) {
+      return grpc::Status(grpc::StatusCode::UNKNOWN,
+                          absl::StrCat("the result is not a SendMessageResponse: ", s.message()));
+    }
+    return CompletedTask(response);
+  }
+
+  const HttpUrl url_;
+  const std::string run_ = absl::StrCat(std::random_device{}());
+  std::atomic<int64_t> counter_{0};
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+IssueFn JsonRpcSendMessageWorkload(HttpUrl url) {
+  auto streams = std::make_shared<JsonRpcStreams>(std::move(url));
+  return [streams](int stream, int64_t, Done done) { streams->Issue(stream, std::move(done)); };
 }
 
 }  // namespace bench

@@ -8,6 +8,7 @@
 //   W3 AppendMessageWorkload   history growth: append to one conversation
 //   W4 GetContextWorkload      read: get-context at random among N contexts
 //   W5 SendMessageWorkload     A2A: SendMessage (blocking) to an agent that completes at once
+//      JsonRpcSendMessageWorkload the same over the JSON-RPC binding (HTTP POST, keep-alive)
 #ifndef BENCH_WORKLOADS_H_
 #define BENCH_WORKLOADS_H_
 
@@ -68,6 +69,26 @@ IssueFn GetContextWorkload(Stubs& stubs, std::string prefix, int64_t n);
 // W5: a blocking SendMessage of a new task to `tenant` (empty: the server is the agent itself)
 // with `a2a-version: 1.0`. A call succeeds only when the answer is a COMPLETED task.
 IssueFn SendMessageWorkload(Stubs& stubs, std::string tenant);
+
+// An http:// URL split for an HTTP client: "http://127.0.0.1:8080/agents/echo".
+struct HttpUrl {
+  std::string host;
+  int port = 80;           // when the URL names none
+  std::string path = "/";  // when the URL names none
+};
+
+// Reads `url` (http:// only, a host, an optional port, an optional path; no query or fragment).
+// INVALID_ARGUMENT saying what is wrong.
+[[nodiscard]] absl::StatusOr<HttpUrl> ParseHttpUrl(const std::string& url);
+
+// W5 over JSON-RPC: a blocking `SendMessage` JSON-RPC call (the same message as
+// SendMessageWorkload, `A2A-Version: 1.0`) POSTed to `url`. Each stream has its own thread and
+// its own keep-alive HTTP connection (a cpp-httplib client, which blocks), so stream `s`'s call
+// runs on its thread and `done` is called from there; the threads stop when the last copy of
+// the returned function is destroyed. A call succeeds only when the answer is a JSON-RPC result
+// holding a COMPLETED task; a transport failure is UNAVAILABLE, another HTTP status than 200
+// UNKNOWN, a JSON-RPC error its own status.
+IssueFn JsonRpcSendMessageWorkload(HttpUrl url);
 
 }  // namespace bench
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bench/loadgen.h"
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
@@ -17,6 +18,7 @@ namespace {
 
 using ::testing_util::BinaryPath;
 using ::testing_util::CoordinatorProcess;
+using ::testing_util::Process;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
 
@@ -119,12 +121,88 @@ TEST_F(WorkloadsTest, CoordBenchFailsWhenCallsFail) {
   EXPECT_NE(r->err.find("calls failed"), std::string::npos) << r->Describe();
 }
 
+// W5 over JSON-RPC: the coordinator's JSON-RPC binding in front of a real echo_agent.
+class JsonRpcWorkloadTest : public WorkloadsTest {
+ protected:
+  void SetUp() override {
+    WorkloadsTest::SetUp();
+    absl::StatusOr<std::unique_ptr<Process>> agent = Process::Start(
+        BinaryPath("echo_agent"), {"--coordinator=" + coordinator_->target(), "--name=echo"});
+    ASSERT_OK(agent);
+    agent_ = *std::move(agent);
+    ASSERT_OK(agent_->WaitForStderrLine("registered with the coordinator", absl::Seconds(60)));
+    absl::StatusOr<int> port = coordinator_->HttpPort();
+    ASSERT_OK(port);
+    base_ = absl::StrCat("http://127.0.0.1:", *port);
+  }
+
+  std::unique_ptr<Process> agent_;
+  std::string base_;  // the coordinator's HTTP bindings
+};
+
+TEST_F(JsonRpcWorkloadTest, SendMessageThroughTheGateway) {
+  absl::StatusOr<HttpUrl> url = ParseHttpUrl(base_ + "/agents/echo");
+  ASSERT_OK(url);
+  LoadResult r = RunLoad(OneSecondAtTwo(), JsonRpcSendMessageWorkload(*url));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+  EXPECT_GT(r.p50_us, 0);
+}
+
+TEST_F(JsonRpcWorkloadTest, AnUnknownAgentIsCountedAsErrors) {
+  absl::StatusOr<HttpUrl> url = ParseHttpUrl(base_ + "/agents/nosuch");
+  ASSERT_OK(url);
+  LoadResult r = RunLoad(OneSecondAtTwo(), JsonRpcSendMessageWorkload(*url));
+  EXPECT_GT(r.errors, 0);
+  EXPECT_EQ(r.calls, 0);
+}
+
+TEST_F(JsonRpcWorkloadTest, CoordBenchPrintsJsonAndExitsZero) {
+  absl::StatusOr<testing_util::ProcessResult> r = RunProcess(
+      BinaryPath("coord_bench"),
+      {"--workload=a2a", "--binding=jsonrpc", "--url=" + base_ + "/agents/echo",
+       "--label=gateway_jsonrpc", "--concurrency=1,2", "--warmup_seconds=0.1", "--seconds=0.5"});
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 0) << r->Describe();
+  EXPECT_NE(r->out.find("\"label\":\"gateway_jsonrpc\",\"binding\":\"jsonrpc\",\"concurrency\":2,"),
+            std::string::npos)
+      << r->Describe();
+  EXPECT_NE(r->out.find("\"errors\":0,"), std::string::npos) << r->Describe();
+}
+
+TEST(ParseHttpUrlTest, SplitsHostPortAndPath) {
+  absl::StatusOr<HttpUrl> u = ParseHttpUrl("http://127.0.0.1:8080/agents/echo");
+  ASSERT_OK(u);
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 8080);
+  EXPECT_EQ(u->path, "/agents/echo");
+  u = ParseHttpUrl("http://localhost");
+  ASSERT_OK(u);
+  EXPECT_EQ(u->host, "localhost");
+  EXPECT_EQ(u->port, 80);
+  EXPECT_EQ(u->path, "/");
+}
+
+TEST(ParseHttpUrlTest, RefusesMalformedUrls) {
+  for (const std::string& url :
+       {"", "127.0.0.1:8080/agents/echo", "https://127.0.0.1/", "http://", "http:///path",
+        "http://127.0.0.1:/", "http://127.0.0.1:0/", "http://127.0.0.1:65536/",
+        "http://127.0.0.1:80x/", "http://[::1]:80/", "http://u@127.0.0.1/", "http://h/p?q=1"}) {
+    EXPECT_FALSE(ParseHttpUrl(url).ok()) << url;
+  }
+}
+
 TEST(CoordBenchFlagsTest, BadFlagsAreRefused) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--concurrency=0"},
            {"--concurrency=abc"},
            {"--concurrency="},
            {"--workload=nosuch", "--target=127.0.0.1:1"},
+           {"--workload=a2a", "--binding=nosuch"},
+           {"--workload=a2a", "--binding=jsonrpc"},
+           {"--workload=a2a", "--binding=jsonrpc", "--url=127.0.0.1:1/agents/echo"},
+           {"--workload=a2a", "--binding=jsonrpc", "--url=http://127.0.0.1:99999/"},
+           {"--workload=fail", "--binding=jsonrpc", "--url=http://127.0.0.1:1/"},
        }) {
     absl::StatusOr<testing_util::ProcessResult> r = RunProcess(BinaryPath("coord_bench"), args);
     ASSERT_OK(r);

@@ -1,14 +1,17 @@
 // An A2A agent built only from the official JavaScript SDK (@a2a-js/sdk): its gRPC server
 // (`grpcService` from @a2a-js/sdk/server/grpc) over a DefaultRequestHandler with an in-memory
-// task store. run.sh registers it behind the coordinator, so the coordinator's C++ gateway
-// (a gRPC client we wrote) talks to a server we did not write.
+// task store, or with --store=postgres://... the SDK's own DatabaseTaskStore
+// (@a2a-js/sdk/server/database, kysely + pg) on that database, whose `tasks` table must exist
+// (`a2a-db upgrade --store tasks --url ...`; bench/run.sh measures it as the durable peer).
+// run.sh registers it behind the coordinator, so the coordinator's C++ gateway (a gRPC client
+// we wrote) talks to a server we did not write.
 //
 // It answers by the text of the message's first text part (like agent_runtime/echo_agent.h):
 //   "hold"     works until canceled          "ask"   asks for input (INPUT_REQUIRED)
 //   "message"  answers with a bare Message (no task events)
 //   anything else: an "echo" artifact and COMPLETED with "js echo: <text>".
 //
-// Usage: node js_agent.mjs [--listen=127.0.0.1:0] [--name=jsecho]
+// Usage: node js_agent.mjs [--listen=127.0.0.1:0] [--name=jsecho] [--store=memory|postgres://URL]
 // Prints "js_agent <name> listening on 127.0.0.1:<port>" on stdout once it serves.
 import * as grpc from '@grpc/grpc-js';
 import { AgentCard, Message, Task, TaskStatusUpdateEvent, TaskArtifactUpdateEvent } from '@a2a-js/sdk';
@@ -23,6 +26,8 @@ function flag(name, fallback) {
 
 const listen = flag('listen', '127.0.0.1:0');
 const name = flag('name', 'jsecho');
+// Where tasks live: `memory` (the default) or a postgres:// / postgresql:// URL.
+const storeFlag = flag('store', 'memory');
 
 function textOf(message) {
   for (const part of message?.parts ?? []) {
@@ -124,7 +129,27 @@ const card = AgentCard.fromJSON({
   skills: [{ id: 'echo', name: 'echo', description: 'echoes text', tags: ['echo'] }],
 });
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutor());
+// The SDK's database store on a pg pool (node-postgres' default of 10 connections); the driver
+// is loaded only when asked for, so the in-memory agent needs neither kysely nor pg.
+async function taskStore() {
+  if (storeFlag === 'memory') return { store: new InMemoryTaskStore(), close: async () => {} };
+  if (!/^postgres(ql)?:\/\//.test(storeFlag)) {
+    console.error(`js_agent: --store takes memory or a postgres:// URL, not ${storeFlag}`);
+    process.exit(2);
+  }
+  const [{ Kysely, PostgresDialect }, pg, { DatabaseTaskStore }] = await Promise.all([
+    import('kysely'),
+    import('pg'),
+    import('@a2a-js/sdk/server/database'),
+  ]);
+  const db = new Kysely({
+    dialect: new PostgresDialect({ pool: new pg.default.Pool({ connectionString: storeFlag }) }),
+  });
+  return { store: new DatabaseTaskStore(db), close: () => db.destroy() };
+}
+
+const { store, close: closeStore } = await taskStore();
+const handler = new DefaultRequestHandler(card, store, new EchoExecutor());
 const server = new grpc.Server();
 server.addService(
   A2AService,
@@ -141,7 +166,7 @@ server.bindAsync(listen, grpc.ServerCredentials.createInsecure(), (err, port) =>
 });
 
 function stop() {
-  server.tryShutdown(() => process.exit(0));
+  server.tryShutdown(() => closeStore().finally(() => process.exit(0)));
   setTimeout(() => process.exit(0), 2000).unref();
 }
 process.on('SIGTERM', stop);
