@@ -186,7 +186,26 @@ aria_loop_check() {
     return 1
 }
 
-# A JSON string holding `1` exactly.
+# The first pattern that fits the state `json`, in the script's order: repeated_error,
+# stuck_tier (never escalated), quality_gate_loop; else unknown.
+_breaker_pattern() {
+    local json="$1" latest count attempts escalations
+    latest=$(_breaker_latest_error "$json")
+    count=$(_breaker_similar_count "$json" "$latest")
+    attempts=$(jq -r '.attempt_count // 0' <<< "$json")
+    escalations=$(jq -r '.escalation_log | length' <<< "$json")
+    if ((count >= LOOP_SAME_ERROR_COUNT)); then
+        echo "repeated_error"
+    elif ((escalations == 0 && attempts >= LOOP_NO_TIER_CHANGE_ATTEMPTS)); then
+        echo "stuck_tier"
+    elif _breaker_qg_loop "$json" > /dev/null; then
+        echo "quality_gate_loop"
+    else
+        echo "unknown"
+    fi
+}
+
+# The JSON string of $1.
 _breaker_json_string() {
     jq -n --arg s "$1" '$s'
 }
@@ -198,21 +217,14 @@ aria_loop_analyze() {
     json=$(_aria_task_json "$task_id") || return 1
     _breaker_log INFO "Analyzing loop pattern for task $task_id"
 
-    local desc attempts tier latest count escalations pattern="unknown"
+    local desc attempts tier latest count escalations pattern
     desc=$(jq -r '.task_desc // ""' <<< "$json")
     attempts=$(jq -r '.attempt_count // 0' <<< "$json")
     tier=$(jq -r '.model_tier // 1' <<< "$json")
     latest=$(_breaker_latest_error "$json")
     count=$(_breaker_similar_count "$json" "$latest")
     escalations=$(jq -r '.escalation_log | length' <<< "$json")
-
-    if ((count >= LOOP_SAME_ERROR_COUNT)); then
-        pattern="repeated_error"
-    elif ((escalations == 0 && attempts >= LOOP_NO_TIER_CHANGE_ATTEMPTS)); then
-        pattern="stuck_tier"
-    elif _breaker_qg_loop "$json" > /dev/null; then
-        pattern="quality_gate_loop"
-    fi
+    pattern=$(_breaker_pattern "$json")
 
     # current_model holds the tier number, as the original's did.
     printf '{\n'
@@ -343,7 +355,7 @@ aria_iteration_status() {
     printf '%s\n' "$(printf '─%.0s' {1..79})"
     for task_id in "${ids[@]}"; do
         json=$(_aria_task_json "$task_id") || continue
-        pattern=$(aria_loop_analyze "$task_id" 2>/dev/null | jq -r '.pattern_type')
+        pattern=$(_breaker_pattern "$json")
         printf '%s | Attempts: %s | Tier: %s | Pattern: %s\n' "$task_id" \
             "$(jq -r '.attempt_count // 0' <<< "$json")" "$(jq -r '.model_tier // 1' <<< "$json")" \
             "$pattern"

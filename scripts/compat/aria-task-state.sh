@@ -139,7 +139,7 @@ aria_task_state() {
     jq . <<< "$json"
 }
 
-# One line per task: id | Attempts | Tier | the first 50 bytes of the description.
+# One line per task, in id order: id | Attempts | Tier | the first 50 bytes of the description.
 aria_task_list() {
     local listing line task_id json attempt tier desc count=0
     listing=$(_aria_coordctl task list) || return 1
@@ -150,7 +150,8 @@ aria_task_list() {
         json=$(_aria_task_json "$task_id") || continue
         attempt=$(jq -r '.attempt_count // 0' <<< "$json")
         tier=$(jq -r '.model_tier // 1' <<< "$json")
-        desc=$(jq -r '.task_desc // ""' <<< "$json" | cut -c1-50)
+        # Control characters (a newline in a description) as spaces: one task, one line.
+        desc=$(jq -r '.task_desc // "" | gsub("[[:cntrl:]]"; " ")' <<< "$json" | cut -c1-50)
         printf "%-8s | Attempts: %d | Tier: %d | %s\n" "$task_id" "$attempt" "$tier" "$desc"
         count=$((count + 1))
     done <<< "$listing"
