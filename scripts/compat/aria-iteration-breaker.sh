@@ -283,6 +283,12 @@ aria_force_escalate() {
         echo "HUMAN_INTERVENTION_REQUIRED"
         return 0
     fi
+    if ((tier == 6)); then
+        # The coordinator's ForceEscalate stops one tier below the top and asks for a person;
+        # the script still climbed to 7. A plain escalation does that (without "forced").
+        _aria_coordctl_quiet_not_found task escalate "$task_id" -- "$reason" || return 1
+        return 0
+    fi
     _aria_coordctl_quiet_not_found breaker force-escalate "$task_id" -- "$reason" ||
         return 1
     return 0
@@ -328,7 +334,14 @@ aria_circuit_break() {
     _aria_task_json "$task_id" > /dev/null || return 1
     _breaker_log ERROR "Circuit breaker activated for task $task_id"
     analysis=$(aria_loop_analyze "$task_id" 2>/dev/null) || analysis="{}"
-    _aria_coordctl_quiet_not_found breaker break "$task_id" -- "$reason" > /dev/null || return 1
+    # A task blocked again stays blocked (the coordinator answers ALREADY_EXISTS); the script
+    # added a second registry entry, we write the summary again.
+    local err
+    if ! err=$(_aria_coordctl breaker break "$task_id" -- "$reason" 2>&1 > /dev/null) &&
+        [[ "$err" != *ALREADY_EXISTS* ]]; then
+        printf '%s\n' "$err" >&2
+        return 1
+    fi
     summary_file="$BLOCKED_TASKS_DIR/${task_id}-summary.txt"
     _generate_human_summary "$task_id" "$reason" "$analysis" > "$summary_file"
     echo "$summary_file"

@@ -26,3 +26,12 @@ step aria_task_set "$m" model_tier abc
 step aria_task_get_tier "$m"
 step aria_task_list
 step breaker log
+# Tier 6: the script climbed to 7 (the coordinator's own force-escalate would stop at 6).
+six=$(aria_task_init "Tier six task")
+aria_task_set "$six" model_tier 6
+step breaker force-escalate "$six" "from six"
+step aria_task_get_tier "$six"
+# Breaking a blocked task again keeps it blocked and rewrites the summary.
+step sourced_breaker aria_circuit_break "$six" "first"
+step sourced_breaker aria_circuit_break "$six" "second"
+step breaker status
