@@ -310,10 +310,10 @@ std::string FormatAriaStateJson(const TaskState& state) {
   items.clear();
   for (const auto& e : state.escalation_log()) {
     // "forced" sits between reason and from_tier, where the breaker script wrote it.
-    items.push_back(absl::StrCat(
-        "{\"timestamp\":", JsonString(absl::StrCat(e.time().seconds())),
-        ",\"reason\":", JsonString(e.reason()), e.forced() ? ",\"forced\":true" : "",
-        ",\"from_tier\":", e.from_tier(), ",\"to_tier\":", e.to_tier(), "}"));
+    items.push_back(
+        absl::StrCat("{\"timestamp\":", JsonString(absl::StrCat(e.time().seconds())),
+                     ",\"reason\":", JsonString(e.reason()), e.forced() ? ",\"forced\":true" : "",
+                     ",\"from_tier\":", e.from_tier(), ",\"to_tier\":", e.to_tier(), "}"));
   }
   add_list("escalation_log", items);
   items.clear();

@@ -43,8 +43,8 @@ TEST(JsonPathTest, NothingWhereJqPrintsNothing) {
 }
 
 TEST(JsonPathTest, RefusesWhatIsNotAPath) {
-  for (const char* bad : {"", ".", "a.", "a..b", "1a", "a[", "a[]", "a[x]", "a[1", "a | env",
-                          "a,b", "a[0]b", "$__loc__", "a[+1]", ".[0]"}) {
+  for (const char* bad : {"", ".", "a.", "a..b", "1a", "a[", "a[]", "a[x]", "a[1", "a | env", "a,b",
+                          "a[0]b", "$__loc__", "a[+1]", ".[0]"}) {
     absl::StatusOr<std::vector<JsonPathStep>> steps = ParseJsonPath(bad);
     EXPECT_FALSE(steps.ok()) << bad;
     if (!steps.ok()) {

@@ -110,8 +110,8 @@ int RunGet(const Env& env, const ParsedArgs& args) {
 
 // A value of only digits is a number, as the script's `set` wrote it: leading zeros go.
 std::string NumericLikeTheScript(std::string value) {
-  if (value.empty() || !std::all_of(value.begin(), value.end(),
-                                    [](char c) { return absl::ascii_isdigit(c); })) {
+  if (value.empty() ||
+      !std::all_of(value.begin(), value.end(), [](char c) { return absl::ascii_isdigit(c); })) {
     return value;
   }
   const size_t first = value.find_first_not_of('0');

@@ -217,8 +217,7 @@ v1::LoopAnalysis AnalyzeLoop(const v1::StoredTaskHeader& header,
   } else if (header.failures_at_tier() >= thresholds.stuck_tier()) {
     pattern = v1::LOOP_PATTERN_STUCK_TIER;
     a.set_pattern_condition("failures_since_tier_change");
-  } else if (header.attempt_count() >= thresholds.stuck_tier() &&
-             header.escalation_count() == 0) {
+  } else if (header.attempt_count() >= thresholds.stuck_tier() && header.escalation_count() == 0) {
     pattern = v1::LOOP_PATTERN_STUCK_TIER;
     a.set_pattern_condition("attempts_never_escalated");
   } else if (a.quality_gate_failures() >= thresholds.quality_gate()) {

@@ -124,18 +124,18 @@ TEST(LoopRulesTest, QualityGateLoopAlsoOnFailureTexts) {
   EXPECT_EQ(a.pattern(), v1::LOOP_PATTERN_QUALITY_GATE_LOOP);
   EXPECT_EQ(a.pattern_condition(), "quality_gate_failure_texts");
   // One such failure, or two unlike ones, is no loop; the text is case-sensitive, as it was.
-  EXPECT_EQ(Analyze(v1::StoredTaskHeader(), {"Quality gate failed: lint", "build timed out"})
+  EXPECT_EQ(
+      Analyze(v1::StoredTaskHeader(), {"Quality gate failed: lint", "build timed out"}).pattern(),
+      v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(Analyze(v1::StoredTaskHeader(), {"Quality gate: lint 1 problem",
+                                             "Quality gate: coverage at 41 percent, "
+                                             "below the 80 percent needed",
+                                             "build timed out"})
                 .pattern(),
             v1::LOOP_PATTERN_NONE);
-  EXPECT_EQ(Analyze(v1::StoredTaskHeader(),
-                    {"Quality gate: lint 1 problem", "Quality gate: coverage at 41 percent, "
-                                                     "below the 80 percent needed",
-                     "build timed out"})
-                .pattern(),
-            v1::LOOP_PATTERN_NONE);
-  EXPECT_EQ(Analyze(v1::StoredTaskHeader(), {"quality gate x", "quality gate x", "other"})
-                .pattern(),
-            v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(
+      Analyze(v1::StoredTaskHeader(), {"quality gate x", "quality gate x", "other"}).pattern(),
+      v1::LOOP_PATTERN_NONE);
   v1::StoredTaskHeader header;
   (*header.mutable_quality_gate_fail_streaks())["lint"] = 2;
   EXPECT_EQ(Analyze(header, {}).pattern_condition(), "quality_gate_results");
