@@ -5,7 +5,8 @@ Each scenario in tests/testdata/compat/aria/scenarios/*.sh is a list of steps; a
 command, its stdout, its stderr and its exit status. For every scenario this test starts its own
 coordinator (127.0.0.1, a port it picks itself, a fresh data directory), runs the scenario with
 the compat scripts and compares the transcript byte for byte with <name>.out, after both have
-had times replaced by placeholders (see normalize()).
+had times replaced by placeholders (see normalize()). Last, with no coordinator to reach, every
+function and command must fail and say so on stderr.
 
 The .out files of scenarios marked "# expected: original" were recorded from the original
 scripts (mknebel/aria-agents-mikesdev, scripts/aria-task-state.sh and
@@ -184,6 +185,51 @@ def run_original(original_dir, scenario, work):
     return normalize(text, "/tmp/aria-blocked-tasks", "/tmp/claude_vars")
 
 
+UNREACHABLE_STEPS = r"""
+source "$TASK_STATE"
+for call in "aria_task_init x" "aria_task_get 0123abcd task_id" "aria_task_set 0123abcd f v" \
+        "aria_task_increment_attempt 0123abcd" "aria_task_escalate 0123abcd r" \
+        "aria_task_record_failure 0123abcd e" "aria_task_state 0123abcd" "aria_task_list"; do
+    rc=0
+    err=$($call 2>&1 >/dev/null) || rc=$?
+    printf '%s|%s|%s\n' "$call" "$rc" "$err"
+done
+for command in "check 0123abcd" "analyze 0123abcd" "status"; do
+    rc=0
+    err=$("$BREAKER" $command 2>&1 >/dev/null) || rc=$?
+    printf '%s|%s|%s\n' "$command" "$rc" "$err"
+done
+"""
+
+
+def check_unreachable(bin_dir, source_dir):
+    """With no coordinator, every call fails (status != 0) and says why on stderr."""
+    import socket
+    # A port bound but not listening refuses connections for as long as we hold it.
+    with socket.socket() as sock, tempfile.TemporaryDirectory(prefix="aria-compat-") as work:
+        sock.bind(("127.0.0.1", 0))
+        compat = os.path.join(source_dir, "scripts", "compat")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "LC_ALL": "C.UTF-8",
+               "TASK_STATE": os.path.join(compat, "aria-task-state.sh"),
+               "BREAKER": os.path.join(compat, "aria-iteration-breaker.sh"),
+               "ARIA_COORDCTL": os.path.join(bin_dir, "coordctl"),
+               "COORDCTL_TARGET": "127.0.0.1:%d" % sock.getsockname()[1],
+               "ARIA_BLOCKED_TASKS_DIR": os.path.join(work, "blocked"),
+               "ARIA_BREAKER_VAR_DIR": os.path.join(work, "vars")}
+        out = subprocess.run(["bash", "-c", UNREACHABLE_STEPS], env=env, cwd=work,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    bad = [line for line in out.splitlines()
+           if line.split("|")[1] == "0" or "coordctl: UNAVAILABLE" not in line]
+    for line in bad:
+        print(f"FAIL unreachable coordinator: {line}")
+    if len(out.splitlines()) != 11:
+        print("FAIL unreachable coordinator: unexpected output\n" + out)
+        return False
+    if not bad:
+        print("ok   unreachable coordinator: every call fails with coordctl's UNAVAILABLE")
+    return not bad
+
+
 def main(argv):
     if len(argv) < 3:
         raise SystemExit(__doc__)
@@ -222,8 +268,10 @@ def main(argv):
             sys.stdout.writelines(difflib.unified_diff(
                 expected.splitlines(keepends=True), text.splitlines(keepends=True),
                 fromfile=golden, tofile="compat scripts"))
+    if mode == "check" and not check_unreachable(bin_dir, source_dir):
+        failed.append("unreachable coordinator")
     if failed:
-        print(f"{len(failed)} of {len(scenarios)} scenarios differ: {' '.join(failed)}")
+        print(f"{len(failed)} checks failed: {' '.join(failed)}")
         return 1
     return 0
 
