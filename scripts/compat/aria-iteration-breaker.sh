@@ -26,13 +26,16 @@ fi
 # The original required ~/.claude/scripts/aria-config.sh; nothing here needs it, but a
 # caller's settings in it still apply.
 if [[ -f ~/.claude/scripts/aria-config.sh ]]; then
+    # shellcheck source=/dev/null
     source ~/.claude/scripts/aria-config.sh 2>/dev/null || true
 fi
 
+# The original's colour variables, all of them: callers that source the script may use them.
 RED='\033[0;31m'
 GREEN='\033[0;32m'
 YELLOW='\033[1;33m'
 BLUE='\033[0;34m'
+# shellcheck disable=SC2034
 CYAN='\033[0;36m'
 MAGENTA='\033[0;35m'
 NC='\033[0m'
