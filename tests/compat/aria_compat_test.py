@@ -153,6 +153,13 @@ def run_ours(bin_dir, source_dir, scenario, work):
         }, work)
     finally:
         code = coordinator.stop()
+    log = "".join(coordinator.lines)
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                   "runtime error: "):
+        if marker in log:
+            # The sanitizer's report, whole (as tests/process_util.cc prints a child's).
+            raise SystemExit("=== sanitizer report of child process (coordinator) ===\n" +
+                             log[log.rfind("\n", 0, log.index(marker)) + 1:] + "\n=== end ===")
     if code != 0:
         raise SystemExit(f"coordinator exited {code}:\n" + "".join(coordinator.lines[-50:]))
     return normalize(text, blocked_dir, var_dir)
