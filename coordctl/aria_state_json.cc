@@ -309,12 +309,11 @@ std::string FormatAriaStateJson(const TaskState& state) {
   add_list("failures", items);
   items.clear();
   for (const auto& e : state.escalation_log()) {
-    std::string entry =
+    // "forced" sits between reason and from_tier, where the breaker script wrote it.
+    items.push_back(
         absl::StrCat("{\"timestamp\":", JsonString(absl::StrCat(e.time().seconds())),
-                     ",\"reason\":", JsonString(e.reason()), ",\"from_tier\":", e.from_tier(),
-                     ",\"to_tier\":", e.to_tier());
-    if (e.forced()) absl::StrAppend(&entry, ",\"forced\":true");
-    items.push_back(entry + "}");
+                     ",\"reason\":", JsonString(e.reason()), e.forced() ? ",\"forced\":true" : "",
+                     ",\"from_tier\":", e.from_tier(), ",\"to_tier\":", e.to_tier(), "}"));
   }
   add_list("escalation_log", items);
   items.clear();

@@ -1,12 +1,16 @@
 // coordctl task ...: retry state, with the words and outputs of the ARIA task-state scripts
 // (aria_task_init, aria_task_get, ...) so that scripts can switch by changing the command.
+#include <algorithm>
 #include <iostream>
+#include <optional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "coordctl/aria_state_json.h"
 #include "coordctl/cli.h"
+#include "coordctl/json_path.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
 
 namespace coordctl {
@@ -48,21 +52,70 @@ int RunInit(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
+// The task's whole state as the state file would hold it; NOT_FOUND for an unknown task.
+grpc::Status GetStateJson(const Env& env, const std::string& task_id, std::string* json) {
+  coordinator::v1::GetTaskStateRequest request;
+  request.set_task_id(task_id);
+  coordinator::v1::TaskState state;
+  grpc::Status s =
+      TaskStateService::NewStub(env.channel)->GetTaskState(env.NewContext().get(), request, &state);
+  if (s.ok()) *json = FormatAriaStateJson(state);
+  return s;
+}
+
+// A field name, or a path (`a.b`, `failures[0].error`) read out of the whole state. With
+// --compat, as the script's `jq -r '.<field> // empty'`: nothing (exit 0) for an unset field,
+// null or false; nothing (exit 1) for an unknown task.
 int RunGet(const Env& env, const ParsedArgs& args) {
+  const std::string& task_id = args.positional[0];
+  const std::string& field = args.positional[1];
+  const bool compat = args.flag("compat");
+  const bool is_path = field.find_first_of(".[") != std::string::npos;
+  if (compat || is_path) {
+    absl::StatusOr<std::vector<JsonPathStep>> path = ParseJsonPath(field);
+    if (!path.ok()) return Fail(env, std::string(path.status().message()), kExitUsage);
+    std::string json;
+    grpc::Status s = GetStateJson(env, task_id, &json);
+    if (compat && s.error_code() == grpc::StatusCode::NOT_FOUND) return kExitNo;
+    if (!s.ok()) {
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND) *env.out << std::endl;
+      return ReportRpcError(env, s);
+    }
+    absl::StatusOr<std::optional<std::string>> value = ReadJsonPath(json, *path);
+    if (!value.ok()) return Fail(env, std::string(value.status().message()));
+    if (!value->has_value()) {
+      if (compat) return kExitOk;
+      *env.out << std::endl;
+      return Fail(env, absl::StrCat("not found: task ", task_id, " has no value at ", field),
+                  kExitNo);
+    }
+    *env.out << **value << std::endl;
+    return kExitOk;
+  }
   coordinator::v1::GetTaskFieldRequest request;
-  request.set_task_id(args.positional[0]);
-  request.set_field(args.positional[1]);
+  request.set_task_id(task_id);
+  request.set_field(field);
   coordinator::v1::GetTaskFieldResponse response;
   grpc::Status s = TaskStateService::NewStub(env.channel)
                        ->GetTaskField(env.NewContext().get(), request, &response);
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
-    // An unknown task (or unset field) prints an empty line, as the scripts did, and exits 1.
+    // An unknown task (or unset field) prints an empty line and exits 1 (--compat: see above).
     *env.out << std::endl;
     return ReportRpcError(env, s);
   }
   if (!s.ok()) return ReportRpcError(env, s);
   *env.out << response.value() << std::endl;
   return kExitOk;
+}
+
+// A value of only digits is a number, as the script's `set` wrote it: leading zeros go.
+std::string NumericLikeTheScript(std::string value) {
+  if (value.empty() ||
+      !std::all_of(value.begin(), value.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+    return value;
+  }
+  const size_t first = value.find_first_not_of('0');
+  return first == std::string::npos ? "0" : value.substr(first);
 }
 
 int RunSet(const Env& env, const ParsedArgs& args) {
@@ -72,7 +125,7 @@ int RunSet(const Env& env, const ParsedArgs& args) {
   coordinator::v1::SetTaskFieldRequest request;
   request.set_task_id(args.positional[0]);
   request.set_field(args.positional[1]);
-  request.set_value(FreeText(args, 2));
+  request.set_value(NumericLikeTheScript(FreeText(args, 2)));
   coordinator::v1::SetTaskFieldResponse response;
   grpc::Status s = TaskStateService::NewStub(env.channel)
                        ->SetTaskField(env.NewContext().get(), request, &response);
@@ -176,13 +229,10 @@ int RunFailureContext(const Env& env, const ParsedArgs& args) {
 }
 
 int RunState(const Env& env, const ParsedArgs& args) {
-  coordinator::v1::GetTaskStateRequest request;
-  request.set_task_id(args.positional[0]);
-  coordinator::v1::TaskState state;
-  grpc::Status s =
-      TaskStateService::NewStub(env.channel)->GetTaskState(env.NewContext().get(), request, &state);
+  std::string json;
+  grpc::Status s = GetStateJson(env, args.positional[0], &json);
   if (!s.ok()) return ReportRpcError(env, s);
-  *env.out << FormatAriaStateJson(state) << std::flush;
+  *env.out << (args.flag("pretty") ? PrettyJson(json) : json) << std::flush;
   return kExitOk;
 }
 
@@ -231,17 +281,19 @@ void AddTaskCommands(std::vector<Command>* commands) {
                        true,
                        RunInit});
   commands->push_back({{"task", "get"},
-                       "<task_id> <field>",
-                       "print one field (an empty line and exit 1 when the task is unknown)",
+                       "<task_id> <field or path, e.g. failures[0].error> [--compat]",
+                       "print one field or jq-style path (unset: an empty line and exit 1; "
+                       "--compat: nothing and exit 0, as aria_task_get)",
                        {},
-                       {},
+                       {"compat"},
                        2,
                        2,
                        false,
                        RunGet});
   commands->push_back({{"task", "set"},
                        "<task_id> <field> <value>",
-                       "set task_desc, attempt_count, model_tier, created_at or a custom field",
+                       "set task_desc, attempt_count, model_tier, created_at or a custom field "
+                       "(digits are a number: 007 is stored as 7)",
                        {},
                        {},
                        2,
@@ -303,10 +355,11 @@ void AddTaskCommands(std::vector<Command>* commands) {
                        false,
                        RunFailureContext});
   commands->push_back({{"task", "state"},
-                       "<task_id>",
-                       "print the whole state as JSON, in the scripts' state-file format",
+                       "<task_id> [--pretty]",
+                       "print the whole state as JSON, in the scripts' state-file format "
+                       "(--pretty: laid out as jq prints it)",
                        {},
-                       {},
+                       {"pretty"},
                        1,
                        1,
                        false,

@@ -8,7 +8,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
-  jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot
+  jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot;
+  # jq also for scripts/compat/ (the ARIA drop-in scripts read fields with it)
+  bsdextrautils  # column: scripts/compat/aria-iteration-breaker.sh lays out its status table
   openssl  # the TLS tests make their own certificates with the openssl CLI
   python3-yaml  # tests/container_test.py parses docker-compose.yml
   clang libclang-rt-14-dev  # make fuzz-smoke: libFuzzer harnesses (fuzz/) need clang and its runtime

@@ -328,3 +328,44 @@ TEST_F(RetryBreakerProcessTest, CheckExitCodesAndTierLadderFlag) {
 }
 
 }  // namespace
+
+namespace {
+
+// issue 18: jq-style read paths, --compat, numeric set and --pretty for the ARIA scripts' callers.
+TEST_F(RetryBreakerProcessTest, TaskGetPathsCompatNumericSetAndPrettyState) {
+  const std::string id = Init("Paths and layouts");
+  Ok({"task", "fail", id, "TypeError: x is undefined"});
+  Ok({"task", "escalate", id, "first escalation"});
+  Ok({"task", "set", id, "retries", "007"});
+  EXPECT_EQ(Ok({"task", "get", id, "retries"}), "7\n");
+  EXPECT_THAT(Ok({"task", "state", id}), HasSubstr("\"retries\": 7\n"));
+  Ok({"task", "set", id, "label", "007x"});
+  EXPECT_EQ(Ok({"task", "get", id, "label"}), "007x\n");
+
+  EXPECT_EQ(Ok({"task", "get", id, "failures[0].error"}), "TypeError: x is undefined\n");
+  EXPECT_EQ(Ok({"task", "get", id, "failures[-1].model"}), "codex-mini\n");
+  EXPECT_EQ(Ok({"task", "get", id, ".escalation_log[0].reason"}), "first escalation\n");
+  EXPECT_EQ(Ok({"task", "get", id, "escalation_log[0].to_tier"}), "2\n");
+
+  // Unset: our convention (an empty line, exit 1) and the script's (--compat: nothing, exit 0).
+  ProcessResult unset = Expect(1, {"task", "get", id, "failures[3].error"}, "no value at");
+  EXPECT_EQ(unset.out, "\n");
+  ProcessResult compat = Expect(0, {"task", "get", id, "no_such_field", "--compat"});
+  EXPECT_EQ(compat.out, "");
+  EXPECT_EQ(compat.err, "");
+  EXPECT_EQ(Expect(0, {"task", "get", id, "blocked", "--compat"}).out, "");
+  EXPECT_EQ(Expect(1, {"task", "get", "00000000", "task_id", "--compat"}).out, "");
+
+  // Anything but a path is refused before any call, with the place it went wrong.
+  for (const char* bad : {"failures[x]", "a..b", "failures[0", "a.b | env", ".[0]"}) {
+    Expect(2, {"task", "get", id, bad}, "is not a field path");
+  }
+
+  // --pretty is jq's layout of the same document.
+  const std::string pretty = Ok({"task", "state", id, "--pretty"});
+  EXPECT_THAT(pretty, HasSubstr("  \"failures\": [\n    {\n      \"attempt\": 0,\n"));
+  EXPECT_THAT(pretty, HasSubstr("  \"quality_gate_results\": [],\n"));
+  EXPECT_THAT(pretty, StartsWith("{\n  \"task_id\": \""));
+}
+
+}  // namespace

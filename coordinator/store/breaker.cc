@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -154,6 +155,23 @@ const char* LoopPatternName(LoopPattern pattern) {
   }
 }
 
+namespace {
+
+// The ARIA script's quality-gate rule, for callers that only record failures: at least `k` of
+// the `recent` failures mention "Quality gate", and at least `k` of those match the first.
+bool QualityGateTextsRepeat(const std::vector<v1::TaskFailure>& recent, int32_t k) {
+  const std::string* first = nullptr;
+  int32_t like_first = 0;
+  for (const v1::TaskFailure& f : recent) {
+    if (!absl::StrContains(f.error(), "Quality gate")) continue;
+    if (first == nullptr) first = &f.error();
+    if (ErrorsMatch(f.error(), *first)) ++like_first;
+  }
+  return like_first >= k;
+}
+
+}  // namespace
+
 v1::LoopAnalysis AnalyzeLoop(const v1::StoredTaskHeader& header,
                              const std::vector<v1::TaskFailure>& recent,
                              const v1::LoopThresholds& thresholds, int32_t tier,
@@ -190,13 +208,24 @@ v1::LoopAnalysis AnalyzeLoop(const v1::StoredTaskHeader& header,
     }
   }
 
+  // Each pattern holds on our definition or on the ARIA script's (issue 18: a superset, so that
+  // a caller switching from the scripts loses no detection); pattern_condition says which.
   LoopPattern pattern = v1::LOOP_PATTERN_NONE;
   if (!recent.empty() && repeated >= thresholds.repeated_error()) {
     pattern = v1::LOOP_PATTERN_REPEATED_ERROR;
+    a.set_pattern_condition("similar_errors");
   } else if (header.failures_at_tier() >= thresholds.stuck_tier()) {
     pattern = v1::LOOP_PATTERN_STUCK_TIER;
+    a.set_pattern_condition("failures_since_tier_change");
+  } else if (header.attempt_count() >= thresholds.stuck_tier() && header.escalation_count() == 0) {
+    pattern = v1::LOOP_PATTERN_STUCK_TIER;
+    a.set_pattern_condition("attempts_never_escalated");
   } else if (a.quality_gate_failures() >= thresholds.quality_gate()) {
     pattern = v1::LOOP_PATTERN_QUALITY_GATE_LOOP;
+    a.set_pattern_condition("quality_gate_results");
+  } else if (QualityGateTextsRepeat(recent, thresholds.quality_gate())) {
+    pattern = v1::LOOP_PATTERN_QUALITY_GATE_LOOP;
+    a.set_pattern_condition("quality_gate_failure_texts");
   }
   a.set_pattern(pattern);
   a.set_pattern_type(LoopPatternName(pattern));

@@ -98,6 +98,51 @@ TEST(LoopRulesTest, StuckTierCountsFailuresSinceTheTierChanged) {
   EXPECT_EQ(Analyze(header, {"a1 one", "b2 two"}, t).pattern(), v1::LOOP_PATTERN_STUCK_TIER);
 }
 
+// issue 18: each pattern also holds on the ARIA script's definition, and the analysis says
+// which definition held.
+TEST(LoopRulesTest, StuckTierAlsoOnAttemptsNeverEscalated) {
+  v1::StoredTaskHeader header;
+  header.set_failures_at_tier(3);
+  EXPECT_EQ(Analyze(header, {"a1 one", "b2 two", "c3 three"}).pattern_condition(),
+            "failures_since_tier_change");
+  // The script's rule: three attempts, never escalated, whatever was recorded.
+  header.set_failures_at_tier(0);
+  header.set_attempt_count(3);
+  v1::LoopAnalysis a = Analyze(header, {});
+  EXPECT_EQ(a.pattern(), v1::LOOP_PATTERN_STUCK_TIER);
+  EXPECT_EQ(a.pattern_condition(), "attempts_never_escalated");
+  header.set_escalation_count(1);
+  EXPECT_EQ(Analyze(header, {}).pattern(), v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(Analyze(header, {}).pattern_condition(), "");
+}
+
+TEST(LoopRulesTest, QualityGateLoopAlsoOnFailureTexts) {
+  const std::vector<std::string> texts = {"Quality gate failed: eslint found 4 problems",
+                                          "Quality gate failed: eslint found 4 problems",
+                                          "build timed out"};
+  v1::LoopAnalysis a = Analyze(v1::StoredTaskHeader(), texts);
+  EXPECT_EQ(a.pattern(), v1::LOOP_PATTERN_QUALITY_GATE_LOOP);
+  EXPECT_EQ(a.pattern_condition(), "quality_gate_failure_texts");
+  // One such failure, or two unlike ones, is no loop; the text is case-sensitive, as it was.
+  EXPECT_EQ(
+      Analyze(v1::StoredTaskHeader(), {"Quality gate failed: lint", "build timed out"}).pattern(),
+      v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(Analyze(v1::StoredTaskHeader(), {"Quality gate: lint 1 problem",
+                                             "Quality gate: coverage at 41 percent, "
+                                             "below the 80 percent needed",
+                                             "build timed out"})
+                .pattern(),
+            v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(
+      Analyze(v1::StoredTaskHeader(), {"quality gate x", "quality gate x", "other"}).pattern(),
+      v1::LOOP_PATTERN_NONE);
+  v1::StoredTaskHeader header;
+  (*header.mutable_quality_gate_fail_streaks())["lint"] = 2;
+  EXPECT_EQ(Analyze(header, {}).pattern_condition(), "quality_gate_results");
+  EXPECT_EQ(Analyze(v1::StoredTaskHeader(), {"same", "same"}).pattern_condition(),
+            "similar_errors");
+}
+
 TEST(LoopRulesTest, QualityGateLoopPerCheck) {
   v1::StoredTaskHeader header;
   (*header.mutable_quality_gate_fail_streaks())["lint"] = 2;

@@ -73,11 +73,18 @@ double ErrorSimilarity(absl::string_view a, absl::string_view b) {
   return 1.0 - static_cast<double>(LevenshteinDistance(a, b)) / static_cast<double>(longest);
 }
 
-absl::string_view ErrorType(absl::string_view error) {
+namespace {
+
+// The error type `line` starts with (see ErrorType), or "".
+absl::string_view LineErrorType(absl::string_view line) {
   size_t end = 0;
-  while (end < error.size() && IsTypeChar(error[end])) ++end;
-  if (end == error.size() || error[end] != ':') return "";
-  const absl::string_view type = error.substr(0, end);
+  while (end < line.size() && IsTypeChar(line[end])) ++end;
+  if (end == line.size() || line[end] != ':') return "";
+  const absl::string_view type = line.substr(0, end);
+  if (type == "Error") {
+    // The script's bare "Error: " (with the space).
+    return end + 1 < line.size() && line[end + 1] == ' ' ? type : "";
+  }
   for (absl::string_view suffix : {absl::string_view("Error"), absl::string_view("Exception")}) {
     if (type.size() > suffix.size() && absl::EndsWith(type, suffix)) {
       // "Error" after a separator only ("pkg.Error:") is as generic as a bare "Error:".
@@ -86,6 +93,17 @@ absl::string_view ErrorType(absl::string_view error) {
     }
   }
   return "";
+}
+
+}  // namespace
+
+absl::string_view ErrorType(absl::string_view error) {
+  while (true) {
+    const size_t newline = error.find('\n');
+    const absl::string_view type = LineErrorType(error.substr(0, newline));
+    if (!type.empty() || newline == absl::string_view::npos) return type;
+    error.remove_prefix(newline + 1);
+  }
 }
 
 ErrorMatch MatchErrors(absl::string_view a, absl::string_view b) {

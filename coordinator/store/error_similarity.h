@@ -5,10 +5,13 @@
 //   2. prefix:   both are at least 50 characters (UTF-8 code points) long and their first 50
 //                characters are equal (the tail often carries a line number or an address).
 //   3. contains: both are non-empty and one contains the other (a wrapper added context).
-//   4. type:     both start with the same error type followed by ':', such as "TypeError:" or
-//                "java.lang.IllegalStateException:". A type is a run of letters, digits, '_'
-//                and '.' that ends in "Error" or "Exception" and has something before that
-//                suffix: a bare "Error:" is too generic to say two errors are alike.
+//   4. type:     both have the same error type followed by ':' at the start of their first
+//                line that has one, such as "TypeError:" or
+//                "java.lang.IllegalStateException:" (so a traceback's last line counts). A type
+//                is a run of letters, digits, '_' and '.' that ends in "Error" or "Exception"
+//                and has something before that suffix, or a bare "Error" followed by ": ", as
+//                the ARIA breaker script took it (its rule was ^[A-Za-z]*Error: per line).
+//                "Exception:" and "pkg.Error:" stay too generic.
 //   5. similar:  similarity >= 0.80, where
 //                  similarity(a, b) = 1 - levenshtein(a', b') / max(|a'|, |b'|)
 //                over a' and b', the first 256 bytes of each text, and levenshtein counts the
@@ -43,8 +46,8 @@ inline bool ErrorsMatch(absl::string_view a, absl::string_view b) {
   return MatchErrors(a, b) != ErrorMatch::kNone;
 }
 
-// The error type `error` starts with, without the ':' (for example "TypeError"), or "" when
-// it starts with none (rule 4).
+// The error type at the start of the first line of `error` that starts with one, without the
+// ':' (for example "TypeError", or "Error" for "Error: ..."), or "" when none does (rule 4).
 absl::string_view ErrorType(absl::string_view error);
 
 // Levenshtein distance between `a` and `b`, in bytes. O(|a| * |b|) time, O(|b|) space: call it

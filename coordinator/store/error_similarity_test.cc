@@ -66,16 +66,28 @@ TEST(ErrorSimilarityTest, SameErrorType) {
 
 TEST(ErrorSimilarityTest, DifferentOrGenericErrorTypesDoNotMatch) {
   ExpectMatch("TypeError: a", "ValueError: a", ErrorMatch::kNone);
-  // A bare "Error:" says nothing about the kind of error.
-  ExpectMatch("Error: file not found", "Error: connection refused", ErrorMatch::kNone);
+  // A bare "Exception:" says nothing about the kind of error.
   ExpectMatch("Exception: disk full", "Exception: permission denied", ErrorMatch::kNone);
+  ExpectMatch("Error:file not found", "Error:connection refused", ErrorMatch::kNone);
+}
+
+// The ARIA breaker script's type rule (^[A-Za-z]*Error: on any line) is kept as a superset.
+TEST(ErrorSimilarityTest, BareErrorPrefixAndLaterLinesMatchAsTheScriptDid) {
+  ExpectMatch("Error: file not found", "Error: connection refused", ErrorMatch::kType);
+  ExpectMatch("Traceback (most recent call last):\n  File \"a.py\", line 3\nKeyError: 'id'",
+              "Traceback (most recent call last):\n  File \"b.py\", line 90\nKeyError: 'x'",
+              ErrorMatch::kType);
 }
 
 TEST(ErrorSimilarityTest, ErrorTypeExtraction) {
   EXPECT_EQ(ErrorType("TypeError: x"), "TypeError");
   EXPECT_EQ(ErrorType("My_CustomError: x"), "My_CustomError");
   EXPECT_EQ(ErrorType("java.lang.IllegalStateException: x"), "java.lang.IllegalStateException");
-  EXPECT_EQ(ErrorType("Error: x"), "");
+  EXPECT_EQ(ErrorType("Error: x"), "Error");
+  EXPECT_EQ(ErrorType("Error:x"), "");
+  EXPECT_EQ(ErrorType("Error:"), "");
+  EXPECT_EQ(ErrorType("make failed\nValueError: bad\nTypeError: later"), "ValueError");
+  EXPECT_EQ(ErrorType("first\n\n"), "");
   EXPECT_EQ(ErrorType("Exception: x"), "");
   EXPECT_EQ(ErrorType("pkg.Error: x"), "");
   EXPECT_EQ(ErrorType("TypeError x"), "");    // no colon

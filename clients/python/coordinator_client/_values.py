@@ -370,6 +370,10 @@ class LoopAnalysis:
     quality_gate_failures: int
     suggested_action: str
     blocked: bool
+    # Which definition of the pattern held ("" when none): similar_errors,
+    # failures_since_tier_change, attempts_never_escalated, quality_gate_results or
+    # quality_gate_failure_texts (docs/retry-and-breaker.md).
+    pattern_condition: str = ""
 
     @classmethod
     def from_proto(cls, p: breaker_pb2.LoopAnalysis) -> "LoopAnalysis":
@@ -377,7 +381,7 @@ class LoopAnalysis:
         return cls(p.task_id, p.task_desc, pattern, p.attempt_count, p.current_tier,
                    p.current_model, p.escalations_done, p.repeated_error_count, p.latest_error,
                    p.failures_at_tier, p.quality_gate_check, p.quality_gate_failures,
-                   p.suggested_action, p.blocked)
+                   p.suggested_action, p.blocked, p.pattern_condition)
 
 
 @dataclass(frozen=True)
