@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   addresses.bearer_auth = tokens != nullptr;
   server->a2a_service_->set_card_addresses(addresses);
   server->StartBackgroundJobs(options);
-  if (!options.http_listen.empty()) server->ServeHttp(options, tls);
+  if (!options.http_listen.empty()) server->ServeHttp(options, tls, authorizer);
   return server;
 }
 
@@ -142,11 +142,16 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
   pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls);
+  console_feed_ = std::make_shared<ConsoleFeed>();
+  ConsoleFeed* feed = console_feed_.get();
   calls_ = std::make_unique<CallRunner>(pool_.get(), store, options.max_queued_calls);
   stream_slots_ = std::make_unique<StreamSlots>(options.max_streams);
   // Contexts and conversations.
   contexts_ = std::make_unique<ContextStore>(store, options.limits);
   conversations_ = std::make_unique<ConversationStore>(store, options.limits);
+  contexts_->set_on_change([feed](const std::string& id) { feed->Publish("context", id); });
+  conversations_->set_on_change(
+      [feed](const std::string& id) { feed->Publish("conversation", id); });
   context_service_ = std::make_unique<ContextServiceImpl>(contexts_.get(), calls_.get());
   conversation_service_ = std::make_unique<ConversationServiceImpl>(conversations_.get(),
                                                                     contexts_.get(), calls_.get());
@@ -157,12 +162,17 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   breaker_service_ = std::make_unique<BreakerServiceImpl>(breaker_.get(), calls_.get());
   // Work runs.
   work_notifier_ = std::make_unique<WorkNotifier>();
+  console_run_watcher_ = std::make_unique<ConsoleRunWatcher>(feed);
+  if (!work_notifier_->Subscribe(WorkNotifier::kAllRuns, console_run_watcher_.get())) {
+    LOG_WARN("the console will not see run changes: the work notifier is closed");
+  }
   work_ = std::make_unique<WorkStore>(store, work_notifier_.get(), options.work_limits);
   work_service_ = std::make_unique<WorkServiceImpl>(work_.get(), work_notifier_.get(), calls_.get(),
                                                     options.stream_queue_limit);
   work_service_->set_stream_slots(stream_slots_.get());
   // The A2A gateway.
   a2a_notifier_ = std::make_unique<TaskNotifier>();
+  a2a_notifier_->SetObserver([feed](const std::string& id) { feed->Publish("task", id); });
   a2a_tasks_ =
       std::make_unique<A2ATasks>(store, a2a_notifier_.get(), options.limits, options.a2a_store);
   a2a_deliveries_ = std::make_unique<A2ADeliveryQueue>(store, a2a_notifier_.get());
@@ -259,7 +269,8 @@ void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
 }
 
 void CoordinatorServer::ServeHttp(const ServerOptions& options,
-                                  const std::optional<ServerTls>& tls) {
+                                  const std::optional<ServerTls>& tls,
+                                  std::shared_ptr<const Authorizer> authorizer) {
   // The JSON bindings call the gRPC service in-process; its answers may be as large as any.
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(-1);
@@ -287,9 +298,26 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options,
   if (tls.has_value()) http_options.tls = HttpTlsFiles{tls->cert_file, tls->key_file};
   const std::string scheme = tls.has_value() ? "https" : "http";
   A2AHttpBindings* bindings = http_bindings_.get();
+  ConsoleParts console;
+  console.store = store_.get();
+  console.contexts = contexts_.get();
+  console.conversations = conversations_.get();
+  console.tasks = tasks_.get();
+  console.breaker = breaker_.get();
+  console.work = work_.get();
+  console.a2a_tasks = a2a_tasks_.get();
+  console.agents = agents_.get();
+  console.authorizer = std::move(authorizer);
+  console.feed = console_feed_;
+  console_ = std::make_unique<Console>(std::move(console));
+  Console* web_console = console_.get();
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
       options.http_listen,
-      [bindings, scheme](httplib::Server& server) { bindings->Install(server, scheme); },
+      [bindings, web_console, scheme](httplib::Server& server) {
+        // First: the bindings' REST catch-all would take the console's paths.
+        web_console->Install(server);
+        bindings->Install(server, scheme);
+      },
       http_options);
   if (!http.ok()) {
     LOG_WARN("HTTP port not served: %s", http.status().message());
@@ -303,6 +331,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options,
   service->set_card_addresses(addresses);
   LOG_INFO("agent card on %s/.well-known/agent-card.json", addresses.http_base_url);
   LOG_INFO("A2A JSON-RPC and HTTP+JSON: each agent at its base URL /agents/<name>");
+  LOG_INFO("web console on %s/", addresses.http_base_url);
 }
 
 CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(5)); }
@@ -322,6 +351,8 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(grace));
     server_->Wait();
   }
+  // Ends the console's event streams, which would otherwise hold the HTTP port's threads.
+  if (console_feed_ != nullptr) console_feed_->Close();
   if (card_http_ != nullptr) card_http_->Stop();
   // Cancels in-flight agent calls (their messages stay queued for the next start).
   if (gateway_ != nullptr) gateway_->Stop();

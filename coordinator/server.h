@@ -15,6 +15,8 @@
 #include "coordinator/a2a/http.h"
 #include "coordinator/a2a/http_bindings.h"
 #include "coordinator/a2a/service.h"
+#include "coordinator/console/console.h"
+#include "coordinator/console/console_feed.h"
 #include "coordinator/rpc/admin_service.h"
 #include "coordinator/rpc/agent_registry_service.h"
 #include "coordinator/rpc/auth.h"
@@ -141,12 +143,17 @@ class CoordinatorServer {
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<TokenSource> tokens);
   void StartBackgroundJobs(const ServerOptions& options);
-  // The HTTP port: the A2A JSON bindings and cards (http_bindings.h) and /metrics.
-  void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls);
+  // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
+  // (http_bindings.h) and /metrics.
+  void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
+                 std::shared_ptr<const Authorizer> authorizer);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;
   std::unique_ptr<common::ThreadPool> pool_;
+  // The web console's change feed: the stores' change hooks point at it, so it outlives them.
+  std::shared_ptr<ConsoleFeed> console_feed_;
+  std::unique_ptr<ConsoleRunWatcher> console_run_watcher_;
   std::unique_ptr<CallRunner> calls_;
   std::unique_ptr<StreamSlots> stream_slots_;
   std::unique_ptr<ContextStore> contexts_;
@@ -174,6 +181,7 @@ class CoordinatorServer {
   std::unique_ptr<RetentionTask> retention_task_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<A2AHttpBindings> http_bindings_;
+  std::unique_ptr<Console> console_;
   std::unique_ptr<HttpServer> card_http_;
   std::unique_ptr<grpc::Server> server_;
   // Scrape-time figures of /metrics; reads the store, so it goes before it.

@@ -26,10 +26,18 @@ void TaskNotifier::Notify(const std::string& task_id) {
   {
     absl::MutexLock lock(&mu_);
     auto it = listeners_.find(task_id);
-    if (it == listeners_.end()) return;
-    for (const auto& [id, listener] : it->second) to_call.push_back(listener);
+    if (it != listeners_.end()) {
+      for (const auto& [id, listener] : it->second) to_call.push_back(listener);
+    }
   }
   for (const Listener& listener : to_call) listener();
+  absl::MutexLock lock(&observer_mu_);
+  if (observer_) observer_(task_id);
+}
+
+void TaskNotifier::SetObserver(std::function<void(const std::string&)> observer) {
+  absl::MutexLock lock(&observer_mu_);
+  observer_ = std::move(observer);
 }
 
 void TaskNotifier::SetPushListener(Listener listener) {

@@ -43,6 +43,11 @@ class TaskNotifier {
   // Wakes the push listener: a change queued webhook calls.
   void PushesQueued();
 
+  // The one observer of every task's changes (the web console's feed), called with the task id
+  // after the task's own listeners; nullptr for none. It runs under this notifier's lock, so
+  // once SetObserver returns the previous observer is not running and is not called again.
+  void SetObserver(std::function<void(const std::string&)> observer);
+
  private:
   absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -50,6 +55,8 @@ class TaskNotifier {
       ABSL_GUARDED_BY(mu_);
   absl::Mutex push_mu_;
   Listener push_listener_ ABSL_GUARDED_BY(push_mu_);
+  absl::Mutex observer_mu_;
+  std::function<void(const std::string&)> observer_ ABSL_GUARDED_BY(observer_mu_);
 };
 
 }  // namespace coordinator

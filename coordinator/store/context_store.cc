@@ -129,6 +129,7 @@ absl::StatusOr<TaskContext> ContextStore::Create(const TaskContext& request) {
     }
     return absl::OkStatus();
   }));
+  Changed(context.context_id());
   return context;
 }
 
@@ -190,13 +191,14 @@ absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest&
     }
     return absl::OkStatus();
   }));
+  Changed(updated.context_id());
   return updated;
 }
 
 absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected_version) {
   RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
   if (expected_version < 0) return absl::InvalidArgumentError("version must not be negative");
-  return store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+  absl::Status deleted = store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     auto version_matches = [&](const Life& life) -> absl::StatusOr<bool> {
       if (life.header.has_value() && expected_version != 0 &&
           life.header->version() != expected_version) {
@@ -211,6 +213,8 @@ absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected
     if (progress.absent) return NotFound(context_id);
     return absl::OkStatus();
   });
+  if (deleted.ok()) Changed(context_id);
+  return deleted;
 }
 
 absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
@@ -325,6 +329,7 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
     *response.mutable_record() = std::move(record);
     return absl::OkStatus();
   }));
+  Changed(request.context_id());
   return response;
 }
 

@@ -6,8 +6,10 @@
 #define COORDINATOR_STORE_CONTEXT_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
@@ -36,6 +38,11 @@ class ContextStore {
       const v1::RecordCommandRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListCommandsResponse> ListCommands(
       const v1::ListCommandsRequest& request);
+
+  // Called with the context_id after each committed change (create, update, delete, recorded
+  // command), on the committing thread: it must be quick (the web console's feed). Set before
+  // the first call; default none.
+  void set_on_change(std::function<void(const std::string&)> fn) { on_change_ = std::move(fn); }
 
   // ---- A context's life. ----
 
@@ -78,8 +85,13 @@ class ContextStore {
  private:
   [[nodiscard]] absl::Status ValidateMutableFields(const v1::TaskContext& context) const;
 
+  void Changed(absl::string_view context_id) const {
+    if (on_change_) on_change_(std::string(context_id));
+  }
+
   storage::Store* store_;  // not owned
   const Limits limits_;
+  std::function<void(const std::string&)> on_change_;
 };
 
 }  // namespace coordinator

@@ -76,6 +76,7 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
     *response.mutable_message() = std::move(message);
     return absl::OkStatus();
   }));
+  if (on_change_) on_change_(request.context_id());
   return response;
 }
 

@@ -4,7 +4,10 @@
 #define COORDINATOR_STORE_CONVERSATION_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "coordinator/store/limits.h"
@@ -22,6 +25,10 @@ class ConversationStore {
       const v1::AppendMessageRequest& request);
   [[nodiscard]] absl::StatusOr<v1::GetConversationResponse> Read(
       const v1::GetConversationRequest& request);
+
+  // Called with the context_id after each committed append, on the committing thread: it must
+  // be quick (the web console's feed). Set before the first call; default none.
+  void set_on_change(std::function<void(const std::string&)> fn) { on_change_ = std::move(fn); }
 
   // ---- The conversation's life. A conversation lives under its context's prefix and goes with
   // it: ContextStore's purge of a context calls these, inside its transaction. ----
@@ -47,6 +54,7 @@ class ConversationStore {
  private:
   storage::Store* store_;  // not owned
   const Limits limits_;
+  std::function<void(const std::string&)> on_change_;
 };
 
 }  // namespace coordinator

@@ -30,8 +30,13 @@ void WorkNotifier::Publish(const v1::RunEvent& event) {
   // deleted right after Unsubscribe returns.
   absl::ReaderMutexLock lock(&mu_);
   auto it = watchers_.find(event.run_id());
-  if (it == watchers_.end()) return;
-  for (WorkWatcher* watcher : it->second) watcher->OnEvent(event);
+  if (it != watchers_.end()) {
+    for (WorkWatcher* watcher : it->second) watcher->OnEvent(event);
+  }
+  if (event.run_id().empty()) return;
+  auto all = watchers_.find(kAllRuns);
+  if (all == watchers_.end()) return;
+  for (WorkWatcher* watcher : all->second) watcher->OnEvent(event);
 }
 
 void WorkNotifier::Close(const absl::Status& status) {

@@ -27,11 +27,15 @@ class WorkWatcher {
 
 class WorkNotifier {
  public:
+  // Not a run id (run ids are never empty).
+  static constexpr absl::string_view kAllRuns = "";
+
   WorkNotifier() = default;
   WorkNotifier(const WorkNotifier&) = delete;
   WorkNotifier& operator=(const WorkNotifier&) = delete;
 
-  // Starts delivering the events of `run_id` to `watcher`. False when the notifier is closed.
+  // Starts delivering the events of `run_id` to `watcher`, of every run when `run_id` is
+  // kAllRuns (the web console's feed). False when the notifier is closed.
   [[nodiscard]] bool Subscribe(absl::string_view run_id, WorkWatcher* watcher);
   // Stops delivering to `watcher`. When this returns no call to it is in progress or will
   // follow, so the watcher may be deleted.

@@ -1,0 +1,47 @@
+#include "coordinator/console/console_feed.h"
+
+#include <utility>
+
+namespace coordinator {
+
+void ConsoleFeed::Publish(std::string kind, std::string id) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;
+  ring_.push_back(ConsoleChange{++last_seq_, std::move(kind), std::move(id)});
+  while (ring_.size() > capacity_) ring_.pop_front();
+}
+
+ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  struct Ready {
+    ConsoleFeed* feed;
+    int64_t after;
+    static bool Check(Ready* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      return r->feed->closed_ || r->feed->last_seq_ > r->after;
+    }
+  } ready{this, after};
+  mu_.AwaitWithTimeout(absl::Condition(&Ready::Check, &ready), timeout);
+  Batch batch;
+  if (closed_) {
+    batch.closed = true;
+    return batch;
+  }
+  if (last_seq_ <= after) return batch;
+  if (ring_.empty() || ring_.front().seq > after + 1) batch.resync = true;
+  for (const ConsoleChange& change : ring_) {
+    if (change.seq > after) batch.changes.push_back(change);
+  }
+  return batch;
+}
+
+int64_t ConsoleFeed::last_seq() {
+  absl::MutexLock lock(&mu_);
+  return last_seq_;
+}
+
+void ConsoleFeed::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+}
+
+}  // namespace coordinator
