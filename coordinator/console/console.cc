@@ -122,7 +122,7 @@ absl::StatusOr<v1::ContextStatus> StatusParam(const std::map<std::string, std::s
   if (upper.size() > 32 || !v1::ContextStatus_Parse("CONTEXT_STATUS_" + upper, &status) ||
       status == v1::CONTEXT_STATUS_UNSPECIFIED) {
     return absl::InvalidArgumentError(
-        "query parameter status must be one of all, active, completed, failed, cancelled");
+        "query parameter status must be one of all, active, completed, failed, canceled");
   }
   return status;
 }
