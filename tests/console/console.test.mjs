@@ -1,0 +1,131 @@
+// The web console in headless chromium (tests/console/run.sh starts the coordinators and seeds
+// them): each view shows what was stored, a change made with coordctl reaches an open page over
+// the event stream, and a coordinator with a token file gets the token prompt.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import puppeteer from 'puppeteer-core';
+
+const run = promisify(execFile);
+const env = process.env;
+const base = env.CONSOLE_URL;
+let browser;
+let page;
+
+async function shot(name) {
+  if (!env.CONSOLE_SCREENSHOTS) return;
+  await page.screenshot({ path: path.join(env.CONSOLE_SCREENSHOTS, name + '.png'), fullPage: true });
+}
+async function coordctl(...args) {
+  await run(env.CONSOLE_COORDCTL, ['--target', env.CONSOLE_TARGET, ...args]);
+}
+// Opens a view and waits until it has drawn (main[data-view] names it).
+async function open(hash, view) {
+  await page.goto(base + '/' + hash, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector(`main[data-view="${view}"]`);
+  return page.$eval('main', (m) => m.innerText);
+}
+
+before(async () => {
+  browser = await puppeteer.launch({
+    executablePath: env.CONSOLE_CHROMIUM,
+    headless: true,
+    // Root in CI containers has no user namespace for the sandbox.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+  });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  page.on('pageerror', (e) => { throw e; });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+test('overview: agents and counts', async () => {
+  const text = await open('#/overview', 'overview');
+  assert.match(text, /active evaluations/);
+  assert.match(text, /\becho\b/);
+  await page.waitForSelector('#live.on');
+  await shot('overview');
+});
+
+test('evaluations: the list and its filters', async () => {
+  let text = await open('#/evaluations', 'evaluations');
+  assert.match(text, /eval-done/);
+  assert.match(text, /eval-run/);
+  const done = await page.$eval('tr[data-id="eval-done"]', (tr) => tr.innerText);
+  assert.match(done, /django-11099/);
+  assert.match(done, /purple-gpt/);
+  assert.match(done, /0\.750/);
+  assert.match(done, /completed/);
+  await shot('evaluations');
+  text = await open('#/evaluations?status=active', 'evaluations');
+  assert.match(text, /eval-run/);
+  assert.doesNotMatch(text, /eval-done/);
+});
+
+test('one evaluation: its timeline, live while it runs', async () => {
+  const text = await open('#/evaluations/eval-run', 'evaluation');
+  assert.match(text, /flask-4045/);
+  assert.match(text, /\$ ls src\/flask/);
+  assert.match(text, /execute: ls src\/flask/);
+  assert.match(text, /A2A status/);
+  await page.waitForSelector('#live.on');
+  await coordctl('context', 'command', 'eval-run', '--exit-code', '2', '--duration', '3s', '--',
+    'pytest', 'tests/test_live_update.py');
+  await page.waitForFunction(
+    () => document.getElementById('timeline')?.innerText.includes('tests/test_live_update.py'));
+  const line = await page.$eval('#timeline li:last-child', (li) => li.innerText);
+  assert.match(line, /exit 2/);
+  await shot('evaluation');
+});
+
+test('leaderboard: mean and count by agent and by task', async () => {
+  const text = await open('#/leaderboard', 'leaderboard');
+  assert.match(text, /purple-gpt\s+0\.750\s+1/);
+  assert.match(text, /purple-claude\s+0\.500\s+1/);
+  assert.match(text, /django-11099\s+0\.625\s+2/);
+  await shot('leaderboard');
+});
+
+test('runs: items by level, holder and lease', async () => {
+  let text = await open('#/runs', 'runs');
+  assert.match(text, /run-widgets/);
+  text = await open('#/runs/run-widgets', 'run');
+  assert.match(text, /Level 1/);
+  assert.match(text, /Level 2/);
+  const held = await page.$eval('.item.ITEM_STATUS_RUNNING', (d) => d.innerText);
+  assert.match(held, /held by worker-a/);
+  assert.match(held, /lease \d+s left/);
+  assert.match(held, /schema drafted/);
+  await shot('runs');
+});
+
+test('retry and breaker: the ladder, failures and why a task was blocked', async () => {
+  const text = await open('#/retry', 'retry');
+  assert.match(text, /Fix the flaky login test/);
+  assert.match(text, /ImportError: cannot import name 'login' from 'auth'/);
+  const blocked = await page.$eval('#blocked', (d) => d.innerText);
+  assert.match(blocked, /the same import error twice at one tier/);
+  assert.match(blocked, /Suggested action/);
+  await shot('retry');
+});
+
+test('a coordinator with a token file asks for a token', async () => {
+  await page.goto(env.CONSOLE_SECURED_URL + '/#/overview', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('#token-dialog[open]');
+  const reason = await page.$eval('#token-reason', (p) => p.innerText);
+  assert.match(reason, /reader role/);
+  await shot('token');
+  await page.type('#token-input', 'not-the-token-at-all');
+  await page.click('#token-submit');
+  await page.waitForSelector('#token-dialog[open]');
+  await page.$eval('#token-input', (i) => { i.value = ''; });
+  await page.type('#token-input', env.CONSOLE_READER_TOKEN);
+  await page.click('#token-submit');
+  await page.waitForSelector('main[data-view="overview"]');
+  assert.equal(await page.$('#token-dialog[open]'), null);
+});

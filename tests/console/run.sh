@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The web console in a real browser (issue 20): Debian's chromium, headless, driven by
+# puppeteer-core (locked in package-lock.json; it downloads no browser).
+#
+#   tests/console/run.sh <dir with coordinator, coordctl, echo_agent> [--screenshots DIR]
+#
+# Starts a coordinator on 127.0.0.1:0 with a temporary data dir, the C++ echo_agent, and seeds a
+# finished and a running evaluation (one with an A2A task), a run with a held item and a retry
+# task blocked by the breaker (seed.sh); starts a second coordinator with a token file; then
+# runs console.test.mjs against both. With --screenshots, each view is saved there as a PNG
+# (docs/console/ holds the committed ones). Exits 77 with a "SKIPPED: ..." line when chromium
+# or node is missing (ctest's SKIP_RETURN_CODE). Every process is stopped by PID on exit.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bin_dir="${1:-${COORD_BIN_DIR:-}}"
+if [ -z "$bin_dir" ]; then
+  echo "usage: $0 <binaries dir> [--screenshots DIR]" >&2
+  exit 2
+fi
+bin_dir="$(cd "$bin_dir" && pwd)"
+shift || true
+screenshots=""
+if [ "${1:-}" = "--screenshots" ]; then
+  screenshots="$(mkdir -p "$2" && cd "$2" && pwd)"
+fi
+
+chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
+if [ -z "$chromium" ]; then
+  echo "SKIPPED: chromium is not installed (apt-get install chromium; scripts/install_deps.sh does)"
+  exit 77
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIPPED: node and npm are not installed (scripts/install_deps.sh installs them)"
+  exit 77
+fi
+for b in coordinator coordctl echo_agent; do
+  if [ ! -x "$bin_dir/$b" ]; then
+    echo "console: $bin_dir/$b is missing; build it first" >&2
+    exit 1
+  fi
+done
+
+# --- npm packages: npm ci when node_modules is missing or was installed from another lockfile.
+lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
+stamp="$here/node_modules/.console-lock-sha256"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+  (
+    exec 9>"${TMPDIR:-/tmp}/coordinator-console-npm.lock"
+    flock -w 600 9
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
+      echo "console: npm ci in $here"
+      cd "$here"
+      npm ci --no-audit --no-fund
+      echo "$lock_sum" >"$stamp"
+    fi
+  )
+fi
+
+# --- processes, always cleaned up.
+work="$(mktemp -d "${TMPDIR:-/tmp}/coordinator-console.XXXXXX")"
+pids=()
+status=1
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 50); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [ "$status" -ne 0 ]; then
+    for log in "$work"/*.log; do
+      [ -f "$log" ] || continue
+      echo "----- $(basename "$log") (last 60 lines)" >&2
+      tail -n 60 "$log" >&2
+    done
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_for <file> <extended regex> <pid> <what>: prints the first match (bounded wait).
+wait_for() {
+  local file="$1" pattern="$2" pid="$3" what="$4" line
+  for _ in $(seq 300); do
+    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null | head -n 1 || true)"
+    if [ -n "$line" ]; then
+      echo "$line"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "console: $what exited before it was ready" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "console: $what was not ready after 30 s" >&2
+  return 1
+}
+
+# start_coordinator <name> [flags...]: sets coord_addr and coord_http.
+start_coordinator() {
+  local name="$1"
+  shift
+  "$bin_dir/coordinator" --listen=127.0.0.1:0 --data_dir="$work/$name-data" \
+    --http_listen=127.0.0.1:0 "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  local pid=$!
+  coord_addr="$(wait_for "$work/$name.log" 'listening on 127\.0\.0\.1:[0-9]+' "$pid" \
+    "$name" | sed 's/^listening on //')"
+  coord_http="$(wait_for "$work/$name.log" 'web console on http://127\.0\.0\.1:[0-9]+' "$pid" \
+    "$name (console)" | sed 's/^web console on //')"
+}
+
+start_coordinator coordinator
+"$bin_dir/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
+  >"$work/echo_agent.log" 2>&1 &
+pids+=($!)
+wait_for "$work/echo_agent.log" 'registered' "$!" echo_agent >/dev/null
+"$here/seed.sh" "$bin_dir/coordctl" "$coord_addr" "$work" >"$work/seed.log" 2>&1
+
+reader_token="reader-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+admin_token="admin-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+printf '{"tokens": [{"token": "%s", "principal": "dash", "role": "reader"}, {"token": "%s", "principal": "ops", "role": "admin"}]}\n' \
+  "$reader_token" "$admin_token" >"$work/tokens.json"
+chmod 600 "$work/tokens.json"
+main_addr="$coord_addr"
+main_http="$coord_http"
+start_coordinator secured --token_file="$work/tokens.json"
+
+export CONSOLE_URL="$main_http" CONSOLE_TARGET="$main_addr" CONSOLE_COORDCTL="$bin_dir/coordctl"
+export CONSOLE_SECURED_URL="$coord_http" CONSOLE_READER_TOKEN="$reader_token"
+export CONSOLE_CHROMIUM="$chromium" CONSOLE_SCREENSHOTS="$screenshots"
+cd "$here"
+node --test --test-concurrency=1 console.test.mjs
+status=0
