@@ -18,6 +18,7 @@ packages=(
   # clients/python: installed into a venv over Debian's grpcio and protobuf (pip
   # --no-build-isolation, so setuptools and wheel are Debian's too), tested with pytest
   python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-mypy
+  chromium  # the web console's browser test (tests/console/), headless
   "$@"
 )
 

@@ -9,7 +9,7 @@
 # task blocked by the breaker (seed.sh); starts a second coordinator with a token file; then
 # runs console.test.mjs against both. With --screenshots, each view is saved there as a PNG
 # (docs/console/ holds the committed ones). Exits 77 with a "SKIPPED: ..." line when chromium
-# or node is missing (ctest's SKIP_RETURN_CODE). Every process is stopped by PID on exit.
+# or node is missing (ctest's SKIP_RETURN_CODE); $CHROMIUM names another browser binary. Every process is stopped by PID on exit.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,8 +26,8 @@ if [ "${1:-}" = "--screenshots" ]; then
 fi
 
 chromium="${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}"
-if [ -z "$chromium" ]; then
-  echo "SKIPPED: chromium is not installed (apt-get install chromium; scripts/install_deps.sh does)"
+if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
+  echo "SKIPPED: chromium is not installed${chromium:+ at $chromium} (apt-get install chromium; scripts/install_deps.sh does)"
   exit 77
 fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -90,7 +90,8 @@ const views = {
       card(data.evaluations.ended, 'ended evaluations'),
       card(data.runs.active, 'active runs'), card(data.runs.ended, 'ended runs'),
       card(m.rate === null ? '…' : m.rate.toFixed(1), 'calls per second'),
-      card(m.errorRate === null ? '…' : (100 * m.errorRate).toFixed(1) + ' %', 'error rate'));
+      card((100 * m.errorRate).toFixed(1) + ' %', m.rate === null ? 'error rate since start' : 'error rate'),
+      card(m.total, 'calls since start'));
     const agents = data.agents.length === 0 ? h('p', { class: 'muted' }, 'No agent registered.') :
       table(['Agent', 'Binding', 'Endpoint', 'Registered'], data.agents.map((a) =>
         h('tr', {}, h('td', {}, a.name), h('td', {}, a.protocolBinding || 'GRPC'),
@@ -236,7 +237,8 @@ const views = {
     const rows = data.tasks.map((t) => {
       const failures = t.failures || [];
       const last = failures.length ? failures[failures.length - 1] : null;
-      const tier = t.modelTier || 0;
+      // modelTier counts from 1; the model's name places it on the ladder.
+      const tier = t.model ? ladder.indexOf(t.model) : (t.modelTier || 1) - 1;
       return h('tr', { 'data-id': t.taskId }, h('td', {}, t.taskId),
         h('td', {}, t.description || ''),
         h('td', {}, h('div', { class: 'ladder' }, ladder.map((m, i) =>
@@ -289,9 +291,10 @@ async function sampleMetrics() {
   const now = Date.now();
   const prev = state.metrics;
   state.metrics = { now, total, errors };
-  if (!prev || now <= prev.now) return { rate: null, errorRate: null };
+  if (!prev || now <= prev.now) return { total, rate: null, errorRate: total > 0 ? errors / total : 0 };
   const calls = total - prev.total;
-  return { rate: calls / ((now - prev.now) / 1000), errorRate: calls > 0 ? (errors - prev.errors) / calls : 0 };
+  return { total, rate: calls / ((now - prev.now) / 1000),
+    errorRate: calls > 0 ? (errors - prev.errors) / calls : 0 };
 }
 
 // ---- Routing and drawing. ----
@@ -380,6 +383,11 @@ async function startStream() {
     await new Promise((resolve) => setTimeout(resolve, 2000));
   }
 }
+
+// The overview's rates are samples of /metrics: draw it again every few seconds while shown.
+setInterval(() => {
+  if (document.getElementById('main').dataset.view === 'overview' && !document.hidden) render();
+}, 5000);
 
 // Lease countdowns tick between changes.
 setInterval(() => {
