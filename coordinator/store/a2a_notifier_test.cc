@@ -4,6 +4,7 @@
 // listener when a change queued webhook calls.
 #include "coordinator/store/a2a_notifier.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,29 @@ TEST_F(A2ANotifierTest, StatusChangesOfATaskWithPushConfigsWakeThePushListener) 
   // INPUT_REQUIRED to one config; SUBMITTED to the first one (the second is registered after
   // that status); COMPLETED to both.
   EXPECT_EQ(pushes->size(), 4u);
+}
+
+}  // namespace
+}  // namespace coordinator
+
+namespace coordinator {
+namespace {
+
+// The one observer (the web console's feed) hears every task's changes, with the task id, also
+// tasks nobody watches; once cleared it hears nothing.
+TEST_F(A2ANotifierTest, TheObserverHearsEveryTasksChanges) {
+  std::vector<std::string> heard;
+  notifier_.SetObserver([&heard](const std::string& task_id) { heard.push_back(task_id); });
+  const std::string first = NewTask("echo");
+  const std::string second = NewTask("echo");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(second, Status(a2apb::TASK_STATE_WORKING)));
+  ASSERT_GE(heard.size(), 3u);
+  EXPECT_EQ(heard[heard.size() - 1], second);
+  EXPECT_NE(std::find(heard.begin(), heard.end(), first), heard.end());
+  notifier_.SetObserver(nullptr);
+  const size_t before = heard.size();
+  ASSERT_OK(tasks_->ApplyAgentUpdate(first, Status(a2apb::TASK_STATE_WORKING)));
+  EXPECT_EQ(heard.size(), before);
 }
 
 }  // namespace

@@ -547,3 +547,31 @@ TEST_F(WorkStoreTest, PublishesEveryChange) {
 
 }  // namespace
 }  // namespace coordinator
+
+namespace coordinator {
+namespace {
+
+// A watcher of kAllRuns (the web console's feed) gets every run's events; a watcher of one run
+// still gets only that run's.
+TEST(WorkNotifierTest, AWatcherOfAllRunsGetsEveryRunsEvents) {
+  WorkNotifier notifier;
+  RecordingWatcher all;
+  RecordingWatcher one;
+  ASSERT_TRUE(notifier.Subscribe(WorkNotifier::kAllRuns, &all));
+  ASSERT_TRUE(notifier.Subscribe("run-a", &one));
+  for (const char* run : {"run-a", "run-b"}) {
+    v1::RunEvent event;
+    event.set_type(v1::RunEvent::TYPE_CHANGED);
+    event.set_run_id(run);
+    notifier.Publish(event);
+  }
+  ASSERT_EQ(all.events().size(), 2u);
+  EXPECT_EQ(all.events()[1].run_id(), "run-b");
+  ASSERT_EQ(one.events().size(), 1u);
+  EXPECT_EQ(one.events()[0].run_id(), "run-a");
+  notifier.Unsubscribe(&all);
+  notifier.Unsubscribe(&one);
+}
+
+}  // namespace
+}  // namespace coordinator
