@@ -194,3 +194,28 @@ TEST_F(ContextStoreTest, CorruptStoredRecordIsDataLossNotACrash) {
 
 }  // namespace
 }  // namespace coordinator
+
+namespace coordinator {
+namespace {
+
+// The change hooks (the web console's feed) hear each committed change with its context_id, and
+// nothing for a change that failed.
+TEST_F(ContextStoreTest, ChangeHooksHearCommittedChangesOnly) {
+  std::vector<std::string> heard;
+  contexts_->set_on_change([&heard](const std::string& id) { heard.push_back("context " + id); });
+  conversations_->set_on_change(
+      [&heard](const std::string& id) { heard.push_back("conversation " + id); });
+  v1::TaskContext context;
+  context.set_context_id("hooked");
+  ASSERT_OK(contexts_->Create(context));
+  EXPECT_FALSE(contexts_->Create(context).ok());  // exists: nothing to hear
+  ASSERT_OK(Record("hooked", "make"));
+  EXPECT_FALSE(Record("absent", "make").ok());
+  ASSERT_OK(Append("hooked", "hello"));
+  ASSERT_OK(contexts_->Delete("hooked", 0));
+  EXPECT_EQ(heard, (std::vector<std::string>{"context hooked", "context hooked",
+                                             "conversation hooked", "context hooked"}));
+}
+
+}  // namespace
+}  // namespace coordinator
