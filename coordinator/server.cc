@@ -268,8 +268,7 @@ void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
   gateway_->Start();
 }
 
-void CoordinatorServer::ServeHttp(const ServerOptions& options,
-                                  const std::optional<ServerTls>& tls,
+void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
                                   std::shared_ptr<const Authorizer> authorizer) {
   // The JSON bindings call the gRPC service in-process; its answers may be as large as any.
   grpc::ChannelArguments channel_args;

@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -81,10 +81,10 @@ class ConsoleProcessTest : public ::testing::Test {
   // with two failures that the breaker blocked.
   void Seed() {
     const std::string t = coordinator_->target();
-    Coordctl(t, {"context", "put", "eval-done", "--agent", "green", "--set",
-                 "external_task_id=django-1234", "--set", "status=completed", "--set",
-                 "purple_agent=purple-a", "--set",
-                 R"(score={"task_id":"django-1234","score":0.75})"});
+    Coordctl(t,
+             {"context", "put", "eval-done", "--agent", "green", "--set",
+              "external_task_id=django-1234", "--set", "status=completed", "--set",
+              "purple_agent=purple-a", "--set", R"(score={"task_id":"django-1234","score":0.75})"});
     Coordctl(t, {"context", "command", "eval-done", "--exit-code", "0", "--duration", "1.5s", "--",
                  "ls", "-la"});
     Coordctl(t, {"context", "command", "eval-done", "--exit-code", "2", "--", "grep", "-r", "x"});
@@ -123,9 +123,9 @@ TEST_F(ConsoleProcessTest, ServesThePageAndItsFilesFromTheBinary) {
     EXPECT_GT(res->body.size(), 100u) << file;
   }
   // Only the compiled-in names exist: no file system behind them.
-  for (const char* path : {"/console/static/nope.js", "/console/static/../../../../etc/passwd",
-                           "/console/static/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
-                           "/console/static/..%2fconsole.h"}) {
+  for (const char* path :
+       {"/console/static/nope.js", "/console/static/../../../../etc/passwd",
+        "/console/static/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/console/static/..%2fconsole.h"}) {
     httplib::Result res = Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_NE(res->status, 200) << path;
@@ -272,8 +272,7 @@ TEST_F(ConsoleProcessTest, EventStreamAnnouncesChangesMadeAfterSubscribing) {
     });
   });
   subscribed.WaitForNotification();
-  Coordctl(coordinator_->target(),
-           {"convo", "append", "watched", "--role", "user", "hello there"});
+  Coordctl(coordinator_->target(), {"convo", "append", "watched", "--role", "user", "hello there"});
   Coordctl(coordinator_->target(), {"run", "claim", "run-2", "--worker", "w1", "--ttl", "1h"});
   reader.join();
   EXPECT_THAT(text, HasSubstr("event: hello"));
@@ -288,8 +287,8 @@ TEST_F(ConsoleProcessTest, EventStreamAnnouncesChangesMadeAfterSubscribing) {
 TEST_F(ConsoleProcessTest, EventStreamReplaysFromACursor) {
   Start();
   Coordctl(coordinator_->target(), {"context", "put", "first", "--agent", "green"});
-  Coordctl(coordinator_->target(), {"context", "command", "first", "--exit-code", "0", "--",
-                                    "true"});
+  Coordctl(coordinator_->target(),
+           {"context", "command", "first", "--exit-code", "0", "--", "true"});
   const std::string text =
       ReadEvents(http_port_, "/console/api/events?after=0", nullptr, [](const std::string& t) {
         return absl::StrContains(t, R"("seq":2,"kind":"context","id":"first")");

@@ -76,8 +76,8 @@ void AnswerError(httplib::Response& res, const absl::Status& status) {
   const int code = HttpCode(status);
   if (code == 401) res.set_header("WWW-Authenticate", "Bearer");
   Answer(res, code,
-         absl::StrCat("{\"error\":{\"code\":", code, ",\"status\":",
-                      Quote(absl::StatusCodeToString(status.code())),
+         absl::StrCat("{\"error\":{\"code\":", code,
+                      ",\"status\":", Quote(absl::StatusCodeToString(status.code())),
                       ",\"message\":", Quote(status.message()), "}}"));
 }
 
@@ -88,10 +88,11 @@ absl::StatusOr<std::map<std::string, std::string>> Params(
   std::map<std::string, std::string> params;
   for (const auto& [name, value] : req.params) {
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown query parameter ", Quote(name.substr(0, 64)),
-          allowed.size() == 0 ? std::string(": this endpoint takes none")
-                              : absl::StrCat(": this endpoint takes ", absl::StrJoin(allowed, ", "))));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown query parameter ", Quote(name.substr(0, 64)),
+                       allowed.size() == 0
+                           ? std::string(": this endpoint takes none")
+                           : absl::StrCat(": this endpoint takes ", absl::StrJoin(allowed, ", "))));
     }
     if (!params.emplace(name, value).second) {
       return absl::InvalidArgumentError(absl::StrCat("query parameter ", name, " given twice"));
@@ -106,8 +107,8 @@ absl::StatusOr<int> IntParam(const std::map<std::string, std::string>& params,
   if (it == params.end()) return fallback;
   int value = 0;
   if (!absl::SimpleAtoi(it->second, &value) || value < min || value > max) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "query parameter %s must be a whole number from %d to %d", name, min, max));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("query parameter %s must be a whole number from %d to %d", name, min, max));
   }
   return value;
 }
@@ -250,244 +251,248 @@ void Console::Install(httplib::Server& server) {
 
   // Overview: agents, evaluation and run counts. Calls per second and the error rate come from
   // /metrics, which the page reads itself.
-  server.Get("/console/api/overview", json([parts](const httplib::Request& req)
-                                               -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {}));
-    v1::ListAgentsRequest list_agents;
-    list_agents.set_page_size(kMaxRows);
-    ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
-    bool truncated = false;
-    ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                     ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
-    int active = 0;
-    for (const v1::TaskContext& context : contexts) {
-      if (!ContextStore::IsTerminal(context)) ++active;
-    }
-    v1::ListRunsRequest list_runs;
-    list_runs.set_page_size(kMaxRows);
-    ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list_runs));
-    int runs_active = 0;
-    for (const v1::Run& run : runs.runs()) {
-      if (!WorkStore::IsTerminal(run)) ++runs_active;
-    }
-    std::vector<std::string> agent_json;
-    for (v1::Agent agent : agents.agents()) {
-      agent.clear_card();  // large, and not shown
-      agent_json.push_back(ToJson(agent));
-    }
-    return absl::StrCat("{\"agents\":[", absl::StrJoin(agent_json, ","),
-                        "],\"evaluations\":{\"active\":", active,
-                        ",\"ended\":", contexts.size() - active,
-                        ",\"truncated\":", truncated ? "true" : "false",
-                        "},\"runs\":{\"active\":", runs_active,
-                        ",\"ended\":", runs.runs_size() - runs_active,
-                        ",\"truncated\":", runs.next_page_token().empty() ? "false" : "true",
-                        "},\"lastChange\":", parts->feed->last_seq(), "}");
-  }));
+  server.Get(
+      "/console/api/overview",
+      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto params, Params(req, {}));
+        v1::ListAgentsRequest list_agents;
+        list_agents.set_page_size(kMaxRows);
+        ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
+        bool truncated = false;
+        ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
+                         ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
+        int active = 0;
+        for (const v1::TaskContext& context : contexts) {
+          if (!ContextStore::IsTerminal(context)) ++active;
+        }
+        v1::ListRunsRequest list_runs;
+        list_runs.set_page_size(kMaxRows);
+        ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list_runs));
+        int runs_active = 0;
+        for (const v1::Run& run : runs.runs()) {
+          if (!WorkStore::IsTerminal(run)) ++runs_active;
+        }
+        std::vector<std::string> agent_json;
+        for (v1::Agent agent : agents.agents()) {
+          agent.clear_card();  // large, and not shown
+          agent_json.push_back(ToJson(agent));
+        }
+        return absl::StrCat(
+            "{\"agents\":[", absl::StrJoin(agent_json, ","),
+            "],\"evaluations\":{\"active\":", active, ",\"ended\":", contexts.size() - active,
+            ",\"truncated\":", truncated ? "true" : "false", "},\"runs\":{\"active\":", runs_active,
+            ",\"ended\":", runs.runs_size() - runs_active,
+            ",\"truncated\":", runs.next_page_token().empty() ? "false" : "true",
+            "},\"lastChange\":", parts->feed->last_seq(), "}");
+      }));
 
   // Evaluations: the contexts with their conversation's totals, newest first.
-  server.Get("/console/api/evaluations", json([parts](const httplib::Request& req)
-                                                  -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "status", "limit"}));
-    v1::ListContextsRequest filter;
-    if (params.count("agent") > 0) {
-      RETURN_IF_ERROR(common::ValidateOptionalId("agent", params["agent"]));
-      filter.set_agent(params["agent"]);
-    }
-    ASSIGN_OR_RETURN(v1::ContextStatus status, StatusParam(params));
-    filter.set_status(status);
-    ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-    bool truncated = false;
-    ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                     ScanContexts(*parts->contexts, filter, limit, &truncated));
-    std::sort(contexts.begin(), contexts.end(), [](const auto& a, const auto& b) {
-      return a.create_time().seconds() > b.create_time().seconds();
-    });
-    std::vector<std::string> rows;
-    for (const v1::TaskContext& context : contexts) {
-      ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
-                       ConversationStore::ReadMeta(*parts->store, context.context_id()));
-      const std::optional<double> score = Score(context);
-      rows.push_back(absl::StrCat(
-          "{\"context\":", ToJson(context),
-          ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null",
-          ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
-    }
-    return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
-                        "],\"truncated\":", truncated ? "true" : "false", "}");
-  }));
+  server.Get("/console/api/evaluations",
+             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+               ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "status", "limit"}));
+               v1::ListContextsRequest filter;
+               if (params.count("agent") > 0) {
+                 RETURN_IF_ERROR(common::ValidateOptionalId("agent", params["agent"]));
+                 filter.set_agent(params["agent"]);
+               }
+               ASSIGN_OR_RETURN(v1::ContextStatus status, StatusParam(params));
+               filter.set_status(status);
+               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+               bool truncated = false;
+               ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
+                                ScanContexts(*parts->contexts, filter, limit, &truncated));
+               std::sort(contexts.begin(), contexts.end(), [](const auto& a, const auto& b) {
+                 return a.create_time().seconds() > b.create_time().seconds();
+               });
+               std::vector<std::string> rows;
+               for (const v1::TaskContext& context : contexts) {
+                 ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
+                                  ConversationStore::ReadMeta(*parts->store, context.context_id()));
+                 const std::optional<double> score = Score(context);
+                 rows.push_back(absl::StrCat(
+                     "{\"context\":", ToJson(context),
+                     ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null", ",\"score\":",
+                     score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
+               }
+               return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
+                                   "],\"truncated\":", truncated ? "true" : "false", "}");
+             }));
 
   // One evaluation: the context, its commands, its conversation and its A2A tasks with their
   // event logs (status changes and artifacts), for the timeline.
-  server.Get("/console/api/evaluations/(.+)", json([parts](const httplib::Request& req)
-                                                       -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {}));
-    const std::string id = req.matches[1].str();
-    RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
-    ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
-    std::vector<std::string> commands;
-    v1::ListCommandsRequest list_commands;
-    list_commands.set_context_id(id);
-    while (static_cast<int>(commands.size()) < kMaxTimeline) {
-      list_commands.set_page_size(kMaxRows);
-      ASSIGN_OR_RETURN(v1::ListCommandsResponse page, parts->contexts->ListCommands(list_commands));
-      for (const v1::CommandRecord& command : page.commands()) commands.push_back(ToJson(command));
-      if (page.next_page_token().empty()) break;
-      list_commands.set_page_token(page.next_page_token());
-    }
-    std::vector<std::string> messages;
-    int64_t steps = 0;
-    int64_t tokens = 0;
-    v1::GetConversationRequest read;
-    read.set_context_id(id);
-    while (static_cast<int>(messages.size()) < kMaxTimeline) {
-      read.set_page_size(kMaxRows);
-      absl::StatusOr<v1::GetConversationResponse> page = parts->conversations->Read(read);
-      if (absl::IsNotFound(page.status())) break;
-      if (!page.ok()) return page.status();
-      steps = page->step_count();
-      tokens = page->total_tokens();
-      for (const v1::ConversationMessage& message : page->messages()) {
-        messages.push_back(ToJson(message));
-      }
-      if (page->next_page_token().empty()) break;
-      read.set_page_token(page->next_page_token());
-    }
-    a2apb::ListTasksRequest list_tasks;
-    list_tasks.set_context_id(id);
-    list_tasks.set_page_size(100);
-    list_tasks.set_history_length(0);
-    list_tasks.set_include_artifacts(false);
-    ASSIGN_OR_RETURN(a2apb::ListTasksResponse tasks, parts->a2a_tasks->ListTasks(list_tasks));
-    std::vector<std::string> task_json;
-    int events_left = kMaxTimeline;
-    for (const a2apb::Task& task : tasks.tasks()) {
-      ASSIGN_OR_RETURN(std::vector<v1::StoredEvent> events,
-                       parts->a2a_tasks->ReadEvents(task.id(), 0, std::max(events_left, 0)));
-      events_left -= static_cast<int>(events.size());
-      std::vector<std::string> event_json;
-      for (const v1::StoredEvent& event : events) event_json.push_back(ToJson(event));
-      task_json.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"events\":[",
-                                       absl::StrJoin(event_json, ","), "]}"));
-    }
-    const std::optional<double> score = Score(context);
-    return absl::StrCat(
-        "{\"context\":", ToJson(context),
-        ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
-        ",\"commands\":[", absl::StrJoin(commands, ","), "],\"conversation\":{\"stepCount\":",
-        steps, ",\"totalTokens\":", tokens, ",\"messages\":[", absl::StrJoin(messages, ","),
-        "]},\"tasks\":[", absl::StrJoin(task_json, ","), "]}");
-  }));
+  server.Get(
+      "/console/api/evaluations/(.+)",
+      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto params, Params(req, {}));
+        const std::string id = req.matches[1].str();
+        RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
+        ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
+        std::vector<std::string> commands;
+        v1::ListCommandsRequest list_commands;
+        list_commands.set_context_id(id);
+        while (static_cast<int>(commands.size()) < kMaxTimeline) {
+          list_commands.set_page_size(kMaxRows);
+          ASSIGN_OR_RETURN(v1::ListCommandsResponse page,
+                           parts->contexts->ListCommands(list_commands));
+          for (const v1::CommandRecord& command : page.commands())
+            commands.push_back(ToJson(command));
+          if (page.next_page_token().empty()) break;
+          list_commands.set_page_token(page.next_page_token());
+        }
+        std::vector<std::string> messages;
+        int64_t steps = 0;
+        int64_t tokens = 0;
+        v1::GetConversationRequest read;
+        read.set_context_id(id);
+        while (static_cast<int>(messages.size()) < kMaxTimeline) {
+          read.set_page_size(kMaxRows);
+          absl::StatusOr<v1::GetConversationResponse> page = parts->conversations->Read(read);
+          if (absl::IsNotFound(page.status())) break;
+          if (!page.ok()) return page.status();
+          steps = page->step_count();
+          tokens = page->total_tokens();
+          for (const v1::ConversationMessage& message : page->messages()) {
+            messages.push_back(ToJson(message));
+          }
+          if (page->next_page_token().empty()) break;
+          read.set_page_token(page->next_page_token());
+        }
+        a2apb::ListTasksRequest list_tasks;
+        list_tasks.set_context_id(id);
+        list_tasks.set_page_size(100);
+        list_tasks.set_history_length(0);
+        list_tasks.set_include_artifacts(false);
+        ASSIGN_OR_RETURN(a2apb::ListTasksResponse tasks, parts->a2a_tasks->ListTasks(list_tasks));
+        std::vector<std::string> task_json;
+        int events_left = kMaxTimeline;
+        for (const a2apb::Task& task : tasks.tasks()) {
+          ASSIGN_OR_RETURN(std::vector<v1::StoredEvent> events,
+                           parts->a2a_tasks->ReadEvents(task.id(), 0, std::max(events_left, 0)));
+          events_left -= static_cast<int>(events.size());
+          std::vector<std::string> event_json;
+          for (const v1::StoredEvent& event : events) event_json.push_back(ToJson(event));
+          task_json.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"events\":[",
+                                           absl::StrJoin(event_json, ","), "]}"));
+        }
+        const std::optional<double> score = Score(context);
+        return absl::StrCat(
+            "{\"context\":", ToJson(context),
+            ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
+            ",\"commands\":[", absl::StrJoin(commands, ","),
+            "],\"conversation\":{\"stepCount\":", steps, ",\"totalTokens\":", tokens,
+            ",\"messages\":[", absl::StrJoin(messages, ","), "]},\"tasks\":[",
+            absl::StrJoin(task_json, ","), "]}");
+      }));
 
   // Leaderboard: mean score and count by task and by agent under test, over the scored
   // evaluations.
-  server.Get("/console/api/leaderboard", json([parts](const httplib::Request& req)
-                                                  -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {}));
-    bool truncated = false;
-    ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                     ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
-    struct Sum {
-      double total = 0;
-      int count = 0;
-    };
-    std::map<std::string, Sum> by_task;
-    std::map<std::string, Sum> by_agent;
-    std::map<std::pair<std::string, std::string>, Sum> by_both;
-    for (const v1::TaskContext& context : contexts) {
-      const std::optional<double> score = Score(context);
-      if (!score.has_value()) continue;
-      const std::string task =
-          context.external_task_id().empty() ? "(none)" : context.external_task_id();
-      std::string agent = Label(context, "purple_agent");
-      if (agent.empty()) agent = "(unknown)";
-      for (Sum* sum : {&by_task[task], &by_agent[agent], &by_both[{task, agent}]}) {
-        sum->total += *score;
-        ++sum->count;
-      }
-    }
-    auto rows = [](const std::map<std::string, Sum>& sums) {
-      std::vector<std::pair<std::string, Sum>> sorted(sums.begin(), sums.end());
-      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-        return a.second.total / a.second.count > b.second.total / b.second.count;
-      });
-      std::vector<std::string> out;
-      for (const auto& [key, sum] : sorted) {
-        out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", Quote(key),
-                                      sum.total / sum.count, sum.count));
-      }
-      return absl::StrCat("[", absl::StrJoin(out, ","), "]");
-    };
-    std::vector<std::string> cells;
-    for (const auto& [key, sum] : by_both) {
-      cells.push_back(absl::StrFormat("{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}",
-                                      Quote(key.first), Quote(key.second),
-                                      sum.total / sum.count, sum.count));
-    }
-    return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
-                        ",\"cells\":[", absl::StrJoin(cells, ","),
-                        "],\"truncated\":", truncated ? "true" : "false", "}");
-  }));
+  server.Get("/console/api/leaderboard",
+             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+               ASSIGN_OR_RETURN(auto params, Params(req, {}));
+               bool truncated = false;
+               ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
+                                ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
+               struct Sum {
+                 double total = 0;
+                 int count = 0;
+               };
+               std::map<std::string, Sum> by_task;
+               std::map<std::string, Sum> by_agent;
+               std::map<std::pair<std::string, std::string>, Sum> by_both;
+               for (const v1::TaskContext& context : contexts) {
+                 const std::optional<double> score = Score(context);
+                 if (!score.has_value()) continue;
+                 const std::string task =
+                     context.external_task_id().empty() ? "(none)" : context.external_task_id();
+                 std::string agent = Label(context, "purple_agent");
+                 if (agent.empty()) agent = "(unknown)";
+                 for (Sum* sum : {&by_task[task], &by_agent[agent], &by_both[{task, agent}]}) {
+                   sum->total += *score;
+                   ++sum->count;
+                 }
+               }
+               auto rows = [](const std::map<std::string, Sum>& sums) {
+                 std::vector<std::pair<std::string, Sum>> sorted(sums.begin(), sums.end());
+                 std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+                   return a.second.total / a.second.count > b.second.total / b.second.count;
+                 });
+                 std::vector<std::string> out;
+                 for (const auto& [key, sum] : sorted) {
+                   out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}",
+                                                 Quote(key), sum.total / sum.count, sum.count));
+                 }
+                 return absl::StrCat("[", absl::StrJoin(out, ","), "]");
+               };
+               std::vector<std::string> cells;
+               for (const auto& [key, sum] : by_both) {
+                 cells.push_back(absl::StrFormat(
+                     "{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}", Quote(key.first),
+                     Quote(key.second), sum.total / sum.count, sum.count));
+               }
+               return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
+                                   ",\"cells\":[", absl::StrJoin(cells, ","),
+                                   "],\"truncated\":", truncated ? "true" : "false", "}");
+             }));
 
   // Runs, and one run with all of its items.
-  server.Get("/console/api/runs", json([parts](const httplib::Request& req)
-                                           -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
-    ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-    v1::ListRunsRequest list;
-    list.set_page_size(limit);
-    ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
-    return ToJson(runs);
-  }));
-  server.Get("/console/api/runs/(.+)", json([parts](const httplib::Request& req)
-                                                -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {}));
-    const std::string id = req.matches[1].str();
-    RETURN_IF_ERROR(common::ValidateId("run id", id));
-    ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
-    ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
-    std::vector<std::string> item_json;
-    for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
-    return absl::StrCat("{\"run\":", ToJson(run), ",\"items\":[", absl::StrJoin(item_json, ","),
-                        "],\"now\":", Quote(absl::FormatTime(absl::RFC3339_full, absl::Now(),
-                                                             absl::UTCTimeZone())),
-                        "}");
-  }));
+  server.Get("/console/api/runs",
+             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+               ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
+               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+               v1::ListRunsRequest list;
+               list.set_page_size(limit);
+               ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
+               return ToJson(runs);
+             }));
+  server.Get(
+      "/console/api/runs/(.+)",
+      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto params, Params(req, {}));
+        const std::string id = req.matches[1].str();
+        RETURN_IF_ERROR(common::ValidateId("run id", id));
+        ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
+        ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
+        std::vector<std::string> item_json;
+        for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
+        return absl::StrCat(
+            "{\"run\":", ToJson(run), ",\"items\":[", absl::StrJoin(item_json, ","), "],\"now\":",
+            Quote(absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone())), "}");
+      }));
 
   // Retry state and the breaker: the ladder, each task's state, the blocked registry with each
   // blocked task's break summary.
-  server.Get("/console/api/retry", json([parts](const httplib::Request& req)
-                                            -> absl::StatusOr<std::string> {
-    ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
-    ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-    v1::ListTasksRequest list;
-    list.set_page_size(limit);
-    ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
-    std::vector<std::string> states;
-    for (const v1::TaskSummary& summary : tasks.tasks()) {
-      absl::StatusOr<v1::TaskState> state = parts->tasks->GetState(summary.task_id());
-      if (absl::IsNotFound(state.status())) continue;  // cleaned up meanwhile
-      if (!state.ok()) return state.status();
-      states.push_back(ToJson(*state));
-    }
-    ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse status, parts->breaker->Status());
-    std::vector<std::string> blocked;
-    for (const v1::BlockedTask& task : status.blocked_tasks()) {
-      absl::StatusOr<v1::GetBreakSummaryResponse> summary =
-          parts->breaker->GetSummary(task.task_id());
-      blocked.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"summary\":",
-                                     Quote(summary.ok() ? summary->summary() : ""), "}"));
-    }
-    std::vector<std::string> ladder;
-    for (const std::string& model : parts->tasks->options().tier_ladder) {
-      ladder.push_back(Quote(model));
-    }
-    return absl::StrCat("{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
-                        absl::StrJoin(states, ","), "],\"blocked\":[",
-                        absl::StrJoin(blocked, ","),
-                        "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true",
-                        "}");
-  }));
+  server.Get("/console/api/retry",
+             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+               ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
+               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+               v1::ListTasksRequest list;
+               list.set_page_size(limit);
+               ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
+               std::vector<std::string> states;
+               for (const v1::TaskSummary& summary : tasks.tasks()) {
+                 absl::StatusOr<v1::TaskState> state = parts->tasks->GetState(summary.task_id());
+                 if (absl::IsNotFound(state.status())) continue;  // cleaned up meanwhile
+                 if (!state.ok()) return state.status();
+                 states.push_back(ToJson(*state));
+               }
+               ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse status, parts->breaker->Status());
+               std::vector<std::string> blocked;
+               for (const v1::BlockedTask& task : status.blocked_tasks()) {
+                 absl::StatusOr<v1::GetBreakSummaryResponse> summary =
+                     parts->breaker->GetSummary(task.task_id());
+                 blocked.push_back(absl::StrCat(
+                     "{\"task\":", ToJson(task),
+                     ",\"summary\":", Quote(summary.ok() ? summary->summary() : ""), "}"));
+               }
+               std::vector<std::string> ladder;
+               for (const std::string& model : parts->tasks->options().tier_ladder) {
+                 ladder.push_back(Quote(model));
+               }
+               return absl::StrCat(
+                   "{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
+                   absl::StrJoin(states, ","), "],\"blocked\":[", absl::StrJoin(blocked, ","),
+                   "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true", "}");
+             }));
 
   // Server-Sent Events: "change" events ({"seq", "kind", "id"}) after `after` (default: from
   // now), "resync" when the reader fell behind, a comment every keepalive while idle. The
@@ -510,40 +515,38 @@ void Console::Install(httplib::Server& server) {
     auto cursor = std::make_shared<int64_t>(*after);
     std::shared_ptr<ConsoleFeed> feed = parts->feed;
     const absl::Duration keepalive = parts->keepalive;
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [feed, cursor, keepalive, first = std::make_shared<bool>(true)](size_t,
-                                                                       httplib::DataSink& sink) {
-          if (*first) {
-            // Tells the reader where it starts, so it can come back with ?after=.
-            *first = false;
-            const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
-            if (!sink.write(hello.data(), hello.size())) return false;
-          }
-          ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive);
-          if (batch.closed) {
-            sink.done();
-            return true;
-          }
-          std::string out;
-          if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
-          for (const ConsoleChange& change : batch.changes) {
-            absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":",
-                            change.seq, ",\"kind\":", Quote(change.kind),
-                            ",\"id\":", Quote(change.id), "}\n\n");
-            *cursor = change.seq;
-          }
-          if (out.empty()) out = ": keep-alive\n\n";
-          return sink.write(out.data(), out.size());
-        });
+    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive,
+                                                           first = std::make_shared<bool>(true)](
+                                                              size_t, httplib::DataSink& sink) {
+      if (*first) {
+        // Tells the reader where it starts, so it can come back with ?after=.
+        *first = false;
+        const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
+        if (!sink.write(hello.data(), hello.size())) return false;
+      }
+      ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive);
+      if (batch.closed) {
+        sink.done();
+        return true;
+      }
+      std::string out;
+      if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
+      for (const ConsoleChange& change : batch.changes) {
+        absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":", change.seq,
+                        ",\"kind\":", Quote(change.kind), ",\"id\":", Quote(change.id), "}\n\n");
+        *cursor = change.seq;
+      }
+      if (out.empty()) out = ": keep-alive\n\n";
+      return sink.write(out.data(), out.size());
+    });
   });
 
   // Anything else under /console/ is not ours to guess at: 404 (or 405 for a write), in JSON,
   // rather than the A2A REST binding's catch-all.
   auto unknown = [](const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET") {
-      AnswerError(res, absl::UnimplementedError(
-                           absl::StrCat("the console is read-only: ", req.method, " is not served")));
+      AnswerError(res, absl::UnimplementedError(absl::StrCat(
+                           "the console is read-only: ", req.method, " is not served")));
       return;
     }
     AnswerError(res, absl::NotFoundError("no such console endpoint"));
