@@ -305,6 +305,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   console.breaker = breaker_.get();
   console.work = work_.get();
   console.a2a_tasks = a2a_tasks_.get();
+  console.deliveries = a2a_deliveries_.get();
   console.agents = agents_.get();
   console.authorizer = std::move(authorizer);
   console.feed = console_feed_;

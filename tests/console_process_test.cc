@@ -151,6 +151,12 @@ TEST_F(ConsoleProcessTest, JsonEndpointsShowWhatWasStored) {
   EXPECT_THAT(filtered->body, HasSubstr("eval-run"));
   EXPECT_THAT(filtered->body, Not(HasSubstr("eval-done")));
 
+  httplib::Result purple = Get("/console/api/evaluations?purple=purple-a");
+  ASSERT_TRUE(purple);
+  ASSERT_EQ(purple->status, 200) << purple->body;
+  EXPECT_THAT(purple->body, HasSubstr("eval-done"));
+  EXPECT_THAT(purple->body, Not(HasSubstr("eval-run")));
+
   httplib::Result one = Get("/console/api/evaluations/eval-done");
   ASSERT_TRUE(one);
   ASSERT_EQ(one->status, 200) << one->body;

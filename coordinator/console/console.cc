@@ -272,10 +272,26 @@ void Console::Install(httplib::Server& server) {
         for (const v1::Run& run : runs.runs()) {
           if (!WorkStore::IsTerminal(run)) ++runs_active;
         }
+        // Queued deliveries per agent; the last error of one that failed says the agent is not
+        // reachable now (the gateway retries it with backoff).
+        ASSIGN_OR_RETURN(std::vector<v1::PendingDelivery> pending,
+                         parts->deliveries->PendingDeliveries(kMaxScan));
+        std::map<std::string, std::pair<int, std::string>> queued;
+        for (const v1::PendingDelivery& delivery : pending) {
+          auto& [count, error] = queued[delivery.tenant()];
+          ++count;
+          if (delivery.attempts() > 0 && !delivery.last_error().empty()) {
+            error = delivery.last_error();
+          }
+        }
         std::vector<std::string> agent_json;
         for (v1::Agent agent : agents.agents()) {
           agent.clear_card();  // large, and not shown
-          agent_json.push_back(ToJson(agent));
+          const auto& [count, error] = queued[agent.name()];
+          agent_json.push_back(absl::StrCat("{\"agent\":", ToJson(agent),
+                                            ",\"queuedDeliveries\":", count,
+                                            ",\"reachable\":", error.empty() ? "true" : "false",
+                                            ",\"lastError\":", Quote(error), "}"));
         }
         return absl::StrCat(
             "{\"agents\":[", absl::StrJoin(agent_json, ","),
@@ -287,36 +303,41 @@ void Console::Install(httplib::Server& server) {
       }));
 
   // Evaluations: the contexts with their conversation's totals, newest first.
-  server.Get("/console/api/evaluations",
-             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "status", "limit"}));
-               v1::ListContextsRequest filter;
-               if (params.count("agent") > 0) {
-                 RETURN_IF_ERROR(common::ValidateOptionalId("agent", params["agent"]));
-                 filter.set_agent(params["agent"]);
-               }
-               ASSIGN_OR_RETURN(v1::ContextStatus status, StatusParam(params));
-               filter.set_status(status);
-               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-               bool truncated = false;
-               ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                                ScanContexts(*parts->contexts, filter, limit, &truncated));
-               std::sort(contexts.begin(), contexts.end(), [](const auto& a, const auto& b) {
-                 return a.create_time().seconds() > b.create_time().seconds();
-               });
-               std::vector<std::string> rows;
-               for (const v1::TaskContext& context : contexts) {
-                 ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
-                                  ConversationStore::ReadMeta(*parts->store, context.context_id()));
-                 const std::optional<double> score = Score(context);
-                 rows.push_back(absl::StrCat(
-                     "{\"context\":", ToJson(context),
-                     ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null", ",\"score\":",
-                     score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
-               }
-               return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
-                                   "],\"truncated\":", truncated ? "true" : "false", "}");
-             }));
+  server.Get(
+      "/console/api/evaluations",
+      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "purple", "status", "limit"}));
+        RETURN_IF_ERROR(common::ValidateOptionalId("purple", params["purple"]));
+        v1::ListContextsRequest filter;
+        if (params.count("agent") > 0) {
+          RETURN_IF_ERROR(common::ValidateOptionalId("agent", params["agent"]));
+          filter.set_agent(params["agent"]);
+        }
+        ASSIGN_OR_RETURN(v1::ContextStatus status, StatusParam(params));
+        filter.set_status(status);
+        ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+        bool truncated = false;
+        ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
+                         ScanContexts(*parts->contexts, filter, limit, &truncated));
+        std::sort(contexts.begin(), contexts.end(), [](const auto& a, const auto& b) {
+          return a.create_time().seconds() > b.create_time().seconds();
+        });
+        std::vector<std::string> rows;
+        for (const v1::TaskContext& context : contexts) {
+          if (!params["purple"].empty() && Label(context, "purple_agent") != params["purple"]) {
+            continue;
+          }
+          ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
+                           ConversationStore::ReadMeta(*parts->store, context.context_id()));
+          const std::optional<double> score = Score(context);
+          rows.push_back(absl::StrCat(
+              "{\"context\":", ToJson(context),
+              ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null",
+              ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
+        }
+        return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
+                            "],\"truncated\":", truncated ? "true" : "false", "}");
+      }));
 
   // One evaluation: the context, its commands, its conversation and its A2A tasks with their
   // event logs (status changes and artifacts), for the timeline.

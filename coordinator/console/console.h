@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "coordinator/console/console_feed.h"
 #include "coordinator/rpc/auth.h"
+#include "coordinator/store/a2a_delivery_queue.h"
 #include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
 #include "coordinator/store/breaker.h"
@@ -38,6 +39,7 @@ struct ConsoleParts {
   Breaker* breaker = nullptr;
   WorkStore* work = nullptr;
   A2ATasks* a2a_tasks = nullptr;
+  A2ADeliveryQueue* deliveries = nullptr;
   AgentRegistryStore* agents = nullptr;
   // Null: no authentication (loopback only).
   std::shared_ptr<const Authorizer> authorizer;

@@ -47,7 +47,9 @@ after(async () => {
 test('overview: agents and counts', async () => {
   const text = await open('#/overview', 'overview');
   assert.match(text, /active evaluations/);
-  assert.match(text, /\becho\b/);
+  const echo = await page.$eval('tr[data-id="echo"]', (tr) => tr.innerText);
+  assert.match(echo, /GRPC/);
+  assert.match(echo, /\bok\b/);
   await page.waitForSelector('#live.on');
   await shot('overview');
 });
@@ -65,6 +67,9 @@ test('evaluations: the list and its filters', async () => {
   text = await open('#/evaluations?status=active', 'evaluations');
   assert.match(text, /eval-run/);
   assert.doesNotMatch(text, /eval-done/);
+  text = await open('#/evaluations?purple=purple-gpt', 'evaluations');
+  assert.match(text, /eval-done/);
+  assert.doesNotMatch(text, /eval-run/);
 });
 
 test('one evaluation: its timeline, live while it runs', async () => {

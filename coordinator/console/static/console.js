@@ -93,28 +93,37 @@ const views = {
       card((100 * m.errorRate).toFixed(1) + ' %', m.rate === null ? 'error rate since start' : 'error rate'),
       card(m.total, 'calls since start'));
     const agents = data.agents.length === 0 ? h('p', { class: 'muted' }, 'No agent registered.') :
-      table(['Agent', 'Binding', 'Endpoint', 'Registered'], data.agents.map((a) =>
-        h('tr', {}, h('td', {}, a.name), h('td', {}, a.protocolBinding || 'GRPC'),
-          h('td', {}, a.endpoint || a.cardUrl || ''), h('td', {}, age(a.createTime) + ' ago'))));
+      table(['Agent', 'Binding', 'Endpoint', 'Reachable', { label: 'Queued deliveries', num: 1 },
+        'Registered'], data.agents.map((row) => {
+        const a = row.agent;
+        return h('tr', { 'data-id': a.name }, h('td', {}, a.name), h('td', {}, a.protocolBinding || 'GRPC'),
+          h('td', {}, a.endpoint || a.cardUrl || ''),
+          h('td', {}, row.reachable ? badge('ok') : h('span', {}, badge('failed'), ' ', row.lastError)),
+          h('td', { class: 'num' }, row.queuedDeliveries), h('td', {}, age(a.createTime) + ' ago'));
+      }));
     return [h('h2', {}, 'Overview'), cards, h('h2', {}, 'Agents'), agents];
   },
 
   async evaluations(params) {
     const q = new URLSearchParams();
     if (params.get('agent')) q.set('agent', params.get('agent'));
+    if (params.get('purple')) q.set('purple', params.get('purple'));
     if (params.get('status')) q.set('status', params.get('status'));
     const data = await api('/console/api/evaluations?' + q);
-    const agent = h('input', { id: 'filter-agent', placeholder: 'agent', value: params.get('agent') || '' });
+    const agent = h('input', { id: 'filter-agent', placeholder: 'green agent', value: params.get('agent') || '' });
+    const purple = h('input', { id: 'filter-purple', placeholder: 'agent under test', value: params.get('purple') || '' });
     const status = h('select', { id: 'filter-status' },
       ['all', 'active', 'completed', 'failed', 'canceled'].map((s) =>
         h('option', { value: s, selected: (params.get('status') || 'all') === s }, s)));
     const apply = () => {
       const p = new URLSearchParams();
       if (agent.value) p.set('agent', agent.value);
+      if (purple.value) p.set('purple', purple.value);
       if (status.value !== 'all') p.set('status', status.value);
       location.hash = '#/evaluations' + (p.toString() ? '?' + p : '');
     };
     agent.addEventListener('change', apply);
+    purple.addEventListener('change', apply);
     status.addEventListener('change', apply);
     const rows = data.evaluations.map((e) => {
       const c = e.context; const labels = c.labels || {};
@@ -127,7 +136,7 @@ const views = {
       h('td', { class: 'num' }, e.conversation ? (e.conversation.totalTokens || 0) : 0),
       h('td', { class: 'num' }, age(c.createTime)));
     });
-    return [h('h2', {}, 'Evaluations'), h('div', { class: 'filters' }, agent, status),
+    return [h('h2', {}, 'Evaluations'), h('div', { class: 'filters' }, agent, purple, status),
       data.evaluations.length === 0 ? h('p', { class: 'muted' }, 'No evaluation matches.') :
         table(['Context', 'Task', 'Green agent', 'Purple agent', 'Status', { label: 'Score', num: 1 },
           { label: 'Commands', num: 1 }, { label: 'Failed', num: 1 }, { label: 'Tokens', num: 1 },
