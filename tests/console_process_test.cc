@@ -290,6 +290,24 @@ TEST_F(ConsoleProcessTest, EventStreamAnnouncesChangesMadeAfterSubscribing) {
   EXPECT_THAT(text, Not(HasSubstr(R"("kind":"context","id":"watched")")));
 }
 
+// SIGTERM with an event stream open: the stream ends and the coordinator exits cleanly (the
+// stream does not hold the HTTP port's threads).
+TEST_F(ConsoleProcessTest, AnOpenEventStreamEndsWhenTheCoordinatorStops) {
+  Start();
+  absl::Notification subscribed;
+  std::string text;
+  std::thread reader([&] {
+    text = ReadEvents(http_port_, "/console/api/events", &subscribed,
+                      [](const std::string&) { return false; });
+  });
+  subscribed.WaitForNotification();
+  absl::StatusOr<ProcessResult> stopped = coordinator_->Stop();
+  reader.join();
+  ASSERT_OK(stopped.status());
+  EXPECT_EQ(stopped->exit_code, 0) << stopped->Describe();
+  EXPECT_THAT(text, HasSubstr("event: hello"));
+}
+
 TEST_F(ConsoleProcessTest, EventStreamReplaysFromACursor) {
   Start();
   Coordctl(coordinator_->target(), {"context", "put", "first", "--agent", "green"});
