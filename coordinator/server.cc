@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   addresses.bearer_auth = tokens != nullptr;
   server->a2a_service_->set_card_addresses(addresses);
   server->StartBackgroundJobs(options);
-  if (!options.http_listen.empty()) server->ServeHttp(options, tls, authorizer);
+  if (!options.http_listen.empty()) server->ServeHttp(options, tls, tokens);
   return server;
 }
 
@@ -269,7 +269,7 @@ void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
 }
 
 void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
-                                  std::shared_ptr<const Authorizer> authorizer) {
+                                  std::shared_ptr<TokenSource> tokens) {
   // The JSON bindings call the gRPC service in-process; its answers may be as large as any.
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(-1);
@@ -307,7 +307,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   console.a2a_tasks = a2a_tasks_.get();
   console.deliveries = a2a_deliveries_.get();
   console.agents = agents_.get();
-  console.authorizer = std::move(authorizer);
+  console.tokens = std::move(tokens);
   console.feed = console_feed_;
   console_ = std::make_unique<Console>(std::move(console));
   Console* web_console = console_.get();

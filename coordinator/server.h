@@ -146,7 +146,7 @@ class CoordinatorServer {
   // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
   // (http_bindings.h) and /metrics.
   void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
-                 std::shared_ptr<const Authorizer> authorizer);
+                 std::shared_ptr<TokenSource> tokens);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
   std::unique_ptr<storage::RocksStore> store_;

@@ -180,6 +180,27 @@ absl::StatusOr<int64_t> EventsCursor(const httplib::Request& req, ConsoleFeed& f
   return value;
 }
 
+std::vector<std::string> AuthorizationValues(const httplib::Request& req) {
+  std::vector<std::string> values;
+  const size_t n = req.get_header_value_count("Authorization");
+  for (size_t i = 0; i < n; ++i) values.push_back(req.get_header_value("Authorization", i));
+  return values;
+}
+
+// Authentication of /console/api/: a reader or admin token (`tokens` null: none needed). Agents'
+// tokens see only what they own through the gRPC API, so the console, which shows everything,
+// does not take them.
+absl::Status Authorize(TokenSource* tokens, const std::vector<std::string>& authorization) {
+  if (tokens == nullptr) return absl::OkStatus();
+  std::vector<absl::string_view> views(authorization.begin(), authorization.end());
+  ASSIGN_OR_RETURN(const Caller caller, tokens->Current()->Authenticate(views, absl::Now()));
+  if (caller.role == Role::kAgent) {
+    return absl::PermissionDeniedError(
+        "the console shows every agent's records: it needs a reader or admin token");
+  }
+  return absl::OkStatus();
+}
+
 const std::string& IndexHtml() {
   static const std::string* html = [] {
     const ConsoleAsset* asset = FindConsoleAsset("index.html");
@@ -216,20 +237,8 @@ void Console::Install(httplib::Server& server) {
   });
 
   ConsoleParts* parts = &parts_;
-  // Authentication of /console/api/: a reader or admin token; agents' tokens see only what they
-  // own through the gRPC API, so the console, which shows everything, does not take them.
   auto authorize = [parts](const httplib::Request& req) -> absl::Status {
-    if (parts->authorizer == nullptr) return absl::OkStatus();
-    std::vector<std::string> values;
-    const size_t n = req.get_header_value_count("Authorization");
-    for (size_t i = 0; i < n; ++i) values.push_back(req.get_header_value("Authorization", i));
-    std::vector<absl::string_view> views(values.begin(), values.end());
-    ASSIGN_OR_RETURN(const Caller caller, parts->authorizer->Authenticate(views, absl::Now()));
-    if (caller.role == Role::kAgent) {
-      return absl::PermissionDeniedError(
-          "the console shows every agent's records: it needs a reader or admin token");
-    }
-    return absl::OkStatus();
+    return Authorize(parts->tokens.get(), AuthorizationValues(req));
   };
 
   using Handler = std::function<absl::StatusOr<std::string>(const httplib::Request&)>;
@@ -536,7 +545,12 @@ void Console::Install(httplib::Server& server) {
     auto cursor = std::make_shared<int64_t>(*after);
     std::shared_ptr<ConsoleFeed> feed = parts->feed;
     const absl::Duration keepalive = parts->keepalive;
-    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive,
+    // The token is checked again at each wake-up (a change, or the keepalive): a token removed
+    // from the file or expired ends the stream within a keepalive.
+    std::shared_ptr<TokenSource> tokens = parts->tokens;
+    std::vector<std::string> authorization = AuthorizationValues(req);
+    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive, tokens,
+                                                           authorization,
                                                            first = std::make_shared<bool>(true)](
                                                               size_t, httplib::DataSink& sink) {
       if (*first) {
@@ -547,6 +561,14 @@ void Console::Install(httplib::Server& server) {
       }
       ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive);
       if (batch.closed) {
+        sink.done();
+        return true;
+      }
+      if (absl::Status allowed = Authorize(tokens.get(), authorization); !allowed.ok()) {
+        const std::string error = absl::StrCat(
+            "event: error\ndata: {\"status\":", Quote(absl::StatusCodeToString(allowed.code())),
+            ",\"message\":", Quote(allowed.message()), "}\n\n");
+        sink.write(error.data(), error.size());
         sink.done();
         return true;
       }

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "coordinator/console/console_feed.h"
 #include "coordinator/rpc/auth.h"
+#include "coordinator/rpc/token_source.h"
 #include "coordinator/store/a2a_delivery_queue.h"
 #include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/agent_registry_store.h"
@@ -41,8 +42,9 @@ struct ConsoleParts {
   A2ATasks* a2a_tasks = nullptr;
   A2ADeliveryQueue* deliveries = nullptr;
   AgentRegistryStore* agents = nullptr;
-  // Null: no authentication (loopback only).
-  std::shared_ptr<const Authorizer> authorizer;
+  // The tokens in force (read again when the file changes); null: no authentication (loopback
+  // only).
+  std::shared_ptr<TokenSource> tokens;
   // Shared with the event streams, which may run after the handler that started them returned.
   std::shared_ptr<ConsoleFeed> feed;
   // How often an idle event stream sends a comment, so proxies and the browser keep it open and
