@@ -354,4 +354,47 @@ TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {
   }
 }
 
+// A token taken out of the token file (read again while the coordinator runs) ends the event
+// streams opened with it, at their next wake-up, with an error event.
+TEST_F(ConsoleProcessTest, ARevokedTokenEndsItsEventStream) {
+  const std::string file = dir_.Sub("tokens.json");
+  auto tokens = [](bool with_reader) {
+    return absl::StrCat(R"({"tokens": [{"token": ")", kAdmin,
+                        R"(", "principal": "ops", "role": "admin"})",
+                        with_reader ? absl::StrCat(R"(, {"token": ")", kReader,
+                                                   R"(", "principal": "dash", "role": "reader"})")
+                                    : "",
+                        "]}");
+  };
+  WriteFile(file, tokens(true));
+  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  Start({"--token_file=" + file});
+  absl::Notification subscribed;
+  std::string text;
+  std::thread reader([&] {
+    httplib::Client http("127.0.0.1", http_port_);
+    http.set_read_timeout(120, 0);
+    http.Get("/console/api/events", {{"Authorization", absl::StrCat("Bearer ", kReader)}},
+             [&](const char* data, size_t length) {
+               text.append(data, length);
+               if (!subscribed.HasBeenNotified() && absl::StrContains(text, "event: hello")) {
+                 subscribed.Notify();
+               }
+               return true;
+             });
+    if (!subscribed.HasBeenNotified()) subscribed.Notify();
+  });
+  subscribed.WaitForNotification();
+  WriteFile(file, tokens(false));
+  // A change wakes the stream (else its keepalive does); the admin token still works.
+  absl::StatusOr<ProcessResult> put =
+      RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("admin.token"), "context",
+                                           "put", "after-revoke", "--agent", "green"});
+  ASSERT_OK(put.status());
+  EXPECT_EQ(put->exit_code, 0) << put->Describe();
+  reader.join();
+  EXPECT_THAT(text, HasSubstr("event: error"));
+  EXPECT_THAT(text, HasSubstr("UNAUTHENTICATED"));
+}
+
 }  // namespace
