@@ -21,10 +21,19 @@ async function shot(name) {
 async function coordctl(...args) {
   await run(env.CONSOLE_COORDCTL, ['--target', env.CONSOLE_TARGET, ...args]);
 }
-// Opens a view and waits until it has drawn (main[data-view] names it).
+// Opens `hash` and waits until the view rendered for that very hash (a hash change keeps the
+// page, and the previous view's content stays until the new one is rendered).
 async function open(hash, view) {
   await page.goto(base + '/' + hash, { waitUntil: 'domcontentloaded' });
-  await page.waitForSelector(`main[data-view="${view}"]`);
+  await page.waitForFunction(
+    (h, v) => {
+      const main = document.querySelector('main');
+      return main && main.dataset.route === h && main.dataset.view === v;
+    },
+    {},
+    hash,
+    view,
+  );
   return page.$eval('main', (m) => m.innerText);
 }
 

@@ -324,6 +324,9 @@ function render() {
   return rendering;
 }
 async function renderNow() {
+  // The hash this render is for: tests (and anything else) wait for main[data-route] to match the
+  // hash they set, since a hash change keeps the page and the previous view stays until then.
+  const hash = location.hash;
   const r = route();
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', a.dataset.view === r.nav);
   const main = document.getElementById('main');
@@ -331,6 +334,7 @@ async function renderNow() {
     const content = await views[r.name](r.params, r.id);
     main.replaceChildren(...[content].flat(2));
     main.dataset.view = r.name;
+    main.dataset.route = hash;
   } catch (e) {
     if (e instanceof HttpError && (e.status === 401 || e.status === 403)) {
       askToken(e.status === 401 ? 'This coordinator asks for a bearer token (' + e.message +
@@ -338,6 +342,7 @@ async function renderNow() {
     }
     main.replaceChildren(h('p', { class: 'error', id: 'error' }, e.message || String(e)));
     main.dataset.view = 'error';
+    main.dataset.route = hash;
   }
 }
 
