@@ -87,9 +87,17 @@ class AssessmentTest : public ::testing::Test {
     card_url_ = base_url_ + "/.well-known/agent-card.json";
   }
 
-  void TearDown() override {
+  void TearDown() override { StopCardServer(); }
+
+  // httplib 0.11 ignores a stop() that comes before its listen loop runs, and the loop then never
+  // ends: wait until it runs (bounded, so a server that never starts fails here, not hangs).
+  void StopCardServer() {
+    if (!serving_.joinable()) return;
+    for (int i = 0; i < 10000 && !card_server_.is_running(); ++i) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
     card_server_.stop();
-    if (serving_.joinable()) serving_.join();
+    serving_.join();
   }
 
   std::unique_ptr<Process> StartAgent(const std::string& binary, std::vector<std::string> args) {
@@ -273,8 +281,7 @@ TEST_F(AssessmentTest, AParticipantStillStartingIsWaitedFor) {
 TEST_F(AssessmentTest, ACardTheCoordinatorCannotFetchFailsTheTask) {
   const size_t before = Agents().size();
   // Nothing serves this card: the coordinator's fetch fails, and so does the registration.
-  card_server_.stop();
-  serving_.join();
+  StopCardServer();
   a2apb::Task task = WaitEnded(Assess(absl::StrCat(R"({"purple": ")", card_url_, R"("})"),
                                       absl::StrCat(R"({"task_id": ")", kTask, R"("})"))
                                    .id());
