@@ -54,6 +54,7 @@
 #include "coordinator/v1/conversation.grpc.pb.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
 #include "coordinator/v1/work.grpc.pb.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/process_util.h"
 
@@ -741,23 +742,38 @@ class StoreReader {
     return Retry([&](grpc::ClientContext* c) { return tasks_->GetTaskState(c, request, out); });
   }
 
+  // The run and its items as of one moment. The coordinator keeps running while the checker
+  // reads (its reaper takes back the leases of killed clients), and the header and the items
+  // come from separate calls: the items count only when the header read before them is the
+  // header read after them (every change of an item's status also stamps the header).
   grpc::Status Run(const std::string& id, v1::Run* run,
                    std::map<std::string, v1::WorkItem>* items) {
     v1::GetRunRequest get;
     get.set_run_id(id);
     grpc::Status s = Retry([&](grpc::ClientContext* c) { return work_->GetRun(c, get, run); });
-    if (!s.ok()) return s;
-    v1::ListItemsRequest request;
-    request.set_run_id(id);
-    request.set_page_size(1000);
-    do {
-      v1::ListItemsResponse page;
-      s = Retry([&](grpc::ClientContext* c) { return work_->ListItems(c, request, &page); });
+    for (int attempt = 0; s.ok(); ++attempt) {
+      items->clear();
+      v1::ListItemsRequest request;
+      request.set_run_id(id);
+      request.set_page_size(1000);
+      do {
+        v1::ListItemsResponse page;
+        s = Retry([&](grpc::ClientContext* c) { return work_->ListItems(c, request, &page); });
+        if (!s.ok()) return s;
+        for (const v1::WorkItem& item : page.items()) (*items)[item.item_id()] = item;
+        request.set_page_token(page.next_page_token());
+      } while (!request.page_token().empty());
+      v1::Run after;
+      s = Retry([&](grpc::ClientContext* c) { return work_->GetRun(c, get, &after); });
       if (!s.ok()) return s;
-      for (const v1::WorkItem& item : page.items()) (*items)[item.item_id()] = item;
-      request.set_page_token(page.next_page_token());
-    } while (!request.page_token().empty());
-    return grpc::Status::OK;
+      if (google::protobuf::util::MessageDifferencer::Equals(after, *run)) return grpc::Status::OK;
+      if (attempt == 20) {
+        return grpc::Status(grpc::StatusCode::ABORTED,
+                            "the run kept changing while its items were read");
+      }
+      *run = std::move(after);
+    }
+    return s;
   }
 
  private:
