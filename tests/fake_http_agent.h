@@ -10,13 +10,19 @@
 //   "plain"     one plain JSON answer instead of an event stream: the task COMPLETED
 //   "no-stream" (JSON-RPC) "method not found" for SendStreamingMessage; SendMessage completes
 //   otherwise   the task SUBMITTED, an artifact echoing the text, COMPLETED "done: <text>"
+// It keeps its tasks, so GetTask reads one back and SubscribeToTask streams a held one (the
+// task, then its end); a task it does not know is TaskNotFound, and a subscription to an ended
+// one UnsupportedOperation. Complete() ends a held task COMPLETED, as an agent that finishes on
+// its own; Forget() drops every task, as an agent restarted with its tasks in memory.
 // Header only: used by coordinator/a2a/ tests and by the process tests under tests/.
 #ifndef TESTS_FAKE_HTTP_AGENT_H_
 #define TESTS_FAKE_HTTP_AGENT_H_
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -54,6 +60,22 @@ class FakeHttpAgent {
     server_.Post(R"(/rest(?:/[^/:]+)?/tasks/([^/:]+):cancel)",
                  [this](const httplib::Request& req, httplib::Response& res) {
                    res.set_content(ToJson(CancelHeld(req.matches[1])), "application/a2a+json");
+                 });
+    server_.Get(R"(/rest(?:/[^/:]+)?/tasks/([^/:]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  RecordCall("GetTask", req.matches[1].str());
+                  std::optional<::lf::a2a::v1::Task> task = Find(req.matches[1]);
+                  if (!task.has_value()) return RestError(res, kNotFound);
+                  res.set_content(ToJson(*task), "application/a2a+json");
+                });
+    server_.Post(R"(/rest(?:/[^/:]+)?/tasks/([^/:]+):subscribe)",
+                 [this](const httplib::Request& req, httplib::Response& res) {
+                   RecordCall("SubscribeToTask", req.matches[1].str());
+                   std::optional<Answer> answer = Resubscription(req.matches[1]);
+                   if (!answer.has_value())
+                     return RestError(res, Find(req.matches[1]).has_value() ? kEnded : kNotFound);
+                   Stream(res, *std::move(answer),
+                          [](const StreamResponse& e) { return ToJson(e); });
                  });
     if (port == 0) {
       port_ = server_.bind_to_any_port("127.0.0.1");
@@ -108,6 +130,35 @@ class FakeHttpAgent {
     absl::MutexLock lock(&mu_);
     return cancels_;
   }
+  // GetTask and SubscribeToTask calls, as "<method> <agent task id>", in order.
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+  // Ends held task `id` COMPLETED, with a "finished" artifact, as if the agent finished on its
+  // own: a held stream gets the end; nobody may be listening.
+  void Complete(const std::string& id) {
+    namespace a2apb = ::lf::a2a::v1;
+    absl::MutexLock lock(&mu_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return;
+    a2apb::Artifact* artifact = it->second.add_artifacts();
+    artifact->set_artifact_id("finished");
+    artifact->add_parts()->set_text("finished");
+    it->second.mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+    it->second.mutable_status()->mutable_message()->set_message_id(id + "-finished");
+    it->second.mutable_status()->mutable_message()->set_role(a2apb::ROLE_AGENT);
+    it->second.mutable_status()->mutable_message()->clear_parts();
+    it->second.mutable_status()->mutable_message()->add_parts()->set_text("finished");
+    held_.erase(std::remove(held_.begin(), held_.end(), id), held_.end());
+  }
+
+  // Forgets every task, as an agent restarted with its tasks in memory.
+  void Forget() {
+    absl::MutexLock lock(&mu_);
+    tasks_.clear();
+  }
 
   std::string DefaultCard() const {
     return absl::StrCat(
@@ -126,12 +177,47 @@ class FakeHttpAgent {
  private:
   using StreamResponse = ::lf::a2a::v1::StreamResponse;
 
+  enum TaskError { kNotFound, kEnded };
+
+  void RecordCall(absl::string_view method, absl::string_view id) {
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(absl::StrCat(method, " ", id));
+  }
+
+  std::optional<::lf::a2a::v1::Task> Find(const std::string& id) {
+    absl::MutexLock lock(&mu_);
+    auto it = tasks_.find(id);
+    if (it == tasks_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  static void RestError(httplib::Response& res, TaskError error) {
+    if (error == kNotFound) {
+      res.status = 404;
+      res.set_content(R"({"error":{"code":404,"status":"NOT_FOUND","message":"no such task",)"
+                      R"("details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo",)"
+                      R"("reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}})",
+                      "application/a2a+json");
+    } else {
+      res.status = 400;
+      res.set_content(
+          R"({"error":{"code":400,"status":"FAILED_PRECONDITION","message":"the task has ended",)"
+          R"("details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo",)"
+          R"("reason":"UNSUPPORTED_OPERATION","domain":"a2a-protocol.org"}]}})",
+          "application/a2a+json");
+    }
+  }
+
   // The answer to one message, as the events of a stream.
   struct Answer {
     std::vector<StreamResponse> events;
     bool hold = false;  // after the events, wait for CancelTask
     std::string agent_task_id;
   };
+
+  // What a subscription to task `id` streams: the task, then (held) its end. None when the
+  // agent does not know the task or it has ended.
+  std::optional<Answer> Resubscription(const std::string& id);
 
   Answer AnswerTo(const ::lf::a2a::v1::SendMessageRequest& request) {
     namespace a2apb = ::lf::a2a::v1;
@@ -185,6 +271,12 @@ class FakeHttpAgent {
     return one;
   }
 
+  // Keeps the task `answer` leaves behind (held: WORKING until canceled or completed).
+  void Keep(const Answer& answer) {
+    absl::MutexLock lock(&mu_);
+    tasks_[answer.agent_task_id] = AsOneTask(answer).task();
+  }
+
   void Record(const ::lf::a2a::v1::SendMessageRequest& request, const httplib::Request& req,
               const std::string& tenant) {
     absl::MutexLock lock(&mu_);
@@ -204,21 +296,32 @@ class FakeHttpAgent {
         if (!sink.write(data.data(), data.size())) return false;
       }
       if (answer.hold) {
+        StreamResponse end;
         {
           absl::MutexLock lock(&mu_);
-          held_.push_back(answer.agent_task_id);
+          if (std::find(held_.begin(), held_.end(), answer.agent_task_id) == held_.end()) {
+            held_.push_back(answer.agent_task_id);
+          }
           auto released = [this, &answer]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
             return stopping_ ||
                    std::find(held_.begin(), held_.end(), answer.agent_task_id) == held_.end();
           };
           mu_.Await(absl::Condition(&released));
           if (stopping_) return false;
+          // Canceled or completed: the task's end as it is kept.
+          const ::lf::a2a::v1::Task& task = tasks_[answer.agent_task_id];
+          end.mutable_status_update()->set_task_id(answer.agent_task_id);
+          *end.mutable_status_update()->mutable_status() = task.status();
+          for (const auto& artifact : task.artifacts()) {
+            if (artifact.artifact_id() != "finished") continue;
+            StreamResponse chunk;
+            chunk.mutable_artifact_update()->set_task_id(answer.agent_task_id);
+            *chunk.mutable_artifact_update()->mutable_artifact() = artifact;
+            const std::string data = absl::StrCat("data: ", frame(chunk), "\n\n");
+            if (!sink.write(data.data(), data.size())) return false;
+          }
         }
-        StreamResponse canceled;
-        canceled.mutable_status_update()->set_task_id(answer.agent_task_id);
-        canceled.mutable_status_update()->mutable_status()->set_state(
-            ::lf::a2a::v1::TASK_STATE_CANCELED);
-        const std::string data = absl::StrCat("data: ", frame(canceled), "\n\n");
+        const std::string data = absl::StrCat("data: ", frame(end), "\n\n");
         if (!sink.write(data.data(), data.size())) return false;
       }
       sink.done();
@@ -234,6 +337,7 @@ class FakeHttpAgent {
     ::lf::a2a::v1::Task task;
     task.set_id(id);
     task.mutable_status()->set_state(::lf::a2a::v1::TASK_STATE_CANCELED);
+    if (auto it = tasks_.find(id); it != tasks_.end()) *it->second.mutable_status() = task.status();
     return task;
   }
 
@@ -261,6 +365,30 @@ class FakeHttpAgent {
       res.set_content(result(ToJson(CancelHeld(cancel.id()))), "application/json");
       return;
     }
+    if (method == "GetTask" || method == "SubscribeToTask") {
+      ::lf::a2a::v1::GetTaskRequest which;  // both requests name the task in "id"
+      google::protobuf::util::JsonParseOptions lenient;
+      lenient.ignore_unknown_fields = true;
+      (void)google::protobuf::util::JsonStringToMessage(params, &which, lenient);
+      RecordCall(method, which.id());
+      std::optional<::lf::a2a::v1::Task> task = Find(which.id());
+      if (!task.has_value()) {
+        res.set_content(error(-32001, "no such task"), "application/json");
+        return;
+      }
+      if (method == "GetTask") {
+        res.set_content(result(ToJson(*task)), "application/json");
+        return;
+      }
+      std::optional<Answer> answer = Resubscription(which.id());
+      if (!answer.has_value()) {
+        res.set_content(error(-32004, "the task has ended"), "application/json");
+        return;
+      }
+      Stream(res, *std::move(answer),
+             [result](const StreamResponse& e) { return result(ToJson(e)); });
+      return;
+    }
     if (method != "SendStreamingMessage" && method != "SendMessage") {
       res.set_content(error(-32601, "method not found"), "application/json");
       return;
@@ -286,6 +414,7 @@ class FakeHttpAgent {
       return;
     }
     Answer answer = AnswerTo(request);
+    Keep(answer);
     if (text == "plain" || method == "SendMessage") {
       res.set_content(result(ToJson(AsOneTask(answer))), "application/json");
       return;
@@ -316,6 +445,7 @@ class FakeHttpAgent {
       return;
     }
     Answer answer = AnswerTo(request);
+    Keep(answer);
     if (text == "plain" || req.matches[2] == "send") {
       res.set_content(ToJson(AsOneTask(answer)), "application/a2a+json");
       return;
@@ -338,7 +468,25 @@ class FakeHttpAgent {
   std::vector<std::string> versions_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> tenants_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, ::lf::a2a::v1::Task> tasks_ ABSL_GUARDED_BY(mu_);
 };
+
+inline std::optional<FakeHttpAgent::Answer> FakeHttpAgent::Resubscription(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return std::nullopt;
+  const ::lf::a2a::v1::TaskState state = it->second.status().state();
+  if (state != ::lf::a2a::v1::TASK_STATE_WORKING && state != ::lf::a2a::v1::TASK_STATE_SUBMITTED) {
+    return std::nullopt;
+  }
+  Answer answer;
+  answer.agent_task_id = id;
+  answer.events.emplace_back();
+  *answer.events.back().mutable_task() = it->second;
+  answer.hold = std::find(held_.begin(), held_.end(), id) != held_.end();
+  return answer;
+}
 
 }  // namespace testing_util
 

@@ -75,6 +75,14 @@ class AgentTransport {
   // Forwards CancelTask; blocks until the agent answers or `deadline`.
   [[nodiscard]] virtual absl::StatusOr<a2apb::Task> CancelTask(
       const a2apb::CancelTaskRequest& request, absl::Time deadline) = 0;
+  // Forwards GetTask; blocks until the agent answers or `deadline`.
+  [[nodiscard]] virtual absl::StatusOr<a2apb::Task> GetTask(const a2apb::GetTaskRequest& request,
+                                                            absl::Time deadline) = 0;
+  // Opens SubscribeToTask and returns the call that reads the agent's answer (its Task, then the
+  // task's updates), which ends by `deadline`. Never null, as SendStreaming; there is no unary
+  // fallback.
+  virtual std::unique_ptr<AgentCall> Subscribe(const a2apb::SubscribeToTaskRequest& request,
+                                               absl::Time deadline) = 0;
 };
 
 struct AgentTransportOptions {

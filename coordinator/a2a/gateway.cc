@@ -340,8 +340,18 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("coordinator is stopping");
   }
-  std::unique_ptr<AgentCall> reader =
-      transport->SendStreaming(request, absl::Now() + options_.stream_timeout);
+  // The agent answered this very message before the attempt ended (the coordinator restarted,
+  // or the stream broke, in the middle of the answer): the agent has it, and may have finished
+  // it meanwhile. The message is not sent twice (an agent refuses a message for a task that has
+  // ended, and would run it twice otherwise): the attempt resumes the agent's task instead.
+  std::unique_ptr<AgentCall> reader;
+  bool resume =
+      !header->agent_task_id().empty() && header->agent_answered_seq() >= delivery.history_seq();
+  if (resume) {
+    ASSIGN_OR_RETURN(reader, Resume(*header, *agent, *transport, delivery, remaining, &resume));
+    if (resume && reader == nullptr) return absl::OkStatus();  // the task had ended: stored
+  }
+  if (!resume) reader = transport->SendStreaming(request, absl::Now() + options_.stream_timeout);
   {
     absl::MutexLock lock(&mu_);
     calls_.insert(reader.get());
@@ -359,7 +369,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // first on every turn) open the stream with the task as they stored it: still INPUT_REQUIRED
   // or AUTH_REQUIRED, the state this very message answers. That status is set aside and counts
   // only if the stream ends cleanly with no other status after it.
-  const bool follow_up = !header->agent_task_id().empty();
+  const bool follow_up = !resume && !header->agent_task_id().empty();
   std::optional<a2apb::TaskStatus> opening_status;
   // Every event that waits is stored in one transaction with the others (one durable write),
   // in order, and only then published (StoreBurst). The burst that ends the task (or asks for
@@ -417,7 +427,8 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   const absl::Status status = reader->Finish();
   unregister();
   if (!apply_error.ok()) return apply_error;
-  if (!got_any && follow_up && a2a_protocol::Reason(status) == a2a_protocol::kTaskNotFound) {
+  if (!got_any && (follow_up || resume) &&
+      a2a_protocol::Reason(status) == a2a_protocol::kTaskNotFound) {
     // The agent no longer knows its own task (it restarted, and kept its tasks in memory): the
     // coordinator still holds the whole task, so the message goes again as a new task at the
     // agent instead of failing a task that nothing is wrong with.
@@ -433,12 +444,52 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     RETURN_IF_ERROR(StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status());
   }
   if (reached_end || status.ok()) return absl::OkStatus();
-  if (IsRetryable(status.code())) {
+  if (IsRetryable(status.code()) || (resume && !got_any)) {
+    // A subscription refused before any event: the task most likely ended between GetTask and
+    // SubscribeToTask (agents refuse to subscribe to an ended task). The next attempt reads it.
     return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
                                                " (", agent->protocol_binding(),
                                                "): ", status.message()));
   }
   return status;  // the agent's definite answer, its A2A reason kept
+}
+
+absl::StatusOr<std::unique_ptr<AgentCall>> A2AGateway::Resume(
+    const v1::StoredTask& header, const v1::Agent& agent, AgentTransport& transport,
+    const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining, bool* resumed) {
+  a2apb::GetTaskRequest get;
+  get.set_id(header.agent_task_id());
+  get.set_history_length(0);
+  absl::StatusOr<a2apb::Task> task = transport.GetTask(get, absl::Now() + options_.call_timeout);
+  if (!task.ok()) {
+    if (a2a_protocol::Reason(task.status()) == a2a_protocol::kTaskNotFound) {
+      // It restarted and forgot its tasks: the message goes again, as a new task at the agent.
+      RETURN_IF_ERROR(tasks_->ForgetAgentTaskId(header.task().id(), header.agent_task_id()));
+      return absl::UnavailableError(
+          absl::StrCat("agent ", agent.name(), " no longer knows its task ", header.agent_task_id(),
+                       " (it restarted?): the message goes again as a new task at the agent"));
+    }
+    if (absl::IsUnimplemented(task.status()) ||
+        a2a_protocol::Reason(task.status()) == a2a_protocol::kUnsupportedOperation) {
+      // An agent that keeps no tasks (the coordinator's own agent runtime): nothing to read
+      // back, so the message goes again, as it always did.
+      *resumed = false;
+      return nullptr;
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "agent ", agent.name(), " at ", agent.endpoint(), ": cannot read back its task ",
+        header.agent_task_id(), ": ", task.status().message()));
+  }
+  if (IsFinalOrInterrupted(task->status().state())) {
+    // Its answer ended while nobody listened: the task as the agent has it is the outcome.
+    a2apb::StreamResponse update;
+    *update.mutable_task() = *std::move(task);
+    RETURN_IF_ERROR(StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status());
+    return nullptr;
+  }
+  a2apb::SubscribeToTaskRequest subscribe;
+  subscribe.set_id(header.agent_task_id());
+  return transport.Subscribe(subscribe, absl::Now() + options_.stream_timeout);
 }
 
 absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,

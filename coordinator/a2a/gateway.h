@@ -101,6 +101,16 @@ class A2AGateway {
   // `*remaining` to the task's deliveries still queued when this one left the queue in the same
   // transaction as the agent's answer.
   absl::Status Attempt(const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining);
+  // An attempt at a message the agent has already answered (header.agent_answered_seq): reads
+  // the agent's task back. Ended or interrupted: stores it as the answer (dequeuing the
+  // delivery, setting `*remaining`) and returns null. Still running: returns the subscription
+  // to it, read as the answer. UNAVAILABLE when the agent cannot say (retried), after
+  // forgetting its task id when the agent no longer knows it (the message then goes again). An
+  // agent that keeps no tasks to read back (GetTask unimplemented or UNSUPPORTED_OPERATION):
+  // sets `*resumed` to false and returns null, and the message goes again.
+  absl::StatusOr<std::unique_ptr<AgentCall>> Resume(
+      const v1::StoredTask& header, const v1::Agent& agent, AgentTransport& transport,
+      const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining, bool* resumed);
   // Stores a burst of the agent's answer to `delivery` (A2ATasks::ApplyAgentBurst, which
   // publishes it), dequeuing the delivery when the burst ends the turn; then sets `*remaining`
   // as Attempt does. Whether the task is final or interrupted afterwards.

@@ -21,19 +21,27 @@ namespace {
 class GrpcAgentCall final : public AgentCall,
                             public grpc::ClientReadReactor<a2apb::StreamResponse> {
  public:
-  GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, a2apb::SendMessageRequest request,
-                absl::Time deadline)
-      : stub_(a2apb::A2AService::NewStub(std::move(channel))), request_(std::move(request)) {
+  GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, absl::Time deadline)
+      : stub_(a2apb::A2AService::NewStub(std::move(channel))) {
     for (grpc::ClientContext* context : {&context_, &unary_context_}) {
       context->set_deadline(absl::ToChronoTime(deadline));
       a2a_protocol::AddVersion(context);
     }
   }
 
-  void Start() {
+  // SendStreamingMessage, with the unary SendMessage for an agent without streaming.
+  void StartSend(a2apb::SendMessageRequest request) {
+    request_ = std::move(request);
+    sending_ = true;
     stub_->async()->SendStreamingMessage(&context_, &request_, this);
-    StartRead(&incoming_);
-    StartCall();
+    StartReading();
+  }
+
+  // SubscribeToTask.
+  void StartSubscribe(a2apb::SubscribeToTaskRequest request) {
+    subscribe_request_ = std::move(request);
+    stub_->async()->SubscribeToTask(&context_, &subscribe_request_, this);
+    StartReading();
   }
 
   void OnReadDone(bool ok) override {
@@ -58,7 +66,8 @@ class GrpcAgentCall final : public AgentCall,
     bool unary;
     {
       absl::MutexLock lock(&mu_);
-      unary = status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any_ && !cancelled_;
+      unary = sending_ && status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any_ &&
+              !cancelled_;
     }
     if (unary) {
       // A Cancel() from now on cancels unary_context_ before or after the call starts on it.
@@ -111,6 +120,11 @@ class GrpcAgentCall final : public AgentCall,
   }
 
  private:
+  void StartReading() {
+    StartRead(&incoming_);
+    StartCall();
+  }
+
   void OnUnaryDone(const grpc::Status& status) {
     if (status.ok()) {
       a2apb::StreamResponse update;
@@ -132,7 +146,9 @@ class GrpcAgentCall final : public AgentCall,
   }
 
   std::unique_ptr<a2apb::A2AService::Stub> stub_;
-  const a2apb::SendMessageRequest request_;
+  a2apb::SendMessageRequest request_;                // when sending_
+  a2apb::SubscribeToTaskRequest subscribe_request_;  // otherwise
+  bool sending_ = false;
   grpc::ClientContext context_;
   grpc::ClientContext unary_context_;
   a2apb::StreamResponse incoming_;    // written by gRPC while a read is pending
@@ -153,23 +169,51 @@ std::unique_ptr<AgentCall> GrpcAgentTransport::SendStreaming(
     const a2apb::SendMessageRequest& request, absl::Time deadline) {
   a2apb::SendMessageRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
-  auto call = std::make_unique<GrpcAgentCall>(channel_, std::move(sent), deadline);
-  call->Start();
+  auto call = std::make_unique<GrpcAgentCall>(channel_, deadline);
+  call->StartSend(std::move(sent));
   return call;
 }
 
-absl::StatusOr<a2apb::Task> GrpcAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
-                                                           absl::Time deadline) {
-  auto stub = a2apb::A2AService::NewStub(channel_);
+std::unique_ptr<AgentCall> GrpcAgentTransport::Subscribe(
+    const a2apb::SubscribeToTaskRequest& request, absl::Time deadline) {
+  a2apb::SubscribeToTaskRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  auto call = std::make_unique<GrpcAgentCall>(channel_, deadline);
+  call->StartSubscribe(std::move(sent));
+  return call;
+}
+
+namespace {
+
+// One unary call of the A2A service that answers with a Task: `sent` with the tenant set, the
+// A2A version stamped and `deadline` kept.
+template <typename Request>
+absl::StatusOr<a2apb::Task> CallForTask(const std::shared_ptr<grpc::Channel>& channel,
+                                        const std::string& tenant, Request sent,
+                                        absl::Time deadline,
+                                        grpc::Status (a2apb::A2AService::Stub::*method)(
+                                            grpc::ClientContext*, const Request&, a2apb::Task*)) {
+  a2apb::A2AService::Stub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
   a2a_protocol::AddVersion(&context);
-  a2apb::CancelTaskRequest sent = request;
-  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  if (!tenant.empty()) sent.set_tenant(tenant);
   a2apb::Task reply;
-  const grpc::Status status = stub->CancelTask(&context, sent, &reply);
+  const grpc::Status status = (stub.*method)(&context, sent, &reply);
   if (!status.ok()) return a2a_protocol::FromGrpcStatus(status);
   return reply;
+}
+
+}  // namespace
+
+absl::StatusOr<a2apb::Task> GrpcAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
+                                                           absl::Time deadline) {
+  return CallForTask(channel_, tenant_, request, deadline, &a2apb::A2AService::Stub::CancelTask);
+}
+
+absl::StatusOr<a2apb::Task> GrpcAgentTransport::GetTask(const a2apb::GetTaskRequest& request,
+                                                        absl::Time deadline) {
+  return CallForTask(channel_, tenant_, request, deadline, &a2apb::A2AService::Stub::GetTask);
 }
 
 std::shared_ptr<grpc::Channel> NewAgentChannel(const std::string& endpoint) {

@@ -22,6 +22,10 @@ class GrpcAgentTransport final : public AgentTransport {
                                            absl::Time deadline) override;
   absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request,
                                          absl::Time deadline) override;
+  absl::StatusOr<a2apb::Task> GetTask(const a2apb::GetTaskRequest& request,
+                                      absl::Time deadline) override;
+  std::unique_ptr<AgentCall> Subscribe(const a2apb::SubscribeToTaskRequest& request,
+                                       absl::Time deadline) override;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

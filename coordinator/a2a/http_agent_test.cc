@@ -320,9 +320,10 @@ TEST_P(HttpAgentTest, CancelIsForwardedOverTheBindingAndSubscribersSeeIt) {
   EXPECT_EQ(last.status_update().status().state(), a2apb::TASK_STATE_CANCELED);
 }
 
-// Shutdown cancels the call in flight (httplib's blocked read), and the message stays queued:
-// the next coordinator on the same data delivers it again.
-TEST_P(HttpAgentTest, ShutdownCutsAHeldStreamAndTheNextStartDeliversAgain) {
+// Shutdown cancels the call in flight (httplib's blocked read), and the message stays queued.
+// The agent had answered it, so the next coordinator on the same data does not send it again:
+// it reads the agent's task back and subscribes to it, and the task's end arrives that way.
+TEST_P(HttpAgentTest, ShutdownCutsAHeldStreamAndTheNextStartResumesTheAgentsTask) {
   FakeHttpAgent agent(GetParam());
   v1::Agent registered;
   ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
@@ -330,12 +331,63 @@ TEST_P(HttpAgentTest, ShutdownCutsAHeldStreamAndTheNextStartDeliversAgain) {
   ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
   StopCoordinator();
   StartCoordinator();
-  ASSERT_TRUE(WaitFor([&] { return agent.texts().size() == 2; }));
-  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+  ASSERT_TRUE(WaitFor([&] { return agent.calls().size() == 2; }));
+  EXPECT_THAT(agent.calls(), ElementsAre("GetTask agent-task-1", "SubscribeToTask agent-task-1"));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold"));  // sent once
   EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_WORKING);
+  agent.Complete("agent-task-1");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_COMPLETED));
+  const a2apb::Task done = GetTask(id);
+  EXPECT_EQ(StatusText(done), "finished");
+  ASSERT_EQ(done.artifacts_size(), 1);
+  EXPECT_EQ(done.artifacts(0).artifact_id(), "finished");
 }
 
-// An agent that never ends its answer is cut at --a2a_stream_timeout, and the delivery retried.
+// The agent finishes while the coordinator is down (its last events went to a stream nobody
+// read): the restarted coordinator reads the ended task back and stores it as the outcome. The
+// message is not sent again (an agent refuses a message for an ended task).
+TEST_P(HttpAgentTest, AnAgentThatFinishedWhileTheCoordinatorWasDownGivesItsOutcome) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  StopCoordinator();
+  agent.Complete("agent-task-1");
+  StartCoordinator();
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_COMPLETED));
+  const a2apb::Task done = GetTask(id);
+  EXPECT_EQ(StatusText(done), "finished");
+  ASSERT_EQ(done.artifacts_size(), 1);
+  EXPECT_EQ(done.artifacts(0).parts(0).text(), "finished");
+  EXPECT_THAT(agent.calls(), ElementsAre("GetTask agent-task-1"));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold"));
+}
+
+// An agent restarted with its tasks in memory no longer knows the task: the message goes again,
+// as a new task at the agent.
+TEST_P(HttpAgentTest, AnAgentThatForgotTheTaskGetsTheMessageAgain) {
+  FakeHttpAgent agent(GetParam());
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("fake", agent.card_url(), &registered).ok());
+  const std::string id = SendNow("hold", "fake");
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  StopCoordinator();
+  agent.Forget();
+  StartCoordinator();
+  ASSERT_TRUE(WaitFor([&] { return agent.texts().size() == 2; }));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+  EXPECT_THAT(agent.calls(), ElementsAre("GetTask agent-task-1"));
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  ASSERT_TRUE(stub_->CancelTask(Context().get(), cancel, &canceled).ok());
+  EXPECT_THAT(agent.cancels(), ElementsAre("agent-task-2"));  // the agent's new task
+}
+
+// An agent that never ends its answer is cut at --a2a_stream_timeout, and the delivery retried
+// (the second attempt resumes the agent's task: it had answered).
 TEST_P(HttpAgentTest, AStreamPastItsDeadlineIsRetriedThenGivenUp) {
   StopCoordinator();
   StartCoordinator([](GatewayOptions& gateway) {
@@ -348,7 +400,8 @@ TEST_P(HttpAgentTest, AStreamPastItsDeadlineIsRetriedThenGivenUp) {
   const std::string id = SendNow("hold", "fake");
   ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
   EXPECT_THAT(StatusText(GetTask(id)), HasSubstr("after 2 attempts"));
-  EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
+  EXPECT_THAT(agent.texts(), ElementsAre("hold"));
+  EXPECT_THAT(agent.calls(), ElementsAre("GetTask agent-task-1", "SubscribeToTask agent-task-1"));
 }
 
 TEST_P(HttpAgentTest, RegisteringAgainRefreshesTheCard) {

@@ -169,8 +169,9 @@ class HttpAgentCall final : public AgentCall {
       absl::MutexLock lock(&mu_);
       unary = status.code() == absl::StatusCode::kUnimplemented && !got_any_ && !cancelled_;
     }
-    // An agent without streaming: the unary SendMessage, whose answer is the one event.
-    if (unary) status = Post(unary_, /*streaming=*/false);
+    // An agent without streaming: the unary SendMessage, whose answer is the one event (a
+    // subscription has none).
+    if (unary && !unary_.path.empty()) status = Post(unary_, /*streaming=*/false);
     {
       absl::MutexLock lock(&mu_);
       status_ = std::move(status);
@@ -412,30 +413,74 @@ std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
   return call;
 }
 
+std::unique_ptr<AgentCall> HttpAgentTransport::Subscribe(
+    const a2apb::SubscribeToTaskRequest& request, absl::Time deadline) {
+  a2apb::SubscribeToTaskRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  Exchange stream;
+  if (binding_ == Binding::kJsonRpc) {
+    stream = {url_.path.empty() ? "/" : url_.path, JsonRpcCall("SubscribeToTask", sent),
+              kJsonContentType, kEventStreamContentType};
+  } else {
+    stream = {
+        RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":subscribe")), "",
+        kA2AJsonContentType, kEventStreamContentType};
+  }
+  auto call = std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream), Exchange{},
+                                              deadline, max_event_bytes_, connect_timeout_);
+  call->Start();
+  return call;
+}
+
 absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
                                                            absl::Time deadline) {
   a2apb::CancelTaskRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
+  if (binding_ == Binding::kJsonRpc) return CallForTask("CancelTask", sent, "", deadline);
+  return CallForTask(
+      "CancelTask", sent,
+      RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel")),
+      deadline);
+}
+
+absl::StatusOr<a2apb::Task> HttpAgentTransport::GetTask(const a2apb::GetTaskRequest& request,
+                                                        absl::Time deadline) {
+  a2apb::GetTaskRequest sent = request;
+  if (!tenant_.empty()) sent.set_tenant(tenant_);
+  if (binding_ == Binding::kJsonRpc) return CallForTask("GetTask", sent, "", deadline);
+  std::string path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id())));
+  if (sent.has_history_length()) absl::StrAppend(&path, "?historyLength=", sent.history_length());
+  return CallForTask("GetTask", sent, path, deadline, /*rest_get=*/true);
+}
+
+absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
+    absl::string_view method, const google::protobuf::Message& request,
+    const std::string& rest_path, absl::Time deadline, bool rest_get) {
   std::string path;
   std::string body;
   std::string content_type;
   if (binding_ == Binding::kJsonRpc) {
     path = url_.path.empty() ? "/" : url_.path;
-    body = JsonRpcCall("CancelTask", sent);
+    body = JsonRpcCall(method, request);
     content_type = kJsonContentType;
   } else {
-    path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel"));
-    body = ToJson(sent);
+    path = rest_path;
+    if (!rest_get) body = ToJson(request);
     content_type = kA2AJsonContentType;
   }
-  const std::string what = absl::StrCat("POST ", Base(url_), path);
+  const bool get = binding_ == Binding::kHttpJson && rest_get;
+  const std::string what = absl::StrCat(get ? "GET " : "POST ", Base(url_), path);
   httplib::Client client(Base(url_));
   client.set_follow_location(false);
   httplib::Headers headers = {{"Accept", content_type}, {"A2A-Version", a2a_protocol::kVersion}};
   bool expired = false;
   const absl::Duration timeout = std::max(deadline - absl::Now(), absl::Milliseconds(1));
   httplib::Result res = common::CallWithDeadline(
-      client, timeout, [&] { return client.Post(path, headers, body, content_type); }, &expired);
+      client, timeout,
+      [&] {
+        return get ? client.Get(path, headers) : client.Post(path, headers, body, content_type);
+      },
+      &expired);
   if (!res) {
     return absl::UnavailableError(
         expired ? absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout))
@@ -449,7 +494,7 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTa
     task_json = *std::move(result);
   }
   a2apb::Task reply;
-  absl::Status read = Read(task_json, &reply, "CancelTask answer");
+  absl::Status read = Read(task_json, &reply, absl::StrCat(method, " answer"));
   if (!read.ok()) return read;
   return reply;
 }

@@ -41,8 +41,19 @@ class HttpAgentTransport final : public AgentTransport {
                                            absl::Time deadline) override;
   absl::StatusOr<a2apb::Task> CancelTask(const a2apb::CancelTaskRequest& request,
                                          absl::Time deadline) override;
+  absl::StatusOr<a2apb::Task> GetTask(const a2apb::GetTaskRequest& request,
+                                      absl::Time deadline) override;
+  std::unique_ptr<AgentCall> Subscribe(const a2apb::SubscribeToTaskRequest& request,
+                                       absl::Time deadline) override;
 
  private:
+  // One call answered by a Task: `method` over JSON-RPC, else a POST of `request` (a GET when
+  // `rest_get`) to `rest_path`.
+  absl::StatusOr<a2apb::Task> CallForTask(absl::string_view method,
+                                          const google::protobuf::Message& request,
+                                          const std::string& rest_path, absl::Time deadline,
+                                          bool rest_get = false);
+
   const Binding binding_;
   const common::HttpUrl url_;
   const std::string tenant_;

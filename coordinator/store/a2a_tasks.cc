@@ -524,6 +524,11 @@ absl::StatusOr<A2ATasks::BurstResult> A2ATasks::ApplyAgentBurst(
       ++result.applied;
       if (IsFinalOrInterrupted(header.task().status().state())) break;
     }
+    if (delivery_seq > header.agent_answered_seq() && result.applied > 0 &&
+        !header.agent_task_id().empty()) {
+      header.set_agent_answered_seq(delivery_seq);
+      touched = true;
+    }
     if (delivery_seq > 0 && IsFinalOrInterrupted(header.task().status().state())) {
       ASSIGN_OR_RETURN(const bool dequeued,
                        a2a_records::DequeueDelivery(txn, header, delivery_seq));
@@ -573,6 +578,7 @@ absl::Status A2ATasks::ForgetAgentTaskId(absl::string_view task_id,
       return absl::OkStatus();
     }
     header.clear_agent_task_id();
+    header.clear_agent_answered_seq();
     header.set_version(header.version() + 1);
     *header.mutable_update_time() = ToProtoTime(absl::Now());
     return txn.Put(ColumnFamily::kA2A, keys::A2ATaskHeader(header.task().id()),

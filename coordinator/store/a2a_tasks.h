@@ -122,7 +122,8 @@ class A2ATasks {
   // stopping after the first one that leaves the task final or interrupted (IsFinalOrInterrupted;
   // later updates are not applied). When `delivery_seq` > 0 and the task is final or
   // interrupted afterwards, the delivery of history message `delivery_seq` is dequeued in the
-  // same transaction; a direct Message answer in the burst is recorded as answering it. All or
+  // same transaction; a direct Message answer in the burst is recorded as answering it, and the
+  // header records that the agent answered message `delivery_seq` (agent_answered_seq). All or
   // nothing: if any update is invalid or a write fails, nothing is stored.
   [[nodiscard]] absl::StatusOr<BurstResult> ApplyAgentBurst(
       absl::string_view task_id, absl::Span<const a2apb::StreamResponse> updates,
@@ -136,9 +137,9 @@ class A2ATasks {
                                                               int64_t seq);
 
   // The agent no longer knows the task by `agent_task_id` (it restarted and kept its tasks in
-  // memory): forgets that id, so the next delivery starts a task afresh at the agent. Nothing
-  // changes when the task's agent id is another one by now. Clients see no change: the task, its
-  // history and events stay as they are.
+  // memory): forgets that id (and agent_answered_seq), so the next delivery starts a task afresh
+  // at the agent. Nothing changes when the task's agent id is another one by now. Clients see
+  // no change: the task, its history and events stay as they are.
   [[nodiscard]] absl::Status ForgetAgentTaskId(absl::string_view task_id,
                                                absl::string_view agent_task_id);
 

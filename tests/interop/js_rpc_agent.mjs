@@ -190,6 +190,7 @@ class Executor {
       while (!fs.existsSync(path.join(stateDir, `${gate}.open`))) await sleep(50);
       bus.publish(artifact(ctx, 'gate', gate));
       bus.publish(status(ctx, 'TASK_STATE_COMPLETED', `gate ${gate} passed`));
+      console.log(`js_rpc_agent ${name}: passed gate ${gate} (task ${ctx.taskId})`);
       return;
     }
     bus.publish(artifact(ctx, 'echo', text));

@@ -227,3 +227,51 @@ test('the coordinator killed -9 mid-stream and restarted: resubscribe on every b
     await assertCompletedEverywhere(t.id(), t.gate);
   }
 });
+
+// The agent finishes while the coordinator is down: its last events went to a stream that died
+// with the coordinator. The restarted coordinator asks the agent for the task it had already
+// taken (it does not send the message again, which the agent would refuse for a task that has
+// ended) and takes its outcome: every task COMPLETED, with the artifact once.
+test('the agent finishes while the coordinator is down: the outcome is taken on restart', async () => {
+  const tasks = [];
+  for (const binding of BINDINGS) {
+    const gate = `finished-${binding.replace('+', '')}`;
+    const c = await client(binding);
+    let taskId;
+    let sawWorking;
+    const working = new Promise((resolve) => (sawWorking = resolve));
+    const stream = collect(c.sendMessageStream(sendRequest(`gate:${gate}`), bounded()), async (e) => {
+      if (e.payload?.$case === 'task') taskId = e.payload.value.id;
+      if (eventState(e) === TaskState.TASK_STATE_WORKING) sawWorking();
+    }).then(
+      () => 'ended',
+      (err) => err,
+    );
+    tasks.push({ binding, gate, stream, working, id: () => taskId });
+  }
+  await Promise.all(tasks.map((t) => t.working));
+
+  const { grpcPort, httpPort } = coordinator;
+  await stopProcess(coordinator.proc, 'SIGKILL');
+  for (const t of tasks) {
+    await t.stream;
+    assert.ok(t.id(), `${t.binding}: no task id before the kill`);
+    openGate(t.gate);
+  }
+  await waitUntil('the agent to pass every gate', () => {
+    const log = fs.readFileSync(agent.proc.log, 'utf8');
+    return tasks.every((t) => log.includes(`passed gate ${t.gate} `));
+  });
+  coordinator = await startCoordinator('restart-coordinator', path.join(dir, 'data'), {
+    grpcPort,
+    httpPort,
+  });
+  for (const t of tasks) {
+    const c = await client(t.binding);
+    await waitUntil(`${t.binding}: the task to end after the restart`, async () => {
+      const got = await c.getTask(getTaskRequest({ id: t.id() }), bounded());
+      return isEnded(got.status.state);
+    });
+    await assertCompletedEverywhere(t.id(), t.gate);
+  }
+});
