@@ -20,6 +20,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LIB_WHO=bench
+# shellcheck source=../tests/lib.sh
+. "$root/tests/lib.sh"
 build="${BUILD_DIR:-build}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 seconds="${BENCH_SECONDS:-10}"
@@ -62,33 +65,13 @@ bin="$build/bin"
 
 # --- the A2A JavaScript SDK (tests/interop's locked packages; its gRPC server is the peer)
 interop="$root/tests/interop"
-lock_sum="$(sha256sum "$interop/package-lock.json" | cut -d' ' -f1)"
-stamp="$interop/node_modules/.interop-lock-sha256"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-  (
-    exec 9>"${TMPDIR:-/tmp}/coordinator-interop-npm.lock"
-    flock -w 600 9
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-      cd "$interop"
-      npm ci --no-audit --no-fund
-      echo "$lock_sum" >"$stamp"
-    fi
-  )
-fi
+npm_ci_locked "$interop"
 
 # --- processes, always cleaned up
 work="$(mktemp -d "${BENCH_TMP:-/tmp}/coordinator-bench.XXXXXX")"
 pids=()
-stop_pid() {
-  local pid="$1"
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
+# stop_pid <pid>: tests/lib.sh's stop_pids, for one.
+stop_pid() { stop_pids "$1"; }
 pg_data=""  # set while the PostgreSQL cluster may run: cleanup stops it (pg_ctl, by its pid file)
 cleanup() {
   local pid
@@ -108,25 +91,6 @@ log() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
 # record <system> <json lines on stdin>: tags each line and appends it to the results.
 record() { jq -c --arg system "$1" '. + {system: $system}' | tee -a "$results" >&2; }
 
-# wait_for <file> <extended regex> <pid> <what>: prints the first match (bounded wait).
-wait_for() {
-  local file="$1" pattern="$2" pid="$3" what="$4" line
-  for _ in $(seq 600); do
-    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null || true)"
-    if [ -n "$line" ]; then
-      echo "$line"
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "bench: $what exited before it was ready:" >&2
-      tail -20 "$file" >&2
-      return 1
-    fi
-    sleep 0.05
-  done
-  echo "bench: $what was not ready after 30 s" >&2
-  return 1
-}
 
 free_port() {
   "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

@@ -13,6 +13,9 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LIB_WHO=console
+# shellcheck source=../lib.sh
+. "$here/../lib.sh"
 bin_dir="${1:-${COORD_BIN_DIR:-}}"
 if [ -z "$bin_dir" ]; then
   echo "usage: $0 <binaries dir> [--screenshots DIR]" >&2
@@ -41,70 +44,20 @@ for b in coordinator coordctl echo_agent; do
   fi
 done
 
-# --- npm packages: npm ci when node_modules is missing or was installed from another lockfile.
-lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-stamp="$here/node_modules/.console-lock-sha256"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-  (
-    exec 9>"${TMPDIR:-/tmp}/coordinator-console-npm.lock"
-    flock -w 600 9
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-      echo "console: npm ci in $here"
-      cd "$here"
-      npm ci --no-audit --no-fund
-      echo "$lock_sum" >"$stamp"
-    fi
-  )
-fi
+npm_ci_locked "$here"
 
 # --- processes, always cleaned up.
 work="$(mktemp -d "${TMPDIR:-/tmp}/coordinator-console.XXXXXX")"
 pids=()
 status=1
 cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  if [ "$status" -ne 0 ]; then
-    for log in "$work"/*.log; do
-      [ -f "$log" ] || continue
-      echo "----- $(basename "$log") (last 60 lines)" >&2
-      tail -n 60 "$log" >&2
-    done
-  fi
+  stop_pids "${pids[@]}"
+  [ "$status" -eq 0 ] || dump_logs "$work"
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# wait_for <file> <extended regex> <pid> <what>: prints the first match (bounded wait).
-wait_for() {
-  local file="$1" pattern="$2" pid="$3" what="$4" line
-  for _ in $(seq 300); do
-    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null | head -n 1 || true)"
-    if [ -n "$line" ]; then
-      echo "$line"
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "console: $what exited before it was ready" >&2
-      return 1
-    fi
-    sleep 0.1
-  done
-  echo "console: $what was not ready after 30 s" >&2
-  return 1
-}
 
 # start_coordinator <name> [flags...]: sets coord_addr and coord_http.
 start_coordinator() {

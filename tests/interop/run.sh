@@ -18,6 +18,9 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+LIB_WHO=interop
+# shellcheck source=../lib.sh
+. "$repo/tests/lib.sh"
 bin_dir="${1:-${COORD_BIN_DIR:-}}"
 if [ -z "$bin_dir" ]; then
   echo "usage: $0 <binaries dir>" >&2
@@ -48,22 +51,7 @@ if [ "$node_major" -lt 19 ]; then
   node_flags+=(--experimental-global-webcrypto)
 fi
 
-# --- npm packages: npm ci when node_modules is missing or was installed from another lockfile.
-lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-stamp="$here/node_modules/.interop-lock-sha256"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-  (
-    # One install at a time, should two build trees run this test together.
-    exec 9>"${TMPDIR:-/tmp}/coordinator-interop-npm.lock"
-    flock -w 600 9
-    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$lock_sum" ]; then
-      echo "interop: npm ci in $here"
-      cd "$here"
-      npm ci --no-audit --no-fund
-      echo "$lock_sum" >"$stamp"
-    fi
-  )
-fi
+npm_ci_locked "$here"
 
 # --- processes, always cleaned up.
 work="$(mktemp -d "${TMPDIR:-/tmp}/coordinator-interop.XXXXXX")"
@@ -71,17 +59,7 @@ pids=()
 status=1
 cleanup() {
   local pid file
-  for pid in "${pids[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
+  stop_pids "${pids[@]}"
   # Processes the tests started and did not stop (a test killed mid-way): each file is named by
   # the PID and holds the program it ran, checked so that a reused PID is left alone.
   for file in "$work"/pids/*; do
@@ -92,36 +70,17 @@ cleanup() {
     fi
   done
   if [ "$status" -ne 0 ]; then
-    for log in "$work"/*.log; do
-      [ -f "$log" ] || continue
-      echo "----- $(basename "$log") (last 60 lines)" >&2
-      tail -n 60 "$log" >&2
-    done
+    dump_logs "$work"
+    if [ -n "${INTEROP_KEEP_WORK:-}" ]; then
+      echo "interop: INTEROP_KEEP_WORK is set: the logs and data stay in $work" >&2
+      return
+    fi
   fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# wait_for <file> <extended regex> <pid> <what>: prints the first match (bounded wait).
-wait_for() {
-  local file="$1" pattern="$2" pid="$3" what="$4" line
-  for _ in $(seq 300); do
-    line="$(grep -m1 -oE "$pattern" "$file" 2>/dev/null | head -n 1 || true)"
-    if [ -n "$line" ]; then
-      echo "$line"
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "interop: $what exited before it was ready" >&2
-      return 1
-    fi
-    sleep 0.1
-  done
-  echo "interop: $what was not ready after 30 s" >&2
-  return 1
-}
 
 mkdir -p "$work/pids"
 "$bin_dir/coordinator" --listen=127.0.0.1:0 --data_dir="$work/data" --http_listen=127.0.0.1:0 \
