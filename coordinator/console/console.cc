@@ -190,15 +190,21 @@ std::vector<std::string> AuthorizationValues(const httplib::Request& req) {
 // Authentication of /console/api/: a reader or admin token (`tokens` null: none needed). Agents'
 // tokens see only what they own through the gRPC API, so the console, which shows everything,
 // does not take them.
-absl::Status Authorize(TokenSource* tokens, const std::vector<std::string>& authorization) {
-  if (tokens == nullptr) return absl::OkStatus();
+// The caller (not authenticated when `tokens` is null).
+absl::StatusOr<Caller> AuthorizeCaller(TokenSource* tokens,
+                                       const std::vector<std::string>& authorization) {
+  if (tokens == nullptr) return Caller();
   std::vector<absl::string_view> views(authorization.begin(), authorization.end());
   ASSIGN_OR_RETURN(const Caller caller, tokens->Current()->Authenticate(views, absl::Now()));
   if (caller.role == Role::kAgent) {
     return absl::PermissionDeniedError(
         "the console shows every agent's records: it needs a reader or admin token");
   }
-  return absl::OkStatus();
+  return caller;
+}
+
+absl::Status Authorize(TokenSource* tokens, const std::vector<std::string>& authorization) {
+  return AuthorizeCaller(tokens, authorization).status();
 }
 
 const std::string& IndexHtml() {
@@ -528,11 +534,10 @@ void Console::Install(httplib::Server& server) {
   // now), "resync" when the reader fell behind, a comment every keepalive while idle. The
   // provider runs on httplib's thread after this handler returned: it holds the feed by
   // shared_ptr and its cursor by value, nothing of the request.
-  server.Get("/console/api/events", [authorize, parts](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    absl::Status allowed = authorize(req);
-    if (!allowed.ok()) {
-      AnswerError(res, allowed);
+  server.Get("/console/api/events", [parts](const httplib::Request& req, httplib::Response& res) {
+    absl::StatusOr<Caller> caller = AuthorizeCaller(parts->tokens.get(), AuthorizationValues(req));
+    if (!caller.ok()) {
+      AnswerError(res, caller.status());
       return;
     }
     absl::StatusOr<int64_t> after = EventsCursor(req, *parts->feed);
@@ -545,12 +550,22 @@ void Console::Install(httplib::Server& server) {
     auto cursor = std::make_shared<int64_t>(*after);
     std::shared_ptr<ConsoleFeed> feed = parts->feed;
     const absl::Duration keepalive = parts->keepalive;
-    // The token is checked again at each wake-up (a change, or the keepalive): a token removed
-    // from the file or expired ends the stream within a keepalive.
-    std::shared_ptr<TokenSource> tokens = parts->tokens;
-    std::vector<std::string> authorization = AuthorizationValues(req);
-    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive, tokens,
-                                                           authorization,
+    // A token removed from the file or expired ends the stream at once, as it ends the gRPC
+    // streams (TokenSource::OnRevoke); the registration goes with the provider.
+    auto revoked = std::make_shared<std::atomic<bool>>(false);
+    std::shared_ptr<TokenSource::Registration> registration;
+    if (parts->tokens != nullptr) {
+      registration = parts->tokens->OnRevoke(
+          *caller, [weak_revoked = std::weak_ptr<std::atomic<bool>>(revoked),
+                    weak_feed = std::weak_ptr<ConsoleFeed>(feed)] {
+            std::shared_ptr<std::atomic<bool>> flag = weak_revoked.lock();
+            if (flag == nullptr) return;
+            flag->store(true);
+            if (std::shared_ptr<ConsoleFeed> f = weak_feed.lock()) f->Wake();
+          });
+    }
+    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive, revoked,
+                                                           registration,
                                                            first = std::make_shared<bool>(true)](
                                                               size_t, httplib::DataSink& sink) {
       if (*first) {
@@ -559,15 +574,15 @@ void Console::Install(httplib::Server& server) {
         const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
         if (!sink.write(hello.data(), hello.size())) return false;
       }
-      ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive);
+      ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive, revoked.get());
       if (batch.closed) {
         sink.done();
         return true;
       }
-      if (absl::Status allowed = Authorize(tokens.get(), authorization); !allowed.ok()) {
-        const std::string error = absl::StrCat(
-            "event: error\ndata: {\"status\":", Quote(absl::StatusCodeToString(allowed.code())),
-            ",\"message\":", Quote(allowed.message()), "}\n\n");
+      if (revoked->load()) {
+        const std::string error =
+            absl::StrCat("event: error\ndata: {\"status\":", Quote("UNAUTHENTICATED"),
+                         ",\"message\":", Quote("the token was revoked or has expired"), "}\n\n");
         sink.write(error.data(), error.size());
         sink.done();
         return true;

@@ -11,15 +11,18 @@ void ConsoleFeed::Publish(std::string kind, std::string id) {
   while (ring_.size() > capacity_) ring_.pop_front();
 }
 
-ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout) {
+ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout,
+                                     const std::atomic<bool>* stop) {
   absl::MutexLock lock(&mu_);
   struct Ready {
     ConsoleFeed* feed;
     int64_t after;
+    const std::atomic<bool>* stop;
     static bool Check(Ready* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return r->feed->closed_ || r->feed->last_seq_ > r->after;
+      return r->feed->closed_ || r->feed->last_seq_ > r->after ||
+             (r->stop != nullptr && r->stop->load());
     }
-  } ready{this, after};
+  } ready{this, after, stop};
   mu_.AwaitWithTimeout(absl::Condition(&Ready::Check, &ready), timeout);
   Batch batch;
   if (closed_) {
@@ -37,6 +40,11 @@ ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout) {
 int64_t ConsoleFeed::last_seq() {
   absl::MutexLock lock(&mu_);
   return last_seq_;
+}
+
+void ConsoleFeed::Wake() {
+  // Releasing the lock makes absl::Mutex evaluate the waiters' conditions again.
+  absl::MutexLock lock(&mu_);
 }
 
 void ConsoleFeed::Close() {

@@ -7,6 +7,7 @@
 #ifndef COORDINATOR_CONSOLE_CONSOLE_FEED_H_
 #define COORDINATOR_CONSOLE_CONSOLE_FEED_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -46,9 +47,12 @@ class ConsoleFeed {
     // The feed is closed (the coordinator shuts down): nothing follows.
     bool closed = false;
   };
-  // Waits until a change after `after` exists, the feed closes or `timeout` passes (then the
-  // batch is empty), and returns the changes after `after`.
-  Batch Wait(int64_t after, absl::Duration timeout);
+  // Waits until a change after `after` exists, the feed closes, `*stop` is set (when given; set
+  // it, then call Wake) or `timeout` passes (then the batch is empty), and returns the changes
+  // after `after`.
+  Batch Wait(int64_t after, absl::Duration timeout, const std::atomic<bool>* stop = nullptr);
+  // Makes the waiting readers look at their `stop` flags.
+  void Wake();
   // The sequence number of the newest change (0 before the first).
   int64_t last_seq();
 

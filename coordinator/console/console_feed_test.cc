@@ -1,5 +1,6 @@
 #include "coordinator/console/console_feed.h"
 
+#include <atomic>
 #include <thread>
 
 #include "absl/time/time.h"
@@ -48,6 +49,27 @@ TEST(ConsoleFeedTest, APublishWakesAWaitingReader) {
   reader.join();
   ASSERT_EQ(batch.changes.size(), 1u);
   EXPECT_EQ(batch.changes[0].id, "t");
+}
+
+// A stream whose token is revoked sets its stop flag and wakes the feed: its reader returns at
+// once with nothing, while another reader keeps waiting.
+TEST(ConsoleFeedTest, AStopFlagAndWakeEndOneReadersWait) {
+  ConsoleFeed feed;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> other_stop{false};
+  ConsoleFeed::Batch batch;
+  ConsoleFeed::Batch other;
+  std::thread reader([&] { batch = feed.Wait(0, absl::InfiniteDuration(), &stop); });
+  std::thread other_reader([&] { other = feed.Wait(0, absl::InfiniteDuration(), &other_stop); });
+  stop.store(true);
+  feed.Wake();
+  reader.join();
+  EXPECT_TRUE(batch.changes.empty());
+  EXPECT_FALSE(batch.closed);
+  feed.Publish("task", "t");  // the other reader was still waiting: this is what it gets
+  other_reader.join();
+  ASSERT_EQ(other.changes.size(), 1u);
+  EXPECT_EQ(other.changes[0].id, "t");
 }
 
 TEST(ConsoleFeedTest, CloseWakesReadersAndEndsPublishing) {
