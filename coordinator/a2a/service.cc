@@ -280,6 +280,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
              const a2apb::SubscribeToTaskRequest* subscribe) {
     std::string tenant;
     absl::Status accepted;
+    std::optional<TaskViewer> viewer;
     if (send != nullptr) {
       absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *send);
       accepted = change.status();
@@ -290,7 +291,10 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       }
     } else {
       accepted = CheckA2AVersion(context_);
+      absl::StatusOr<Caller> caller = CallerOf(context_);
+      if (accepted.ok() && !caller.ok()) accepted = caller.status();
       if (accepted.ok()) {
+        viewer = ViewerOf(*caller);
         absl::MutexLock lock(&mu_);
         task_id_ = subscribe->id();
         tenant = subscribe->tenant();
@@ -300,7 +304,10 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
     if (!ReleaseFinish()) return;
     if (!accepted.ok()) return Fail(accepted);
     if (mode_ == Mode::kSubscribe) {
-      // Fail fast on an unknown or ended task, before subscribing.
+      // Fail fast on an unknown, unseen or ended task, before subscribing.
+      if (absl::Status seen = service_->tasks()->CheckAccess(task_id_, *viewer); !seen.ok()) {
+        return Fail(seen);
+      }
       absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask(tenant, task_id_, 0);
       if (!task.ok()) return Fail(task.status());
     }
@@ -416,18 +423,24 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
   int64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Wraps a unary handler's work with the a2a-version check.
+// Wraps a unary handler's work with the a2a-version check; `work` gets the caller's view of the
+// tasks.
 template <typename Response, typename Work>
 grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, CallRunner* calls,
                                     CallKind kind, Response* response, Work work) {
-  return HandleUnary(context, calls, kind, response,
-                     [context, work = std::move(work)]() mutable -> absl::StatusOr<Response> {
-                       RETURN_IF_ERROR(CheckA2AVersion(context));
-                       return work();
-                     });
+  return HandleUnary(
+      context, calls, kind, response,
+      [context, work = std::move(work)](const Caller& caller) mutable -> absl::StatusOr<Response> {
+        RETURN_IF_ERROR(CheckA2AVersion(context));
+        return work(ViewerOf(caller));
+      });
 }
 
 }  // namespace
+
+TaskViewer ViewerOf(const Caller& caller) {
+  return caller.scoped() ? TaskViewer::Agent(caller.principal) : TaskViewer::Everyone();
+}
 
 absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
   return a2a_protocol::CheckVersion(context->client_metadata(), "server");
@@ -436,6 +449,7 @@ absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
 absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServerContext* context,
                                                         const a2apb::SendMessageRequest& request) {
   RETURN_IF_ERROR(CheckA2AVersion(context));
+  ASSIGN_OR_RETURN(const Caller caller, CallerOf(context));
   if (!request.has_message()) return absl::InvalidArgumentError("message is required");
   RETURN_IF_ERROR(tasks_->ValidateMessage(request.message()));
   // Checked before anything is stored: the answer applies it only once the turn has ended.
@@ -453,7 +467,8 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
   if (request.configuration().has_task_push_notification_config()) {
     push = &request.configuration().task_push_notification_config();
   }
-  ASSIGN_OR_RETURN(A2ATasks::Change change, tasks_->AcceptMessage(tenant, request.message(), push));
+  ASSIGN_OR_RETURN(A2ATasks::Change change,
+                   tasks_->AcceptMessage(tenant, request.message(), push, ViewerOf(caller)));
   gateway_->Accepted(change);  // the store published the change; this dispatches its delivery
   return change;
 }
@@ -494,18 +509,21 @@ grpc::ServerWriteReactor<a2apb::StreamResponse>* A2AServiceImpl::SubscribeToTask
 grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* context,
                                                   const a2apb::GetTaskRequest* request,
                                                   a2apb::Task* response) {
-  return HandleA2A(context, calls_, CallKind::kPool, response, [this, request] {
-    std::optional<int> history;
-    if (request->has_history_length()) history = request->history_length();
-    return tasks_->GetTask(request->tenant(), request->id(), history);
-  });
+  return HandleA2A(context, calls_, CallKind::kPool, response,
+                   [this, request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::Task> {
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), viewer));
+                     std::optional<int> history;
+                     if (request->has_history_length()) history = request->history_length();
+                     return tasks_->GetTask(request->tenant(), request->id(), history);
+                   });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::ListTasks(grpc::CallbackServerContext* context,
                                                     const a2apb::ListTasksRequest* request,
                                                     a2apb::ListTasksResponse* response) {
-  return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request] { return tasks_->ListTasks(*request); });
+  return HandleA2A(
+      context, calls_, CallKind::kPool, response,
+      [this, request](const TaskViewer& viewer) { return tasks_->ListTasks(*request, viewer); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext* context,
@@ -514,23 +532,35 @@ grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext
   // The gateway may call the agent, after what it stored: that blocking call runs here, on the
   // work pool, and each of its writes waits for its sync on this thread.
   return HandleA2A(context, calls_, CallKind::kBlocking, response,
-                   [this, request] { return gateway_->CancelTask(*request); });
+                   [this, request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::Task> {
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), viewer, /*change=*/true));
+                     return gateway_->CancelTask(*request);
+                   });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
     grpc::CallbackServerContext* context, const a2apb::TaskPushNotificationConfig* request,
     a2apb::TaskPushNotificationConfig* response) {
-  return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request] { return push_->CreatePushConfig(*request); });
+  return HandleA2A(
+      context, calls_, CallKind::kPool, response,
+      [this,
+       request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer, /*change=*/true));
+        return push_->CreatePushConfig(*request);
+      });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
     grpc::CallbackServerContext* context,
     const a2apb::GetTaskPushNotificationConfigRequest* request,
     a2apb::TaskPushNotificationConfig* response) {
-  return HandleA2A(context, calls_, CallKind::kPool, response, [this, request] {
-    return push_->GetPushConfig(request->tenant(), request->task_id(), request->id());
-  });
+  return HandleA2A(
+      context, calls_, CallKind::kPool, response,
+      [this,
+       request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer));
+        return push_->GetPushConfig(request->tenant(), request->task_id(), request->id());
+      });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
@@ -538,26 +568,32 @@ grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
     const a2apb::ListTaskPushNotificationConfigsRequest* request,
     a2apb::ListTaskPushNotificationConfigsResponse* response) {
   return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request] { return push_->ListPushConfigs(*request); });
+                   [this, request](const TaskViewer& viewer)
+                       -> absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> {
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer));
+                     return push_->ListPushConfigs(*request);
+                   });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
     grpc::CallbackServerContext* context,
     const a2apb::DeleteTaskPushNotificationConfigRequest* request,
     google::protobuf::Empty* response) {
-  return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request]() -> absl::StatusOr<google::protobuf::Empty> {
-                     RETURN_IF_ERROR(push_->DeletePushConfig(request->tenant(), request->task_id(),
-                                                             request->id()));
-                     return google::protobuf::Empty();
-                   });
+  return HandleA2A(
+      context, calls_, CallKind::kPool, response,
+      [this, request](const TaskViewer& viewer) -> absl::StatusOr<google::protobuf::Empty> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer, /*change=*/true));
+        RETURN_IF_ERROR(
+            push_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
+        return google::protobuf::Empty();
+      });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     grpc::CallbackServerContext* context, const a2apb::GetExtendedAgentCardRequest* request,
     a2apb::AgentCard* response) {
   return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request]() -> absl::StatusOr<a2apb::AgentCard> {
+                   [this, request](const TaskViewer&) -> absl::StatusOr<a2apb::AgentCard> {
                      if (request->tenant().empty()) {
                        return CoordinatorCard(agents_, card_addresses());
                      }

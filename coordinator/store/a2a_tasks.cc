@@ -227,7 +227,19 @@ absl::Status PutTask(Transaction& txn, const v1::StoredTask& header,
   entry.set_tenant(header.tenant());
   entry.set_context_id(header.task().context_id());
   entry.set_state(header.task().status().state());
+  entry.set_owner(header.owner());
   return txn.Put(ColumnFamily::kA2A, TaskIndexKey(header), EncodeRecord(entry));
+}
+
+// What `viewer` may do with `header`'s task (see A2ATasks::CheckAccess).
+absl::Status Access(const v1::StoredTask& header, const TaskViewer& viewer, bool change) {
+  if (!viewer.Sees(header)) return a2a_protocol::TaskNotFound(header.task().id());
+  if (change && !viewer.Owns(header)) {
+    return absl::PermissionDeniedError(absl::StrCat("agent ", viewer.principal(),
+                                                    " may not change task ", header.task().id(),
+                                                    ": it was routed to it, not sent by it"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status OwnedBy(const v1::StoredTask& header, absl::string_view tenant) {
@@ -283,6 +295,7 @@ void PublishChange(TaskNotifier* notifier, const A2ATasks::Change& change) {
 
 }  // namespace a2a_records
 
+using a2a_records::Access;
 using a2a_records::LockTask;
 using a2a_records::OwnedBy;
 using a2a_records::PutTask;
@@ -306,7 +319,7 @@ absl::Status A2ATasks::ValidateMessage(const a2apb::Message& message) const {
 
 absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     absl::string_view tenant, const a2apb::Message& message,
-    const a2apb::TaskPushNotificationConfig* push_config) {
+    const a2apb::TaskPushNotificationConfig* push_config, const TaskViewer& viewer) {
   RETURN_IF_ERROR(ValidateMessage(message));
   RETURN_IF_ERROR(common::ValidateOptionalId("tenant", tenant));
   if (message.task_id().empty() && tenant.empty()) {
@@ -327,9 +340,11 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       header.mutable_task()->set_id(new_task_id);
       header.mutable_task()->set_context_id(new_context_id);
       header.set_tenant(std::string(tenant));
+      header.set_owner(viewer.principal());
       *header.mutable_create_time() = now;
     } else {
       ASSIGN_OR_RETURN(header, LockTask(txn, message.task_id()));
+      RETURN_IF_ERROR(Access(header, viewer, /*change=*/true));
       RETURN_IF_ERROR(OwnedBy(header, tenant));
       if (!message.context_id().empty() && message.context_id() != header.task().context_id()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -370,6 +385,13 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
 
 absl::StatusOr<v1::StoredTask> A2ATasks::GetHeader(absl::string_view task_id) {
   return ReadTask(store_, "", task_id);
+}
+
+absl::Status A2ATasks::CheckAccess(absl::string_view task_id, const TaskViewer& viewer,
+                                   bool change) {
+  if (viewer.everyone()) return absl::OkStatus();  // as if it exists: the call itself says
+  ASSIGN_OR_RETURN(const v1::StoredTask header, ReadTask(store_, "", task_id));
+  return Access(header, viewer, change);
 }
 
 absl::StatusOr<a2apb::Task> A2ATasks::GetTask(absl::string_view tenant, absl::string_view task_id,
@@ -418,8 +440,8 @@ absl::StatusOr<std::pair<a2apb::Task, int64_t>> A2ATasks::Snapshot(absl::string_
   return std::make_pair(std::move(task), header.last_event_seq());
 }
 
-absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(
-    const a2apb::ListTasksRequest& request) {
+absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(const a2apb::ListTasksRequest& request,
+                                                             const TaskViewer& viewer) {
   RETURN_IF_ERROR(common::ValidateOptionalId("tenant", request.tenant()));
   RETURN_IF_ERROR(common::ValidateOptionalId("context_id", request.context_id()));
   if (!a2apb::TaskState_IsValid(request.status())) {
@@ -440,7 +462,7 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(
   const std::string filter =
       absl::StrCat(request.tenant().size(), ":", request.tenant(), ":", request.context_id().size(),
                    ":", request.context_id(), ":", static_cast<int>(request.status()), ":",
-                   has_after ? absl::FormatTime(after) : "");
+                   has_after ? absl::FormatTime(after) : "", ":", viewer.principal());
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "a2a_tasks", filter));
 
   const std::string prefix = keys::A2ATasksByTimePrefix();
@@ -463,6 +485,7 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(
     if (!request.context_id().empty() && entry.context_id() != request.context_id()) continue;
     if (request.status() != a2apb::TASK_STATE_UNSPECIFIED && entry.state() != request.status())
       continue;
+    if (!viewer.Sees(entry)) continue;
     ++total;
     if (!reached_resume && it->key() >= absl::string_view(resume)) reached_resume = true;
     if (!reached_resume) continue;
