@@ -63,6 +63,15 @@ absl::Status ValidateBindingEndpoint(absl::string_view binding, absl::string_vie
 
 absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request) {
   RETURN_IF_ERROR(common::ValidateId("name", request.name()));
+  // An agent's name is also the first segment of its HTTP+JSON paths (/{tenant}/...), which
+  // must not be one the HTTP port serves itself.
+  for (absl::string_view reserved : {"agents", "console", "metrics", ".well-known"}) {
+    if (request.name() == reserved) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("agent name \"", reserved, "\" is reserved: /", reserved,
+                       "/ on the HTTP port is the coordinator's own (choose another name)"));
+    }
+  }
   const std::string binding =
       request.protocol_binding().empty() ? a2a_protocol::kBindingGrpc : request.protocol_binding();
   RETURN_IF_ERROR(ValidateBindingEndpoint(binding, request.endpoint()));

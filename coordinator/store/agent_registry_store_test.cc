@@ -40,6 +40,30 @@ TEST(AgentRegistryStoreTest, RegisterListDelete) {
   EXPECT_EQ(registry.Get("echo").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The HTTP port's own path segments cannot be agent names: /console/... would never reach an
+// agent named "console" over HTTP+JSON.
+TEST(AgentRegistryStoreTest, NamesTheHttpPortUsesAreRefused) {
+  TempDir dir;
+  storage::StoreOptions options;
+  options.path = dir.Sub("db");
+  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  ASSERT_OK(store);
+  AgentRegistryStore registry(store->get());
+  for (const char* name : {"agents", "console", "metrics", ".well-known"}) {
+    v1::Agent agent;
+    agent.set_name(name);
+    agent.set_endpoint("127.0.0.1:1234");
+    absl::StatusOr<v1::Agent> registered = registry.Register(agent);
+    EXPECT_EQ(registered.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(registered.status().message().find("reserved"), std::string::npos) << name;
+    EXPECT_EQ(registry.Get(name).status().code(), absl::StatusCode::kNotFound) << name;
+  }
+  v1::Agent fine;
+  fine.set_name("consoles");
+  fine.set_endpoint("127.0.0.1:1234");
+  EXPECT_OK(registry.Register(fine));
+}
+
 TEST(AgentRegistryStoreTest, BindingAndCardUrlAreStoredAndEndpointsSuitTheBinding) {
   TempDir dir;
   storage::StoreOptions options;
