@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "tests/sync_fakes.h"
 #include "tests/test_util.h"
 
 namespace storage {
@@ -27,66 +28,13 @@ namespace {
 using ::testing_util::TempDir;
 
 // Holds WAL syncs while closed, and fails the next one when told to.
-class SyncGate {
+class SyncGate : public testing_util::HeldSync {
  public:
-  std::function<absl::Status()> Hook() {
-    return [this] {
-      absl::MutexLock lock(&mu_);
-      ++started_;
-      mu_.Await(absl::Condition(
-          +[](bool* closed) { return !*closed; }, &closed_));
-      absl::Status result = std::move(next_);
-      next_ = absl::OkStatus();
-      return result;
-    };
-  }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
-  void Open() {
-    absl::MutexLock lock(&mu_);
-    closed_ = false;
-  }
-  void FailNext(absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    next_ = std::move(status);
-  }
-  int started() {
-    absl::MutexLock lock(&mu_);
-    return started_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  int started_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status next_ ABSL_GUARDED_BY(mu_);
+  void Close() { Hold(); }
+  void Open() { Release(); }
 };
 
-// What a WhenDurable completion was told.
-struct Completion {
-  absl::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  absl::Status status ABSL_GUARDED_BY(mu);
-
-  absl::AnyInvocable<void(absl::Status) &&> Callback() {
-    return [this](absl::Status s) {
-      absl::MutexLock lock(&mu);
-      status = std::move(s);
-      done = true;
-    };
-  }
-  bool Done() {
-    absl::MutexLock lock(&mu);
-    return done;
-  }
-  absl::Status Wait() {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(&done));
-    return status;
-  }
-};
+using Completion = testing_util::CompletionRecorder;
 
 absl::Status Put(Store& store, const std::string& key, const std::string& value) {
   return store.RunTransaction([&](Transaction& txn) -> absl::Status {
@@ -132,7 +80,7 @@ TEST_F(DurabilityScopeTest, ATransactionInAScopeReturnsBeforeTheSyncAndCompletes
   EXPECT_GT(scope.needed(), 0u);
   Completion completion;
   store_->WhenDurable(scope.needed(), completion.Callback());
-  EXPECT_FALSE(completion.Done());
+  EXPECT_FALSE(completion.done());
   EXPECT_EQ(store_->DurabilityWaiters(), 1);
   gate_.Open();
   EXPECT_OK(completion.Wait());
@@ -157,7 +105,7 @@ TEST_F(DurabilityScopeTest, AReadOfAnUnsyncedWriteWaitsForItsSyncToo) {
   scope.Close();
   Completion completion;
   store_->WhenDurable(scope.needed(), completion.Callback());
-  EXPECT_FALSE(completion.Done());
+  EXPECT_FALSE(completion.done());
   gate_.Open();
   EXPECT_OK(completion.Wait());
 }

@@ -15,14 +15,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/sync_fakes.h"
 #include "tests/test_util.h"
 
 namespace storage {
 namespace {
 
-// A log whose newest position the test sets, and whose syncs wait while held and then return
-// the next queued result (OK when none is queued).
-class FakeLog {
+// A log whose newest position the test sets, and whose syncs the test holds and fails.
+class FakeLog : public testing_util::HeldSync {
  public:
   GroupCommit::Log log() {
     GroupCommit::Log log;
@@ -30,76 +30,22 @@ class FakeLog {
       absl::MutexLock lock(&mu_);
       return newest_;
     };
-    log.sync = [this] {
-      absl::MutexLock lock(&mu_);
-      ++syncs_started_;
-      started_.SignalAll();
-      mu_.Await(absl::Condition(
-          +[](bool* held) { return !*held; }, &held_));
-      if (results_.empty()) return absl::OkStatus();
-      absl::Status result = results_.front();
-      results_.pop_front();
-      return result;
-    };
+    log.sync = Hook();
     return log;
   }
-
   void set_newest(uint64_t position) {
     absl::MutexLock lock(&mu_);
     newest_ = position;
   }
-  void Hold() {
-    absl::MutexLock lock(&mu_);
-    held_ = true;
-  }
-  void Release() {
-    absl::MutexLock lock(&mu_);
-    held_ = false;
-  }
-  void FailNextSync(absl::Status status) {
-    absl::MutexLock lock(&mu_);
-    results_.push_back(std::move(status));
-  }
-  // Waits until `n` syncs have started in all.
-  void WaitForSyncsStarted(int n) {
-    absl::MutexLock lock(&mu_);
-    while (syncs_started_ < n) started_.Wait(&mu_);
-  }
+  void FailNextSync(absl::Status status) { FailNext(std::move(status)); }
+  void WaitForSyncsStarted(int n) { WaitForStarted(n); }
 
  private:
   absl::Mutex mu_;
-  absl::CondVar started_;
   uint64_t newest_ ABSL_GUARDED_BY(mu_) = 0;
-  bool held_ ABSL_GUARDED_BY(mu_) = false;
-  int syncs_started_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<absl::Status> results_ ABSL_GUARDED_BY(mu_);
 };
 
-// What one completion was told, once it ran.
-class Outcome {
- public:
-  GroupCommit::Done Callback() {
-    return [this](absl::Status s) {
-      absl::MutexLock lock(&mu_);
-      status_ = std::move(s);
-      done_ = true;
-    };
-  }
-  bool done() {
-    absl::MutexLock lock(&mu_);
-    return done_;
-  }
-  absl::Status Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return status_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
+using Outcome = testing_util::CompletionRecorder;
 
 TEST(GroupCommitTest, ACompletionRunsOnlyAfterTheSyncThatCoversIt) {
   FakeLog fake;
