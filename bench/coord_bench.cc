@@ -59,6 +59,9 @@ ABSL_FLAG(std::string, url, "",
 ABSL_FLAG(std::string, label, "", "a2a: name of this measurement in the output (e.g. direct)");
 ABSL_FLAG(std::string, run_id, "bench", "prefix of the ids this run creates or reads");
 ABSL_FLAG(int64_t, since_unix_ns, 0, "serving: when the server process was started");
+ABSL_FLAG(int, cpu_pid, 0,
+          "the server's process id (on this machine): each measurement reports its CPU time "
+          "per successful call in the window, cpu_us_per_call");
 ABSL_FLAG(double, timeout_seconds, 60, "serving: how long to wait");
 
 namespace {
@@ -75,12 +78,16 @@ bool ParseList(const std::string& text, std::vector<int64_t>* out) {
 // Prints one measurement; false when it had errors or no successful call.
 bool Report(const std::string& workload, const std::string& detail, int concurrency,
             const bench::LoadResult& r) {
+  const std::string cpu =
+      r.cpu_seconds >= 0 && r.calls > 0
+          ? absl::StrFormat(",\"cpu_us_per_call\":%.1f", r.cpu_seconds * 1e6 / r.calls)
+          : "";
   std::cout << absl::StrFormat(
                    "{\"workload\":\"%s\",%s\"concurrency\":%d,\"calls\":%d,\"errors\":%d,"
                    "\"seconds\":%.3f,\"throughput\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
-                   "\"p999_us\":%.1f}",
+                   "\"p999_us\":%.1f%s}",
                    workload, detail, concurrency, r.calls, r.errors, r.seconds, r.throughput,
-                   r.p50_us, r.p99_us, r.p999_us)
+                   r.p50_us, r.p99_us, r.p999_us, cpu)
             << std::endl;
   bool ok = true;
   if (r.errors > 0) {
@@ -101,6 +108,7 @@ bench::LoadOptions Options(int concurrency) {
   options.concurrency = concurrency;
   options.warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  options.cpu_pid = absl::GetFlag(FLAGS_cpu_pid);
   return options;
 }
 

@@ -1,14 +1,41 @@
 #include "bench/loadgen.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 
 namespace bench {
+
+absl::StatusOr<double> ProcessCpuSeconds(int pid) {
+  const std::string path = absl::StrCat("/proc/", pid, "/stat");
+  std::ifstream in(path);
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces: fields count from the
+  // last ')'. utime and stime are fields 14 and 15.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(close + 1), ' ', absl::SkipEmpty());
+  // fields[0] is field 3 (state): utime is fields[11], stime fields[12].
+  int64_t utime = 0, stime = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+      !absl::SimpleAtoi(fields[12], &stime)) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected contents of ", path));
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -35,10 +62,20 @@ class Run {
     stop_at_ = measure_from_ + options_.duration;
     active_.store(options_.concurrency);
     for (int s = 0; s < options_.concurrency; ++s) Next(s);
+    double cpu_seconds = -1;
+    if (options_.cpu_pid > 0) {
+      // Sampled when the window opens and when it closes (or the run ends, with max_calls).
+      absl::SleepFor(measure_from_ - absl::Now());
+      absl::StatusOr<double> begin = ProcessCpuSeconds(options_.cpu_pid);
+      all_done_.WaitForNotificationWithDeadline(stop_at_);
+      absl::StatusOr<double> end = ProcessCpuSeconds(options_.cpu_pid);
+      if (begin.ok() && end.ok()) cpu_seconds = *end - *begin;
+    }
     all_done_.WaitForNotification();
 
     LoadResult result;
     result.concurrency = options_.concurrency;
+    result.cpu_seconds = cpu_seconds;
     std::vector<double> all;
     for (int s = 0; s < options_.concurrency; ++s) {
       all.insert(all.end(), latencies_[s].begin(), latencies_[s].end());

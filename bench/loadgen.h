@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 
@@ -29,6 +30,9 @@ struct LoadOptions {
   // When positive, the measured window also ends once this many calls were started in it
   // (W3 measures a few hundred appends at each history length). Default 0: no limit.
   int64_t max_calls = 0;
+  // When positive: the process whose CPU time (user and system, all its threads) in the
+  // measured window is reported, LoadResult::cpu_seconds (the server under test).
+  int cpu_pid = 0;
 };
 
 struct LoadResult {
@@ -39,8 +43,14 @@ struct LoadResult {
   double seconds = 0;     // length of the measured window (shorter when max_calls ended it)
   double throughput = 0;  // successful calls per second
   double p50_us = 0, p99_us = 0, p999_us = 0;
+  // CPU time of LoadOptions::cpu_pid in the measured window; negative when not measured.
+  double cpu_seconds = -1;
   std::vector<double> latencies_us;  // of the successful calls, sorted
 };
+
+// The CPU time (user + system, every thread) process `pid` has used so far, from
+// /proc/<pid>/stat (clock-tick resolution).
+[[nodiscard]] absl::StatusOr<double> ProcessCpuSeconds(int pid);
 
 // Percentile `q` (0..1) of sorted values; 0 when there are none.
 double Percentile(const std::vector<double>& sorted, double q);

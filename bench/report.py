@@ -80,7 +80,11 @@ def ms(us):
 def cell(r):
     if r is None:
         return "n/a"
-    text = f"{r['throughput']:,.0f}/s (p50 {ms(r['p50_us'])}, p99 {ms(r['p99_us'])} ms)"
+    text = f"{r['throughput']:,.0f}/s (p50 {ms(r['p50_us'])}, p99 {ms(r['p99_us'])} ms"
+    if r.get("cpu_us_per_call") is not None:
+        # The server's CPU time (user + system, from /proc) in the window, per successful call.
+        text += f"; server CPU {r['cpu_us_per_call']:,.0f} us/call"
+    text += ")"
     if r.get("errors"):
         text += f" **{r['errors']} errors**"
     return text

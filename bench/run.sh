@@ -114,7 +114,8 @@ start_coordinator() {
     "coordinator $1" | sed 's/^listening on //')"
 }
 stop_coordinator() { stop_pid "$coord_pid"; }
-bench() { "$bin/coord_bench" --target="$coord_addr" --warmup_seconds="$warmup" --seconds="$seconds" "$@"; }
+# Each coordinator measurement also reports the coordinator's CPU time per call (from /proc).
+bench() { "$bin/coord_bench" --target="$coord_addr" --cpu_pid="$coord_pid" --warmup_seconds="$warmup" --seconds="$seconds" "$@"; }
 
 # --- the machine
 log "machine and fsync probe"
@@ -179,15 +180,17 @@ js_addr="$(wait_for "$work/js_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' "$js
   sed 's/^listening on //')"
 a2a_bench() { "$bin/coord_bench" --warmup_seconds="$warmup" --seconds="$seconds" --workload=a2a \
   --concurrency="$concurrencies" "$@"; }
-a2a_bench --target="$coord_addr" --tenant=echo --label=gateway | record coordinator
-a2a_bench --target="$echo_addr" --label=direct | record echo_agent
-a2a_bench --target="$js_addr" --label=js_sdk | record js_sdk
+# cpu_us_per_call: the coordinator's own CPU for the gateway (the agent's is on top), the
+# server's for the direct runs.
+a2a_bench --target="$coord_addr" --tenant=echo --label=gateway --cpu_pid="$coord_pid" | record coordinator
+a2a_bench --target="$echo_addr" --label=direct --cpu_pid="$echo_pid" | record echo_agent
+a2a_bench --target="$js_addr" --label=js_sdk --cpu_pid="$js_pid" | record js_sdk
 stop_pid "$js_pid"
 # The JSON-RPC runs come after the gRPC ones, which stay as comparable with earlier runs as they
 # were. Their failed calls are recorded (RESULTS.md shows the count in bold) instead of ending
 # the run: at 64 streams the coordinator's HTTP server may reset a keep-alive connection.
 log "W5 over JSON-RPC: the coordinator's binding"
-{ a2a_bench --binding=jsonrpc --url="$coord_http/agents/echo" --label=gateway_jsonrpc ||
+{ a2a_bench --binding=jsonrpc --url="$coord_http/agents/echo" --label=gateway_jsonrpc --cpu_pid="$coord_pid" ||
   log "W5 gateway_jsonrpc had failed calls (recorded)"; } | record coordinator
 
 log "W5 the JS SDK's Express JSON-RPC server"
@@ -196,7 +199,7 @@ js_rpc_pid=$!
 pids+=("$js_rpc_pid")
 js_rpc_url="$(wait_for "$work/js_rpc_agent.log" 'listening on http://127\.0\.0\.1:[0-9]+' \
   "$js_rpc_pid" js_rpc_agent | sed 's/^listening on //')"
-{ a2a_bench --binding=jsonrpc --url="$js_rpc_url/" --label=js_sdk_jsonrpc ||
+{ a2a_bench --binding=jsonrpc --url="$js_rpc_url/" --label=js_sdk_jsonrpc --cpu_pid="$js_rpc_pid" ||
   log "W5 js_sdk_jsonrpc had failed calls (recorded)"; } | record js_sdk_jsonrpc
 stop_pid "$js_rpc_pid"
 stop_pid "$echo_pid"
@@ -229,7 +232,7 @@ js_pg_pid=$!
 pids+=("$js_pg_pid")
 js_pg_addr="$(wait_for "$work/js_agent_pg.log" 'listening on 127\.0\.0\.1:[0-9]+' "$js_pg_pid" \
   "js_agent (PostgreSQL)" | sed 's/^listening on //')"
-a2a_bench --target="$js_pg_addr" --label=js_sdk_pg | record js_sdk_pg
+a2a_bench --target="$js_pg_addr" --label=js_sdk_pg --cpu_pid="$js_pg_pid" | record js_sdk_pg
 echo "{\"workload\":\"postgres_tasks\",\"rows\":$(psql "$pg_url" -Atc 'select count(*) from tasks')}" |
   record postgres
 stop_pid "$js_pg_pid"

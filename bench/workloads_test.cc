@@ -56,6 +56,26 @@ TEST_F(WorkloadsTest, RecordFailureOnDistinctTasks) {
   EXPECT_GT(r.p50_us, 0);
 }
 
+// The server's CPU time in the measured window, read from /proc: what RESULTS.md divides by
+// the calls.
+TEST_F(WorkloadsTest, TheServersCpuTimeInTheWindowIsMeasured) {
+  absl::StatusOr<std::vector<std::string>> ids = InitTasks(*stubs_, "cpu", 16);
+  ASSERT_OK(ids);
+  LoadOptions options = OneSecondAtTwo();
+  options.cpu_pid = coordinator_->process().pid();
+  LoadResult r = RunLoad(options, RecordFailureWorkload(*stubs_, *ids));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+  // Serving a second of calls takes the server more than one clock tick.
+  EXPECT_GT(r.cpu_seconds, 0);
+  absl::StatusOr<double> total = ProcessCpuSeconds(coordinator_->process().pid());
+  ASSERT_OK(total);
+  EXPECT_GE(*total, r.cpu_seconds);
+  // Not measured unless asked, and a process that does not exist is an error.
+  EXPECT_LT(RunLoad(OneSecondAtTwo(), RecordFailureWorkload(*stubs_, *ids)).cpu_seconds, 0);
+  EXPECT_FALSE(ProcessCpuSeconds(-1).ok());
+}
+
 TEST_F(WorkloadsTest, IncrementAttemptOnOneTask) {
   absl::StatusOr<std::vector<std::string>> ids = InitTasks(*stubs_, "ci", 1);
   ASSERT_OK(ids);
@@ -108,6 +128,14 @@ TEST_F(WorkloadsTest, CoordBenchPrintsJsonAndExitsZero) {
   EXPECT_NE(r->out.find("\"workload\":\"attempt\",\"concurrency\":2,"), std::string::npos)
       << r->Describe();
   EXPECT_NE(r->out.find("\"errors\":0,"), std::string::npos) << r->Describe();
+  EXPECT_EQ(r->out.find("cpu_us_per_call"), std::string::npos) << r->Describe();
+  absl::StatusOr<testing_util::ProcessResult> with_cpu = RunProcess(
+      BinaryPath("coord_bench"), {"--target=" + coordinator_->target(), "--workload=attempt",
+                                  "--concurrency=2", "--warmup_seconds=0.1", "--seconds=1",
+                                  absl::StrCat("--cpu_pid=", coordinator_->process().pid())});
+  ASSERT_OK(with_cpu);
+  EXPECT_EQ(with_cpu->exit_code, 0) << with_cpu->Describe();
+  EXPECT_NE(with_cpu->out.find("\"cpu_us_per_call\":"), std::string::npos) << with_cpu->Describe();
 }
 
 TEST_F(WorkloadsTest, CoordBenchFailsWhenCallsFail) {
