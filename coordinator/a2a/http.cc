@@ -1,5 +1,9 @@
 #include "coordinator/a2a/http.h"
 
+#include <sys/socket.h>
+
+#include <memory>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +16,11 @@ namespace coordinator {
 namespace {
 
 constexpr char kMetricsPath[] = "/metrics";
+// Connections the kernel may hold for the server before it accepts them. Debian's httplib is
+// built with a backlog of 5: a burst of clients connecting at once (64 keep-alive streams)
+// overflows it, their handshakes are dropped and retried a second later, and some connections
+// are reset after the request went out (bench/analysis.md, W5 over JSON-RPC).
+constexpr int kListenBacklog = 1024;
 
 }  // namespace
 
@@ -69,6 +78,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   if (install) install(*server->server_);
+  // The listening socket, to widen its backlog once httplib listens on it (listen() again on a
+  // listening socket sets the new backlog): httplib's default options, and the fd noted.
+  auto listen_fd = std::make_shared<int>(-1);
+  server->server_->set_socket_options([listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    *listen_fd = sock;  // the last socket tried is the one bound
+  });
   if (port == 0) {
     server->port_ = server->server_->bind_to_any_port(host);
   } else if (server->server_->bind_to_port(host, port)) {
@@ -76,6 +92,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   if (server->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", listen));
+  }
+  if (*listen_fd >= 0 && ::listen(*listen_fd, kListenBacklog) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for HTTP on ", listen, " with a backlog of ", kListenBacklog));
   }
   httplib::Server* raw = server->server_.get();
   server->thread_ = std::thread([raw, returned = server->listen_returned_] {

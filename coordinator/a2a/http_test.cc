@@ -1,11 +1,18 @@
 #include "coordinator/a2a/http.h"
 
 #include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
@@ -19,6 +26,62 @@ void FixedCard(httplib::Server& server) {
   server.Get("/.well-known/agent-card.json", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"name":"coordinator"})", "application/json");
   });
+}
+
+// The backlog of the TCP socket listening on 127.0.0.1:`port`, as the kernel's sock_diag
+// reports it (what `ss -ltn` shows as Send-Q). -1 when no such socket was found.
+int64_t ListenBacklog(int port) {
+  const int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return -1;
+  struct {
+    nlmsghdr header;
+    inet_diag_req_v2 request;
+  } query = {};
+  query.header.nlmsg_len = sizeof(query);
+  query.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  query.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  query.request.sdiag_family = AF_INET;
+  query.request.sdiag_protocol = IPPROTO_TCP;
+  query.request.idiag_states = 1u << TCP_LISTEN;
+  int64_t backlog = -1;
+  if (::send(fd, &query, sizeof(query), 0) == static_cast<ssize_t>(sizeof(query))) {
+    alignas(nlmsghdr) char buffer[32768];
+    bool done = false;
+    while (!done) {
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      int left = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(h, left);
+           h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+          done = true;
+          break;
+        }
+        const auto* socket = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+        if (ntohs(socket->id.idiag_sport) == port) backlog = socket->idiag_wqueue;
+      }
+    }
+  }
+  ::close(fd);
+  return backlog;
+}
+
+// Debian's httplib listens with a backlog of 5; the server widens it, so that a burst of
+// clients connecting at once is not dropped (and retried a second later).
+TEST(HttpServerTest, ListensWithAWideBacklog) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start("127.0.0.1:0", FixedCard);
+  ASSERT_OK(server);
+  EXPECT_EQ(ListenBacklog((*server)->port()), 1024);
+  // A burst of connections, all served.
+  std::vector<std::unique_ptr<httplib::Client>> clients;
+  for (int i = 0; i < 64; ++i) {
+    clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", (*server)->port()));
+  }
+  for (auto& client : clients) {
+    httplib::Result card = client->Get("/.well-known/agent-card.json");
+    ASSERT_TRUE(card);
+    EXPECT_EQ(card->status, 200);
+  }
 }
 
 // httplib 0.11 drops a stop() that comes before its listen loop runs; Stop must not hang then.
