@@ -28,6 +28,8 @@ std::string NormalizePath(absl::string_view path) {
   absl::string_view v(path);
   while (absl::ConsumePrefix(&v, "./")) {
   }
+  // The ARVO layout's source directory is the bundle's src/ (ground truths name src/...).
+  if (absl::ConsumePrefix(&v, "src-vul/")) return absl::StrCat("src/", v);
   return std::string(v);
 }
 
@@ -199,7 +201,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view data
 }
 
 absl::Status PrepareWorkspace(const std::string& bundle_dir, const std::string& workspace_dir,
-                              const std::string& shared_dir) {
+                              const std::string& shared_dir, const WorkspaceLayout& layout) {
   std::error_code ec;
   const fs::path marker = fs::path(workspace_dir) / kReadyMarker;
   if (fs::exists(marker, ec)) {
@@ -210,11 +212,11 @@ absl::Status PrepareWorkspace(const std::string& bundle_dir, const std::string& 
   fs::create_directories(workspace_dir, ec);
   if (ec)
     return absl::InternalError(absl::StrCat("cannot create ", workspace_dir, ": ", ec.message()));
-  fs::copy(fs::path(bundle_dir) / "src", fs::path(workspace_dir) / "src",
+  fs::copy(fs::path(bundle_dir) / "src", fs::path(workspace_dir) / layout.source_dir,
            fs::copy_options::recursive, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot copy the sources: ", ec.message()));
   fs::copy_file(fs::path(bundle_dir) / "crash_report.txt",
-                fs::path(workspace_dir) / "crash_report.txt", ec);
+                fs::path(workspace_dir) / layout.crash_report, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot copy the crash report: ", ec.message()));
   fs::create_directories(shared_dir, ec);
   if (ec)
@@ -223,7 +225,7 @@ absl::Status PrepareWorkspace(const std::string& bundle_dir, const std::string& 
 }
 
 std::vector<std::string> FormatTask(absl::string_view task_id, absl::string_view crash_report,
-                                    const TaskLimits& limits) {
+                                    const TaskLimits& limits, const WorkspaceLayout& layout) {
   std::string tools = absl::StrCat(
       "# Tools\n"
       "You work in a sandboxed copy of the source tree through one tool. Reply with a message "
@@ -242,11 +244,13 @@ std::vector<std::string> FormatTask(absl::string_view task_id, absl::string_view
       "Task ID: ",
       task_id,
       "\n"
-      "The program built from src/ crashed with the report below (also in crash_report.txt). "
-      "Find the root cause: the place in the source where the bug is, not only where the crash "
-      "happened. Write it to shared/loc.json as\n"
-      "  {\"locations\": [{\"file\": \"src/<file>.c\", \"function\": \"<name>\", \"line\": "
-      "<number>}]}\n"
+      "The program built from ",
+      layout.source_dir, "/ crashed with the report below (also in ", layout.crash_report,
+      "). Find the root cause: the place in the source where the bug is, not only where the "
+      "crash happened. Write it to shared/loc.json as\n"
+      "  {\"locations\": [{\"file\": \"",
+      layout.source_dir,
+      "/<file>.c\", \"function\": \"<name>\", \"line\": <number>}]}\n"
       "then reply: submit\n\n"
       "# Crash report\n",
       crash_report);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace green_agent {
@@ -50,12 +51,26 @@ std::string ScoreJson(absl::string_view task_id, const Score& score);
 // Writes through a temporary file and a rename, so a crash leaves the old file or the new one.
 [[nodiscard]] absl::Status WriteFileAtomically(const std::string& path, absl::string_view data);
 
-// Copies a bundle's src/ and crash report into `workspace_dir` and creates `shared_dir`.
-// Idempotent: a workspace that was completed before (it has its marker) is kept as it is, a
-// half-copied one is removed and copied again.
+// How a workspace names what it holds. The default: src/ and crash_report.txt. The layout of the
+// ARVO evaluation harness this project replaces (--layout=arvo): src-vul/ and
+// <task id>_error.txt.
+struct WorkspaceLayout {
+  std::string source_dir = "src";
+  std::string crash_report = "crash_report.txt";
+
+  static WorkspaceLayout Default() { return {}; }
+  static WorkspaceLayout Arvo(absl::string_view task_id) {
+    return {"src-vul", absl::StrCat(task_id, "_error.txt")};
+  }
+};
+
+// Copies a bundle's src/ and crash report into `workspace_dir`, under the names of `layout`,
+// and creates `shared_dir`. Idempotent: a workspace that was completed before (it has its
+// marker) is kept as it is, a half-copied one is removed and copied again.
 [[nodiscard]] absl::Status PrepareWorkspace(const std::string& bundle_dir,
                                             const std::string& workspace_dir,
-                                            const std::string& shared_dir);
+                                            const std::string& shared_dir,
+                                            const WorkspaceLayout& layout = {});
 
 struct TaskLimits {
   int timeout_seconds = 60;
@@ -65,7 +80,7 @@ struct TaskLimits {
 // The two parts of the formatted task: the tools the agent may use, then the instruction with
 // the crash report.
 std::vector<std::string> FormatTask(absl::string_view task_id, absl::string_view crash_report,
-                                    const TaskLimits& limits);
+                                    const TaskLimits& limits, const WorkspaceLayout& layout = {});
 
 }  // namespace green_agent
 

@@ -80,5 +80,35 @@ TEST(EvaluationTest, PrepareWorkspaceCopiesSourcesButNotTheGroundTruth) {
   EXPECT_TRUE(std::filesystem::exists(ws + "/shared/loc.json"));
 }
 
+// --layout=arvo: the ARVO harness's names, the task text naming them, and answers given under
+// src-vul/ scored against ground truths under src/.
+TEST(EvaluationTest, TheArvoLayoutNamesTheSourcesAndTheReportAsTheHarnessDid) {
+  testing_util::TempDir dir;
+  const std::string bundle = std::string(COORD_SOURCE_DIR) + "/examples/tasks/heap-overflow-record";
+  const std::string ws = dir.Sub("ws");
+  const WorkspaceLayout arvo = WorkspaceLayout::Arvo("14368");
+  ASSERT_OK(PrepareWorkspace(bundle, ws, ws + "/shared", arvo));
+  EXPECT_TRUE(std::filesystem::exists(ws + "/src-vul/record.c"));
+  EXPECT_TRUE(std::filesystem::exists(ws + "/14368_error.txt"));
+  EXPECT_FALSE(std::filesystem::exists(ws + "/src"));
+  EXPECT_FALSE(std::filesystem::exists(ws + "/crash_report.txt"));
+  const std::vector<std::string> task = FormatTask("14368", "the report", TaskLimits(), arvo);
+  ASSERT_EQ(task.size(), 2u);
+  EXPECT_NE(task[1].find("built from src-vul/ crashed"), std::string::npos) << task[1];
+  EXPECT_NE(task[1].find("(also in 14368_error.txt)"), std::string::npos) << task[1];
+  EXPECT_NE(task[1].find(R"("file": "src-vul/<file>.c")"), std::string::npos) << task[1];
+  // The default layout's text is unchanged.
+  const std::vector<std::string> plain = FormatTask("t", "the report", TaskLimits());
+  EXPECT_NE(plain[1].find("built from src/ crashed with the report below (also in "
+                          "crash_report.txt). Find the root cause"),
+            std::string::npos)
+      << plain[1];
+  const std::vector<Location> truth = {{"src/record.c", "parse_record", 12, 12}};
+  const Score score = ScoreLocations(truth, {{"src-vul/record.c", "parse_record", 12, 12}});
+  EXPECT_EQ(score.file_accuracy, 1.0);
+  EXPECT_EQ(score.function_accuracy, 1.0);
+  EXPECT_EQ(score.line_accuracy, 1.0);
+}
+
 }  // namespace
 }  // namespace green_agent

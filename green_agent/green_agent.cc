@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -42,8 +44,9 @@ std::string Truncate(absl::string_view s, size_t n) {
   return std::string(s.substr(0, std::min(n, s.size())));
 }
 
-// The task id of a start request: "Task ID: <id>" anywhere in the text, or a data part
-// {"task_id": ...}. Empty when there is none.
+// The task id of a start request: "Task ID: <id>" anywhere in the text, "arvo:<number>" (the
+// ARVO harness's trigger: the task is <number>), or a data part {"task_id": ...}. Empty when
+// there is none.
 std::string StartTaskId(const a2apb::Message& message) {
   for (const a2apb::Part& part : message.parts()) {
     if (part.has_data() && part.data().has_struct_value()) {
@@ -53,7 +56,16 @@ std::string StartTaskId(const a2apb::Message& message) {
     }
     if (part.has_text()) {
       const size_t at = part.text().find("Task ID:");
-      if (at == std::string::npos) continue;
+      if (at == std::string::npos) {
+        for (size_t arvo = part.text().find("arvo:"); arvo != std::string::npos;
+             arvo = part.text().find("arvo:", arvo + 1)) {
+          absl::string_view digits = absl::string_view(part.text()).substr(arvo + 5);
+          size_t n = 0;
+          while (n < digits.size() && n < 20 && absl::ascii_isdigit(digits[n])) ++n;
+          if (n > 0) return std::string(digits.substr(0, n));
+        }
+        continue;
+      }
       absl::string_view rest = absl::StripLeadingAsciiWhitespace(
           absl::string_view(part.text()).substr(at + std::strlen("Task ID:")));
       const size_t end = rest.find_first_of(" \t\r\n");
@@ -338,11 +350,22 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
   const std::string& context_id = evaluation.context_id;
   const std::string& task_id = evaluation.task_id;
   const std::string bundle = (std::filesystem::path(options_.tasks_dir) / task_id).string();
-  const std::string root = ContextRoot(context_id);
+  const bool arvo = options_.layout == "arvo";
+  const WorkspaceLayout layout = arvo ? WorkspaceLayout::Arvo(task_id) : WorkspaceLayout::Default();
+  // The ARVO harness's directory names: one workspace per task and agent under test.
+  const std::string root = arvo ? (std::filesystem::path(options_.workspaces_dir) /
+                                   SafeDirName(absl::StrCat("arvo_", task_id, "-", purple)))
+                                      .string()
+                                : ContextRoot(context_id);
   const std::string workspace = root + "/workspace";
   const std::string shared = workspace + "/shared";
   std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
   absl::MutexLock lock(mu.get());
+  // Two contexts share an ARVO workspace: its preparation is serialized on the directory too.
+  std::shared_ptr<absl::Mutex> workspace_mu =
+      arvo ? ContextLock(absl::StrCat("workspace:", root)) : nullptr;
+  std::optional<absl::MutexLock> workspace_lock;
+  if (workspace_mu != nullptr) workspace_lock.emplace(workspace_mu.get());
   absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
   if (!context.ok() && !absl::IsNotFound(context.status())) {
     return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
@@ -354,7 +377,26 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     }
     if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return context;
   }
-  RETURN_IF_ERROR(PrepareWorkspace(bundle, workspace, shared));
+  if (arvo && !context.ok()) {
+    // The harness's names give one workspace per task and agent under test, so it serves one
+    // evaluation at a time; a new one starts from a fresh copy (no answer left from the last).
+    const std::string owner_file = root + "/.context_id";
+    absl::StatusOr<std::string> owner = ReadFile(owner_file);
+    if (owner.ok() && *owner != context_id) {
+      absl::StatusOr<v1::TaskContext> other = GetContext(*owner);
+      if (other.ok() && other->status() == v1::CONTEXT_STATUS_ACTIVE) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("workspace ", root, " is in use by the evaluation in context ", *owner,
+                         " (--layout=arvo keeps one workspace per task and agent under test)"));
+      }
+      std::error_code ec;
+      std::filesystem::remove_all(root, ec);
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    RETURN_IF_ERROR(WriteFileAtomically(owner_file, context_id));
+  }
+  RETURN_IF_ERROR(PrepareWorkspace(bundle, workspace, shared, layout));
   if (!context.ok()) {
     v1::CreateContextRequest create;
     v1::TaskContext* c = create.mutable_context();
@@ -365,6 +407,7 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     c->set_shared_dir(shared);
     (*c->mutable_labels())["phase"] = "started";
     (*c->mutable_labels())["purple_agent"] = purple;
+    if (arvo) (*c->mutable_labels())["arvo_id"] = task_id;
     // The agent under test writes this context's conversation (docs/security.md).
     c->add_parties(purple);
     v1::TaskContext created;
@@ -390,7 +433,7 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     a2apb::Message message;
     message.set_role(a2apb::ROLE_USER);
     message.set_context_id(context_id);
-    for (const std::string& part : FormatTask(task_id, report, limits)) {
+    for (const std::string& part : FormatTask(task_id, report, limits, layout)) {
       message.add_parts()->set_text(part);
     }
     (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);

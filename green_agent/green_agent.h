@@ -43,6 +43,11 @@ struct GreenOptions {
   std::string tasks_dir;
   // Where per-context workspaces are created (default ./workspaces).
   std::string workspaces_dir = "./workspaces";
+  // How a workspace is laid out: "default" (<workspaces_dir>/<context>/workspace with src/ and
+  // crash_report.txt) or "arvo", as the ARVO evaluation harness did
+  // (<workspaces_dir>/arvo_<task>-<agent under test>/workspace with src-vul/ and
+  // <task>_error.txt).
+  std::string layout = "default";
   ExecutorOptions executor;
   // Deadlines and retry budget of coordinator calls.
   agent_runtime::RetryOptions retry;

@@ -1,6 +1,8 @@
 // green_agent: hosts root-cause-analysis evaluations (green_agent/green_agent.h) as an A2A
 // agent behind the coordinator. Registers at start-up; stops cleanly on SIGTERM/SIGINT.
 
+#include <iostream>
+
 #include "absl/flags/flag.h"
 #include "agent_runtime/agent_main.h"
 #include "agent_runtime/agent_runtime.h"
@@ -27,6 +29,10 @@ ABSL_FLAG(absl::Duration, participant_wait, absl::Seconds(30),
           "fetched yet (it may still be starting)");
 ABSL_FLAG(std::string, tasks_dir, "examples/tasks", "folder of task bundles, one per task id");
 ABSL_FLAG(std::string, workspaces_dir, "./workspaces", "where per-context workspaces are made");
+ABSL_FLAG(std::string, layout, "default",
+          "workspace layout: default (<workspaces_dir>/<context>/workspace: src/, "
+          "crash_report.txt) or arvo, as the ARVO harness (<workspaces_dir>/arvo_<task>-<agent "
+          "under test>/workspace: src-vul/, <task>_error.txt)");
 ABSL_FLAG(std::string, exec_template, "",
           "wraps each command, e.g. 'docker exec {container} bash -lc {command}'; placeholders: "
           "{command} {workspace} {shared} {container} {context_id}; empty: run the command's "
@@ -50,6 +56,12 @@ int main(int argc, char** argv) {
   options.participant_wait = absl::GetFlag(FLAGS_participant_wait);
   options.tasks_dir = absl::GetFlag(FLAGS_tasks_dir);
   options.workspaces_dir = absl::GetFlag(FLAGS_workspaces_dir);
+  options.layout = absl::GetFlag(FLAGS_layout);
+  if (options.layout != "default" && options.layout != "arvo") {
+    std::cerr << "green_agent: --layout must be default or arvo, not \"" << options.layout
+              << "\"\n";
+    return 2;
+  }
   options.executor.exec_template = absl::GetFlag(FLAGS_exec_template);
   options.executor.timeout = absl::GetFlag(FLAGS_command_timeout);
   options.executor.output_cap =
