@@ -54,6 +54,7 @@ def test_record_command_returns_the_updated_context(c: Coordinator, uid: str) ->
     assert [(r.seq, r.command, r.exit_code, r.duration) for r in records] == [
         (1, "make -C /ws", 2, 1.5), (2, "ls", 0, 0.25)]
     assert records[1].output_digest == "sha256:00"
+    assert list(ctx.commands(page_size=1)) == records  # one page per record
     # Another client sees the same counts.
     assert c.contexts[uid].command_count == 2
 
