@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from typing import List
+
 import pytest
 
 from coordinator_client import A2ATask, Coordinator, NotFound
@@ -54,3 +57,40 @@ def test_wait_gives_up_at_its_timeout_and_cancel(c: Coordinator, uid: str) -> No
     assert c.a2a.cancel(task.id).state == "canceled"
     assert c.a2a.wait(task.id).state == "canceled"
     del c.agents[uid]
+
+
+def test_wait_follows_the_task_across_a_coordinator_restart(uid: str) -> None:
+    """A2A.wait subscribes again after the coordinator restarts under it (README, "A2A")."""
+    from coordinator_client.testing import CoordinatorProcess
+
+    with CoordinatorProcess(args=["--shutdown_grace_seconds=1"]) as server:
+        with Coordinator(server.target, timeout=30) as c:
+            c.agents.register(uid, "127.0.0.1:1")  # nobody listens: the task stays open
+            task = c.a2a.send(uid, "anyone there?")
+            subscribed = threading.Semaphore(0)
+            real = c.a2a._stub.SubscribeToTask
+
+            def counting(request, **kwargs):  # type: ignore[no-untyped-def]
+                stream = real(request, **kwargs)
+                subscribed.release()
+                return stream
+
+            c.a2a._stub.SubscribeToTask = counting
+            result: List[object] = []
+
+            def wait() -> None:
+                try:
+                    result.append(c.a2a.wait(task.id, timeout=60))
+                except BaseException as error:  # reported below
+                    result.append(error)
+
+            waiter = threading.Thread(target=wait)
+            waiter.start()
+            subscribed.acquire()
+            server.restart()
+            subscribed.acquire()  # subscribed again, after the first stream ended
+            with Coordinator(server.target) as other:
+                assert other.a2a.cancel(task.id).state == "canceled"
+            waiter.join()
+            assert isinstance(result[0], A2ATask), result
+            assert (result[0].id, result[0].state) == (task.id, "canceled")
