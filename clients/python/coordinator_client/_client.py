@@ -213,6 +213,7 @@ class Coordinator:
 
     @property
     def target(self) -> str:
+        """host:port of the coordinator."""
         return self._t.target
 
     @property
@@ -405,11 +406,13 @@ class Contexts:
 
     def keys(self, agent: Optional[str] = None,
              status: Optional[Union[str, ContextStatus]] = None) -> Iterator[str]:
+        """The context_ids of values(agent, status)."""
         return (c.context_id for c in self.values(agent, status))
 
     def items(self, agent: Optional[str] = None,
               status: Optional[Union[str, ContextStatus]] = None
               ) -> Iterator[Tuple[str, Context]]:
+        """(context_id, context) pairs of values(agent, status)."""
         return ((c.context_id, c) for c in self.values(agent, status))
 
     def __iter__(self) -> Iterator[str]:
@@ -604,6 +607,7 @@ class Tasks:
         return Task(self._t, task_id)
 
     def get(self, task_id: str) -> Optional[Task]:
+        """The task's handle, or None when it has no state."""
         try:
             return self[task_id]
         except NotFound:
@@ -718,10 +722,12 @@ class ClaimedItem:
 
     @property
     def run_id(self) -> str:
+        """The run the item belongs to."""
         return self.item.run_id
 
     @property
     def item_id(self) -> str:
+        """The claimed item's id."""
         return self.item.item_id
 
     @property
@@ -853,6 +859,7 @@ class Work:
             yield WorkItem.from_proto(item)
 
     def item(self, run_id: str, item_id: str) -> WorkItem:
+        """One item of a run, as stored now."""
         return WorkItem.from_proto(self._call("GetItem", work_pb2.GetItemRequest(
             run_id=check_id("run_id", run_id), item_id=check_id("item_id", item_id))))
 
@@ -912,6 +919,7 @@ class Agents:
             agent_registry_pb2.GetAgentRequest(name=check_id("name", name))))
 
     def get(self, name: str) -> Optional[Agent]:
+        """The registered agent, or None."""
         try:
             return self[name]
         except NotFound:
@@ -921,6 +929,7 @@ class Agents:
         return self.get(name) is not None  # type: ignore[arg-type]
 
     def values(self) -> Iterator[Agent]:
+        """Every registered agent, paged transparently."""
         for agent in self._t.pages(self._stub.ListAgents, "AgentRegistry.ListAgents",
                                    agent_registry_pb2.ListAgentsRequest(), "agents"):
             yield Agent.from_proto(agent)

@@ -671,6 +671,7 @@ class ContextFields:
 
     @property
     def context_id(self) -> str:
+        """The id of the context (the A2A context_id)."""
         return self._proto.context_id
 
     @property
@@ -685,10 +686,12 @@ class ContextFields:
 
     @property
     def workspace_dir(self) -> str:
+        """The evaluation's workspace directory."""
         return self._proto.workspace_dir
 
     @property
     def shared_dir(self) -> str:
+        """The directory shared with the agent under test."""
         return self._proto.shared_dir
 
     @property
@@ -698,6 +701,7 @@ class ContextFields:
 
     @property
     def status(self) -> Optional[ContextStatus]:
+        """active, completed, failed or canceled (a str enum: compares equal to the name)."""
         return status_from_proto(self._proto.status)
 
     @property
@@ -727,10 +731,12 @@ class ContextFields:
 
     @property
     def create_time(self) -> Optional[datetime.datetime]:
+        """When the context was created (UTC)."""
         return time_of(self._proto, "create_time")
 
     @property
     def update_time(self) -> Optional[datetime.datetime]:
+        """When the context last changed (UTC)."""
         return time_of(self._proto, "update_time")
 
     def __repr__(self) -> str:

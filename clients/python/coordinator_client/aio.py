@@ -67,6 +67,7 @@ from coordinator_client._channel import (
     retries_spent,
     target_of,
 )
+from coordinator_client import _client
 from coordinator_client._client import _SUBSCRIBE_AGAIN, _event_state
 from coordinator_client._errors import (
     Cancelled,
@@ -371,6 +372,7 @@ class Contexts:
             return default
 
     async def contains(self, context_id: str) -> bool:
+        """`id in contexts`: whether the context exists."""
         return await self.get(context_id) is not None
 
     async def delete(self, context_id: str, version: int = 0) -> None:
@@ -392,10 +394,17 @@ class Contexts:
         async for context in self.values(agent, status):
             yield context.context_id
 
+    async def items(self, agent: Optional[str] = None,
+                    status: Optional[Union[str, ContextStatus]] = None
+                    ) -> AsyncIterator[Tuple[str, Context]]:
+        async for context in self.values(agent, status):
+            yield context.context_id, context
+
     def __aiter__(self) -> AsyncIterator[str]:
         return self.keys()
 
     async def count(self) -> int:
+        """`len(contexts)`: reads every page."""
         return len([c async for c in self.values(page_size=1000)])
 
 
@@ -455,6 +464,7 @@ class Conversations:
         return Conversation(self._t, context_id)
 
     async def contains(self, context_id: str) -> bool:
+        """`id in conversations`: whether the conversation has messages."""
         try:
             await Conversation(self._t, context_id).totals()
             return True
@@ -577,6 +587,7 @@ class Tasks:
             return None
 
     async def contains(self, task_id: str) -> bool:
+        """`id in tasks`: whether the task has state."""
         return await self.get(task_id) is not None
 
     async def values(self, page_size: Optional[int] = None) -> AsyncIterator[TaskSummary]:
@@ -661,10 +672,12 @@ class ClaimedItem:
 
     @property
     def run_id(self) -> str:
+        """The run the item belongs to."""
         return self.item.run_id
 
     @property
     def item_id(self) -> str:
+        """The claimed item's id."""
         return self.item.item_id
 
     @property
@@ -872,6 +885,7 @@ class Agents:
             return None
 
     async def contains(self, name: str) -> bool:
+        """`name in agents`: whether the agent is registered."""
         return await self.get(name) is not None
 
     async def values(self) -> AsyncIterator[Agent]:
@@ -880,6 +894,7 @@ class Agents:
             yield Agent.from_proto(agent)
 
     async def delete(self, name: str) -> None:
+        """`del agents[name]`: unregisters the agent."""
         await self._t.call(self._stub.DeleteAgent, "AgentRegistry.DeleteAgent",
                            agent_registry_pb2.DeleteAgentRequest(name=check_id("name", name)))
 
@@ -963,3 +978,25 @@ class A2A:
             if not response.next_page_token:
                 return
             request.page_token = response.next_page_token
+
+
+def _inherit_docstrings() -> None:
+    """Gives each public method and property that has no docstring of its own that of its
+    blocking twin in coordinator_client._client (same name, same meaning, awaited here), so
+    that help() on the asyncio client documents it too."""
+    for name in __all__:
+        ours, theirs = globals()[name], getattr(_client, name)
+        for attribute, value in vars(ours).items():
+            if attribute.startswith("_") or getattr(value, "__doc__", None):
+                continue
+            twin = getattr(theirs, attribute, None)
+            doc = getattr(twin, "__doc__", None)
+            if doc and isinstance(value, property):
+                value.__doc__ = doc
+            elif doc and isinstance(value, staticmethod):
+                value.__func__.__doc__ = doc
+            elif doc and callable(value):
+                value.__doc__ = doc
+
+
+_inherit_docstrings()

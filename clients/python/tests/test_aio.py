@@ -46,6 +46,7 @@ def test_contexts_and_conversations(server: CoordinatorProcess, uid: str) -> Non
             listed = [x.context_id async for x in c.contexts.values(agent=f"{uid}-agent",
                                                                       page_size=3)]
             assert listed == [f"{uid}-{n}" for n in range(4)]
+            assert [k async for k, x in c.contexts.items(agent=f"{uid}-agent")] == listed
             assert uid in [k async for k in c.contexts]
             assert await c.contexts.count() >= 5
 

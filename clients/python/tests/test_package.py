@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict
 
 import pytest
 
 import coordinator_client
-from coordinator_client import Coordinator
+import coordinator_client._client
+from coordinator_client import Coordinator, aio
 from coordinator_client._stubs import context_pb2
 
 SOURCE = Path(__file__).resolve().parents[1]
@@ -67,3 +70,41 @@ def test_type_hints_check(tmp_path: Path) -> None:
          "--cache-dir", str(tmp_path / "cache"), "--python-executable", sys.executable,
          "-p", "coordinator_client"], cwd=tmp_path, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _public_members(cls: type) -> Dict[str, object]:
+    """Public methods and properties of a class, by name."""
+    members = {}
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        static = inspect.getattr_static(cls, name)
+        if isinstance(static, (property, staticmethod, classmethod)) or \
+                inspect.isfunction(static):
+            members[name] = static
+    return members
+
+
+def test_aio_twin_has_the_same_names() -> None:
+    """Every public name of the blocking client is on its asyncio twin (which adds
+    contains/delete/count where Python has no awaitable `in`, `del`, `len`)."""
+    assert aio.__all__ == coordinator_client._client.__all__
+    for name in aio.__all__:
+        blocking, twin = getattr(coordinator_client, name), getattr(aio, name)
+        missing = set(_public_members(blocking)) - set(_public_members(twin))
+        assert not missing, f"aio.{name} lacks {sorted(missing)}"
+
+
+def test_public_api_has_docstrings() -> None:
+    undocumented = []
+    for module in (coordinator_client, aio):
+        for name in aio.__all__:
+            cls = getattr(module, name)
+            if not cls.__doc__:
+                undocumented.append(f"{module.__name__}.{name}")
+            for member, static in _public_members(cls).items():
+                doc = (static.__doc__ if isinstance(static, property) else
+                       getattr(cls, member).__doc__)
+                if not doc:
+                    undocumented.append(f"{module.__name__}.{name}.{member}")
+    assert not undocumented
