@@ -119,3 +119,17 @@ def test_unavailable_after_the_timeout(own_server: CoordinatorProcess) -> None:
             c.contexts.get("anything")
         assert "tried" in error.value.message
         assert error.value.method == "ContextService.GetContext"
+
+
+def test_a_claimed_item_outlives_a_restart(own_server: CoordinatorProcess) -> None:
+    """The lease is stored: the block's checkpoint and completion after a restart land."""
+    with Coordinator(own_server.target, timeout=30) as c:
+        c.work.create_run([{"id": "a"}], run_id="restart-run")
+        with c.work.claim("restart-run", worker="w1", ttl=30) as item:
+            own_server.restart()
+            item.checkpoint("after the restart")
+            item.summary = "done across a restart"
+        assert not item.lost
+        done = c.work.item("restart-run", "a")
+        assert (done.status, done.checkpoint, done.summary, done.attempts) == (
+            "done", "after the restart", "done across a restart", 1)
