@@ -305,10 +305,37 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
       request.duration().nanos() >= 1000000000) {
     return absl::InvalidArgumentError("duration must be a non-negative, normalized duration");
   }
+  RETURN_IF_ERROR(common::ValidateOptionalId("request_id", request.request_id()));
 
   v1::RecordCommandResponse response;
+  bool replayed = false;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    replayed = false;
     ASSIGN_OR_RETURN(TaskContext context, LockHeader(txn, request.context_id()));
+    // A retry of a command already recorded (the header lock orders it after the original).
+    const std::string request_key =
+        request.request_id().empty()
+            ? ""
+            : keys::CommandRequest(request.context_id(), request.request_id());
+    if (!request_key.empty()) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> seen, ReadRequestSeq(txn, request_key));
+      if (seen.has_value()) {
+        ASSIGN_OR_RETURN(const std::string raw,
+                         txn.GetForUpdate(ColumnFamily::kContexts,
+                                          keys::CommandRecord(request.context_id(), *seen)));
+        v1::CommandRecord record;
+        RETURN_IF_ERROR(DecodeRecord(raw, &record));
+        if (record.command() != request.command() || record.exit_code() != request.exit_code()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "request_id ", request.request_id(), " already recorded command ", record.seq(),
+              " of context ", request.context_id(), ", which is another command"));
+        }
+        *response.mutable_context() = std::move(context);
+        *response.mutable_record() = std::move(record);
+        replayed = true;
+        return absl::OkStatus();
+      }
+    }
     const auto now = ToProtoTime(absl::Now());
     v1::CommandRecord record;
     record.set_seq(context.command_count() + 1);
@@ -324,12 +351,16 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts,
                             keys::CommandRecord(request.context_id(), record.seq()),
                             EncodeRecord(record)));
+    if (!request_key.empty()) {
+      RETURN_IF_ERROR(
+          txn.Put(ColumnFamily::kContexts, request_key, EncodeRequestSeq(record.seq())));
+    }
     RETURN_IF_ERROR(PutHeader(txn, context));
     *response.mutable_context() = std::move(context);
     *response.mutable_record() = std::move(record);
     return absl::OkStatus();
   }));
-  Changed(request.context_id());
+  if (!replayed) Changed(request.context_id());
   return response;
 }
 
@@ -432,6 +463,11 @@ absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
     ASSIGN_OR_RETURN(done,
                      ConversationStore::PurgeMessages(txn, context_id, limit, &progress.deleted));
   }
+  if (done) {
+    ASSIGN_OR_RETURN(
+        done, DeletePrefix(txn, ColumnFamily::kContexts, keys::CommandRequestPrefix(context_id),
+                           limit, &progress.deleted));
+  }
   if (!done) return progress;
   // The parents and the index entry go together, when they fit in the budget.
   const bool indexed = life.header.has_value() && !life.header->agent().empty();
@@ -458,9 +494,11 @@ absl::StatusOr<int64_t> ContextStore::CountPurge(storage::Store& store,
   ASSIGN_OR_RETURN(const Life life, ReadLife(store, context_id));
   ASSIGN_OR_RETURN(const int64_t commands,
                    CountPrefix(store, ColumnFamily::kContexts, keys::CommandPrefix(context_id)));
+  ASSIGN_OR_RETURN(const int64_t requests, CountPrefix(store, ColumnFamily::kContexts,
+                                                       keys::CommandRequestPrefix(context_id)));
   ASSIGN_OR_RETURN(const int64_t conversation, ConversationStore::CountRecords(store, context_id));
   const bool indexed = life.header.has_value() && !life.header->agent().empty();
-  return commands + conversation + (life.header.has_value() ? 1 : 0) + (indexed ? 1 : 0);
+  return commands + requests + conversation + (life.header.has_value() ? 1 : 0) + (indexed ? 1 : 0);
 }
 
 }  // namespace coordinator

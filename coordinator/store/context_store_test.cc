@@ -141,6 +141,80 @@ TEST_F(ContextStoreTest, DeleteRemovesEveryRecordOfTheContextOnly) {
   EXPECT_OK(store_->Get(ColumnFamily::kIndex, keys::AgentIndex("green", "ctx2")));
 }
 
+// A retry of a command or a message carries the request_id of the original: answered from the
+// record, nothing counted twice, across stores reopened in between (the answer was lost).
+TEST_F(ContextStoreTest, ARetryWithTheSameRequestIdIsAnsweredFromTheRecord) {
+  TaskContext context;
+  context.set_context_id("ctx");
+  context.set_agent("green");
+  ASSERT_OK(contexts_->Create(context));
+  v1::RecordCommandRequest command;
+  command.set_context_id("ctx");
+  command.set_command("make");
+  command.set_exit_code(2);
+  command.set_request_id("req-1");
+  absl::StatusOr<v1::RecordCommandResponse> first = contexts_->RecordCommand(command);
+  ASSERT_OK(first);
+  ASSERT_OK(Record("ctx", "another writer's command"));
+  const std::string before = Dump();
+  absl::StatusOr<v1::RecordCommandResponse> retry = contexts_->RecordCommand(command);
+  ASSERT_OK(retry);
+  EXPECT_EQ(Dump(), before) << "a retry writes nothing";
+  EXPECT_EQ(retry->record().seq(), first->record().seq());
+  EXPECT_EQ(retry->record().command(), "make");
+  EXPECT_EQ(retry->context().command_count(), 2);  // the context as it is now
+  EXPECT_EQ(retry->context().failed_commands(), 1);
+  // The same id with another command is a mistake, not a retry; another context is another id.
+  v1::RecordCommandRequest other = command;
+  other.set_command("make install");
+  EXPECT_EQ(contexts_->RecordCommand(other).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Dump(), before);
+  TaskContext second;
+  second.set_context_id("ctx-b");
+  second.set_agent("green");
+  ASSERT_OK(contexts_->Create(second));
+  v1::RecordCommandRequest elsewhere = command;
+  elsewhere.set_context_id("ctx-b");
+  absl::StatusOr<v1::RecordCommandResponse> b = contexts_->RecordCommand(elsewhere);
+  ASSERT_OK(b);
+  EXPECT_EQ(b->context().command_count(), 1);
+
+  v1::AppendMessageRequest message;
+  message.set_context_id("ctx");
+  message.set_role(v1::ROLE_AGENT);
+  message.set_text("execute: ls");
+  message.set_tokens(7);
+  message.set_request_id("req-1");  // ids of commands and of messages are apart
+  absl::StatusOr<v1::AppendMessageResponse> appended = conversations_->Append(message);
+  ASSERT_OK(appended);
+  ASSERT_OK(Append("ctx", "another writer's message"));
+  absl::StatusOr<v1::AppendMessageResponse> again = conversations_->Append(message);
+  ASSERT_OK(again);
+  EXPECT_EQ(again->message().seq(), appended->message().seq());
+  EXPECT_EQ(again->step_count(), 2);
+  EXPECT_EQ(again->total_tokens(), 7);
+  v1::AppendMessageRequest changed = message;
+  changed.set_text("execute: rm -rf /");
+  EXPECT_EQ(conversations_->Append(changed).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Hostile ids are refused before anything is read or written.
+  const std::string unchanged = Dump();
+  v1::RecordCommandRequest bad = command;
+  bad.set_request_id(std::string("a\x01b"));
+  EXPECT_EQ(contexts_->RecordCommand(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  bad.set_request_id(std::string(300, 'x'));
+  EXPECT_EQ(contexts_->RecordCommand(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::AppendMessageRequest bad_message = message;
+  bad_message.set_request_id("\xff\xfe");
+  EXPECT_EQ(conversations_->Append(bad_message).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Dump(), unchanged);
+
+  // The request ids go with their context.
+  ASSERT_OK(contexts_->Delete("ctx", 0));
+  EXPECT_EQ(CountContextKeys("ctx"), 0);
+}
+
 TEST_F(ContextStoreTest, DeleteOfAConversationWithoutAContext) {
   ASSERT_OK(Append("purple-only", "hello"));
   ASSERT_OK(contexts_->Delete("purple-only", 0));

@@ -44,9 +44,12 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
   if (request.tokens() < 0) return absl::InvalidArgumentError("tokens must not be negative");
   RETURN_IF_ERROR(
       common::ValidateSize("text", request.text(), limits_.max_message_bytes, "max_message_bytes"));
+  RETURN_IF_ERROR(common::ValidateOptionalId("request_id", request.request_id()));
 
   v1::AppendMessageResponse response;
+  bool replayed = false;
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
+    replayed = false;
     const std::string meta_key = keys::ConversationMeta(request.context_id());
     v1::ConversationMeta meta;
     const auto now = ToProtoTime(absl::Now());
@@ -57,6 +60,31 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
       *meta.mutable_create_time() = now;
     } else {
       return raw.status();
+    }
+    // A retry of a message already appended (the meta lock orders it after the original).
+    const std::string request_key =
+        request.request_id().empty()
+            ? ""
+            : keys::MessageRequest(request.context_id(), request.request_id());
+    if (!request_key.empty()) {
+      ASSIGN_OR_RETURN(std::optional<int64_t> seen, ReadRequestSeq(txn, request_key));
+      if (seen.has_value()) {
+        ASSIGN_OR_RETURN(const std::string stored,
+                         txn.GetForUpdate(ColumnFamily::kContexts,
+                                          keys::ConversationMessage(request.context_id(), *seen)));
+        v1::ConversationMessage message;
+        RETURN_IF_ERROR(DecodeRecord(stored, &message));
+        if (message.text() != request.text() || message.role() != request.role()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "request_id ", request.request_id(), " already appended message ", message.seq(),
+              " of context ", request.context_id(), ", which is another message"));
+        }
+        response.set_step_count(meta.step_count());
+        response.set_total_tokens(meta.total_tokens());
+        *response.mutable_message() = std::move(message);
+        replayed = true;
+        return absl::OkStatus();
+      }
     }
     v1::ConversationMessage message;
     message.set_seq(meta.step_count() + 1);
@@ -70,13 +98,17 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts,
                             keys::ConversationMessage(request.context_id(), message.seq()),
                             EncodeRecord(message)));
+    if (!request_key.empty()) {
+      RETURN_IF_ERROR(
+          txn.Put(ColumnFamily::kContexts, request_key, EncodeRequestSeq(message.seq())));
+    }
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts, meta_key, EncodeRecord(meta)));
     response.set_step_count(meta.step_count());
     response.set_total_tokens(meta.total_tokens());
     *response.mutable_message() = std::move(message);
     return absl::OkStatus();
   }));
-  if (on_change_) on_change_(request.context_id());
+  if (on_change_ && !replayed) on_change_(request.context_id());
   return response;
 }
 
@@ -150,7 +182,11 @@ absl::StatusOr<std::optional<v1::ConversationMeta>> ConversationStore::LockMeta(
 absl::StatusOr<bool> ConversationStore::PurgeMessages(storage::Transaction& txn,
                                                       absl::string_view context_id, int64_t limit,
                                                       int64_t* deleted) {
-  return DeletePrefix(txn, ColumnFamily::kContexts, keys::ConversationPrefix(context_id), limit,
+  ASSIGN_OR_RETURN(const bool done,
+                   DeletePrefix(txn, ColumnFamily::kContexts, keys::ConversationPrefix(context_id),
+                                limit, deleted));
+  if (!done) return false;
+  return DeletePrefix(txn, ColumnFamily::kContexts, keys::MessageRequestPrefix(context_id), limit,
                       deleted);
 }
 
@@ -164,7 +200,9 @@ absl::StatusOr<int64_t> ConversationStore::CountRecords(storage::Store& store,
   ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta, ReadMeta(store, context_id));
   ASSIGN_OR_RETURN(int64_t messages, CountPrefix(store, ColumnFamily::kContexts,
                                                  keys::ConversationPrefix(context_id)));
-  return messages + (meta.has_value() ? 1 : 0);
+  ASSIGN_OR_RETURN(int64_t requests, CountPrefix(store, ColumnFamily::kContexts,
+                                                 keys::MessageRequestPrefix(context_id)));
+  return messages + requests + (meta.has_value() ? 1 : 0);
 }
 
 }  // namespace coordinator

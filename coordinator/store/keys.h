@@ -47,6 +47,8 @@ enum class ContextRecord : uint8_t {
   kCommand = 0x01,              // + seq: CommandRecord
   kConversationMeta = 0x02,     // ConversationMeta
   kConversationMessage = 0x03,  // + seq: ConversationMessage
+  kCommandRequest = 0x04,       // + request_id: the seq of the command it recorded
+  kMessageRequest = 0x05,       // + request_id: the seq of the message it appended
 };
 
 // What follows the retry-task prefix (RecordType::kTaskScoped).
@@ -82,8 +84,9 @@ inline constexpr RecordType kAllRecordTypes[] = {
     RecordType::kA2APushPending,
 };
 inline constexpr ContextRecord kAllContextRecords[] = {
-    ContextRecord::kHeader, ContextRecord::kCommand, ContextRecord::kConversationMeta,
-    ContextRecord::kConversationMessage};
+    ContextRecord::kHeader,           ContextRecord::kCommand,
+    ContextRecord::kConversationMeta, ContextRecord::kConversationMessage,
+    ContextRecord::kCommandRequest,   ContextRecord::kMessageRequest};
 inline constexpr TaskRecord kAllTaskRecords[] = {TaskRecord::kHeader, TaskRecord::kFailure,
                                                  TaskRecord::kEscalation, TaskRecord::kQualityGate,
                                                  TaskRecord::kBreakSummary};
@@ -160,6 +163,10 @@ constexpr absl::string_view Name(ContextRecord record) {
       return "conversation-meta";
     case ContextRecord::kConversationMessage:
       return "conversation-message";
+    case ContextRecord::kCommandRequest:
+      return "command-request";
+    case ContextRecord::kMessageRequest:
+      return "message-request";
   }
   return "";
 }
@@ -213,6 +220,8 @@ inline constexpr uint8_t kContextHeader = Byte(ContextRecord::kHeader);
 inline constexpr uint8_t kCommandRecord = Byte(ContextRecord::kCommand);
 inline constexpr uint8_t kConversationMeta = Byte(ContextRecord::kConversationMeta);
 inline constexpr uint8_t kConversationMessage = Byte(ContextRecord::kConversationMessage);
+inline constexpr uint8_t kCommandRequest = Byte(ContextRecord::kCommandRequest);
+inline constexpr uint8_t kMessageRequest = Byte(ContextRecord::kMessageRequest);
 inline constexpr uint8_t kTaskScoped = Byte(RecordType::kTaskScoped);
 inline constexpr uint8_t kBlockedRegistry = Byte(RecordType::kBlockedRegistry);
 inline constexpr uint8_t kBreakerLogMeta = Byte(RecordType::kBreakerLogMeta);
@@ -248,6 +257,8 @@ inline std::string TypePrefix(RecordType type) { return storage::KeyBuilder(Byte
 //   0x10 <context_id> 0x01 <seq:u64>   CommandRecord                   ContextStore
 //   0x10 <context_id> 0x02             ConversationMeta                ConversationStore
 //   0x10 <context_id> 0x03 <seq:u64>   ConversationMessage             ConversationStore
+//   0x10 <context_id> 0x04 <request>   seq of the command it recorded  ContextStore
+//   0x10 <context_id> 0x05 <request>   seq of the message it appended  ConversationStore
 //   0x20 <agent> <context_id>          empty: contexts by agent        ContextStore
 //
 // RecordCommand locks the header, AppendMessage the conversation meta; deleting locks both.
@@ -283,6 +294,27 @@ inline std::string ConversationPrefix(absl::string_view context_id) {
       .AddString(context_id)
       .AddByte(kConversationMessage)
       .key();
+}
+// The request ids of RecordCommand and AppendMessage (retries answered from the record).
+inline std::string CommandRequest(absl::string_view context_id, absl::string_view request_id) {
+  return storage::KeyBuilder(kContextScoped)
+      .AddString(context_id)
+      .AddByte(kCommandRequest)
+      .AddString(request_id)
+      .key();
+}
+inline std::string CommandRequestPrefix(absl::string_view context_id) {
+  return storage::KeyBuilder(kContextScoped).AddString(context_id).AddByte(kCommandRequest).key();
+}
+inline std::string MessageRequest(absl::string_view context_id, absl::string_view request_id) {
+  return storage::KeyBuilder(kContextScoped)
+      .AddString(context_id)
+      .AddByte(kMessageRequest)
+      .AddString(request_id)
+      .key();
+}
+inline std::string MessageRequestPrefix(absl::string_view context_id) {
+  return storage::KeyBuilder(kContextScoped).AddString(context_id).AddByte(kMessageRequest).key();
 }
 inline std::string AgentIndexPrefix(absl::string_view agent) {
   return storage::KeyBuilder(kContextsByAgent).AddString(agent).key();

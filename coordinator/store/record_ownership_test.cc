@@ -73,10 +73,9 @@ constexpr TypeOwner kTypeOwners[] = {
 
 // The sub-type bytes under an entity's prefix, pinned.
 constexpr std::pair<ContextRecord, uint8_t> kContextBytes[] = {
-    {ContextRecord::kHeader, 0x00},
-    {ContextRecord::kCommand, 0x01},
-    {ContextRecord::kConversationMeta, 0x02},
-    {ContextRecord::kConversationMessage, 0x03}};
+    {ContextRecord::kHeader, 0x00},           {ContextRecord::kCommand, 0x01},
+    {ContextRecord::kConversationMeta, 0x02}, {ContextRecord::kConversationMessage, 0x03},
+    {ContextRecord::kCommandRequest, 0x04},   {ContextRecord::kMessageRequest, 0x05}};
 constexpr std::pair<TaskRecord, uint8_t> kTaskBytes[] = {{TaskRecord::kHeader, 0x00},
                                                          {TaskRecord::kFailure, 0x01},
                                                          {TaskRecord::kEscalation, 0x02},
@@ -283,11 +282,13 @@ TEST_F(RecordOwnershipTest, ContextPurgeDeletesEveryKindItWrites) {
       v1::RecordCommandRequest command;
       command.set_context_id(id);
       command.set_command(absl::StrCat("make ", i));
+      command.set_request_id(absl::StrCat("command-", i));
       ASSERT_OK(contexts.RecordCommand(command));
       v1::AppendMessageRequest message;
       message.set_context_id(id);
       message.set_role(v1::ROLE_AGENT);
       message.set_text(absl::StrCat("step ", i));
+      message.set_request_id(absl::StrCat("message-", i));
       ASSERT_OK(conversations.Append(message));
     }
   }

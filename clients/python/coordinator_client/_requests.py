@@ -128,10 +128,13 @@ def update_context(current: context_pb2.TaskContext, changes: Mapping[str, Any],
 def record_command(context_id: str, command: str, exit_code: int,
                    duration: Optional[Seconds],
                    output_digest: str) -> context_pb2.RecordCommandRequest:
+    # One request id per command, sent again with every retry of this request: the coordinator
+    # answers a retry whose original landed from the record instead of counting it twice.
     request = context_pb2.RecordCommandRequest(
         context_id=check_id("context_id", context_id), command=check_str("command", command),
         exit_code=check_int("exit_code", exit_code, -2**31, INT32_MAX),
-        output_digest=check_str("output_digest", output_digest))
+        output_digest=check_str("output_digest", output_digest),
+        request_id=str(uuid.uuid4()))
     if duration is not None:
         request.duration.CopyFrom(duration_proto("duration", duration))
     return request
@@ -151,9 +154,11 @@ def list_contexts(agent: Optional[str], status: Optional[Union[str, ContextStatu
 
 def append_message(context_id: str, role: Union[str, Role], text: str,
                    tokens: int) -> conversation_pb2.AppendMessageRequest:
+    # One request id per message, as record_command does.
     return conversation_pb2.AppendMessageRequest(
         context_id=check_id("context_id", context_id), role=role_to_proto(role),
-        text=check_str("text", text), tokens=check_int("tokens", tokens, 0, INT64_MAX))
+        text=check_str("text", text), tokens=check_int("tokens", tokens, 0, INT64_MAX),
+        request_id=str(uuid.uuid4()))
 
 
 def get_conversation(context_id: str, tail: Optional[int],
