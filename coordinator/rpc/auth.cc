@@ -52,7 +52,8 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.ContextService/ListCommands", Permission::kRead},
     {"/coordinator.v1.ConversationService/AppendMessage", Permission::kAgent},
     {"/coordinator.v1.ConversationService/GetConversation", Permission::kRead},
-    // Retry state and the breaker have no owner: agents share them (docs/security.md).
+    // Retry state and the breaker: a task belongs to the principal that initialized it; the
+    // stores check it (docs/security.md). Cleanup and import: an admin, or the owner.
     {"/coordinator.v1.TaskStateService/InitTask", Permission::kAgent},
     {"/coordinator.v1.TaskStateService/GetTaskState", Permission::kRead},
     {"/coordinator.v1.TaskStateService/GetTaskField", Permission::kRead},
@@ -64,7 +65,8 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.TaskStateService/RecordQualityGate", Permission::kAgent},
     {"/coordinator.v1.TaskStateService/GetFailureContext", Permission::kRead},
     {"/coordinator.v1.TaskStateService/ListTasks", Permission::kRead},
-    // CleanupTask and ImportTask: admin.
+    {"/coordinator.v1.TaskStateService/CleanupTask", Permission::kAgent},
+    {"/coordinator.v1.TaskStateService/ImportTask", Permission::kAgent},
     {"/coordinator.v1.BreakerService/CheckLoop", Permission::kAgent},  // logged: a write
     {"/coordinator.v1.BreakerService/AnalyzeLoop", Permission::kAgent},
     {"/coordinator.v1.BreakerService/ForceEscalate", Permission::kAgent},
@@ -72,8 +74,9 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.BreakerService/GetBreakerStatus", Permission::kRead},
     {"/coordinator.v1.BreakerService/GetBreakSummary", Permission::kRead},
     {"/coordinator.v1.BreakerService/ReadBreakerLog", Permission::kRead},
-    // Cleanup: admin.
-    // Workers are agents; a lease id is the capability for its item. Runs are made by admins.
+    {"/coordinator.v1.BreakerService/Cleanup", Permission::kAgent},
+    // Workers are agents: the run's claimants claim its items, and a lease is the capability
+    // for its item. Runs are made by admins.
     {"/coordinator.v1.WorkService/GetRun", Permission::kRead},
     {"/coordinator.v1.WorkService/ListRuns", Permission::kRead},
     {"/coordinator.v1.WorkService/ListItems", Permission::kRead},
@@ -366,6 +369,13 @@ absl::Status CheckContextList(const Caller& caller, std::string* agent_filter) {
     return Denied(caller, absl::StrCat("list the contexts of ", *agent_filter));
   }
   return absl::OkStatus();
+}
+
+Access AccessOf(const Caller& caller) {
+  Access access;
+  access.principal = caller.principal;
+  access.scoped = caller.scoped();
+  return access;
 }
 
 absl::Status CheckAgentName(const Caller& caller, absl::string_view name) {

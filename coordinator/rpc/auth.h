@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "coordinator/store/access.h"
 #include "coordinator/v1/auth.pb.h"
 #include "coordinator/v1/context.pb.h"
 
@@ -130,6 +131,10 @@ bool RoleAllows(Role role, Permission permission);
 [[nodiscard]] absl::Status CheckContextList(const Caller& caller, std::string* agent_filter);
 // Registering or deleting the agent `name`: an agent principal only its own name.
 [[nodiscard]] absl::Status CheckAgentName(const Caller& caller, absl::string_view name);
+
+// What the stores need of a caller to apply the ownership of retry tasks, breaker records and
+// runs (coordinator/store/access.h): its principal, and whether it is scoped (an agent).
+Access AccessOf(const Caller& caller);
 
 // Most parties a context may name.
 inline constexpr int kMaxParties = 16;

@@ -187,9 +187,12 @@ TEST(PermissionTableTest, RolesAgainstMethods) {
       {"/coordinator.v1.ConversationService/AppendMessage", false, true},
       {"/coordinator.v1.ConversationService/GetConversation", true, true},
       {"/coordinator.v1.TaskStateService/RecordFailure", false, true},
-      {"/coordinator.v1.TaskStateService/CleanupTask", false, false},
-      {"/coordinator.v1.TaskStateService/ImportTask", false, false},
-      {"/coordinator.v1.BreakerService/Cleanup", false, false},
+      // Cleanup and import: an admin or the task's owner (the store checks which).
+      {"/coordinator.v1.TaskStateService/CleanupTask", false, true},
+      {"/coordinator.v1.TaskStateService/ImportTask", false, true},
+      {"/coordinator.v1.BreakerService/Cleanup", false, true},
+      {"/coordinator.v1.WorkService/ImportTaskGraph", false, false},
+      {"/coordinator.v1.WorkService/Retry", false, false},
       {"/coordinator.v1.BreakerService/ReadBreakerLog", true, true},
       {"/coordinator.v1.WorkService/CreateRun", false, false},
       {"/coordinator.v1.WorkService/Claim", false, true},
@@ -310,6 +313,28 @@ TEST(OwnershipTest, NewContextsUpdatesListsAndAgentNames) {
   EXPECT_OK(CheckAgentName(Agent("green"), "green"));
   EXPECT_EQ(CheckAgentName(Agent("green"), "purple").code(), absl::StatusCode::kPermissionDenied);
   EXPECT_OK(CheckAgentName(Caller{}, "purple"));
+}
+
+TEST(OwnershipTest, AccessOfScopesAgentsOnly) {
+  auto caller = [](Role role) {
+    Caller c;
+    c.authenticated = true;
+    c.principal = "p";
+    c.role = role;
+    return c;
+  };
+  EXPECT_TRUE(AccessOf(caller(Role::kAgent)).scoped);
+  EXPECT_FALSE(AccessOf(caller(Role::kAdmin)).scoped);
+  EXPECT_FALSE(AccessOf(caller(Role::kReader)).scoped);
+  EXPECT_EQ(AccessOf(caller(Role::kAgent)).principal, "p");
+  // Without authentication: unscoped, and nothing created gets an owner.
+  EXPECT_FALSE(AccessOf(Caller()).scoped);
+  EXPECT_EQ(AccessOf(Caller()).principal, "");
+  // A record without an owner belongs to no agent, not even one with an empty principal.
+  EXPECT_FALSE(Access::Agent("").Owns(""));
+  EXPECT_FALSE(Access::Agent("green").Owns(""));
+  EXPECT_TRUE(Access::Agent("green").Owns("green"));
+  EXPECT_TRUE(Access::Admin("ops").Owns(""));
 }
 
 }  // namespace

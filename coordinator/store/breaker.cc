@@ -269,7 +269,7 @@ std::string FormatBreakSummary(const v1::LoopAnalysis& a, absl::string_view reas
 // ---- Breaker ----
 
 absl::Status Breaker::TxnLog(Transaction& txn, v1::BreakerLogLevel level, absl::string_view task_id,
-                             absl::string_view message) {
+                             absl::string_view owner, absl::string_view message) {
   v1::StoredBreakerLogMeta meta;
   absl::StatusOr<std::string> raw = txn.GetForUpdate(ColumnFamily::kTasks, keys::BreakerLogMeta());
   if (raw.ok()) {
@@ -283,6 +283,7 @@ absl::Status Breaker::TxnLog(Transaction& txn, v1::BreakerLogLevel level, absl::
   entry.set_level(level);
   entry.set_task_id(std::string(task_id));
   entry.set_message(std::string(message));
+  entry.set_owner(std::string(owner));
   RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
                           keys::BreakerLogEntry(static_cast<uint64_t>(entry.seq())),
                           EncodeRecord(entry)));
@@ -297,8 +298,9 @@ absl::Status Breaker::TxnLog(Transaction& txn, v1::BreakerLogLevel level, absl::
 
 absl::StatusOr<v1::LoopAnalysis> Breaker::TxnAnalyze(Transaction& txn, absl::string_view task_id,
                                                      const v1::LoopThresholds& thresholds,
+                                                     const Access& access,
                                                      v1::StoredTaskHeader* header) {
-  ASSIGN_OR_RETURN(*header, TaskStateStore::TxnLockHeader(txn, task_id));
+  ASSIGN_OR_RETURN(*header, TaskStateStore::TxnLockHeader(txn, task_id, access));
   ASSIGN_OR_RETURN(std::vector<v1::TaskFailure> recent,
                    TaskStateStore::TxnRecentFailures(txn, *header, kLoopFailureWindow));
   const int32_t tier = tasks_->EffectiveTier(*header);
@@ -331,34 +333,37 @@ std::string DescribeLoop(const v1::LoopAnalysis& a) {
 
 }  // namespace
 
-absl::StatusOr<v1::CheckLoopResponse> Breaker::Check(const v1::CheckLoopRequest& request) {
+absl::StatusOr<v1::CheckLoopResponse> Breaker::Check(const v1::CheckLoopRequest& request,
+                                                     const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   ASSIGN_OR_RETURN(v1::LoopThresholds thresholds,
                    ResolveThresholds(options_, request.thresholds()));
   v1::CheckLoopResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     v1::StoredTaskHeader header;
-    ASSIGN_OR_RETURN(v1::LoopAnalysis a, TxnAnalyze(txn, request.task_id(), thresholds, &header));
+    ASSIGN_OR_RETURN(v1::LoopAnalysis a,
+                     TxnAnalyze(txn, request.task_id(), thresholds, access, &header));
     response.set_looping(a.pattern() != v1::LOOP_PATTERN_NONE);
     response.set_pattern(a.pattern());
     response.set_pattern_type(a.pattern_type());
     return TxnLog(txn,
                   response.looping() ? v1::BREAKER_LOG_LEVEL_ALERT : v1::BREAKER_LOG_LEVEL_INFO,
-                  request.task_id(), DescribeLoop(a));
+                  request.task_id(), header.owner(), DescribeLoop(a));
   }));
   return response;
 }
 
-absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& request) {
+absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& request,
+                                                  const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   ASSIGN_OR_RETURN(v1::LoopThresholds thresholds,
                    ResolveThresholds(options_, request.thresholds()));
   v1::LoopAnalysis analysis;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     v1::StoredTaskHeader header;
-    ASSIGN_OR_RETURN(analysis, TxnAnalyze(txn, request.task_id(), thresholds, &header));
+    ASSIGN_OR_RETURN(analysis, TxnAnalyze(txn, request.task_id(), thresholds, access, &header));
     return TxnLog(
-        txn, v1::BREAKER_LOG_LEVEL_INFO, request.task_id(),
+        txn, v1::BREAKER_LOG_LEVEL_INFO, request.task_id(), header.owner(),
         absl::StrCat("Analyzed task ", request.task_id(), ": pattern ", analysis.pattern_type(),
                      "; suggested: ", analysis.suggested_action()));
   }));
@@ -385,7 +390,7 @@ void CountTrip(const std::string& action) {
 }  // namespace
 
 absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
-    const v1::ForceEscalateRequest& request) {
+    const v1::ForceEscalateRequest& request, const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   RETURN_IF_ERROR(
       common::ValidateSize("reason", request.reason(), tasks_->options().max_reason_bytes));
@@ -393,14 +398,14 @@ absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
   v1::ForceEscalateResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     ASSIGN_OR_RETURN(v1::StoredTaskHeader header,
-                     TaskStateStore::TxnLockHeader(txn, request.task_id()));
+                     TaskStateStore::TxnLockHeader(txn, request.task_id(), access));
     const int32_t from = tasks_->EffectiveTier(header);
     response.set_from_tier(from);
     if (from >= HumanInterventionTier(tasks_->ladder_size())) {
       response.set_result(v1::FORCE_ESCALATE_RESULT_HUMAN_INTERVENTION_REQUIRED);
       response.set_to_tier(from);
       response.set_model(tasks_->ModelName(from));
-      return TxnLog(txn, v1::BREAKER_LOG_LEVEL_ALERT, request.task_id(),
+      return TxnLog(txn, v1::BREAKER_LOG_LEVEL_ALERT, request.task_id(), header.owner(),
                     absl::StrFormat("HUMAN_INTERVENTION_REQUIRED for task %s: already at tier "
                                     "%d (%s); not escalated: %s",
                                     request.task_id(), from, tasks_->ModelName(from),
@@ -413,7 +418,7 @@ absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
     response.set_to_tier(escalation.to_tier());
     response.set_model(tasks_->ModelName(escalation.to_tier()));
     return TxnLog(
-        txn, v1::BREAKER_LOG_LEVEL_WARN, request.task_id(),
+        txn, v1::BREAKER_LOG_LEVEL_WARN, request.task_id(), header.owner(),
         absl::StrFormat("Force escalated task %s from tier %d (%s) to tier %d (%s): %s",
                         request.task_id(), from, tasks_->ModelName(from), escalation.to_tier(),
                         response.model(), Clip(reason, kMaxQuotedBytes)));
@@ -423,7 +428,8 @@ absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
   return response;
 }
 
-absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request) {
+absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request,
+                                                 const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   RETURN_IF_ERROR(
       common::ValidateSize("reason", request.reason(), tasks_->options().max_reason_bytes));
@@ -433,7 +439,8 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
   v1::BreakResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     v1::StoredTaskHeader header;
-    ASSIGN_OR_RETURN(v1::LoopAnalysis a, TxnAnalyze(txn, request.task_id(), thresholds, &header));
+    ASSIGN_OR_RETURN(v1::LoopAnalysis a,
+                     TxnAnalyze(txn, request.task_id(), thresholds, access, &header));
     if (header.blocked()) {
       return absl::AlreadyExistsError(
           absl::StrCat("task ", request.task_id(), " is already blocked (", header.block_reason(),
@@ -458,10 +465,11 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
     entry->set_attempt_count(header.attempt_count());
     entry->set_final_tier(a.current_tier());
     entry->set_pattern_type(a.pattern_type());
+    entry->set_owner(header.owner());
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks, keys::BlockedRegistry(request.task_id()),
                             EncodeRecord(*entry)));
     response.set_summary(summary.summary());
-    return TxnLog(txn, v1::BREAKER_LOG_LEVEL_ERROR, request.task_id(),
+    return TxnLog(txn, v1::BREAKER_LOG_LEVEL_ERROR, request.task_id(), header.owner(),
                   absl::StrFormat("Circuit breaker blocked task %s (pattern %s, %d attempts, "
                                   "tier %d): %s",
                                   request.task_id(), a.pattern_type(), a.attempt_count(),
@@ -471,25 +479,34 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
   return response;
 }
 
-absl::StatusOr<v1::GetBreakerStatusResponse> Breaker::Status() {
+absl::StatusOr<v1::GetBreakerStatusResponse> Breaker::Status(const Access& access) {
   const std::string prefix = keys::BlockedRegistryPrefix();
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(ColumnFamily::kTasks, prefix, storage::PrefixUpperBound(prefix));
   v1::GetBreakerStatusResponse response;
   for (; it->Valid(); it->Next()) {
-    RETURN_IF_ERROR(DecodeRecord(it->value(), response.add_blocked_tasks()));
+    v1::BlockedTask entry;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &entry));
+    if (access.Owns(entry.owner())) *response.add_blocked_tasks() = std::move(entry);
   }
   RETURN_IF_ERROR(it->status());
   return response;
 }
 
-absl::StatusOr<v1::GetBreakSummaryResponse> Breaker::GetSummary(absl::string_view task_id) {
+absl::StatusOr<v1::GetBreakSummaryResponse> Breaker::GetSummary(absl::string_view task_id,
+                                                                const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
+  const absl::Status not_blocked =
+      absl::NotFoundError(absl::StrCat("task ", task_id, " is not blocked"));
+  if (access.scoped) {
+    // Another's task reads exactly as one that is not blocked.
+    absl::StatusOr<v1::GetTierResponse> owned = tasks_->GetTier(task_id, access);
+    if (absl::IsNotFound(owned.status())) return not_blocked;
+    RETURN_IF_ERROR(owned.status());
+  }
   absl::StatusOr<std::string> raw =
       store_->Get(ColumnFamily::kTasks, keys::TaskBreakSummary(task_id));
-  if (absl::IsNotFound(raw.status())) {
-    return absl::NotFoundError(absl::StrCat("task ", task_id, " is not blocked"));
-  }
+  if (absl::IsNotFound(raw.status())) return not_blocked;
   RETURN_IF_ERROR(raw.status());
   v1::StoredBreakSummary summary;
   RETURN_IF_ERROR(DecodeRecord(*raw, &summary));
@@ -498,14 +515,16 @@ absl::StatusOr<v1::GetBreakSummaryResponse> Breaker::GetSummary(absl::string_vie
   return response;
 }
 
-absl::StatusOr<v1::CleanupBreakerResponse> Breaker::Cleanup(absl::string_view task_id) {
+absl::StatusOr<v1::CleanupBreakerResponse> Breaker::Cleanup(absl::string_view task_id,
+                                                            const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   v1::CleanupBreakerResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(TaskStateStore::Removal removal, TaskStateStore::TxnRemoveTask(txn, task_id));
+    ASSIGN_OR_RETURN(TaskStateStore::Removal removal,
+                     TaskStateStore::TxnRemoveTask(txn, task_id, access));
     response.set_was_blocked(removal.was_blocked);
     response.set_had_state(removal.had_state);
-    return TxnLog(txn, v1::BREAKER_LOG_LEVEL_INFO, task_id,
+    return TxnLog(txn, v1::BREAKER_LOG_LEVEL_INFO, task_id, removal.owner,
                   absl::StrCat("Cleaned up task ", task_id,
                                removal.was_blocked ? " (removed from the blocked registry)"
                                                    : " (it was not blocked)"));
@@ -514,7 +533,7 @@ absl::StatusOr<v1::CleanupBreakerResponse> Breaker::Cleanup(absl::string_view ta
 }
 
 absl::StatusOr<v1::ReadBreakerLogResponse> Breaker::ReadLog(
-    const v1::ReadBreakerLogRequest& request) {
+    const v1::ReadBreakerLogRequest& request, const Access& access) {
   if (request.tail() < 0) return absl::InvalidArgumentError("tail must not be negative");
   ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultLogPageSize,
                                                         options_.max_log_page_size));
@@ -544,6 +563,7 @@ absl::StatusOr<v1::ReadBreakerLogResponse> Breaker::ReadLog(
     v1::BreakerLogEntry entry;
     RETURN_IF_ERROR(DecodeRecord(it->value(), &entry));
     if (entry.seq() > meta.last_seq()) break;  // appended after the meta was read
+    if (!access.Owns(entry.owner())) continue;
     if (response.entries_size() == page_size) {
       response.set_next_page_token(
           EncodePageToken("breaker_log", filter, it->key().substr(prefix.size())));

@@ -73,26 +73,39 @@ class Breaker {
   Breaker(storage::Store* store, TaskStateStore* tasks, BreakerOptions options)
       : store_(store), tasks_(tasks), options_(options) {}
 
-  [[nodiscard]] absl::StatusOr<v1::CheckLoopResponse> Check(const v1::CheckLoopRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::LoopAnalysis> Analyze(const v1::AnalyzeLoopRequest& request);
+  // Ownership as in TaskStateStore: for a scoped `access` (an agent), the actions (Check and
+  // Analyze too: they write the log) on a task it does not own are PERMISSION_DENIED, the
+  // summary of one is NOT_FOUND as for a task that is not blocked, and the status and the log
+  // show only its own tasks. Unscoped access (the default) reaches all.
+  [[nodiscard]] absl::StatusOr<v1::CheckLoopResponse> Check(const v1::CheckLoopRequest& request,
+                                                            const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::LoopAnalysis> Analyze(const v1::AnalyzeLoopRequest& request,
+                                                         const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::ForceEscalateResponse> ForceEscalate(
-      const v1::ForceEscalateRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::BreakResponse> Break(const v1::BreakRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::GetBreakerStatusResponse> Status();
-  [[nodiscard]] absl::StatusOr<v1::GetBreakSummaryResponse> GetSummary(absl::string_view task_id);
-  [[nodiscard]] absl::StatusOr<v1::CleanupBreakerResponse> Cleanup(absl::string_view task_id);
+      const v1::ForceEscalateRequest& request, const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::BreakResponse> Break(const v1::BreakRequest& request,
+                                                        const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::GetBreakerStatusResponse> Status(const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::GetBreakSummaryResponse> GetSummary(absl::string_view task_id,
+                                                                       const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::CleanupBreakerResponse> Cleanup(absl::string_view task_id,
+                                                                   const Access& access = {});
+  // `tail` counts the log's last entries, of which a scoped caller reads its own.
   [[nodiscard]] absl::StatusOr<v1::ReadBreakerLogResponse> ReadLog(
-      const v1::ReadBreakerLogRequest& request);
+      const v1::ReadBreakerLogRequest& request, const Access& access = {});
 
  private:
-  // Locks the task's header and analyzes it inside `txn`.
+  // Locks the task's header for a change by `access` and analyzes it inside `txn`.
   [[nodiscard]] absl::StatusOr<v1::LoopAnalysis> TxnAnalyze(storage::Transaction& txn,
                                                             absl::string_view task_id,
                                                             const v1::LoopThresholds& thresholds,
+                                                            const Access& access,
                                                             v1::StoredTaskHeader* header);
-  // Appends one log entry. Locks the log's meta record: call it after locking task headers.
+  // Appends one log entry about the task owned by `owner`. Locks the log's meta record: call it
+  // after locking task headers.
   [[nodiscard]] absl::Status TxnLog(storage::Transaction& txn, v1::BreakerLogLevel level,
-                                    absl::string_view task_id, absl::string_view message);
+                                    absl::string_view task_id, absl::string_view owner,
+                                    absl::string_view message);
 
   storage::Store* store_;  // not owned
   TaskStateStore* tasks_;  // not owned

@@ -625,5 +625,91 @@ TEST_F(BreakerTest, RepeatedErrorLooksAtABoundedWindow) {
   EXPECT_EQ(a->pattern(), v1::LOOP_PATTERN_NONE);
 }
 
+// ---- Ownership (docs/security.md, "Ownership") ----
+
+TEST_F(BreakerTest, AnAgentActsOnlyOnItsOwnTasks) {
+  const Access green = Access::Agent("green");
+  const Access purple = Access::Agent("purple");
+  const std::string id = tasks_->Init("green's task", green)->task_id();
+  Fail(id, "boom");
+  const v1::TaskState before = *tasks_->GetState(id);
+  const size_t log_before = Log().size();
+
+  v1::CheckLoopRequest check;
+  check.set_task_id(id);
+  v1::AnalyzeLoopRequest analyze;
+  analyze.set_task_id(id);
+  v1::ForceEscalateRequest force;
+  force.set_task_id(id);
+  v1::BreakRequest brk;
+  brk.set_task_id(id);
+  for (const absl::Status& s :
+       {breaker_->Check(check, purple).status(), breaker_->Analyze(analyze, purple).status(),
+        breaker_->ForceEscalate(force, purple).status(), breaker_->Break(brk, purple).status(),
+        breaker_->Cleanup(id, purple).status()}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  }
+  // Nothing changed, and nothing was logged.
+  EXPECT_EQ(tasks_->GetState(id)->DebugString(), before.DebugString());
+  EXPECT_EQ(Log().size(), log_before);
+
+  // The owner breaks it; the entries and the registry carry the owner.
+  ASSERT_OK(breaker_->Check(check, green));
+  ASSERT_OK(breaker_->Break(brk, green));
+  absl::StatusOr<v1::GetBreakerStatusResponse> status = breaker_->Status(green);
+  ASSERT_OK(status);
+  ASSERT_EQ(status->blocked_tasks_size(), 1);
+  EXPECT_EQ(status->blocked_tasks(0).owner(), "green");
+  EXPECT_OK(breaker_->GetSummary(id, green));
+  EXPECT_EQ(Log().back().owner(), "green");
+
+  // Another agent sees no trace of it: the summary reads as "not blocked", the status and the
+  // log leave it out.
+  absl::Status summary = breaker_->GetSummary(id, purple).status();
+  EXPECT_EQ(summary, absl::NotFoundError(absl::StrCat("task ", id, " is not blocked")));
+  EXPECT_EQ(breaker_->GetSummary("0000beef", purple).status().message(),
+            "task 0000beef is not blocked");
+  EXPECT_EQ(breaker_->Status(purple)->blocked_tasks_size(), 0);
+  absl::StatusOr<v1::ReadBreakerLogResponse> purple_log =
+      breaker_->ReadLog(v1::ReadBreakerLogRequest(), purple);
+  ASSERT_OK(purple_log);
+  EXPECT_EQ(purple_log->entries_size(), 0);
+  // Unscoped callers (admins, readers) see everything.
+  EXPECT_EQ(breaker_->Status()->blocked_tasks_size(), 1);
+  EXPECT_OK(breaker_->GetSummary(id));
+
+  // The owner cleans up its own task; the cleanup's entry is its own too.
+  ASSERT_OK(breaker_->Cleanup(id, green));
+  v1::ReadBreakerLogRequest tail;
+  tail.set_tail(1);
+  absl::StatusOr<v1::ReadBreakerLogResponse> last = breaker_->ReadLog(tail, green);
+  ASSERT_OK(last);
+  ASSERT_EQ(last->entries_size(), 1);
+  EXPECT_THAT(last->entries(0).message(), ::testing::HasSubstr("Cleaned up"));
+}
+
+TEST_F(BreakerTest, AgentsPageThroughTheirOwnLogEntries) {
+  const Access green = Access::Agent("green");
+  const std::string mine = tasks_->Init("green's", green)->task_id();
+  const std::string other = Init("nobody's");
+  for (int i = 0; i < 3; ++i) {
+    Check(other);
+    v1::CheckLoopRequest check;
+    check.set_task_id(mine);
+    ASSERT_OK(breaker_->Check(check, green));
+  }
+  v1::ReadBreakerLogRequest request;
+  request.set_page_size(2);
+  std::vector<std::string> seen;
+  do {
+    absl::StatusOr<v1::ReadBreakerLogResponse> page = breaker_->ReadLog(request, green);
+    ASSERT_OK(page);
+    for (const v1::BreakerLogEntry& e : page->entries()) seen.push_back(e.task_id());
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  EXPECT_EQ(seen, std::vector<std::string>(3, mine));
+  EXPECT_EQ(Log().size(), 6u);
+}
+
 }  // namespace
 }  // namespace coordinator

@@ -410,7 +410,7 @@ TEST_F(RecordOwnershipTest, RetryTaskRemovalDeletesEveryKindItWrites) {
       << "write one record of every kind a retry task holds";
 
   ASSERT_OK(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
-    return TaskStateStore::TxnRemoveTask(txn, id).status();
+    return TaskStateStore::TxnRemoveTask(txn, id, Access()).status();
   }));
   EXPECT_EQ(KindsOf(id), std::set<Kind>());
 }

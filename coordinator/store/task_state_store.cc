@@ -212,13 +212,24 @@ const std::string& TaskStateStore::ModelName(int32_t tier) const {
 
 // ---- Transaction building blocks ----
 
+absl::Status TaskStateStore::CheckChange(const Access& access, absl::string_view task_id,
+                                         absl::string_view owner) {
+  if (access.Owns(owner)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      access.principal, " may not change task ", task_id,
+      ": it does not own it (a retry task belongs to the principal that initialized it)"));
+}
+
 absl::StatusOr<StoredTaskHeader> TaskStateStore::TxnLockHeader(Transaction& txn,
-                                                               absl::string_view task_id) {
+                                                               absl::string_view task_id,
+                                                               const Access& access) {
   absl::StatusOr<std::string> raw =
       txn.GetForUpdate(ColumnFamily::kTasks, keys::TaskHeader(task_id));
   if (absl::IsNotFound(raw.status())) return TaskNotFound(task_id);
   RETURN_IF_ERROR(raw.status());
-  return DecodeAs<StoredTaskHeader>(*raw);
+  ASSIGN_OR_RETURN(StoredTaskHeader header, DecodeAs<StoredTaskHeader>(*raw));
+  RETURN_IF_ERROR(CheckChange(access, task_id, header.owner()));
+  return header;
 }
 
 absl::Status TaskStateStore::TxnPutHeader(Transaction& txn, StoredTaskHeader& header) {
@@ -261,7 +272,8 @@ absl::StatusOr<v1::TaskEscalation> TaskStateStore::TxnEscalate(Transaction& txn,
 }
 
 absl::StatusOr<TaskStateStore::Removal> TaskStateStore::TxnRemoveTask(Transaction& txn,
-                                                                      absl::string_view task_id) {
+                                                                      absl::string_view task_id,
+                                                                      const Access& access) {
   Removal removal;
   absl::StatusOr<std::string> header =
       txn.GetForUpdate(ColumnFamily::kTasks, keys::TaskHeader(task_id));
@@ -272,6 +284,14 @@ absl::StatusOr<TaskStateStore::Removal> TaskStateStore::TxnRemoveTask(Transactio
   removal.had_state = header.ok();
   removal.was_blocked = registered.ok();
   if (!removal.had_state && !removal.was_blocked) return TaskNotFound(task_id);
+  if (removal.had_state) {
+    ASSIGN_OR_RETURN(const StoredTaskHeader decoded, DecodeAs<StoredTaskHeader>(*header));
+    removal.owner = decoded.owner();
+  } else {
+    ASSIGN_OR_RETURN(const v1::BlockedTask entry, DecodeAs<v1::BlockedTask>(*registered));
+    removal.owner = entry.owner();
+  }
+  RETURN_IF_ERROR(CheckChange(access, task_id, removal.owner));
   if (removal.was_blocked) {
     RETURN_IF_ERROR(txn.Delete(ColumnFamily::kTasks, keys::BlockedRegistry(task_id)));
   }
@@ -288,15 +308,20 @@ absl::StatusOr<TaskStateStore::Removal> TaskStateStore::TxnRemoveTask(Transactio
 
 // ---- Operations ----
 
-absl::StatusOr<StoredTaskHeader> TaskStateStore::ReadHeader(absl::string_view task_id) {
+absl::StatusOr<StoredTaskHeader> TaskStateStore::ReadHeader(absl::string_view task_id,
+                                                            const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   absl::StatusOr<std::string> raw = store_->Get(ColumnFamily::kTasks, keys::TaskHeader(task_id));
   if (absl::IsNotFound(raw.status())) return TaskNotFound(task_id);
   RETURN_IF_ERROR(raw.status());
-  return DecodeAs<StoredTaskHeader>(*raw);
+  ASSIGN_OR_RETURN(StoredTaskHeader header, DecodeAs<StoredTaskHeader>(*raw));
+  // Exactly the answer for an unknown task, so that a read tells nobody the task exists.
+  if (!access.Owns(header.owner())) return TaskNotFound(task_id);
+  return header;
 }
 
-absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view description) {
+absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view description,
+                                                          const Access& access) {
   if (description.empty()) return absl::InvalidArgumentError("description is required");
   RETURN_IF_ERROR(common::ValidateSize("description", description, options_.max_description_bytes));
   const std::string digest = Sha256Hex(description);
@@ -308,6 +333,7 @@ absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view desc
         txn.GetForUpdate(ColumnFamily::kTasks, keys::TaskHeader(response.task_id()));
     if (existing.ok()) {
       ASSIGN_OR_RETURN(StoredTaskHeader header, DecodeAs<StoredTaskHeader>(*existing));
+      RETURN_IF_ERROR(CheckChange(access, response.task_id(), header.owner()));
       if (!header.description_sha256().empty() && header.description_sha256() != digest) {
         return absl::AlreadyExistsError(absl::StrCat(
             "task id ", response.task_id(),
@@ -322,6 +348,7 @@ absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view desc
     header.set_task_id(response.task_id());
     header.set_description(std::string(description));
     header.set_description_sha256(digest);
+    header.set_owner(access.principal);
     header.set_attempt_count(0);
     header.set_model_tier(1);
     *header.mutable_create_time() = Now();
@@ -331,8 +358,9 @@ absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view desc
   return response;
 }
 
-absl::StatusOr<v1::TaskState> TaskStateStore::GetState(absl::string_view task_id) {
-  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id));
+absl::StatusOr<v1::TaskState> TaskStateStore::GetState(absl::string_view task_id,
+                                                       const Access& access) {
+  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id, access));
   v1::TaskState state;
   state.set_task_id(header.task_id());
   state.set_description(header.description());
@@ -347,6 +375,7 @@ absl::StatusOr<v1::TaskState> TaskStateStore::GetState(absl::string_view task_id
     *state.mutable_blocked_time() = header.blocked_time();
     state.set_block_reason(header.block_reason());
   }
+  state.set_owner(header.owner());
   RETURN_IF_ERROR(ReadHistory(*store_, task_id, keys::kTaskFailure, 1, header.failure_count(),
                               state.mutable_failures()));
   RETURN_IF_ERROR(ReadHistory(*store_, task_id, keys::kTaskEscalation, 1, header.escalation_count(),
@@ -357,10 +386,11 @@ absl::StatusOr<v1::TaskState> TaskStateStore::GetState(absl::string_view task_id
 }
 
 absl::StatusOr<std::string> TaskStateStore::GetField(absl::string_view task_id,
-                                                     absl::string_view field) {
+                                                     absl::string_view field,
+                                                     const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   RETURN_IF_ERROR(ValidateFieldName(field));
-  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id));
+  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id, access));
   switch (ParseField(field)) {
     case Field::kTaskId:
       return header.task_id();
@@ -441,7 +471,8 @@ absl::StatusOr<std::string> TaskStateStore::ListFieldJson(absl::string_view task
 
 absl::StatusOr<std::string> TaskStateStore::SetField(absl::string_view task_id,
                                                      absl::string_view field,
-                                                     absl::string_view value) {
+                                                     absl::string_view value,
+                                                     const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   RETURN_IF_ERROR(ValidateFieldName(field));
   const Field known = ParseField(field);
@@ -486,7 +517,7 @@ absl::StatusOr<std::string> TaskStateStore::SetField(absl::string_view task_id,
 
   std::string stored;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id));
+    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id, access));
     switch (known) {
       case Field::kTaskDesc:
         header.set_description(std::string(value));
@@ -524,11 +555,12 @@ absl::StatusOr<std::string> TaskStateStore::SetField(absl::string_view task_id,
   return stored;
 }
 
-absl::StatusOr<int32_t> TaskStateStore::IncrementAttempt(absl::string_view task_id) {
+absl::StatusOr<int32_t> TaskStateStore::IncrementAttempt(absl::string_view task_id,
+                                                         const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   int32_t count = 0;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id));
+    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id, access));
     if (header.blocked()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "task ", task_id, " is blocked by the loop breaker (", header.block_reason(),
@@ -545,15 +577,17 @@ absl::StatusOr<int32_t> TaskStateStore::IncrementAttempt(absl::string_view task_
   return count;
 }
 
-absl::StatusOr<v1::GetTierResponse> TaskStateStore::GetTier(absl::string_view task_id) {
-  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id));
+absl::StatusOr<v1::GetTierResponse> TaskStateStore::GetTier(absl::string_view task_id,
+                                                            const Access& access) {
+  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id, access));
   v1::GetTierResponse response;
   response.set_model_tier(EffectiveTier(header));
   response.set_model(ModelName(response.model_tier()));
   return response;
 }
 
-absl::StatusOr<v1::EscalateResponse> TaskStateStore::Escalate(const v1::EscalateRequest& request) {
+absl::StatusOr<v1::EscalateResponse> TaskStateStore::Escalate(const v1::EscalateRequest& request,
+                                                              const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   const int64_t steps = request.has_steps() ? request.steps() : 1;
   if (steps <= 0) {
@@ -563,7 +597,7 @@ absl::StatusOr<v1::EscalateResponse> TaskStateStore::Escalate(const v1::Escalate
   RETURN_IF_ERROR(common::ValidateSize("reason", request.reason(), options_.max_reason_bytes));
   v1::EscalateResponse response;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, request.task_id()));
+    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, request.task_id(), access));
     ASSIGN_OR_RETURN(*response.mutable_escalation(),
                      TxnEscalate(txn, header, steps, request.reason(), /*forced=*/false));
     response.set_model_tier(header.model_tier());
@@ -574,13 +608,14 @@ absl::StatusOr<v1::EscalateResponse> TaskStateStore::Escalate(const v1::Escalate
 }
 
 absl::StatusOr<v1::TaskFailure> TaskStateStore::RecordFailure(absl::string_view task_id,
-                                                              absl::string_view error) {
+                                                              absl::string_view error,
+                                                              const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   if (error.empty()) return absl::InvalidArgumentError("error is required");
   RETURN_IF_ERROR(common::ValidateSize("error", error, options_.max_error_bytes));
   v1::TaskFailure failure;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id));
+    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, task_id, access));
     failure.set_seq(header.failure_count() + 1);
     failure.set_attempt(header.attempt_count());
     failure.set_error(std::string(error));
@@ -601,13 +636,13 @@ absl::StatusOr<v1::TaskFailure> TaskStateStore::RecordFailure(absl::string_view 
 }
 
 absl::StatusOr<v1::QualityGateResult> TaskStateStore::RecordQualityGate(
-    const v1::RecordQualityGateRequest& request) {
+    const v1::RecordQualityGateRequest& request, const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   RETURN_IF_ERROR(common::ValidateId("check", request.check()));
   RETURN_IF_ERROR(common::ValidateSize("detail", request.detail(), options_.max_detail_bytes));
   v1::QualityGateResult result;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, request.task_id()));
+    ASSIGN_OR_RETURN(StoredTaskHeader header, TxnLockHeader(txn, request.task_id(), access));
     auto& streaks = *header.mutable_quality_gate_fail_streaks();
     if (request.passed()) {
       streaks.erase(request.check());
@@ -637,9 +672,9 @@ absl::StatusOr<v1::QualityGateResult> TaskStateStore::RecordQualityGate(
 }
 
 absl::StatusOr<v1::GetFailureContextResponse> TaskStateStore::GetFailureContext(
-    absl::string_view task_id, int32_t tail) {
+    absl::string_view task_id, int32_t tail, const Access& access) {
   if (tail < 0) return absl::InvalidArgumentError("tail must not be negative");
-  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id));
+  ASSIGN_OR_RETURN(StoredTaskHeader header, ReadHeader(task_id, access));
   const int64_t first = tail > 0 ? header.failure_count() - tail + 1 : 1;
   google::protobuf::RepeatedPtrField<v1::TaskFailure> records;
   RETURN_IF_ERROR(
@@ -651,17 +686,18 @@ absl::StatusOr<v1::GetFailureContextResponse> TaskStateStore::GetFailureContext(
   return response;
 }
 
-absl::StatusOr<bool> TaskStateStore::Cleanup(absl::string_view task_id) {
+absl::StatusOr<bool> TaskStateStore::Cleanup(absl::string_view task_id, const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("task_id", task_id));
   Removal removal;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(removal, TxnRemoveTask(txn, task_id));
+    ASSIGN_OR_RETURN(removal, TxnRemoveTask(txn, task_id, access));
     return absl::OkStatus();
   }));
   return removal.was_blocked;
 }
 
-absl::StatusOr<v1::ListTasksResponse> TaskStateStore::List(const v1::ListTasksRequest& request) {
+absl::StatusOr<v1::ListTasksResponse> TaskStateStore::List(const v1::ListTasksRequest& request,
+                                                           const Access& access) {
   ASSIGN_OR_RETURN(const int page_size,
                    ResolvePageSize(request.page_size(), kDefaultPageSize, options_.max_page_size));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "tasks", ""));
@@ -681,18 +717,41 @@ absl::StatusOr<v1::ListTasksResponse> TaskStateStore::List(const v1::ListTasksRe
         break;
       }
       ASSIGN_OR_RETURN(StoredTaskHeader header, DecodeAs<StoredTaskHeader>(it->value()));
-      v1::TaskSummary* summary = response.add_tasks();
-      summary->set_task_id(header.task_id());
-      summary->set_description(header.description());
-      summary->set_attempt_count(header.attempt_count());
-      summary->set_model_tier(EffectiveTier(header));
-      summary->set_blocked(header.blocked());
+      if (access.Owns(header.owner())) {
+        v1::TaskSummary* summary = response.add_tasks();
+        summary->set_task_id(header.task_id());
+        summary->set_description(header.description());
+        summary->set_attempt_count(header.attempt_count());
+        summary->set_model_tier(EffectiveTier(header));
+        summary->set_blocked(header.blocked());
+        summary->set_owner(header.owner());
+      }
     }
     // Skip the rest of this task's records (its histories) in one seek.
     it->Seek(storage::PrefixUpperBound(keys::TaskPrefix(task_id)));
   }
   RETURN_IF_ERROR(it->status());
   return response;
+}
+
+absl::StatusOr<int64_t> TaskStateStore::CountUnowned() {
+  const std::string all_prefix = keys::AllTasksPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kTasks, all_prefix, storage::PrefixUpperBound(all_prefix));
+  int64_t unowned = 0;
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string task_id, reader.ReadString());
+    ASSIGN_OR_RETURN(uint8_t kind, reader.ReadByte());
+    if (kind == keys::kTaskHeader) {
+      ASSIGN_OR_RETURN(StoredTaskHeader header, DecodeAs<StoredTaskHeader>(it->value()));
+      if (header.owner().empty()) ++unowned;
+    }
+    it->Seek(storage::PrefixUpperBound(keys::TaskPrefix(task_id)));
+  }
+  RETURN_IF_ERROR(it->status());
+  return unowned;
 }
 
 absl::Status TaskStateStore::ValidateImport(const v1::TaskState& state) const {
@@ -764,16 +823,24 @@ absl::Status TaskStateStore::ValidateImport(const v1::TaskState& state) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(
-    const v1::ImportTaskRequest& request) {
+absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTaskRequest& request,
+                                                              const Access& access) {
   const v1::TaskState& state = request.state();
   RETURN_IF_ERROR(ValidateImport(state));
+  RETURN_IF_ERROR(common::ValidateOptionalId("owner", state.owner()));
+  const std::string owner = state.owner().empty() ? access.principal : state.owner();
+  if (access.scoped && owner != access.principal) {
+    return absl::PermissionDeniedError(absl::StrCat(access.principal, " may not import task ",
+                                                    state.task_id(), " for \"", owner,
+                                                    "\": an agent imports only its own tasks"));
+  }
 
   // The header's counters are derived from the histories, as if they had been appended here.
   StoredTaskHeader header;
   header.set_task_id(state.task_id());
   header.set_description(state.description());
   header.set_description_sha256(Sha256Hex(state.description()));
+  header.set_owner(owner);
   header.set_attempt_count(state.attempt_count());
   header.set_model_tier(state.model_tier());
   *header.mutable_create_time() = state.create_time();
@@ -824,11 +891,21 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(
         txn.GetForUpdate(ColumnFamily::kTasks, keys::BlockedRegistry(state.task_id()));
     if (!registered.ok() && !absl::IsNotFound(registered.status())) return registered.status();
     if (existing.ok() || registered.ok()) {
+      // Replacing another's task is a change of it, refused before ALREADY_EXISTS tells more.
+      std::string current_owner;
+      if (existing.ok()) {
+        ASSIGN_OR_RETURN(const StoredTaskHeader current, DecodeAs<StoredTaskHeader>(*existing));
+        current_owner = current.owner();
+      } else {
+        ASSIGN_OR_RETURN(const v1::BlockedTask entry, DecodeAs<v1::BlockedTask>(*registered));
+        current_owner = entry.owner();
+      }
+      RETURN_IF_ERROR(CheckChange(access, state.task_id(), current_owner));
       if (!request.replace()) {
         return absl::AlreadyExistsError(absl::StrCat(
             "task ", state.task_id(), " already exists (import with replace to overwrite it)"));
       }
-      RETURN_IF_ERROR(TxnRemoveTask(txn, state.task_id()).status());
+      RETURN_IF_ERROR(TxnRemoveTask(txn, state.task_id(), access).status());
       response.set_replaced(true);
     }
     for (int i = 0; i < state.failures_size(); ++i) {
@@ -868,6 +945,7 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(
       entry.set_attempt_count(header.attempt_count());
       entry.set_final_tier(header.model_tier());
       entry.set_pattern_type("unknown");
+      entry.set_owner(header.owner());
       RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks, keys::BlockedRegistry(header.task_id()),
                               EncodeRecord(entry)));
       v1::StoredBreakSummary summary;

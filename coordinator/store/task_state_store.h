@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/store/access.h"
 #include "coordinator/v1/breaker.pb.h"
 #include "coordinator/v1/task_state.pb.h"
 #include "storage/store.h"
@@ -66,33 +67,58 @@ class TaskStateStore {
   TaskStateStore(storage::Store* store, TaskStateOptions options)
       : store_(store), options_(std::move(options)) {}
 
-  [[nodiscard]] absl::StatusOr<v1::InitTaskResponse> Init(absl::string_view description);
-  [[nodiscard]] absl::StatusOr<v1::TaskState> GetState(absl::string_view task_id);
+  // Ownership (docs/security.md): a task is owned by the principal that created it (Init or
+  // Import); one without an owner belongs to nobody. For a scoped `access` (an agent), a read of
+  // a task it does not own answers NOT_FOUND exactly as for an unknown task, and a change
+  // answers PERMISSION_DENIED and changes nothing. Unscoped access (the default) reaches all.
+
+  // Creates the task of `description`, owned by access.principal, or returns the existing one.
+  [[nodiscard]] absl::StatusOr<v1::InitTaskResponse> Init(absl::string_view description,
+                                                          const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::TaskState> GetState(absl::string_view task_id,
+                                                       const Access& access = {});
   [[nodiscard]] absl::StatusOr<std::string> GetField(absl::string_view task_id,
-                                                     absl::string_view field);
+                                                     absl::string_view field,
+                                                     const Access& access = {});
   [[nodiscard]] absl::StatusOr<std::string> SetField(absl::string_view task_id,
                                                      absl::string_view field,
-                                                     absl::string_view value);
+                                                     absl::string_view value,
+                                                     const Access& access = {});
   // FAILED_PRECONDITION when the breaker blocked the task.
-  [[nodiscard]] absl::StatusOr<int32_t> IncrementAttempt(absl::string_view task_id);
-  [[nodiscard]] absl::StatusOr<v1::GetTierResponse> GetTier(absl::string_view task_id);
-  [[nodiscard]] absl::StatusOr<v1::EscalateResponse> Escalate(const v1::EscalateRequest& request);
+  [[nodiscard]] absl::StatusOr<int32_t> IncrementAttempt(absl::string_view task_id,
+                                                         const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::GetTierResponse> GetTier(absl::string_view task_id,
+                                                            const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::EscalateResponse> Escalate(const v1::EscalateRequest& request,
+                                                              const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::TaskFailure> RecordFailure(absl::string_view task_id,
-                                                              absl::string_view error);
+                                                              absl::string_view error,
+                                                              const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::QualityGateResult> RecordQualityGate(
-      const v1::RecordQualityGateRequest& request);
+      const v1::RecordQualityGateRequest& request, const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::GetFailureContextResponse> GetFailureContext(
-      absl::string_view task_id, int32_t tail);
+      absl::string_view task_id, int32_t tail, const Access& access = {});
   // Removes the state, its histories and its breaker records. Returns whether it was blocked.
-  [[nodiscard]] absl::StatusOr<bool> Cleanup(absl::string_view task_id);
-  [[nodiscard]] absl::StatusOr<v1::ListTasksResponse> List(const v1::ListTasksRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::ImportTaskResponse> Import(const v1::ImportTaskRequest& request);
+  [[nodiscard]] absl::StatusOr<bool> Cleanup(absl::string_view task_id, const Access& access = {});
+  // A scoped caller lists only its own tasks.
+  [[nodiscard]] absl::StatusOr<v1::ListTasksResponse> List(const v1::ListTasksRequest& request,
+                                                           const Access& access = {});
+  // The task is owned by state.owner, or by access.principal when that is empty; a scoped
+  // caller can name only itself, and replaces only a task of its own.
+  [[nodiscard]] absl::StatusOr<v1::ImportTaskResponse> Import(const v1::ImportTaskRequest& request,
+                                                              const Access& access = {});
+
+  // Counts the tasks that have no owner (stored before ownership or without authentication);
+  // the server logs it at start when authentication is on.
+  [[nodiscard]] absl::StatusOr<int64_t> CountUnowned();
 
   // ---- Building blocks for transactions of the breaker. ----
 
-  // Reads and locks the header of `task_id`; NOT_FOUND (with a clear message) when absent.
-  [[nodiscard]] static absl::StatusOr<v1::StoredTaskHeader> TxnLockHeader(
-      storage::Transaction& txn, absl::string_view task_id);
+  // Reads and locks the header of `task_id` for a change; NOT_FOUND (with a clear message) when
+  // absent, PERMISSION_DENIED when a scoped `access` does not own the task.
+  [[nodiscard]] static absl::StatusOr<v1::StoredTaskHeader> TxnLockHeader(storage::Transaction& txn,
+                                                                          absl::string_view task_id,
+                                                                          const Access& access);
   // Writes `header`, stamping its update time.
   [[nodiscard]] static absl::Status TxnPutHeader(storage::Transaction& txn,
                                                  v1::StoredTaskHeader& header);
@@ -109,10 +135,16 @@ class TaskStateStore {
   struct Removal {
     bool had_state = false;
     bool was_blocked = false;
+    std::string owner;  // of the removed task
   };
-  // Deletes every record of the task and its registry entry. NOT_FOUND when there was neither.
+  // Deletes every record of the task and its registry entry. NOT_FOUND when there was neither,
+  // PERMISSION_DENIED when a scoped `access` does not own the task.
   [[nodiscard]] static absl::StatusOr<Removal> TxnRemoveTask(storage::Transaction& txn,
-                                                             absl::string_view task_id);
+                                                             absl::string_view task_id,
+                                                             const Access& access);
+  // PERMISSION_DENIED unless `access` may change a task owned by `owner`.
+  [[nodiscard]] static absl::Status CheckChange(const Access& access, absl::string_view task_id,
+                                                absl::string_view owner);
 
   // The header's tier, clamped to the ladder (a ladder shortened by configuration reads as
   // its top).
@@ -123,7 +155,9 @@ class TaskStateStore {
   const TaskStateOptions& options() const { return options_; }
 
  private:
-  [[nodiscard]] absl::StatusOr<v1::StoredTaskHeader> ReadHeader(absl::string_view task_id);
+  // The committed header; NOT_FOUND also when a scoped `access` does not own the task.
+  [[nodiscard]] absl::StatusOr<v1::StoredTaskHeader> ReadHeader(absl::string_view task_id,
+                                                                const Access& access);
   [[nodiscard]] absl::Status ValidateImport(const v1::TaskState& state) const;
   // A history field as a JSON array in the scripts' file format.
   [[nodiscard]] absl::StatusOr<std::string> ListFieldJson(absl::string_view task_id,

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/record_codec.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
@@ -660,6 +661,161 @@ TEST_F(TaskStateStoreTest, ImportedBlockedTaskTakesNoAttempts) {
   EXPECT_EQ(
       store_->Get(storage::ColumnFamily::kTasks, keys::BlockedRegistry("257cb146")).status().code(),
       absl::StatusCode::kNotFound);
+}
+
+// ---- Ownership (docs/security.md, "Ownership") ----
+
+class TaskOwnershipTest : public TaskStateStoreTest {
+ protected:
+  const Access green_ = Access::Agent("green");
+  const Access purple_ = Access::Agent("purple");
+  const Access admin_ = Access::Admin("ops");
+};
+
+TEST_F(TaskOwnershipTest, TheInitializerOwnsTheTask) {
+  absl::StatusOr<v1::InitTaskResponse> created = tasks_->Init("green's task", green_);
+  ASSERT_OK(created);
+  EXPECT_TRUE(created->created());
+  absl::StatusOr<v1::TaskState> state = tasks_->GetState(created->task_id(), green_);
+  ASSERT_OK(state);
+  EXPECT_EQ(state->owner(), "green");
+  // A second Init by the owner is the same task; by another agent it is a write on another's.
+  absl::StatusOr<v1::InitTaskResponse> again = tasks_->Init("green's task", green_);
+  ASSERT_OK(again);
+  EXPECT_FALSE(again->created());
+  EXPECT_EQ(tasks_->Init("green's task", purple_).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // An admin reaches it and does not take it over.
+  ASSERT_OK(tasks_->Init("green's task", admin_));
+  EXPECT_EQ(State(created->task_id()).owner(), "green");
+}
+
+TEST_F(TaskOwnershipTest, ReadsOfAnothersTaskAreExactlyNotFound) {
+  const std::string id = tasks_->Init("green's task", green_)->task_id();
+  const std::string unknown = "0000beef";
+  for (const std::string& task : {id, unknown}) {
+    SCOPED_TRACE(task);
+    absl::Status get = tasks_->GetState(task, purple_).status();
+    EXPECT_EQ(get.code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(get.message(), absl::StrCat("task ", task, " not found"));
+    EXPECT_EQ(tasks_->GetField(task, "attempt_count", purple_).status(),
+              absl::NotFoundError(absl::StrCat("task ", task, " not found")));
+    EXPECT_EQ(tasks_->GetTier(task, purple_).status(), get);
+    EXPECT_EQ(tasks_->GetFailureContext(task, 0, purple_).status(), get);
+  }
+  // The owner, an admin and unscoped readers read it.
+  EXPECT_OK(tasks_->GetState(id, green_));
+  EXPECT_OK(tasks_->GetState(id, admin_));
+  EXPECT_OK(tasks_->GetState(id, Access::Unscoped()));
+}
+
+TEST_F(TaskOwnershipTest, WritesOnAnothersTaskAreDeniedAndChangeNothing) {
+  const std::string id = tasks_->Init("green's task", green_)->task_id();
+  ASSERT_OK(tasks_->RecordFailure(id, "boom", green_));
+  const v1::TaskState before = State(id);
+  v1::EscalateRequest escalate;
+  escalate.set_task_id(id);
+  v1::RecordQualityGateRequest gate;
+  gate.set_task_id(id);
+  gate.set_check("lint");
+  v1::ImportTaskRequest import;
+  *import.mutable_state() = before;
+  import.mutable_state()->clear_owner();  // for purple itself: the task is green's
+  import.set_replace(true);
+  const absl::Status statuses[] = {
+      tasks_->SetField(id, "note", "x", purple_).status(),
+      tasks_->IncrementAttempt(id, purple_).status(),
+      tasks_->Escalate(escalate, purple_).status(),
+      tasks_->RecordFailure(id, "forged", purple_).status(),
+      tasks_->RecordQualityGate(gate, purple_).status(),
+      tasks_->Cleanup(id, purple_).status(),
+      tasks_->Import(import, purple_).status(),
+  };
+  for (const absl::Status& s : statuses) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("purple may not"));
+    EXPECT_THAT(std::string(s.message()), ::testing::Not(::testing::HasSubstr("green")));
+  }
+  const v1::TaskState after = State(id);
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, after))
+      << before.DebugString() << "\nvs\n"
+      << after.DebugString();
+  // The owner writes, and cleans up its own task.
+  EXPECT_OK(tasks_->IncrementAttempt(id, green_));
+  EXPECT_OK(tasks_->Cleanup(id, green_));
+  EXPECT_EQ(tasks_->GetState(id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TaskOwnershipTest, ListingShowsAnAgentItsOwnTasks) {
+  const std::string g1 = tasks_->Init("green one", green_)->task_id();
+  const std::string g2 = tasks_->Init("green two", green_)->task_id();
+  const std::string p1 = tasks_->Init("purple one", purple_)->task_id();
+  const std::string nobody = Init("stored before ownership");
+  auto ids = [&](const Access& access, int page_size) {
+    std::vector<std::string> out;
+    v1::ListTasksRequest request;
+    request.set_page_size(page_size);
+    do {
+      absl::StatusOr<v1::ListTasksResponse> page = tasks_->List(request, access);
+      EXPECT_OK(page);
+      if (!page.ok()) break;
+      for (const v1::TaskSummary& t : page->tasks()) out.push_back(t.task_id());
+      request.set_page_token(page->next_page_token());
+    } while (!request.page_token().empty());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  std::vector<std::string> greens = {g1, g2};
+  std::sort(greens.begin(), greens.end());
+  EXPECT_EQ(ids(green_, 1), greens);
+  EXPECT_EQ(ids(purple_, 100), std::vector<std::string>{p1});
+  std::vector<std::string> all = {g1, g2, p1, nobody};
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(ids(admin_, 1), all);
+  EXPECT_EQ(ids(Access::Agent("mallory"), 100), std::vector<std::string>());
+}
+
+TEST_F(TaskOwnershipTest, ATaskWithoutAnOwnerBelongsToNobody) {
+  // Stored without a principal: as before ownership, or without authentication.
+  const std::string id = Init("legacy");
+  EXPECT_EQ(State(id).owner(), "");
+  EXPECT_EQ(tasks_->GetState(id, green_).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(tasks_->IncrementAttempt(id, green_).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tasks_->Init("legacy", green_).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tasks_->Cleanup(id, green_).status().code(), absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<int64_t> unowned = tasks_->CountUnowned();
+  ASSERT_OK(unowned);
+  EXPECT_EQ(*unowned, 1);
+  // An admin can hand it to an agent by importing it again with an owner.
+  v1::ImportTaskRequest import;
+  *import.mutable_state() = State(id);
+  import.mutable_state()->set_owner("green");
+  import.set_replace(true);
+  ASSERT_OK(tasks_->Import(import, admin_));
+  EXPECT_OK(tasks_->IncrementAttempt(id, green_));
+  EXPECT_EQ(*tasks_->CountUnowned(), 0);
+}
+
+TEST_F(TaskOwnershipTest, AnAgentImportsOnlyForItself) {
+  v1::ImportTaskRequest import;
+  import.mutable_state()->set_task_id("abcd1234");
+  import.mutable_state()->set_description("imported");
+  import.mutable_state()->set_model_tier(1);
+  import.mutable_state()->set_owner("purple");
+  EXPECT_EQ(tasks_->Import(import, green_).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(tasks_->GetState("abcd1234").status().code(), absl::StatusCode::kNotFound);
+  import.mutable_state()->set_owner("not a valid\nprincipal");
+  EXPECT_EQ(tasks_->Import(import, admin_).status().code(), absl::StatusCode::kInvalidArgument);
+  import.mutable_state()->clear_owner();
+  ASSERT_OK(tasks_->Import(import, green_));
+  EXPECT_EQ(State("abcd1234").owner(), "green");
+  // Without replace the owner learns it exists; another agent is refused either way.
+  EXPECT_EQ(tasks_->Import(import, green_).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(tasks_->Import(import, purple_).status().code(), absl::StatusCode::kPermissionDenied);
+  import.set_replace(true);
+  EXPECT_EQ(tasks_->Import(import, purple_).status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_OK(tasks_->Import(import, green_));
 }
 
 }  // namespace
