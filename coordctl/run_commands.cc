@@ -178,6 +178,15 @@ absl::StatusOr<coordinator::v1::RetryPolicy> ParsePolicy(const ParsedArgs& args)
 const std::vector<std::string> kPolicyOptions = {"max-attempts", "backoff-base", "backoff-max",
                                                  "non-retryable"};
 
+// --claimant NAME, repeated: the principals whose agents may claim the run's items (none: the
+// caller's own principal; docs/security.md).
+template <typename Repeated>
+void AddClaimants(const ParsedArgs& args, Repeated* claimants) {
+  if (auto it = args.options.find("claimant"); it != args.options.end()) {
+    for (const std::string& name : it->second) *claimants->Add() = name;
+  }
+}
+
 std::vector<std::string> WithPolicyOptions(std::vector<std::string> options) {
   options.insert(options.end(), kPolicyOptions.begin(), kPolicyOptions.end());
   return options;
@@ -208,6 +217,7 @@ int RunCreate(const Env& env, const ParsedArgs& args) {
   run->set_specs_dir(std::filesystem::weakly_canonical(args.get("workstreams"), ec).string());
   run->set_base_branch(args.get("base-branch", "main"));
   *run->mutable_retry_policy() = *policy;
+  AddClaimants(args, run->mutable_claimants());
   for (WorkItem& item : *items) *request.add_items() = std::move(item);
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::Run created;
@@ -233,6 +243,7 @@ int RunImport(const Env& env, const ParsedArgs& args) {
   request.set_graph_json(std::move(json));
   request.set_feature(args.get("feature"));
   *request.mutable_retry_policy() = *policy;
+  AddClaimants(args, request.mutable_claimants());
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::Run created;
   grpc::Status s = stub->ImportTaskGraph(env.NewContext().get(), request, &created);
@@ -657,9 +668,10 @@ void AddRunCommands(std::vector<Command>* commands) {
       {{"run", "create"},
        "--workstreams <specs dir> [--base-branch main] [--run-id ID] [--worktree-root DIR] "
        "[--max-attempts N] [--backoff-base 10s] [--backoff-max 5m] [--non-retryable TEXT ...] "
-       "[--json]",
-       "create a run with one workstream per spec file (*.md); prints the run id",
-       WithPolicyOptions({"workstreams", "base-branch", "run-id", "worktree-root"}),
+       "[--claimant PRINCIPAL ...] [--json]",
+       "create a run with one workstream per spec file (*.md); prints the run id. Only the "
+       "claimants' agents (default: your principal) and admins may claim its items",
+       WithPolicyOptions({"workstreams", "base-branch", "run-id", "worktree-root", "claimant"}),
        {"json"},
        0,
        0,
@@ -668,9 +680,10 @@ void AddRunCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"run", "import"},
        "<task-graph.json> [--feature NAME] [--run-id ID] [--max-attempts N] [--backoff-base 10s] "
-       "[--backoff-max 5m] [--non-retryable TEXT ...] [--json]",
-       "create a run from a task graph; prints the run id",
-       WithPolicyOptions({"feature", "run-id"}),
+       "[--backoff-max 5m] [--non-retryable TEXT ...] [--claimant PRINCIPAL ...] [--json]",
+       "create a run from a task graph; prints the run id. Only the claimants' agents (default: "
+       "your principal) and admins may claim its items",
+       WithPolicyOptions({"feature", "run-id", "claimant"}),
        {"json"},
        1,
        1,

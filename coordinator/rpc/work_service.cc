@@ -11,6 +11,7 @@
 #include "common/grpc_status.h"
 #include "common/stream_writer.h"
 #include "common/validation.h"
+#include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/unary_handler.h"
 
@@ -150,14 +151,18 @@ grpc::ServerUnaryReactor* WorkServiceImpl::CreateRun(grpc::CallbackServerContext
                                                      const v1::CreateRunRequest* request,
                                                      v1::Run* response) {
   return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return work_->CreateRun(*request); });
+                     [this, request](const Caller& caller) {
+                       return work_->CreateRun(*request, AccessOf(caller));
+                     });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::ImportTaskGraph(
     grpc::CallbackServerContext* context, const v1::ImportTaskGraphRequest* request,
     v1::Run* response) {
   return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return work_->ImportTaskGraph(*request); });
+                     [this, request](const Caller& caller) {
+                       return work_->ImportTaskGraph(*request, AccessOf(caller));
+                     });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::GetRun(grpc::CallbackServerContext* context,
@@ -192,36 +197,44 @@ grpc::ServerUnaryReactor* WorkServiceImpl::GetItem(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* WorkServiceImpl::Claim(grpc::CallbackServerContext* context,
                                                  const v1::ClaimRequest* request,
                                                  v1::ClaimResponse* response) {
-  return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return work_->Claim(*request); });
+  return HandleUnary(
+      context, calls_, CallKind::kPool, response,
+      [this, request](const Caller& caller) { return work_->Claim(*request, AccessOf(caller)); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                      const v1::HeartbeatRequest* request,
                                                      v1::HeartbeatResponse* response) {
   return HandleUnary(context, calls_, CallKind::kShort, response,
-                     [this, request] { return work_->Heartbeat(*request); });
+                     [this, request](const Caller& caller) {
+                       return work_->Heartbeat(*request, AccessOf(caller));
+                     });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Checkpoint(grpc::CallbackServerContext* context,
                                                       const v1::CheckpointRequest* request,
                                                       v1::WorkItem* response) {
   return HandleUnary(context, calls_, CallKind::kShort, response,
-                     [this, request] { return work_->Checkpoint(*request); });
+                     [this, request](const Caller& caller) {
+                       return work_->Checkpoint(*request, AccessOf(caller));
+                     });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Complete(grpc::CallbackServerContext* context,
                                                     const v1::CompleteRequest* request,
                                                     v1::WorkItem* response) {
   return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return work_->Complete(*request); });
+                     [this, request](const Caller& caller) {
+                       return work_->Complete(*request, AccessOf(caller));
+                     });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Fail(grpc::CallbackServerContext* context,
                                                 const v1::FailRequest* request,
                                                 v1::WorkItem* response) {
-  return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return work_->Fail(*request); });
+  return HandleUnary(
+      context, calls_, CallKind::kPool, response,
+      [this, request](const Caller& caller) { return work_->Fail(*request, AccessOf(caller)); });
 }
 
 grpc::ServerUnaryReactor* WorkServiceImpl::Retry(grpc::CallbackServerContext* context,

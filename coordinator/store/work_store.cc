@@ -336,6 +336,49 @@ absl::Status ValidateText(absl::string_view field, absl::string_view value,
   return common::ValidateSize(field, value, limits.max_text_bytes);
 }
 
+// PERMISSION_DENIED unless `access` may claim the items of `run` and use their leases.
+absl::Status CheckClaimant(const Access& access, const Run& run, absl::string_view what) {
+  if (!access.scoped) return absl::OkStatus();
+  for (const std::string& claimant : run.claimants()) {
+    if (claimant == access.principal) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat(access.principal, " may not ", what, " run ", run.run_id(),
+                   ": it is not one of the run's claimants (an admin names them when the run "
+                   "is created)"));
+}
+
+// The committed header of `run_id`, read inside `txn` without locking it (claimants never
+// change after the run is created).
+absl::StatusOr<WorkRunRecord> ReadRun(Transaction& txn, absl::string_view run_id) {
+  const std::string key = keys::RunHeader(run_id);
+  std::unique_ptr<storage::Iterator> it =
+      txn.NewIterator(kFamily, key, storage::PrefixUpperBound(key));
+  it->Seek(key);
+  RETURN_IF_ERROR(it->status());
+  if (!it->Valid() || it->key() != key) return RunNotFound(run_id);
+  return DecodeRun(it->value());
+}
+
+// The claimants a new run gets: `requested`, checked, or the creator when none are named.
+absl::StatusOr<std::vector<std::string>> ResolveClaimants(
+    const google::protobuf::RepeatedPtrField<std::string>& requested, const Access& access) {
+  if (requested.size() > kMaxClaimants) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the run names %d claimants; the limit is %d", requested.size(), kMaxClaimants));
+  }
+  std::vector<std::string> claimants;
+  for (const std::string& claimant : requested) {
+    RETURN_IF_ERROR(common::ValidateId("claimant", claimant));
+    if (std::find(claimants.begin(), claimants.end(), claimant) != claimants.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("claimant ", claimant, " is named twice"));
+    }
+    claimants.push_back(claimant);
+  }
+  if (claimants.empty() && !access.principal.empty()) claimants.push_back(access.principal);
+  return claimants;
+}
+
 }  // namespace
 
 v1::RunStatus DeriveRunStatus(const Run& run) {
@@ -388,12 +431,14 @@ void WorkStore::Publish(std::vector<v1::RunEvent> events) {
                                          });
 }
 
-absl::StatusOr<Run> WorkStore::CreateRun(const v1::CreateRunRequest& request) {
+absl::StatusOr<Run> WorkStore::CreateRun(const v1::CreateRunRequest& request,
+                                         const Access& access) {
   std::vector<WorkItem> items(request.items().begin(), request.items().end());
-  return CreateRunFromItems(request.run(), std::move(items));
+  return CreateRunFromItems(request.run(), std::move(items), access);
 }
 
-absl::StatusOr<Run> WorkStore::ImportTaskGraph(const v1::ImportTaskGraphRequest& request) {
+absl::StatusOr<Run> WorkStore::ImportTaskGraph(const v1::ImportTaskGraphRequest& request,
+                                               const Access& access) {
   ParsedTaskGraph parsed;
   switch (request.source_case()) {
     case v1::ImportTaskGraphRequest::kGraph:
@@ -413,10 +458,12 @@ absl::StatusOr<Run> WorkStore::ImportTaskGraph(const v1::ImportTaskGraphRequest&
   *settings.mutable_levels() = parsed.graph.levels();
   *settings.mutable_metadata() = std::move(parsed.metadata);
   *settings.mutable_retry_policy() = request.retry_policy();
-  return CreateRunFromItems(std::move(settings), TaskGraphToItems(parsed.graph));
+  *settings.mutable_claimants() = request.claimants();
+  return CreateRunFromItems(std::move(settings), TaskGraphToItems(parsed.graph), access);
 }
 
-absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<WorkItem> items) {
+absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<WorkItem> items,
+                                                  const Access& access) {
   const absl::Time now = Now();
   if (settings.run_id().empty()) settings.set_run_id(GenerateRunId(now));
   RETURN_IF_ERROR(common::ValidateId("run_id", settings.run_id()));
@@ -435,6 +482,8 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
                         limits_.max_metadata_bytes));
   }
   ASSIGN_OR_RETURN(v1::RetryPolicy policy, ResolvePolicy(settings.retry_policy(), limits_));
+  ASSIGN_OR_RETURN(std::vector<std::string> claimants,
+                   ResolveClaimants(settings.claimants(), access));
   RETURN_IF_ERROR(NormalizeAndValidateItems(&items, limits_));
 
   WorkRunRecord record;
@@ -447,6 +496,7 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
   *run.mutable_retry_policy() = std::move(policy);
   *run.mutable_levels() = settings.levels();
   *run.mutable_metadata() = settings.metadata();
+  for (std::string& claimant : claimants) run.add_claimants(std::move(claimant));
   run.mutable_counts()->set_total(static_cast<int64_t>(items.size()));
   run.mutable_counts()->set_pending(static_cast<int64_t>(items.size()));
   *run.mutable_create_time() = ToProtoTime(now);
@@ -554,7 +604,8 @@ absl::StatusOr<WorkItem> WorkStore::GetItem(absl::string_view run_id, absl::stri
   return ReadItem(store_, run_id, item_id);
 }
 
-absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& request) {
+absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& request,
+                                                   const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
   RETURN_IF_ERROR(common::ValidateId("worker_id", request.worker_id()));
   ASSIGN_OR_RETURN(const absl::Duration ttl, ResolveTtl(request.lease_ttl()));
@@ -567,6 +618,7 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     events.clear();
     const absl::Time now = Now();
     ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, run_id));
+    RETURN_IF_ERROR(CheckClaimant(access, record.run(), "claim items of"));
     Run& run = *record.mutable_run();
     if (record.open_by_level().empty()) {  // every item is done
       *response.mutable_run() = run;
@@ -647,7 +699,7 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
 }
 
 absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
-    const v1::LeaseToken& lease, LeasedChange how,
+    const v1::LeaseToken& lease, const Access& access, LeasedChange how,
     absl::FunctionRef<void(const WorkRunRecord* record, absl::Time now, WorkItem* item)> change) {
   WorkItem result;
   std::vector<v1::RunEvent> events;
@@ -657,6 +709,10 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
     std::optional<WorkRunRecord> record;
     if (how.changes_status) {
       ASSIGN_OR_RETURN(record, LockRun(txn, lease.run_id()));
+      RETURN_IF_ERROR(CheckClaimant(access, record->run(), "use a lease of"));
+    } else if (access.scoped) {
+      ASSIGN_OR_RETURN(const WorkRunRecord unlocked, ReadRun(txn, lease.run_id()));
+      RETURN_IF_ERROR(CheckClaimant(access, unlocked.run(), "use a lease of"));
     }
     ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, lease.run_id(), lease.item_id()));
     if (how.accepts_done_repeat && before.status() == v1::ITEM_STATUS_DONE &&
@@ -677,7 +733,8 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
   return result;
 }
 
-absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRequest& request) {
+absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRequest& request,
+                                                           const Access& access) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   RETURN_IF_ERROR(ValidateText("progress", request.progress(), limits_));
   std::optional<absl::Duration> ttl;
@@ -688,7 +745,7 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
   ASSIGN_OR_RETURN(
       WorkItem item,
       ChangeLeasedItem(
-          lease, LeasedChange{}, [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
+          lease, access, LeasedChange{}, [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
             const absl::Duration length = ttl.value_or(FromProtoDuration(item->lease_ttl()));
             *item->mutable_lease_expire_time() = ToProtoTime(now + length);
             *item->mutable_lease_ttl() = ToProtoDuration(length);
@@ -700,39 +757,42 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
   return response;
 }
 
-absl::StatusOr<WorkItem> WorkStore::Checkpoint(const v1::CheckpointRequest& request) {
+absl::StatusOr<WorkItem> WorkStore::Checkpoint(const v1::CheckpointRequest& request,
+                                               const Access& access) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   if (request.note().empty()) return absl::InvalidArgumentError("note is required");
   RETURN_IF_ERROR(ValidateText("note", request.note(), limits_));
-  return ChangeLeasedItem(lease, LeasedChange{},
+  return ChangeLeasedItem(lease, access, LeasedChange{},
                           [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
                             item->set_checkpoint(request.note());
                             *item->mutable_checkpoint_time() = ToProtoTime(now);
                           });
 }
 
-absl::StatusOr<WorkItem> WorkStore::Complete(const v1::CompleteRequest& request) {
+absl::StatusOr<WorkItem> WorkStore::Complete(const v1::CompleteRequest& request,
+                                             const Access& access) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   RETURN_IF_ERROR(ValidateText("summary", request.summary(), limits_));
   LeasedChange how;
   how.changes_status = true;
   how.accepts_done_repeat = true;
-  return ChangeLeasedItem(lease, how, [&](const WorkRunRecord*, absl::Time, WorkItem* item) {
-    item->set_status(v1::ITEM_STATUS_DONE);
-    item->set_summary(request.summary());
-    item->clear_lease_expire_time();
-    item->clear_status_reason();
-  });
+  return ChangeLeasedItem(lease, access, how,
+                          [&](const WorkRunRecord*, absl::Time, WorkItem* item) {
+                            item->set_status(v1::ITEM_STATUS_DONE);
+                            item->set_summary(request.summary());
+                            item->clear_lease_expire_time();
+                            item->clear_status_reason();
+                          });
 }
 
-absl::StatusOr<WorkItem> WorkStore::Fail(const v1::FailRequest& request) {
+absl::StatusOr<WorkItem> WorkStore::Fail(const v1::FailRequest& request, const Access& access) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   if (request.error().empty()) return absl::InvalidArgumentError("error is required");
   RETURN_IF_ERROR(ValidateText("error", request.error(), limits_));
   LeasedChange how;
   how.changes_status = true;
   return ChangeLeasedItem(
-      lease, how, [&](const WorkRunRecord* record, absl::Time now, WorkItem* item) {
+      lease, access, how, [&](const WorkRunRecord* record, absl::Time now, WorkItem* item) {
         const v1::RetryPolicy& policy = record->run().retry_policy();
         const int32_t attempts = item->attempts();
         item->set_last_error(request.error());

@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/store/access.h"
 #include "coordinator/store/purge.h"
 #include "coordinator/store/task_graph.h"
 #include "coordinator/store/work_notifier.h"
@@ -34,6 +35,8 @@ using Clock = std::function<absl::Time()>;
 inline constexpr absl::Duration kDefaultLeaseTtl = absl::Seconds(30);
 inline constexpr absl::Duration kMinLeaseTtl = absl::Milliseconds(100);
 inline constexpr absl::Duration kMaxLeaseTtl = absl::Hours(24);
+// Most principals a run may name as claimants.
+inline constexpr int kMaxClaimants = 64;
 
 // The run's status as its item counts and claim count say (see RunStatus in work.proto).
 v1::RunStatus DeriveRunStatus(const v1::Run& run);
@@ -49,8 +52,12 @@ class WorkStore {
   WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits,
             Clock clock = nullptr);
 
-  [[nodiscard]] absl::StatusOr<v1::Run> CreateRun(const v1::CreateRunRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::Run> ImportTaskGraph(const v1::ImportTaskGraphRequest& request);
+  // The run's claimants are run.claimants (ImportTaskGraph: request.claimants), or
+  // access.principal when that is empty (none without authentication).
+  [[nodiscard]] absl::StatusOr<v1::Run> CreateRun(const v1::CreateRunRequest& request,
+                                                  const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::Run> ImportTaskGraph(const v1::ImportTaskGraphRequest& request,
+                                                        const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::Run> GetRun(absl::string_view run_id);
   [[nodiscard]] absl::StatusOr<v1::ListRunsResponse> ListRuns(const v1::ListRunsRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListItemsResponse> ListItems(
@@ -62,12 +69,20 @@ class WorkStore {
 
   // Hands the worker one claimable item: pending, out of backoff, its dependencies done, and
   // every item of every lower level done. Claims of one run are serialized on its header.
-  [[nodiscard]] absl::StatusOr<v1::ClaimResponse> Claim(const v1::ClaimRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
-      const v1::HeartbeatRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::WorkItem> Checkpoint(const v1::CheckpointRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::WorkItem> Complete(const v1::CompleteRequest& request);
-  [[nodiscard]] absl::StatusOr<v1::WorkItem> Fail(const v1::FailRequest& request);
+  //
+  // Claim and the lease calls below are PERMISSION_DENIED, changing nothing, for a scoped
+  // `access` (an agent) whose principal is not among the run's claimants; a run without
+  // claimants (stored before they existed) has none. Unscoped access (the default) may.
+  [[nodiscard]] absl::StatusOr<v1::ClaimResponse> Claim(const v1::ClaimRequest& request,
+                                                        const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request,
+                                                                const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Checkpoint(const v1::CheckpointRequest& request,
+                                                        const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Complete(const v1::CompleteRequest& request,
+                                                      const Access& access = {});
+  [[nodiscard]] absl::StatusOr<v1::WorkItem> Fail(const v1::FailRequest& request,
+                                                  const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::WorkItem> Retry(const v1::RetryRequest& request);
 
   // Returns the items whose lease expired to pending (or blocks them when their attempts are
@@ -114,11 +129,12 @@ class WorkStore {
   // (and the header, with the status transition), then publishes the change. Returns the item
   // as written.
   [[nodiscard]] absl::StatusOr<v1::WorkItem> ChangeLeasedItem(
-      const v1::LeaseToken& lease, LeasedChange how,
+      const v1::LeaseToken& lease, const Access& access, LeasedChange how,
       absl::FunctionRef<void(const v1::WorkRunRecord* record, absl::Time now, v1::WorkItem* item)>
           change);
   [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
-                                                           std::vector<v1::WorkItem> items);
+                                                           std::vector<v1::WorkItem> items,
+                                                           const Access& access);
   // Hands `events` to the notifier once the change they describe is durable.
   void Publish(std::vector<v1::RunEvent> events);
   absl::Time Now() const { return clock_(); }

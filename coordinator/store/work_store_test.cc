@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -571,6 +572,124 @@ TEST(WorkNotifierTest, AWatcherOfAllRunsGetsEveryRunsEvents) {
   EXPECT_EQ(one.events()[0].run_id(), "run-a");
   notifier.Unsubscribe(&all);
   notifier.Unsubscribe(&one);
+}
+
+// ---- Claimants (docs/security.md, "Ownership") ----
+
+TEST_F(WorkStoreTest, OnlyTheRunsClaimantsAndAdminsClaimAndUseLeases) {
+  const Access admin = Access::Admin("ops");
+  const Access green = Access::Agent("green");
+  const Access purple = Access::Agent("purple");
+  v1::CreateRunRequest create;
+  create.mutable_run()->set_run_id("run-g");
+  create.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+  create.mutable_run()->add_claimants("green");
+  for (const char* id : {"a", "b", "c"}) create.add_items()->set_item_id(id);
+  absl::StatusOr<v1::Run> run = work_->CreateRun(create, admin);
+  ASSERT_OK(run);
+  EXPECT_THAT(run->claimants(), ::testing::ElementsAre("green"));
+
+  v1::ClaimRequest claim;
+  claim.set_run_id("run-g");
+  claim.set_worker_id("w");
+  absl::Status denied = work_->Claim(claim, purple).status();
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(denied.message()), HasSubstr("purple may not claim items of run run-g"));
+  absl::StatusOr<v1::ClaimResponse> mine = work_->Claim(claim, green);
+  ASSERT_OK(mine);
+  ASSERT_TRUE(mine->has_item());
+  absl::StatusOr<v1::ClaimResponse> admins = work_->Claim(claim, admin);
+  ASSERT_OK(admins);
+  ASSERT_TRUE(admins->has_item());
+  const absl::StatusOr<v1::Run> before = work_->GetRun("run-g");
+  ASSERT_OK(before);
+
+  // A lease does not let a stranger in, whoever took it.
+  for (const std::string& lease : {mine->lease(), admins->lease()}) {
+    v1::HeartbeatRequest heartbeat;
+    heartbeat.set_lease(lease);
+    heartbeat.set_progress("forged");
+    v1::CheckpointRequest checkpoint;
+    checkpoint.set_lease(lease);
+    checkpoint.set_note("forged");
+    v1::CompleteRequest complete;
+    complete.set_lease(lease);
+    v1::FailRequest fail;
+    fail.set_lease(lease);
+    fail.set_error("forged");
+    for (const absl::Status& s :
+         {work_->Heartbeat(heartbeat, purple).status(),
+          work_->Checkpoint(checkpoint, purple).status(),
+          work_->Complete(complete, purple).status(), work_->Fail(fail, purple).status()}) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    }
+  }
+  absl::StatusOr<v1::Run> after = work_->GetRun("run-g");
+  ASSERT_OK(after);
+  EXPECT_EQ(after->DebugString(), before->DebugString());
+  absl::StatusOr<v1::WorkItem> item = work_->GetItem("run-g", mine->item().item_id());
+  ASSERT_OK(item);
+  EXPECT_EQ(item->progress(), "");
+  EXPECT_EQ(item->checkpoint(), "");
+
+  // The claimant uses the admin's lease too: a lease is the capability for its item.
+  v1::CompleteRequest complete;
+  complete.set_lease(admins->lease());
+  EXPECT_OK(work_->Complete(complete, green));
+  complete.set_lease(mine->lease());
+  EXPECT_OK(work_->Complete(complete, green));
+}
+
+TEST_F(WorkStoreTest, ClaimantsDefaultToTheCreatorAndAreChecked) {
+  v1::CreateRunRequest create;
+  create.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+  create.add_items()->set_item_id("a");
+  create.mutable_run()->set_run_id("by-ops");
+  absl::StatusOr<v1::Run> by_ops = work_->CreateRun(create, Access::Admin("ops"));
+  ASSERT_OK(by_ops);
+  EXPECT_THAT(by_ops->claimants(), ::testing::ElementsAre("ops"));
+  v1::ClaimRequest claim;
+  claim.set_run_id("by-ops");
+  claim.set_worker_id("w");
+  EXPECT_EQ(work_->Claim(claim, Access::Agent("green")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // Without authentication there is no principal, and the run has no claimants: no agent may
+  // claim it once authentication is on (runs stored before claimants existed read the same).
+  create.mutable_run()->set_run_id("anonymous");
+  absl::StatusOr<v1::Run> anonymous = work_->CreateRun(create);
+  ASSERT_OK(anonymous);
+  EXPECT_TRUE(anonymous->claimants().empty());
+  claim.set_run_id("anonymous");
+  EXPECT_EQ(work_->Claim(claim, Access::Agent("green")).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_OK(work_->Claim(claim, Access::Admin("ops")));
+
+  // Bad claimants are refused, and no run is made.
+  for (const auto& [names, code] :
+       std::vector<std::pair<std::vector<std::string>, absl::StatusCode>>{
+           {{"green", "green"}, absl::StatusCode::kInvalidArgument},
+           {{""}, absl::StatusCode::kInvalidArgument},
+           {{"bad\nname"}, absl::StatusCode::kInvalidArgument},
+           {std::vector<std::string>(kMaxClaimants + 1, "x"), absl::StatusCode::kResourceExhausted},
+       }) {
+    create.mutable_run()->set_run_id("bad");
+    create.mutable_run()->clear_claimants();
+    for (const std::string& n : names) create.mutable_run()->add_claimants(n);
+    EXPECT_EQ(work_->CreateRun(create, Access::Admin("ops")).status().code(), code);
+    EXPECT_EQ(work_->GetRun("bad").status().code(), absl::StatusCode::kNotFound);
+  }
+
+  // ImportTaskGraph takes them too.
+  v1::ImportTaskGraphRequest import;
+  import.set_run_id("graph");
+  import.set_graph_json(R"({"feature": "f", "tasks": [{"id": "T-1", "level": 0}]})");
+  import.add_claimants("purple");
+  absl::StatusOr<v1::Run> graph = work_->ImportTaskGraph(import, Access::Admin("ops"));
+  ASSERT_OK(graph);
+  EXPECT_THAT(graph->claimants(), ::testing::ElementsAre("purple"));
+  claim.set_run_id("graph");
+  EXPECT_OK(work_->Claim(claim, Access::Agent("purple")));
 }
 
 }  // namespace
