@@ -251,12 +251,37 @@ absl::Status CoordinatorServer::Listen(const ServerOptions& options,
         "authentication on: %d tokens from %s (read again when it changes and on SIGHUP); calls "
         "without a valid bearer token get UNAUTHENTICATED",
         token_count, options.token_file);
+    LogRecordsWithoutOwner();
   } else {
     LOG_WARN(
         "authentication off (no --token_file): every caller may do everything, so only "
         "loopback addresses are served");
   }
   return absl::OkStatus();
+}
+
+void CoordinatorServer::LogRecordsWithoutOwner() {
+  // Records stored before ownership (or while authentication was off) belong to nobody: no agent
+  // reaches them (docs/security.md, "Ownership"). Said once at start so that an operator who
+  // turns authentication on knows why an agent is refused.
+  absl::StatusOr<int64_t> tasks = tasks_->CountUnowned();
+  int64_t runs = 0;
+  absl::Status counted =
+      WorkStore::ForEachRun(*store_, [&runs](const std::string&, const v1::Run& run) {
+        if (run.claimants().empty()) ++runs;
+        return absl::OkStatus();
+      });
+  if (!tasks.ok() || !counted.ok()) {
+    LOG_WARN("could not count the records without an owner: %s",
+             (!tasks.ok() ? tasks.status() : counted).message());
+    return;
+  }
+  if (*tasks == 0 && runs == 0) return;
+  LOG_WARN(
+      "%d retry tasks without an owner and %d runs without claimants were stored before "
+      "ownership or without authentication: only admins change them and no agent reaches them "
+      "(readers read them); see docs/security.md, \"Ownership\"",
+      *tasks, runs);
 }
 
 void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {

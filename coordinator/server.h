@@ -143,6 +143,8 @@ class CoordinatorServer {
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<TokenSource> tokens);
   void StartBackgroundJobs(const ServerOptions& options);
+  // Logs how many retry tasks and runs have no owner, when there are any (authentication on).
+  void LogRecordsWithoutOwner();
   // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
   // (http_bindings.h) and /metrics.
   void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
