@@ -447,10 +447,11 @@ TEST_F(AuthProcessTest, AgentsTouchOnlyTheContextsTheyOwnOrTakePartIn) {
   EXPECT_THAT(Unregister(purple, "green"), HasCode(grpc::StatusCode::PERMISSION_DENIED));
   EXPECT_TRUE(Register(purple, "purple").ok());
   // Admin-only RPCs stay closed to agents.
-  v1::CleanupTaskRequest cleanup;
-  cleanup.set_task_id("abcd1234");
-  v1::CleanupTaskResponse cleaned;
-  EXPECT_THAT(tasks_->CleanupTask(Ctx(green).get(), cleanup, &cleaned),
+  v1::RetryRequest retry;
+  retry.set_run_id("run-1");
+  retry.set_item_id("item-1");
+  v1::WorkItem retried;
+  EXPECT_THAT(work_->Retry(Ctx(green).get(), retry, &retried),
               HasCode(grpc::StatusCode::PERMISSION_DENIED));
 
   // What was refused changed nothing.
