@@ -72,6 +72,8 @@ int RunImportAria(const Env& env, const ParsedArgs& args) {
     coordinator::v1::ImportTaskRequest request;
     *request.mutable_state() = *std::move(state);
     request.set_replace(args.flag("replace"));
+    // The tasks' owner (docs/security.md): the named principal, or the caller's own.
+    request.mutable_state()->set_owner(args.get("owner"));
     coordinator::v1::ImportTaskResponse response;
     grpc::Status s = stub->ImportTask(env.NewContext().get(), request, &response);
     if (!s.ok()) {
@@ -92,11 +94,12 @@ int RunImportAria(const Env& env, const ParsedArgs& args) {
 
 void AddImportCommands(std::vector<Command>* commands) {
   commands->push_back({{"import", "aria"},
-                       "<state files or directories...> [--replace]",
+                       "<state files or directories...> [--replace] [--owner PRINCIPAL]",
                        "load the ARIA scripts' JSON state files (a directory: its *.json "
                        "files); bad files are reported and skipped; --replace overwrites "
-                       "tasks that exist",
-                       {},
+                       "tasks that exist; --owner gives the tasks to that principal (default: "
+                       "yours; an agent only its own)",
+                       {"owner"},
                        {"replace"},
                        1,
                        -1,

@@ -87,6 +87,15 @@ TEST(RunCommandsTest, CommandLinesParse) {
                 {"--workstreams", "specs", "--non-retryable", "a", "--non-retryable", "b"});
   ASSERT_OK(create);
   EXPECT_THAT(create->options.at("non-retryable"), ElementsAre("a", "b"));
+  absl::StatusOr<ParsedArgs> claimants =
+      ParseArgs(Find(commands, "create"),
+                {"--workstreams", "specs", "--claimant", "green", "--claimant=purple"});
+  ASSERT_OK(claimants);
+  EXPECT_THAT(claimants->options.at("claimant"), ElementsAre("green", "purple"));
+  absl::StatusOr<ParsedArgs> import =
+      ParseArgs(Find(commands, "import"), {"graph.json", "--claimant", "green"});
+  ASSERT_OK(import);
+  EXPECT_THAT(import->options.at("claimant"), ElementsAre("green"));
 }
 
 }  // namespace

@@ -574,6 +574,32 @@ TEST_F(AuthProcessTest, CoordctlWithAnAuthTokenFile) {
   EXPECT_EQ(health->exit_code, 0) << health->Describe();
 }
 
+TEST_F(AuthProcessTest, CoordctlNamesTheClaimantsOfARun) {
+  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  WriteFile(dir_.Sub("green.token"), kGreen);
+  WriteFile(dir_.Sub("purple.token"), kPurple);
+  WriteFile(dir_.Sub("graph.json"), R"({"feature": "f", "tasks": [{"id": "T-1"}, {"id": "T-2"}]})");
+  auto coordctl = [&](const std::string& who, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--auth-token-file", dir_.Sub(who + ".token")});
+    absl::StatusOr<ProcessResult> result = RunCoordctl(coordinator_->target(), args);
+    EXPECT_OK(result);
+    return result.ok() ? *result : ProcessResult();
+  };
+  ProcessResult imported = coordctl("admin", {"run", "import", dir_.Sub("graph.json"), "--run-id",
+                                              "run-g", "--claimant", "green"});
+  ASSERT_EQ(imported.exit_code, 0) << imported.Describe();
+  ProcessResult refused = coordctl("purple", {"run", "claim", "run-g", "--worker", "p1"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.Describe();
+  EXPECT_THAT(refused.err, HasSubstr("PERMISSION_DENIED"));
+  ProcessResult claimed = coordctl("green", {"run", "claim", "run-g", "--worker", "g1"});
+  EXPECT_EQ(claimed.exit_code, 0) << claimed.Describe();
+  // Without --claimant the run is the creator's: here the admin's, so no agent claims it.
+  ProcessResult created =
+      coordctl("admin", {"run", "import", dir_.Sub("graph.json"), "--run-id", "run-ops"});
+  ASSERT_EQ(created.exit_code, 0) << created.Describe();
+  EXPECT_EQ(coordctl("green", {"run", "claim", "run-ops", "--worker", "g1"}).exit_code, 3);
+}
+
 TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
   absl::StatusOr<std::string> line =
       coordinator_->process().WaitForStderrLine("agent card on ", absl::Seconds(30));
