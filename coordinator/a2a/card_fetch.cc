@@ -172,12 +172,18 @@ absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request,
                         absl::StrCat("cannot fetch the card of agent ", request.name(), ": ",
                                      json.status().message()));
   }
-  absl::StatusOr<a2apb::AgentCard> card = ParseAgentCard(*json);
+  return AgentFromCard(request, *json, options.outbound_allow);
+}
+
+absl::StatusOr<v1::Agent> AgentFromCard(const v1::Agent& request, absl::string_view card_json,
+                                        const common::HostAllowList& allow) {
+  const std::string& card_url = request.card_url();
+  absl::StatusOr<a2apb::AgentCard> card = ParseAgentCard(card_json);
   if (!card.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the body at ", card_url, " is ", card.status().message()));
   }
-  absl::StatusOr<ChosenInterface> chosen = ChooseInterface(*card, options.outbound_allow);
+  absl::StatusOr<ChosenInterface> chosen = ChooseInterface(*card, allow);
   if (!chosen.ok()) {
     return absl::Status(chosen.status().code(),
                         absl::StrCat("agent ", request.name(), " (card ", card_url,

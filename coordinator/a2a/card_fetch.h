@@ -74,6 +74,14 @@ std::string EndpointUrl(const v1::Agent& agent);
 [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request,
                                                             const CardFetchOptions& options);
 
+// The second half of ResolveRegistration, after the fetch: `card_json` (the body read from
+// request.card_url()) parsed, an interface chosen, and the agent to store built from them, named
+// as `request`. Errors: INVALID_ARGUMENT (not a card), PERMISSION_DENIED and FAILED_PRECONDITION
+// as ChooseInterface has them. Does no I/O (the card fuzzer calls it).
+[[nodiscard]] absl::StatusOr<v1::Agent> AgentFromCard(const v1::Agent& request,
+                                                      absl::string_view card_json,
+                                                      const common::HostAllowList& allow);
+
 }  // namespace coordinator
 
 #endif  // COORDINATOR_A2A_CARD_FETCH_H_

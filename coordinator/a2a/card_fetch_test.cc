@@ -104,5 +104,36 @@ TEST(AgentCardTest, TheTenantComesFromTheInterfaceRegisteredOver) {
   EXPECT_EQ(EndpointUrl(agent), "http://127.0.0.1:7001");
 }
 
+TEST(AgentCardTest, AFetchedCardBecomesTheAgentToStore) {
+  const common::HostAllowList loopback;
+  v1::Agent request;
+  request.set_name("planner");
+  request.set_card_url("http://127.0.0.1:9/card");
+  absl::StatusOr<v1::Agent> agent =
+      AgentFromCard(request,
+                    R"({"name":"p","supportedInterfaces":[{"url":"http://127.0.0.1:9/rpc",)"
+                    R"("protocolBinding":"JSONRPC","protocolVersion":"1.0","tenant":"t"}]})",
+                    loopback);
+  ASSERT_OK(agent);
+  EXPECT_EQ(agent->name(), "planner");
+  EXPECT_EQ(agent->card_url(), "http://127.0.0.1:9/card");
+  EXPECT_EQ(agent->endpoint(), "http://127.0.0.1:9/rpc");
+  EXPECT_EQ(agent->protocol_binding(), "JSONRPC");
+  EXPECT_EQ(agent->card().name(), "p");
+  EXPECT_EQ(InterfaceTenant(*agent), "t");
+
+  EXPECT_EQ(AgentFromCard(request, "<html>", loopback).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AgentFromCard(request,
+                          R"({"supportedInterfaces":[{"url":"http://agent.example:9/rpc",)"
+                          R"("protocolBinding":"JSONRPC"}]})",
+                          loopback)
+                .status()
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(AgentFromCard(request, R"({"name":"p"})", loopback).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace coordinator
