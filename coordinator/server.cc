@@ -301,6 +301,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   A2AServiceImpl* service = a2a_service_.get();
   HttpBindingOptions binding_options;
   binding_options.max_call_time = options.gateway.stream_timeout;
+  binding_options.keepalive = options.http_keepalive;
   // Over loopback TCP when the port is plain: gRPC 1.51's in-process transport runs the server's
   // interceptors on the caller's thread and, under ASan, an early error answer showed a use
   // after free there. With TLS the in-process channel saves a handshake per connection.
@@ -334,6 +335,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   console.agents = agents_.get();
   console.tokens = std::move(tokens);
   console.feed = console_feed_;
+  console.keepalive = options.http_keepalive;
   console_ = std::make_unique<Console>(std::move(console));
   Console* web_console = console_.get();
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(

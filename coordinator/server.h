@@ -81,6 +81,10 @@ struct ServerOptions {
   std::string http_listen = "127.0.0.1:8080";
   // Connections the HTTP port serves at once (default 64): each event stream holds one.
   int http_threads = 64;
+  // A comment line on an idle event stream of the HTTP port (A2A streams, the console's change
+  // feed) this often (default 15s): how soon a reader that went away is noticed and its thread
+  // freed.
+  absl::Duration http_keepalive = absl::Seconds(15);
   // A2A gateway: agent call deadlines, delivery backoff and attempts (see GatewayOptions).
   GatewayOptions gateway;
   // The agent an A2A request without a tenant goes to (--default_agent). Default empty: the
