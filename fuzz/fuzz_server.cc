@@ -49,6 +49,11 @@ void RemoveDataDir() {
   if (!DataDirToRemove()->empty()) std::filesystem::remove_all(*DataDirToRemove(), ec);
 }
 
+bool& HttpWanted() {
+  static bool wanted = false;
+  return wanted;
+}
+
 std::string BackupRootOf(const std::string& scratch) { return scratch + "/backups/root"; }
 
 // Starts the coordinator on first use. Writes are not synced: durability is the torture tool's
@@ -67,6 +72,11 @@ Harness& GetHarness() {
     coordinator::ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.http_listen = "";
+    if (HttpWanted()) {
+      options.http_listen = "127.0.0.1:0";
+      options.http_keepalive = absl::Milliseconds(200);
+      options.gateway.stream_timeout = absl::Seconds(1);
+    }
     options.data_dir = tmpl + "/data";
     options.sync_writes = false;
     options.worker_threads = 4;
@@ -127,6 +137,12 @@ void CheckStatus(const Method& method, const grpc::Status& status) {
 }
 
 }  // namespace
+
+void EnableHttpPort() { HttpWanted() = true; }
+
+int GrpcPort() { return GetHarness().server->port(); }
+
+int HttpPort() { return GetHarness().server->http_port(); }
 
 const std::string& ScratchDir() { return GetHarness().data_dir; }
 

@@ -28,6 +28,16 @@ int CallService(const char* service_name, const uint8_t* data, size_t size);
 // exit.
 const std::string& ScratchDir();
 
+// Call before the coordinator starts (from LLVMFuzzerInitialize) to start it with its HTTP port
+// on 127.0.0.1:0, no authentication, event-stream keepalives every 200ms (so a stream whose
+// reader left frees its thread soon) and calls through the HTTP bindings ending after 1s.
+void EnableHttpPort();
+
+// The ports of this process's coordinator (starting it if need be); HttpPort() is 0 unless
+// EnableHttpPort was called first.
+int GrpcPort();
+int HttpPort();
+
 // The coordinator's --backup_root: <ScratchDir()>/backups/root, created at start.
 std::string BackupRoot();
 

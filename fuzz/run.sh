@@ -13,7 +13,8 @@ harnesses=("$@")
 if [ "${#harnesses[@]}" -eq 0 ]; then
   harnesses=(fuzz_key_codec fuzz_task_graph fuzz_aria_state fuzz_context_service
     fuzz_conversation_service fuzz_task_state_service fuzz_breaker_service fuzz_work_service
-    fuzz_agent_registry_service fuzz_a2a_service fuzz_admin_service fuzz_json_binding)
+    fuzz_agent_registry_service fuzz_a2a_service fuzz_admin_service fuzz_json_binding
+    fuzz_agent_card fuzz_http_bindings fuzz_console)
 fi
 work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/coord-fuzz-XXXXXX")}
 mkdir -p "$work"
@@ -25,12 +26,15 @@ run_one() {
   local args=(-max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 -print_final_stats=1
     -artifact_prefix="$work/$h/artifacts/")
   case "$h" in
-    # The service harnesses keep a server running across inputs; its threads hold memory that
-    # is freed only at exit, which libFuzzer's per-input leak check would misread.
-    *_service) args+=(-detect_leaks=0) ;;
+    # The service and HTTP harnesses keep a server running across inputs; its threads hold
+    # memory that is freed only at exit, which libFuzzer's per-input leak check would misread.
+    *_service | fuzz_http_bindings | fuzz_console) args+=(-detect_leaks=0) ;;
   esac
   case "$h" in
-    fuzz_task_graph | fuzz_aria_state | fuzz_json_binding) args+=(-dict=fuzz/json.dict) ;;
+    fuzz_task_graph | fuzz_aria_state | fuzz_json_binding | fuzz_agent_card)
+      args+=(-dict=fuzz/json.dict)
+      ;;
+    fuzz_http_bindings | fuzz_console) args+=(-dict=fuzz/http.dict) ;;
   esac
   "$bin_dir/$h" "${args[@]}" "$work/$h/corpus" "fuzz/corpus/$h" > "$work/$h/log" 2>&1
 }
