@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 
@@ -41,6 +42,24 @@ inline size_t Utf8SequenceLength(absl::string_view s) {
 
 // The replacement character U+FFFD, for a malformed byte.
 inline constexpr char kUtf8Replacement[] = "\xef\xbf\xbd";
+
+// `s` with each byte that starts no valid sequence replaced by U+FFFD: text for a printer that
+// wants UTF-8 (Protobuf's JSON printer drops such bytes silently and logs an error for each).
+inline std::string ValidUtf8(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const size_t n = Utf8SequenceLength(s);
+    if (n == 0) {
+      out += kUtf8Replacement;
+      s.remove_prefix(1);
+    } else {
+      out.append(s.data(), n);
+      s.remove_prefix(n);
+    }
+  }
+  return out;
+}
 
 }  // namespace common
 

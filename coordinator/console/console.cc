@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "common/validation.h"
 #include "coordinator/console/console_assets.h"
 #include "google/protobuf/struct.pb.h"
@@ -36,9 +37,11 @@ constexpr int kMaxScan = 20000;
 // Commands, messages and A2A events one evaluation's timeline shows at most.
 constexpr int kMaxTimeline = 2000;
 
+// `text` as a JSON string. Bytes that are not UTF-8 (a query parameter's name, say, echoed in an
+// error) become U+FFFD: Protobuf's printer would drop them and log an error per request.
 std::string Quote(absl::string_view text) {
   google::protobuf::Value value;
-  value.set_string_value(std::string(text));
+  value.set_string_value(common::ValidUtf8(text));
   return ToJson(value);
 }
 
