@@ -3,6 +3,9 @@
 # flag can also come from the environment (COORDINATOR_DATA_DIR=/data, ...; README "Flags from
 # the environment"). See docker-compose.yml and README "Containers".
 
+# Where the runtime stage takes its files from: build (from source) or prebuilt.
+ARG RUNTIME_FROM=build
+
 # --- Build stage: Debian 12 with the install script and the build command of the README and CI.
 FROM debian:bookworm AS build
 ENV DEBIAN_FRONTEND=noninteractive
@@ -12,25 +15,26 @@ COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN ./scripts/install_deps.sh
 COPY . .
 RUN make build BUILD_DIR=build
-# The shared libraries the binaries load (ldd), copied under their directory's real path
-# (/lib is a link to /usr/lib here) into /runtime, so the runtime stage carries exactly what the
-# build linked against. glibc stays the runtime image's own: it must match its loader.
-RUN mkdir -p /runtime/usr/local/bin \
- && for b in coordinator green_agent purple_agent coordctl echo_agent; do \
-      cp build/bin/$b /runtime/usr/local/bin/; \
-    done \
- && ldd /runtime/usr/local/bin/* | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u \
-      | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv)\.so|/ld-linux' \
-      | while read -r lib; do \
-          dir=$(readlink -f "$(dirname "$lib")"); \
-          mkdir -p "/runtime$dir" && cp -L "$lib" "/runtime$dir/"; \
-        done \
- && cp docker/make_tokens.sh /runtime/usr/local/bin/make_tokens \
- && mkdir -p /runtime/usr/share/coordinator && cp -r examples/tasks /runtime/usr/share/coordinator/
+# What the runtime stage holds, laid out under /runtime (docker/collect_runtime.sh): the binaries,
+# the shared libraries they load (ldd) and the sample task bundles.
+RUN ./docker/collect_runtime.sh build/bin . /runtime
+
+# --- Binaries built outside the image (`make image IMAGE_FROM=build/bin`, on Debian 12 too, as
+# CI does): scripts/make_image.sh lays them out on the host (docker/collect_runtime.sh) in a
+# directory that is the whole context of that build, and selects this stage with
+# --build-arg RUNTIME_FROM=prebuilt; the build stage is skipped. (In a build from source this
+# stage copies the source and is not used; podman 4.3 runs it, with --skip-unused-stages=false,
+# because it cannot tell that `FROM ${RUNTIME_FROM}` needs the build stage.)
+FROM scratch AS prebuilt
+# make_image.sh removes this stage's image (podman keeps it, untagged) by this label.
+LABEL coordinator.stage=prebuilt
+COPY . /runtime/
+
+FROM ${RUNTIME_FROM} AS runtime-files
 
 # --- Runtime stage: the binaries, their shared libraries and the sample task bundles.
 FROM debian:bookworm-slim
-COPY --from=build /runtime/ /
+COPY --from=runtime-files /runtime/ /
 RUN useradd --system --create-home --home-dir /var/lib/coordinator coordinator \
  && mkdir -p /data /workspaces /secrets && chown coordinator /data /workspaces /secrets
 USER coordinator

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the coordinator builds and tests with, only when one is missing.
 # Nothing is downloaded from anywhere but Debian's package archive. Extra packages named as
-# arguments (CI passes clang-format) are installed the same way.
+# arguments (CI passes clang-format) are installed the same way; the argument `containers` stands
+# for what `make image` and the container stack test need (podman, README "Containers").
 set -euo pipefail
 
 packages=(
@@ -19,8 +20,19 @@ packages=(
   # --no-build-isolation, so setuptools and wheel are Debian's too), tested with pytest
   python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-mypy
   chromium  # the web console's browser test (tests/console/), headless
-  "$@"
 )
+# podman and runc (crun fails on hybrid cgroups; docker/containers.conf), podman-compose,
+# debootstrap for the base images, and what podman only recommends: netavark and aardvark-dns
+# (the compose network and its service names), iptables (published ports), catatonit, uidmap
+# (rootless podman).
+containers=(podman runc podman-compose debootstrap netavark aardvark-dns iptables catatonit uidmap)
+for extra in "$@"; do
+  if [ "$extra" = containers ]; then
+    packages+=("${containers[@]}")
+  else
+    packages+=("$extra")
+  fi
+done
 
 missing=()
 for p in "${packages[@]}"; do
