@@ -5,7 +5,8 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke
+.PHONY: deps configure build run test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
+	image stack-test
 
 deps:
 	./scripts/install_deps.sh
@@ -65,6 +66,19 @@ fuzz-smoke:
 bench: configure
 	./scripts/install_deps.sh postgresql
 	BUILD_DIR=$(BUILD_DIR) ./bench/run.sh
+
+# The container image coordinator:latest (scripts/make_image.sh, README "Containers"): the
+# multi-stage build from source, or with IMAGE_FROM=build/bin only the runtime stage from
+# binaries already built here (Debian 12), as CI does. Base images come from debootstrap, cached.
+IMAGE_FROM ?=
+image:
+	./scripts/make_image.sh $(IMAGE_FROM)
+
+# The stack of docker-compose.yml in containers, from the image `make image` built: an evaluation
+# through a crash and restart of the coordinator's container and a `down` / `up`
+# (tests/stack_test.sh). Exits 77 with "SKIPPED: ..." when no container engine works here.
+stack-test:
+	./tests/stack_test.sh $(BUILD_DIR)/bin
 
 format:
 	clang-format -i $(SOURCES)
