@@ -74,11 +74,13 @@ IMAGE_FROM ?=
 image:
 	./scripts/make_image.sh $(IMAGE_FROM)
 
-# The stack of docker-compose.yml in containers, from the image `make image` built: an evaluation
-# through a crash and restart of the coordinator's container and a `down` / `up`
-# (tests/stack_test.sh). Exits 77 with "SKIPPED: ..." when no container engine works here.
+# The stack of docker-compose.yml in containers, from the image `make image` built (IMAGE): an
+# evaluation through a crash and restart of the coordinator's container and a `down` / `up`
+# (tests/stack_test.sh; coordctl from $(BUILD_DIR)/bin drives it from the host). Exits 77 with
+# "SKIPPED: ..." when no container engine works here.
+IMAGE ?= coordinator:latest
 stack-test:
-	./tests/stack_test.sh $(BUILD_DIR)/bin
+	./tests/stack_test.sh $(BUILD_DIR)/bin $(IMAGE)
 
 format:
 	clang-format -i $(SOURCES)
