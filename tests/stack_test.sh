@@ -5,8 +5,8 @@
 #      slow step runs, the coordinator's container is killed (`kill`, SIGKILL) and started again
 #      on the same volume; the evaluation ends with the perfect score and 6 commands, each
 #      counted once;
-#   3. `down` and `up` again: the evaluation is still there;
-#   4. the containers' logs are JSON lines.
+#   3. the containers' logs (stderr) are JSON lines, green's naming the evaluation;
+#   4. `down` and `up` again: the evaluation is still there.
 # Usage: stack_test.sh BIN_DIR [IMAGE]. Without IMAGE (ctest) the image is built from BIN_DIR
 # (scripts/make_image.sh BIN_DIR, tagged coordinator:stack-test); `make stack-test` passes
 # coordinator:latest, the image `make image` built. Exits 77 with "SKIPPED: <reason>" when no
@@ -29,9 +29,11 @@ done
 E=("${ENGINE[@]}")
 
 built_image=
+remove_image() { [[ -z $built_image ]] || "${E[@]}" rmi "$built_image" >/dev/null 2>&1 || true; }
 if [[ -z $IMAGE ]]; then
   IMAGE=coordinator:stack-test
   built_image=$IMAGE
+  trap 'rc=$?; remove_image; exit $rc' EXIT
   log=$(mktemp)
   if ! IMAGE_TAG=$IMAGE ./scripts/make_image.sh "$BIN" >"$log" 2>&1; then
     # A host where podman cannot make or run the base image is one without a working engine;
@@ -79,7 +81,7 @@ cleanup() {
     "${E[@]}" volume rm -f "${project}_$v" >/dev/null 2>&1 || true
   done
   "${E[@]}" network rm -f "${project}_default" >/dev/null 2>&1 || true
-  [[ -n $built_image ]] && "${E[@]}" rmi "$built_image" >/dev/null 2>&1
+  remove_image
   rm -rf "$tmp"
   exit $rc
 }
