@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source scripts/container_engine.sh
 TAG=${IMAGE_TAG:-coordinator:latest}
 FROM_BIN=${1:-}
-CACHE=${COORD_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coordinator}
+CACHE=${COORD_IMAGE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/coordinator}
 
 if [[ ${#ENGINE[@]} -eq 0 ]]; then
   ./scripts/install_deps.sh containers  # podman, runc, debootstrap: only what is missing
