@@ -17,7 +17,11 @@
 #include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/v1/admin.grpc.pb.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
+#include "coordinator/v1/context.grpc.pb.h"
+#include "coordinator/v1/conversation.grpc.pb.h"
+#include "coordinator/v1/task_state.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -86,10 +90,12 @@ class A2AIsolationTest : public ::testing::Test {
     return ctx;
   }
 
-  // Sends a new message to `agent` as `principal`; the task's id.
-  std::string NewTask(const std::string& principal, const std::string& agent) {
+  // Sends a new message to `agent` as `principal` (in `context_id` when given); the task's id.
+  std::string NewTask(const std::string& principal, const std::string& agent,
+                      const std::string& context_id = "") {
     a2apb::SendMessageRequest request;
     request.set_tenant(agent);
+    request.mutable_message()->set_context_id(context_id);
     request.mutable_message()->set_message_id(absl::StrCat("m-", ++sent_));
     request.mutable_message()->set_role(a2apb::ROLE_USER);
     request.mutable_message()->add_parts()->set_text("hello");
@@ -343,6 +349,71 @@ TEST_F(A2AIsolationTest, TheJsonBindingsAnswerTheSame) {
   httplib::Result rest_list = http.Get("/tasks", auth("purple"));
   ASSERT_TRUE(rest_list);
   EXPECT_TRUE(absl::StrContains(rest_list->body, green_task)) << rest_list->body;
+}
+
+// ExportContext opens to a context's owner and parties (and readers), each seeing the A2A tasks
+// and retry tasks it may see; anyone else is refused.
+TEST_F(A2AIsolationTest, ExportContextOpensToTheOwnerAndThePartiesWithTheSameChecks) {
+  auto contexts = v1::ContextService::NewStub(channel_);
+  auto conversations = v1::ConversationService::NewStub(channel_);
+  auto retry = v1::TaskStateService::NewStub(channel_);
+  auto admin = v1::Admin::NewStub(channel_);
+  v1::CreateContextRequest create;
+  create.mutable_context()->set_context_id("eval-x");
+  create.mutable_context()->add_parties("purple");
+  v1::TaskContext created;
+  ASSERT_TRUE(contexts->CreateContext(Ctx("green").get(), create, &created).ok());
+  v1::RecordCommandRequest command;
+  command.set_context_id("eval-x");
+  command.set_command("ls");
+  v1::RecordCommandResponse recorded;
+  ASSERT_TRUE(contexts->RecordCommand(Ctx("green").get(), command, &recorded).ok());
+  v1::AppendMessageRequest message;
+  message.set_context_id("eval-x");
+  message.set_role(v1::ROLE_AGENT);
+  message.set_text("execute: ls");
+  v1::AppendMessageResponse appended;
+  ASSERT_TRUE(conversations->AppendMessage(Ctx("purple").get(), message, &appended).ok());
+  // Purple's retry task for the evaluation (the export's default one), owned by purple.
+  v1::InitTaskRequest init;
+  init.set_description("rca-eval eval-x");
+  v1::InitTaskResponse inited;
+  ASSERT_TRUE(retry->InitTask(Ctx("purple").get(), init, &inited).ok());
+  const std::string green_task = NewTask("green", "purple", "eval-x");
+  const std::string other_task = NewTask("ops", "other", "eval-x");
+
+  auto exported = [&](const std::string& principal, v1::ContextExport* out) {
+    v1::ExportContextRequest request;
+    request.set_context_id("eval-x");
+    return admin->ExportContext(Ctx(principal).get(), request, out);
+  };
+  auto ids = [](const v1::ContextExport& out) {
+    std::vector<std::string> a2a;
+    for (const auto& t : out.a2a_tasks()) a2a.push_back(t.task().id());
+    return a2a;
+  };
+  for (const std::string principal : {"ops", "dash"}) {
+    v1::ContextExport out;
+    const grpc::Status s = exported(principal, &out);
+    ASSERT_TRUE(s.ok()) << principal << ": " << s.error_message();
+    EXPECT_THAT(ids(out), UnorderedElementsAreArray({green_task, other_task})) << principal;
+    EXPECT_EQ(out.retry_tasks_size(), 1) << principal;
+    EXPECT_EQ(out.commands_size(), 1);
+    EXPECT_EQ(out.messages_size(), 1);
+  }
+  v1::ContextExport green;
+  ASSERT_TRUE(exported("green", &green).ok());
+  EXPECT_THAT(ids(green), UnorderedElementsAreArray({green_task}));  // not the admin's task
+  EXPECT_EQ(green.retry_tasks_size(), 0);                            // purple's, not green's
+  EXPECT_EQ(green.commands_size(), 1);
+  v1::ContextExport purple;
+  ASSERT_TRUE(exported("purple", &purple).ok());
+  EXPECT_THAT(ids(purple), UnorderedElementsAreArray({green_task}));  // routed to purple
+  EXPECT_EQ(purple.retry_tasks_size(), 1);
+  v1::ContextExport none;
+  const grpc::Status mallory = exported("mallory", &none);
+  EXPECT_EQ(mallory.error_code(), grpc::StatusCode::PERMISSION_DENIED) << mallory.error_message();
+  EXPECT_EQ(none.ByteSizeLong(), 0u);
 }
 
 }  // namespace

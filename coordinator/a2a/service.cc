@@ -280,7 +280,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
              const a2apb::SubscribeToTaskRequest* subscribe) {
     std::string tenant;
     absl::Status accepted;
-    std::optional<TaskViewer> viewer;
+    std::optional<Access> access;
     if (send != nullptr) {
       absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *send);
       accepted = change.status();
@@ -294,7 +294,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       absl::StatusOr<Caller> caller = CallerOf(context_);
       if (accepted.ok() && !caller.ok()) accepted = caller.status();
       if (accepted.ok()) {
-        viewer = ViewerOf(*caller);
+        access = AccessOf(*caller);
         absl::MutexLock lock(&mu_);
         task_id_ = subscribe->id();
         tenant = subscribe->tenant();
@@ -305,7 +305,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
     if (!accepted.ok()) return Fail(accepted);
     if (mode_ == Mode::kSubscribe) {
       // Fail fast on an unknown, unseen or ended task, before subscribing.
-      if (absl::Status seen = service_->tasks()->CheckAccess(task_id_, *viewer); !seen.ok()) {
+      if (absl::Status seen = service_->tasks()->CheckAccess(task_id_, *access); !seen.ok()) {
         return Fail(seen);
       }
       absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask(tenant, task_id_, 0);
@@ -423,8 +423,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
   int64_t cursor_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Wraps a unary handler's work with the a2a-version check; `work` gets the caller's view of the
-// tasks.
+// Wraps a unary handler's work with the a2a-version check; `work` gets the caller's Access.
 template <typename Response, typename Work>
 grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, CallRunner* calls,
                                     CallKind kind, Response* response, Work work) {
@@ -432,15 +431,11 @@ grpc::ServerUnaryReactor* HandleA2A(grpc::CallbackServerContext* context, CallRu
       context, calls, kind, response,
       [context, work = std::move(work)](const Caller& caller) mutable -> absl::StatusOr<Response> {
         RETURN_IF_ERROR(CheckA2AVersion(context));
-        return work(ViewerOf(caller));
+        return work(AccessOf(caller));
       });
 }
 
 }  // namespace
-
-TaskViewer ViewerOf(const Caller& caller) {
-  return caller.scoped() ? TaskViewer::Agent(caller.principal) : TaskViewer::Everyone();
-}
 
 absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
   return a2a_protocol::CheckVersion(context->client_metadata(), "server");
@@ -468,7 +463,7 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
     push = &request.configuration().task_push_notification_config();
   }
   ASSIGN_OR_RETURN(A2ATasks::Change change,
-                   tasks_->AcceptMessage(tenant, request.message(), push, ViewerOf(caller)));
+                   tasks_->AcceptMessage(tenant, request.message(), push, AccessOf(caller)));
   gateway_->Accepted(change);  // the store published the change; this dispatches its delivery
   return change;
 }
@@ -510,8 +505,8 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetTask(grpc::CallbackServerContext* c
                                                   const a2apb::GetTaskRequest* request,
                                                   a2apb::Task* response) {
   return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::Task> {
-                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), viewer));
+                   [this, request](const Access& access) -> absl::StatusOr<a2apb::Task> {
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), access));
                      std::optional<int> history;
                      if (request->has_history_length()) history = request->history_length();
                      return tasks_->GetTask(request->tenant(), request->id(), history);
@@ -523,7 +518,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::ListTasks(grpc::CallbackServerContext*
                                                     a2apb::ListTasksResponse* response) {
   return HandleA2A(
       context, calls_, CallKind::kPool, response,
-      [this, request](const TaskViewer& viewer) { return tasks_->ListTasks(*request, viewer); });
+      [this, request](const Access& access) { return tasks_->ListTasks(*request, access); });
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext* context,
@@ -532,8 +527,8 @@ grpc::ServerUnaryReactor* A2AServiceImpl::CancelTask(grpc::CallbackServerContext
   // The gateway may call the agent, after what it stored: that blocking call runs here, on the
   // work pool, and each of its writes waits for its sync on this thread.
   return HandleA2A(context, calls_, CallKind::kBlocking, response,
-                   [this, request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::Task> {
-                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), viewer, /*change=*/true));
+                   [this, request](const Access& access) -> absl::StatusOr<a2apb::Task> {
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->id(), access, /*change=*/true));
                      return gateway_->CancelTask(*request);
                    });
 }
@@ -543,9 +538,8 @@ grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
     a2apb::TaskPushNotificationConfig* response) {
   return HandleA2A(
       context, calls_, CallKind::kPool, response,
-      [this,
-       request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
-        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer, /*change=*/true));
+      [this, request](const Access& access) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), access, /*change=*/true));
         return push_->CreatePushConfig(*request);
       });
 }
@@ -556,9 +550,8 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetTaskPushNotificationConfig(
     a2apb::TaskPushNotificationConfig* response) {
   return HandleA2A(
       context, calls_, CallKind::kPool, response,
-      [this,
-       request](const TaskViewer& viewer) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
-        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer));
+      [this, request](const Access& access) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), access));
         return push_->GetPushConfig(request->tenant(), request->task_id(), request->id());
       });
 }
@@ -568,9 +561,9 @@ grpc::ServerUnaryReactor* A2AServiceImpl::ListTaskPushNotificationConfigs(
     const a2apb::ListTaskPushNotificationConfigsRequest* request,
     a2apb::ListTaskPushNotificationConfigsResponse* response) {
   return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request](const TaskViewer& viewer)
+                   [this, request](const Access& access)
                        -> absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> {
-                     RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer));
+                     RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), access));
                      return push_->ListPushConfigs(*request);
                    });
 }
@@ -581,8 +574,8 @@ grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
     google::protobuf::Empty* response) {
   return HandleA2A(
       context, calls_, CallKind::kPool, response,
-      [this, request](const TaskViewer& viewer) -> absl::StatusOr<google::protobuf::Empty> {
-        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), viewer, /*change=*/true));
+      [this, request](const Access& access) -> absl::StatusOr<google::protobuf::Empty> {
+        RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), access, /*change=*/true));
         RETURN_IF_ERROR(
             push_->DeletePushConfig(request->tenant(), request->task_id(), request->id()));
         return google::protobuf::Empty();
@@ -593,7 +586,7 @@ grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     grpc::CallbackServerContext* context, const a2apb::GetExtendedAgentCardRequest* request,
     a2apb::AgentCard* response) {
   return HandleA2A(context, calls_, CallKind::kPool, response,
-                   [this, request](const TaskViewer&) -> absl::StatusOr<a2apb::AgentCard> {
+                   [this, request](const Access&) -> absl::StatusOr<a2apb::AgentCard> {
                      if (request->tenant().empty()) {
                        return CoordinatorCard(agents_, card_addresses());
                      }

@@ -27,9 +27,6 @@ namespace coordinator {
 // The coordinator's a2a-version check (a2a_protocol::CheckVersion): OK when the metadata is
 // absent or 1.0; otherwise VERSION_NOT_SUPPORTED.
 [[nodiscard]] absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context);
-// How `caller` sees A2A tasks: an agent principal its own and those routed to it, anyone else
-// all of them.
-TaskViewer ViewerOf(const Caller& caller);
 
 class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
  public:

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/status_macros.h"
+#include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/unary_handler.h"
 #include "coordinator/store/time_util.h"
 #include "storage/backup.h"
@@ -79,8 +81,22 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CollectGarbage(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::ExportContext(grpc::CallbackServerContext* context,
                                                           const v1::ExportContextRequest* request,
                                                           v1::ContextExport* response) {
-  return HandleUnary(context, calls_, CallKind::kPool, response,
-                     [this, request] { return exporter_->Export(*request); });
+  // Open to readers, and to agents for the contexts they own or take part in (docs/security.md):
+  // the check reads the context of the export's own snapshot.
+  return HandleUnary(
+      context, calls_, CallKind::kPool, response,
+      [this, request](const Caller& caller) -> absl::StatusOr<v1::ContextExport> {
+        ASSIGN_OR_RETURN(v1::ContextExport out, exporter_->Export(*request, AccessOf(caller)));
+        if (caller.scoped()) {
+          if (!out.has_context()) {
+            return absl::PermissionDeniedError(
+                absl::StrCat("agent ", caller.principal, " may not export ", request->context_id(),
+                             ": no context record says who may read it"));
+          }
+          RETURN_IF_ERROR(CheckContextRead(caller, out.context()));
+        }
+        return out;
+      });
 }
 
 }  // namespace coordinator

@@ -52,6 +52,8 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.ContextService/ListCommands", Permission::kRead},
     {"/coordinator.v1.ConversationService/AppendMessage", Permission::kAgent},
     {"/coordinator.v1.ConversationService/GetConversation", Permission::kRead},
+    // Readers export everything; an agent what it may read (the handler checks).
+    {"/coordinator.v1.Admin/ExportContext", Permission::kRead},
     // Retry state and the breaker: a task belongs to the principal that initialized it; the
     // stores check it (docs/security.md). Cleanup and import: an admin, or the owner.
     {"/coordinator.v1.TaskStateService/InitTask", Permission::kAgent},

@@ -231,11 +231,11 @@ absl::Status PutTask(Transaction& txn, const v1::StoredTask& header,
   return txn.Put(ColumnFamily::kA2A, TaskIndexKey(header), EncodeRecord(entry));
 }
 
-// What `viewer` may do with `header`'s task (see A2ATasks::CheckAccess).
-absl::Status Access(const v1::StoredTask& header, const TaskViewer& viewer, bool change) {
-  if (!viewer.Sees(header)) return a2a_protocol::TaskNotFound(header.task().id());
-  if (change && !viewer.Owns(header)) {
-    return absl::PermissionDeniedError(absl::StrCat("agent ", viewer.principal(),
+// What `access` may do with `header`'s task (see A2ATasks::CheckAccess).
+absl::Status TaskAccess(const v1::StoredTask& header, const Access& access, bool change) {
+  if (!SeesTask(access, header)) return a2a_protocol::TaskNotFound(header.task().id());
+  if (change && !access.Owns(header.owner())) {
+    return absl::PermissionDeniedError(absl::StrCat("agent ", access.principal,
                                                     " may not change task ", header.task().id(),
                                                     ": it was routed to it, not sent by it"));
   }
@@ -295,17 +295,25 @@ void PublishChange(TaskNotifier* notifier, const A2ATasks::Change& change) {
 
 }  // namespace a2a_records
 
-using a2a_records::Access;
 using a2a_records::LockTask;
 using a2a_records::OwnedBy;
 using a2a_records::PutTask;
 using a2a_records::ReadTask;
 using a2a_records::SetStatus;
+using a2a_records::TaskAccess;
 using a2a_records::TaskIndexKey;
 
 bool IsTerminal(a2apb::TaskState state) {
   return state == a2apb::TASK_STATE_COMPLETED || state == a2apb::TASK_STATE_FAILED ||
          state == a2apb::TASK_STATE_CANCELED || state == a2apb::TASK_STATE_REJECTED;
+}
+
+bool SeesTask(const Access& access, const v1::StoredTask& header) {
+  return !access.scoped || access.Owns(header.owner()) || header.tenant() == access.principal;
+}
+
+bool SeesTask(const Access& access, const v1::TaskIndexEntry& entry) {
+  return !access.scoped || access.Owns(entry.owner()) || entry.tenant() == access.principal;
 }
 
 bool IsFinalOrInterrupted(a2apb::TaskState state) {
@@ -319,7 +327,7 @@ absl::Status A2ATasks::ValidateMessage(const a2apb::Message& message) const {
 
 absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     absl::string_view tenant, const a2apb::Message& message,
-    const a2apb::TaskPushNotificationConfig* push_config, const TaskViewer& viewer) {
+    const a2apb::TaskPushNotificationConfig* push_config, const Access& access) {
   RETURN_IF_ERROR(ValidateMessage(message));
   RETURN_IF_ERROR(common::ValidateOptionalId("tenant", tenant));
   if (message.task_id().empty() && tenant.empty()) {
@@ -340,11 +348,11 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       header.mutable_task()->set_id(new_task_id);
       header.mutable_task()->set_context_id(new_context_id);
       header.set_tenant(std::string(tenant));
-      header.set_owner(viewer.principal());
+      header.set_owner(access.principal);
       *header.mutable_create_time() = now;
     } else {
       ASSIGN_OR_RETURN(header, LockTask(txn, message.task_id()));
-      RETURN_IF_ERROR(Access(header, viewer, /*change=*/true));
+      RETURN_IF_ERROR(TaskAccess(header, access, /*change=*/true));
       RETURN_IF_ERROR(OwnedBy(header, tenant));
       if (!message.context_id().empty() && message.context_id() != header.task().context_id()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -387,11 +395,10 @@ absl::StatusOr<v1::StoredTask> A2ATasks::GetHeader(absl::string_view task_id) {
   return ReadTask(store_, "", task_id);
 }
 
-absl::Status A2ATasks::CheckAccess(absl::string_view task_id, const TaskViewer& viewer,
-                                   bool change) {
-  if (viewer.everyone()) return absl::OkStatus();  // as if it exists: the call itself says
+absl::Status A2ATasks::CheckAccess(absl::string_view task_id, const Access& access, bool change) {
+  if (!access.scoped) return absl::OkStatus();  // as if it exists: the call itself says
   ASSIGN_OR_RETURN(const v1::StoredTask header, ReadTask(store_, "", task_id));
-  return Access(header, viewer, change);
+  return TaskAccess(header, access, change);
 }
 
 absl::StatusOr<a2apb::Task> A2ATasks::GetTask(absl::string_view tenant, absl::string_view task_id,
@@ -441,7 +448,7 @@ absl::StatusOr<std::pair<a2apb::Task, int64_t>> A2ATasks::Snapshot(absl::string_
 }
 
 absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(const a2apb::ListTasksRequest& request,
-                                                             const TaskViewer& viewer) {
+                                                             const Access& access) {
   RETURN_IF_ERROR(common::ValidateOptionalId("tenant", request.tenant()));
   RETURN_IF_ERROR(common::ValidateOptionalId("context_id", request.context_id()));
   if (!a2apb::TaskState_IsValid(request.status())) {
@@ -459,10 +466,10 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(const a2apb::ListTa
   const int page_size = request.has_page_size() ? request.page_size() : kDefaultTaskPageSize;
   const bool has_after = request.has_status_timestamp_after();
   const absl::Time after = FromProtoTime(request.status_timestamp_after());
-  const std::string filter =
-      absl::StrCat(request.tenant().size(), ":", request.tenant(), ":", request.context_id().size(),
-                   ":", request.context_id(), ":", static_cast<int>(request.status()), ":",
-                   has_after ? absl::FormatTime(after) : "", ":", viewer.principal());
+  const std::string filter = absl::StrCat(
+      request.tenant().size(), ":", request.tenant(), ":", request.context_id().size(), ":",
+      request.context_id(), ":", static_cast<int>(request.status()), ":",
+      has_after ? absl::FormatTime(after) : "", ":", access.scoped ? access.principal : "");
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "a2a_tasks", filter));
 
   const std::string prefix = keys::A2ATasksByTimePrefix();
@@ -485,7 +492,7 @@ absl::StatusOr<a2apb::ListTasksResponse> A2ATasks::ListTasks(const a2apb::ListTa
     if (!request.context_id().empty() && entry.context_id() != request.context_id()) continue;
     if (request.status() != a2apb::TASK_STATE_UNSPECIFIED && entry.state() != request.status())
       continue;
-    if (!viewer.Sees(entry)) continue;
+    if (!SeesTask(access, entry)) continue;
     ++total;
     if (!reached_resume && it->key() >= absl::string_view(resume)) reached_resume = true;
     if (!reached_resume) continue;

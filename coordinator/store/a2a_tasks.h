@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "coordinator/store/a2a_notifier.h"
 #include "coordinator/store/a2a_push.h"
+#include "coordinator/store/access.h"
 #include "coordinator/store/limits.h"
 #include "coordinator/store/purge.h"
 #include "coordinator/v1/a2a_stored.pb.h"
@@ -36,31 +37,12 @@ bool IsTerminal(a2apb::TaskState state);
 // blocking SendMessage returns and an agent's stream ends.
 bool IsFinalOrInterrupted(a2apb::TaskState state);
 
-// Who asks for a task. Everyone (an admin or reader token, or no authentication) sees every
-// task. An agent principal sees the tasks it created (StoredTask.owner) and the tasks routed to
-// it (tenant); it may change (send to, cancel, add or remove webhooks) only the ones it created.
-// A task an agent may not see is answered exactly as a task that does not exist.
-class TaskViewer {
- public:
-  static TaskViewer Everyone() { return TaskViewer(""); }
-  static TaskViewer Agent(std::string principal) { return TaskViewer(std::move(principal)); }
-
-  bool everyone() const { return principal_.empty(); }
-  const std::string& principal() const { return principal_; }
-  bool Sees(const v1::StoredTask& header) const {
-    return everyone() || header.owner() == principal_ || header.tenant() == principal_;
-  }
-  bool Sees(const v1::TaskIndexEntry& entry) const {
-    return everyone() || entry.owner() == principal_ || entry.tenant() == principal_;
-  }
-  bool Owns(const v1::StoredTask& header) const {
-    return everyone() || header.owner() == principal_;
-  }
-
- private:
-  explicit TaskViewer(std::string principal) : principal_(std::move(principal)) {}
-  std::string principal_;  // empty: everyone
-};
+// Whether `access` sees an A2A task: unscoped callers (admins, readers, no authentication) see
+// every task; an agent principal sees the tasks it sent (StoredTask.owner) and those routed to it
+// (tenant), and changes only the ones it sent (Access::Owns). A task an agent may not see is
+// answered exactly as a task that does not exist.
+bool SeesTask(const Access& access, const v1::StoredTask& header);
+bool SeesTask(const Access& access, const v1::TaskIndexEntry& entry);
 
 class A2ATasks {
  public:
@@ -100,17 +82,18 @@ class A2ATasks {
   // match the message's context_id, and not have ended). Either way the message is appended to
   // the history, the task goes to SUBMITTED (logged as an event), and a delivery is queued.
   // `push_config`, when given, is registered for the task in the same write. A new task is
-  // owned by `viewer`'s principal (none for everyone); a task continued must be one `viewer`
-  // owns (TASK_NOT_FOUND when it does not see it, PERMISSION_DENIED when it only sees it).
+  // owned by `access`'s principal (none without authentication); a task continued must be one
+  // `access` owns (TASK_NOT_FOUND when it does not see it, PERMISSION_DENIED when it only sees
+  // it).
   [[nodiscard]] absl::StatusOr<Change> AcceptMessage(
       absl::string_view tenant, const a2apb::Message& message,
       const a2apb::TaskPushNotificationConfig* push_config = nullptr,
-      const TaskViewer& viewer = TaskViewer::Everyone());
+      const Access& access = Access::Unscoped());
 
-  // OK when `viewer` may read (or, with `change`, change) task `task_id`: TASK_NOT_FOUND when
-  // the task does not exist or `viewer` does not see it, PERMISSION_DENIED when it sees it but
+  // OK when `access` may read (or, with `change`, change) task `task_id`: TASK_NOT_FOUND when
+  // the task does not exist or `access` does not see it, PERMISSION_DENIED when it sees it but
   // may not change it. The owner of a task never changes, so the answer holds afterwards.
-  [[nodiscard]] absl::Status CheckAccess(absl::string_view task_id, const TaskViewer& viewer,
+  [[nodiscard]] absl::Status CheckAccess(absl::string_view task_id, const Access& access,
                                          bool change = false);
 
   [[nodiscard]] absl::StatusOr<v1::StoredTask> GetHeader(absl::string_view task_id);
@@ -138,10 +121,10 @@ class A2ATasks {
                                                                          absl::string_view task_id);
 
   // Tasks, newest status first, with the filters and paging of the A2A ListTasks call; only
-  // those `viewer` sees, counted in total_size. A page token is good for the same filters and
-  // viewer only.
+  // those `access` sees, counted in total_size. A page token is good for the same filters and
+  // caller only.
   [[nodiscard]] absl::StatusOr<a2apb::ListTasksResponse> ListTasks(
-      const a2apb::ListTasksRequest& request, const TaskViewer& viewer = TaskViewer::Everyone());
+      const a2apb::ListTasksRequest& request, const Access& access = Access::Unscoped());
 
   // Applies one update from the agent running the task: a Task (the agent's view: its id is
   // remembered as the agent's task id, its status and artifacts are merged), a status update,

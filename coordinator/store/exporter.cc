@@ -57,14 +57,15 @@ absl::Status ExportConversation(ConversationStore& conversations, absl::string_v
   return absl::OkStatus();
 }
 
-absl::Status ExportA2ATasks(A2ATasks& tasks, absl::string_view context_id, v1::ContextExport* out) {
+absl::Status ExportA2ATasks(A2ATasks& tasks, absl::string_view context_id, const Access& access,
+                            v1::ContextExport* out) {
   lf::a2a::v1::ListTasksRequest request;
   request.set_context_id(std::string(context_id));
   request.set_page_size(100);
   request.set_history_length(0);
   std::vector<std::string> ids;
   do {
-    ASSIGN_OR_RETURN(lf::a2a::v1::ListTasksResponse page, tasks.ListTasks(request));
+    ASSIGN_OR_RETURN(lf::a2a::v1::ListTasksResponse page, tasks.ListTasks(request, access));
     for (const lf::a2a::v1::Task& t : page.tasks()) ids.push_back(t.id());
     request.set_page_token(page.next_page_token());
   } while (!request.page_token().empty());
@@ -105,7 +106,8 @@ std::string EvaluationRetryTaskId(absl::string_view context_id) {
   return TaskIdForDescription(absl::StrCat("rca-eval ", context_id));
 }
 
-absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextRequest& request) {
+absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextRequest& request,
+                                                   const Access& access) {
   const std::string& context_id = request.context_id();
   RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
   if (request.retry_task_ids_size() > kMaxExportRetryTaskIds) {
@@ -137,7 +139,7 @@ absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextReques
   ConversationStore conversations(snapshot.get(), limits_);
   RETURN_IF_ERROR(ExportConversation(conversations, context_id, &out));
   A2ATasks a2a(snapshot.get(), /*notifier=*/nullptr, limits_);
-  RETURN_IF_ERROR(ExportA2ATasks(a2a, context_id, &out));
+  RETURN_IF_ERROR(ExportA2ATasks(a2a, context_id, access, &out));
   if (!out.has_context() && out.step_count() == 0 && out.messages_size() == 0 &&
       out.a2a_tasks_size() == 0) {
     return absl::NotFoundError(absl::StrCat("nothing is stored under context ", context_id,
@@ -149,7 +151,7 @@ absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextReques
   ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse blocked, breaker.Status());
   absl::flat_hash_map<std::string, v1::ExportedRetryTask*> by_id;
   for (const std::string& id : retry_ids) {
-    absl::StatusOr<v1::TaskState> state = tasks.GetState(id);
+    absl::StatusOr<v1::TaskState> state = tasks.GetState(id, access);  // not its own: absent
     if (absl::IsNotFound(state.status())) continue;
     RETURN_IF_ERROR(state.status());
     v1::ExportedRetryTask* exported = out.add_retry_tasks();

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "coordinator/store/access.h"
 #include "coordinator/store/breaker.h"
 #include "coordinator/store/limits.h"
 #include "coordinator/store/task_state_store.h"
@@ -32,8 +33,11 @@ class Exporter {
            BreakerOptions breaker)
       : store_(store), limits_(limits), task_state_(std::move(task_state)), breaker_(breaker) {}
 
-  // NOT_FOUND when the context id has no context, no conversation and no A2A task.
-  [[nodiscard]] absl::StatusOr<v1::ContextExport> Export(const v1::ExportContextRequest& request);
+  // NOT_FOUND when the context id has no context, no conversation and no A2A task. A scoped
+  // `access` (an agent) gets only the A2A tasks it sees and the retry tasks it owns; whether it
+  // may read the context at all is the caller's check, on the export's own context.
+  [[nodiscard]] absl::StatusOr<v1::ContextExport> Export(const v1::ExportContextRequest& request,
+                                                         const Access& access = {});
 
  private:
   storage::Store* store_;  // not owned
