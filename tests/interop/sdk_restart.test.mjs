@@ -166,13 +166,15 @@ test('messages sent on every binding while the agent is down are delivered once 
   }
 });
 
-test('the coordinator killed -9 mid-stream and restarted: resubscribe on every binding', async () => {
+// On every binding, a streaming send of `gate:<prefix>-<binding>`, read until the agent works on
+// it; then the coordinator is killed -9 and each stream ends with it (an error, or an end
+// without a final state). Resolves to the tasks ({ binding, gate, id() }) and the ports to
+// restart the coordinator on.
+async function streamToGatesThenKillTheCoordinator(prefix) {
   const tasks = [];
   for (const binding of BINDINGS) {
-    const gate = `coordinator-${binding.replace('+', '')}`;
+    const gate = `${prefix}-${binding.replace('+', '')}`;
     const c = await client(binding);
-    // A streaming send, read until the agent works on it; the stream then dies with the
-    // coordinator.
     let taskId;
     let sawWorking;
     const working = new Promise((resolve) => (sawWorking = resolve));
@@ -186,14 +188,17 @@ test('the coordinator killed -9 mid-stream and restarted: resubscribe on every b
     tasks.push({ binding, gate, stream, working, id: () => taskId });
   }
   await Promise.all(tasks.map((t) => t.working));
-
   const { grpcPort, httpPort } = coordinator;
   await stopProcess(coordinator.proc, 'SIGKILL');
   for (const t of tasks) {
-    // Each stream ended with the coordinator (an error, or an end without a final state).
     await t.stream;
     assert.ok(t.id(), `${t.binding}: no task id before the kill`);
   }
+  return { tasks, grpcPort, httpPort };
+}
+
+test('the coordinator killed -9 mid-stream and restarted: resubscribe on every binding', async () => {
+  const { tasks, grpcPort, httpPort } = await streamToGatesThenKillTheCoordinator('coordinator');
   coordinator = await startCoordinator('restart-coordinator', path.join(dir, 'data'), {
     grpcPort,
     httpPort,
@@ -233,31 +238,8 @@ test('the coordinator killed -9 mid-stream and restarted: resubscribe on every b
 // taken (it does not send the message again, which the agent would refuse for a task that has
 // ended) and takes its outcome: every task COMPLETED, with the artifact once.
 test('the agent finishes while the coordinator is down: the outcome is taken on restart', async () => {
-  const tasks = [];
-  for (const binding of BINDINGS) {
-    const gate = `finished-${binding.replace('+', '')}`;
-    const c = await client(binding);
-    let taskId;
-    let sawWorking;
-    const working = new Promise((resolve) => (sawWorking = resolve));
-    const stream = collect(c.sendMessageStream(sendRequest(`gate:${gate}`), bounded()), async (e) => {
-      if (e.payload?.$case === 'task') taskId = e.payload.value.id;
-      if (eventState(e) === TaskState.TASK_STATE_WORKING) sawWorking();
-    }).then(
-      () => 'ended',
-      (err) => err,
-    );
-    tasks.push({ binding, gate, stream, working, id: () => taskId });
-  }
-  await Promise.all(tasks.map((t) => t.working));
-
-  const { grpcPort, httpPort } = coordinator;
-  await stopProcess(coordinator.proc, 'SIGKILL');
-  for (const t of tasks) {
-    await t.stream;
-    assert.ok(t.id(), `${t.binding}: no task id before the kill`);
-    openGate(t.gate);
-  }
+  const { tasks, grpcPort, httpPort } = await streamToGatesThenKillTheCoordinator('finished');
+  for (const t of tasks) openGate(t.gate);
   await waitUntil('the agent to pass every gate', () => {
     const log = fs.readFileSync(agent.proc.log, 'utf8');
     return tasks.every((t) => log.includes(`passed gate ${t.gate} `));
