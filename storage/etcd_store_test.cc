@@ -1,0 +1,326 @@
+// What is particular to the etcd backend: its URL, its layout under a prefix, its limits, its
+// schema check, authentication, and losing a member under load. The Store contract itself is
+// store_contract_test.cc. Tests that need a cluster use ctest's shared one (etcd.EtcdStore*) or,
+// when they kill members or turn authentication on, start one of their own with
+// tests/etcd_cluster.sh; without etcd they skip.
+#include "storage/etcd_store.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "storage/etcd_client.h"
+#include "storage/key_codec.h"
+#include "storage/testing/test_store.h"
+#include "tests/test_util.h"
+
+namespace storage {
+namespace {
+
+using CF = ColumnFamily;
+
+TEST(EtcdUrl, ParsesEndpointsAndTls) {
+  EtcdStoreOptions options;
+  ASSERT_TRUE(ParseEtcdUrl("etcd://h1:2379,10.0.0.2:2379,[::1]:2379", &options).ok());
+  EXPECT_EQ(options.endpoints, (std::vector<std::string>{"h1:2379", "10.0.0.2:2379", "[::1]:2379"}));
+  EXPECT_FALSE(options.tls);
+  ASSERT_TRUE(ParseEtcdUrl("etcds://etcd.internal:2379", &options).ok());
+  EXPECT_TRUE(options.tls);
+  EXPECT_EQ(options.endpoints, (std::vector<std::string>{"etcd.internal:2379"}));
+}
+
+TEST(EtcdUrl, RefusesMalformedUrlsWithTheReason) {
+  for (const char* bad :
+       {"", "etcd://", "http://h:2379", "etcd://h", "etcd://h:0", "etcd://h:65536", "etcd://:2379",
+        "etcd://h:2379,", "etcd://h:2379/path", "etcd://user@h:2379", "etcd://h:port",
+        "etcd://h:2379,,h2:2379", "etcd://h: 2379"}) {
+    EtcdStoreOptions options;
+    options.endpoints = {"unchanged:1"};
+    absl::Status s = ParseEtcdUrl(bad, &options);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << bad << ": " << s;
+    EXPECT_EQ(options.endpoints, std::vector<std::string>{"unchanged:1"}) << bad;
+  }
+  // Oversized: a megabyte of endpoints is refused on its first bad one, not parsed forever.
+  std::string huge = "etcd://" + std::string(1 << 20, 'h');
+  EtcdStoreOptions options;
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseEtcdUrl(huge, &options)));
+}
+
+TEST(EtcdStoreOpen, RefusesABadPrefixBeforeConnecting) {
+  EtcdStoreOptions options;
+  options.endpoints = {"127.0.0.1:1"};
+  for (const char* prefix : {"", "/no-trailing-slash"}) {
+    options.prefix = prefix;
+    absl::Status s = EtcdStore::Open(options).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << prefix << ": " << s;
+  }
+}
+
+TEST(EtcdStoreOpen, UnreachableClusterFailsNamingTheEndpoints) {
+  EtcdStoreOptions options;
+  options.endpoints = {"127.0.0.1:1", "127.0.0.1:2"};
+  options.request_timeout_ms = 1000;
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_NE(s.message().find("127.0.0.1:1,127.0.0.1:2"), std::string::npos) << s;
+}
+
+// Tests on ctest's shared cluster.
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStoreTest.* (ctest's etcd fixture)";
+    absl::StatusOr<std::string> url = testing::TestEtcdUrl();
+    ASSERT_TRUE(url.ok()) << url.status();
+    ASSERT_TRUE(ParseEtcdUrl(*url, &options_).ok());
+    options_.prefix = absl::StrCat("/etcd-store-test/", absl::ToUnixNanos(absl::Now()), "/");
+    EtcdClientOptions client_options;
+    client_options.endpoints = options_.endpoints;
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  // Writes a raw etcd key, as another program sharing the cluster would.
+  void RawPut(const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(key);
+    put->set_value(value);
+    ASSERT_TRUE(client_->Txn(txn).ok());
+  }
+
+  EtcdStoreOptions options_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+TEST_F(EtcdStoreTest, RecordsLiveUnderThePrefixByFamily) {
+  absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)
+                  ->RunTransaction([](Transaction& txn) { return txn.Put(CF::kWork, "k", "v"); })
+                  .ok());
+  etcdserverpb::RangeRequest range;
+  range.set_key(options_.prefix + "work/k");
+  absl::StatusOr<etcdserverpb::RangeResponse> got = client_->Range(range);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->kvs_size(), 1);
+  EXPECT_EQ(got->kvs(0).value(), "v");
+}
+
+TEST_F(EtcdStoreTest, PrefixesAreSeparateDataSets) {
+  EtcdStoreOptions other = options_;
+  other.prefix = options_.prefix + "other/";
+  absl::StatusOr<std::unique_ptr<EtcdStore>> a = EtcdStore::Open(options_);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE((*a)->RunTransaction([](Transaction& txn) { return txn.Put(CF::kContexts, "x", "a"); })
+                  .ok());
+  // `other` lies inside a's key space but not inside any of a's families.
+  absl::StatusOr<std::unique_ptr<EtcdStore>> b = EtcdStore::Open(other);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_TRUE(absl::IsNotFound((*b)->Get(CF::kContexts, "x").status()));
+}
+
+TEST_F(EtcdStoreTest, TooLargeATransactionIsRefusedAndWritesNothing) {
+  options_.max_txn_ops = 10;
+  options_.max_request_bytes = 64 << 10;
+  absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::Status many = (*store)->RunTransaction([](Transaction& txn) -> absl::Status {
+    for (int i = 0; i < 11; ++i) {
+      absl::Status s = txn.Put(CF::kTasks, absl::StrCat("t", i), "v");
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(absl::IsResourceExhausted(many)) << many;
+  EXPECT_NE(many.message().find("--max-txn-ops=10"), std::string::npos) << many;
+  absl::Status big = (*store)->RunTransaction(
+      [](Transaction& txn) { return txn.Put(CF::kTasks, "big", std::string(100 << 10, 'x')); });
+  EXPECT_TRUE(absl::IsResourceExhausted(big)) << big;
+  std::unique_ptr<Iterator> it = (*store)->NewIterator(CF::kTasks, "", "");
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+}
+
+TEST_F(EtcdStoreTest, APrefixHoldingForeignDataIsRefused) {
+  RawPut(options_.prefix + "someone-elses-key", "x");
+  absl::Status s = EtcdStore::Open(options_).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("--etcd_prefix"), std::string::npos) << s;
+}
+
+TEST_F(EtcdStoreTest, ANewerOrMalformedSchemaIsRefused) {
+  std::string newer;
+  AppendUint32BigEndian(kSchemaVersion + 1, &newer);
+  RawPut(options_.prefix + "default/\x01schema_version", newer);
+  absl::Status s = EtcdStore::Open(options_).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  RawPut(options_.prefix + "default/\x01schema_version", "garbage");
+  s = EtcdStore::Open(options_).status();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+}
+
+TEST_F(EtcdStoreTest, ReplicasOpeningTogetherRecordOneSchema) {
+  std::vector<std::thread> threads;
+  std::atomic<int> opened{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+      EXPECT_TRUE(store.ok()) << store.status();
+      if (store.ok() && (*store)->schema_version() == kSchemaVersion) ++opened;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(opened.load(), 4);
+}
+
+// A cluster of this test's own (it kills members or turns authentication on).
+class OwnCluster {
+ public:
+  explicit OwnCluster(int members) : dir_(temp_.path() + "/etcd") {
+    const std::string cmd = absl::StrCat(Script(), " start ", dir_, " ", members, " >", dir_,
+                                         ".out 2>&1");
+    const int rc = std::system(cmd.c_str());
+    skipped_ = WEXITSTATUS(rc) == 77;
+    ok_ = rc == 0;
+    std::ifstream in(dir_ + "/url");
+    std::getline(in, url_);
+  }
+  ~OwnCluster() {
+    const std::string cmd = absl::StrCat(Script(), " stop ", dir_);
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "could not stop the etcd cluster";
+  }
+  bool skipped() const { return skipped_; }
+  bool ok() const { return ok_; }
+  const std::string& url() const { return url_; }
+  void Kill(int member) { Run("kill", member); }
+  void Restart(int member) { Run("restart", member); }
+  std::string Log() const {
+    std::ifstream in(dir_ + ".out");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  static std::string Script() { return std::string(COORD_SOURCE_DIR) + "/tests/etcd_cluster.sh"; }
+  void Run(const char* what, int member) {
+    const std::string cmd = absl::StrCat(Script(), " ", what, " ", dir_, " ", member);
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
+  ::testing_util::TempDir temp_;
+  const std::string dir_;
+  std::string url_;
+  bool skipped_ = false;
+  bool ok_ = false;
+};
+
+#define START_OWN_CLUSTER(var, members)                                 \
+  if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStore*";   \
+  OwnCluster var(members);                                              \
+  if (var.skipped()) GTEST_SKIP() << "etcd is not installed";           \
+  ASSERT_TRUE(var.ok()) << var.Log()
+
+// Four writers keep incrementing their counters while the member they talk to is killed: every
+// acknowledged increment is kept, none is applied twice, and writing goes on through the others.
+TEST(EtcdStoreCluster, LosingTheMemberInUseLosesNoAcknowledgedWrite) {
+  START_OWN_CLUSTER(cluster, 3);
+  EtcdStoreOptions options;
+  ASSERT_TRUE(ParseEtcdUrl(cluster.url(), &options).ok());
+  options.request_timeout_ms = 15000;
+  absl::StatusOr<std::unique_ptr<EtcdStore>> opened = EtcdStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EtcdStore& store = **opened;
+  constexpr int kWriters = 4;
+  constexpr int kEach = 40;
+  std::atomic<int> progress{0};
+  std::atomic<int> after_kill{0};
+  std::atomic<bool> killed{false};
+  std::vector<int> acked(kWriters, 0), unknown(kWriters, 0);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      const std::string key = absl::StrCat("counter", w);
+      for (int i = 0; i < kEach; ++i) {
+        absl::Status s = store.RunTransaction([&](Transaction& txn) -> absl::Status {
+          absl::StatusOr<std::string> v = txn.GetForUpdate(CF::kTasks, key);
+          int n = 0;
+          if (v.ok() && !absl::SimpleAtoi(*v, &n)) return absl::DataLossError(*v);
+          if (!v.ok() && !absl::IsNotFound(v.status())) return v.status();
+          return txn.Put(CF::kTasks, key, absl::StrCat(n + 1));
+        });
+        if (s.ok()) {
+          ++acked[w];
+          if (killed) ++after_kill;
+        } else {
+          EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+          ++unknown[w];
+        }
+        ++progress;
+      }
+    });
+  }
+  while (progress < kWriters * kEach / 3) absl::SleepFor(absl::Milliseconds(5));
+  cluster.Kill(0);  // the first endpoint: the one the store talks to
+  killed = true;
+  for (std::thread& t : writers) t.join();
+  cluster.Restart(0);
+  EXPECT_GT(after_kill.load(), 0);
+  for (int w = 0; w < kWriters; ++w) {
+    absl::StatusOr<std::string> v = store.Get(CF::kTasks, absl::StrCat("counter", w));
+    ASSERT_TRUE(v.ok()) << v.status();
+    int n = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(*v, &n));
+    // Acknowledged increments are all there; an unknown outcome may or may not have applied.
+    EXPECT_GE(n, acked[w]) << "writer " << w;
+    EXPECT_LE(n, acked[w] + unknown[w]) << "writer " << w;
+  }
+}
+
+TEST(EtcdStoreCluster, PasswordAuthenticationIsUsedAndAWrongPasswordRefused) {
+  START_OWN_CLUSTER(cluster, 1);
+  const std::string endpoint(absl::StripPrefix(cluster.url(), "etcd://"));
+  const std::string etcdctl = absl::StrCat("ETCDCTL_API=3 etcdctl --endpoints=", endpoint);
+  for (const std::string& cmd :
+       {etcdctl + " user add root:rootpw", etcdctl + " user grant-role root root",
+        etcdctl + " user add coord:s3cret",
+        etcdctl + " role add coordinator",
+        etcdctl + " role grant-permission coordinator --prefix=true readwrite /auth-test/",
+        etcdctl + " user grant-role coord coordinator", etcdctl + " auth enable"}) {
+    ASSERT_EQ(std::system((cmd + " >/dev/null").c_str()), 0) << cmd;
+  }
+  EtcdStoreOptions options;
+  ASSERT_TRUE(ParseEtcdUrl(cluster.url(), &options).ok());
+  options.prefix = "/auth-test/";
+  options.user = "coord";
+  options.password = "wrong";
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  options.password = "s3cret";
+  // Outside the role's prefix: refused.
+  EtcdStoreOptions outside = options;
+  outside.prefix = "/elsewhere/";
+  s = EtcdStore::Open(outside).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(
+      (*store)->RunTransaction([](Transaction& txn) { return txn.Put(CF::kWork, "k", "v"); }).ok());
+  EXPECT_EQ(*(*store)->Get(CF::kWork, "k"), "v");
+  // A second replica as the same user: both keep working (each has a token of its own).
+  absl::StatusOr<std::unique_ptr<EtcdStore>> second = EtcdStore::Open(options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*(*second)->Get(CF::kWork, "k"), "v");
+  EXPECT_EQ(*(*store)->Get(CF::kWork, "k"), "v");
+}
+
+}  // namespace
+}  // namespace storage

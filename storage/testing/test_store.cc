@@ -1,0 +1,57 @@
+#include "storage/testing/test_store.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "storage/etcd_store.h"
+#include "storage/rocks_store.h"
+
+namespace storage::testing {
+
+bool UseEtcd() {
+  const char* file = std::getenv("COORD_TEST_ETCD");
+  return file != nullptr && *file != '\0';
+}
+
+absl::StatusOr<std::string> TestEtcdUrl() {
+  const char* file = std::getenv("COORD_TEST_ETCD");
+  if (file == nullptr || *file == '\0') {
+    return absl::FailedPreconditionError("COORD_TEST_ETCD is not set");
+  }
+  std::ifstream in(file);
+  std::string url;
+  if (!in || !std::getline(in, url)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no etcd test cluster: cannot read ", file,
+                     " (ctest starts one with the etcd fixture: tests/etcd_cluster.sh)"));
+  }
+  return std::string(absl::StripAsciiWhitespace(url));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir) {
+  if (!UseEtcd()) {
+    StoreOptions options;
+    options.path = dir;
+    ASSIGN_OR_RETURN(std::unique_ptr<RocksStore> store, RocksStore::Open(options));
+    return std::unique_ptr<Store>(std::move(store));
+  }
+  ASSIGN_OR_RETURN(const std::string url, TestEtcdUrl());
+  EtcdStoreOptions options;
+  RETURN_IF_ERROR(ParseEtcdUrl(url, &options));
+  // A prefix of its own: tests share the cluster and run at the same time.
+  absl::BitGen random;
+  options.prefix = absl::StrCat("/test/", getpid(), "-", absl::ToUnixNanos(absl::Now()), "-",
+                                absl::Uniform<uint64_t>(random), "/");
+  ASSIGN_OR_RETURN(std::unique_ptr<EtcdStore> store, EtcdStore::Open(options));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace storage::testing

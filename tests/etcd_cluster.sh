@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# An etcd cluster on loopback for tests and `make run-cluster`: N members (default 3) of Debian's
+# etcd-server 3.4, each on free ports, with the flags the coordinator's etcd backend needs
+# (docs/storage.md, "The etcd backend"): --max-txn-ops and --max-request-bytes raised to the
+# store's limits, and revision-based auto-compaction.
+#
+#   etcd_cluster.sh start DIR [N]   start N members; DIR/url gets etcd://127.0.0.1:P1,...
+#   etcd_cluster.sh kill DIR I      kill -9 member I (0-based)
+#   etcd_cluster.sh restart DIR I   start member I again on its data and ports
+#   etcd_cluster.sh stop DIR        kill every member and remove DIR
+#
+# Exits 77 with a SKIPPED line when etcd is not installed (scripts/install_deps.sh installs it).
+# Members log to DIR/m<I>.log.
+set -euo pipefail
+cmd=${1:?usage: etcd_cluster.sh start|kill|restart|stop DIR [N|I]}
+dir=${2:?usage: etcd_cluster.sh start|kill|restart|stop DIR [N|I]}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_member() {
+  local i=$1
+  # setsid: the member outlives this script (ctest runs it as a fixture's setup step).
+  setsid bash -c "exec $(cat "$dir/m$i.cmd")" >"$dir/m$i.log" 2>&1 </dev/null &
+  echo $! >"$dir/m$i.pid"
+}
+
+healthy() {
+  local url
+  url=$(sed 's|^etcd://||' "$dir/url")
+  ETCDCTL_API=3 etcdctl --endpoints="$url" --command-timeout=2s endpoint health >/dev/null 2>&1
+}
+
+wait_healthy() {
+  for _ in $(seq 1 150); do
+    healthy && return 0
+    sleep 0.2
+  done
+  echo "etcd_cluster.sh: the cluster in $dir did not become healthy in 30 s" >&2
+  tail -n 20 "$dir"/m*.log >&2 || true
+  return 1
+}
+
+case $cmd in
+  start)
+    members=${3:-3}
+    if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+      echo "SKIPPED: etcd is not installed (apt-get install etcd-server etcd-client, or scripts/install_deps.sh)"
+      exit 77
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    declare -a client peer
+    cluster=""
+    for ((i = 0; i < members; i++)); do
+      client[i]=$(free_port)
+      peer[i]=$(free_port)
+      cluster+="${cluster:+,}m$i=http://127.0.0.1:${peer[i]}"
+    done
+    url=""
+    for ((i = 0; i < members; i++)); do
+      url+="${url:+,}127.0.0.1:${client[i]}"
+      cat >"$dir/m$i.cmd" <<CMD
+etcd --name m$i --data-dir $dir/m$i.data \
+  --listen-client-urls http://127.0.0.1:${client[i]} \
+  --advertise-client-urls http://127.0.0.1:${client[i]} \
+  --listen-peer-urls http://127.0.0.1:${peer[i]} \
+  --initial-advertise-peer-urls http://127.0.0.1:${peer[i]} \
+  --initial-cluster $cluster --initial-cluster-state new \
+  --initial-cluster-token coordinator-test-$$ \
+  --max-txn-ops 10000 --max-request-bytes 8388608 \
+  --auto-compaction-mode revision --auto-compaction-retention 100000 \
+  --logger zap --log-outputs stderr --log-level warn
+CMD
+    done
+    echo "etcd://$url" >"$dir/url"
+    for ((i = 0; i < members; i++)); do start_member "$i"; done
+    wait_healthy
+    echo "etcd cluster of $members up: $(cat "$dir/url")"
+    ;;
+  kill)
+    i=${3:?member index}
+    kill -9 "$(cat "$dir/m$i.pid")" 2>/dev/null || true
+    ;;
+  restart)
+    i=${3:?member index}
+    start_member "$i"
+    ;;
+  stop)
+    for pidfile in "$dir"/m*.pid; do
+      [ -e "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+    done
+    rm -rf "$dir"
+    ;;
+  *)
+    echo "etcd_cluster.sh: unknown command $cmd" >&2
+    exit 2
+    ;;
+esac
