@@ -16,7 +16,8 @@ namespace {
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("cannot read the etcd ", what, " ", path));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read the etcd ", what, " ", path));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -145,8 +146,8 @@ absl::Status EtcdClient::Authenticate(Member& member, absl::Time deadline) {
   etcdserverpb::AuthenticateResponse response;
   grpc::Status s = member.auth->Authenticate(&context, request, &response);
   if (!s.ok()) {
-    return FromEtcdStatus(s, absl::StrCat("etcd authentication as ", options_.user, " at ",
-                                          member.endpoint));
+    return FromEtcdStatus(
+        s, absl::StrCat("etcd authentication as ", options_.user, " at ", member.endpoint));
   }
   absl::MutexLock lock(&token_mu_);
   token_ = response.token();
@@ -216,9 +217,9 @@ absl::StatusOr<Response> EtcdClient::Invoke(absl::string_view what, bool idempot
     // second) instead of spinning.
     if (++failed_in_a_row % n == 0) absl::SleepFor(absl::Milliseconds(100));
   }
-  return absl::UnavailableError(absl::StrCat("no etcd member (", absl::StrJoin(options_.endpoints, ","),
-                                             ") answered ", what, " in time; last error: ",
-                                             last.message()));
+  return absl::UnavailableError(absl::StrCat("no etcd member (",
+                                             absl::StrJoin(options_.endpoints, ","), ") answered ",
+                                             what, " in time; last error: ", last.message()));
 }
 
 absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(

@@ -229,8 +229,7 @@ class EtcdTransactionScan final : public Iterator {
   void Settle(std::string from, bool inclusive) {
     valid_ = false;
     while (true) {
-      while (base_->Valid() &&
-             (inclusive ? base_->full_key() < from : base_->full_key() <= from)) {
+      while (base_->Valid() && (inclusive ? base_->full_key() < from : base_->full_key() <= from)) {
         base_->Next();
       }
       auto w = inclusive ? writes_->lower_bound(from) : writes_->upper_bound(from);
@@ -306,8 +305,8 @@ class EtcdTransaction final : public Transaction {
                                         absl::string_view upper) override {
     auto base = std::make_unique<EtcdScan>(impl_, cf, lower, upper, read_revision_);
     if (read_revision_ == 0) read_revision_ = base->revision();
-    return std::make_unique<EtcdTransactionScan>(std::move(base), &writes_,
-                                                 impl_->FamilyPrefix(cf), lower, upper);
+    return std::make_unique<EtcdTransactionScan>(std::move(base), &writes_, impl_->FamilyPrefix(cf),
+                                                 lower, upper);
   }
 
   // Whether a read failed because the transaction's moment is gone (then it runs again).
@@ -541,8 +540,7 @@ absl::Status EtcdStore::RunTransaction(absl::FunctionRef<absl::Status(Transactio
     impl_->conflicts.fetch_add(1, std::memory_order_relaxed);
     if (attempt >= options_.max_transaction_retries) {
       return absl::AbortedError(absl::StrFormat(
-          "the transaction lost to concurrent writers %d times in a row; try again",
-          attempt + 1));
+          "the transaction lost to concurrent writers %d times in a row; try again", attempt + 1));
     }
     // Back off a little, more after each loss, so that contenders spread out.
     const int64_t cap_us = std::min<int64_t>(50000, int64_t{500} << std::min(attempt, 7));

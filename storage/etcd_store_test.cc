@@ -30,7 +30,8 @@ using CF = ColumnFamily;
 TEST(EtcdUrl, ParsesEndpointsAndTls) {
   EtcdStoreOptions options;
   ASSERT_TRUE(ParseEtcdUrl("etcd://h1:2379,10.0.0.2:2379,[::1]:2379", &options).ok());
-  EXPECT_EQ(options.endpoints, (std::vector<std::string>{"h1:2379", "10.0.0.2:2379", "[::1]:2379"}));
+  EXPECT_EQ(options.endpoints,
+            (std::vector<std::string>{"h1:2379", "10.0.0.2:2379", "[::1]:2379"}));
   EXPECT_FALSE(options.tls);
   ASSERT_TRUE(ParseEtcdUrl("etcds://etcd.internal:2379", &options).ok());
   EXPECT_TRUE(options.tls);
@@ -105,9 +106,8 @@ class EtcdStoreTest : public ::testing::Test {
 TEST_F(EtcdStoreTest, RecordsLiveUnderThePrefixByFamily) {
   absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
   ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)
-                  ->RunTransaction([](Transaction& txn) { return txn.Put(CF::kWork, "k", "v"); })
-                  .ok());
+  ASSERT_TRUE(
+      (*store)->RunTransaction([](Transaction& txn) { return txn.Put(CF::kWork, "k", "v"); }).ok());
   etcdserverpb::RangeRequest range;
   range.set_key(options_.prefix + "work/k");
   absl::StatusOr<etcdserverpb::RangeResponse> got = client_->Range(range);
@@ -121,8 +121,8 @@ TEST_F(EtcdStoreTest, PrefixesAreSeparateDataSets) {
   other.prefix = options_.prefix + "other/";
   absl::StatusOr<std::unique_ptr<EtcdStore>> a = EtcdStore::Open(options_);
   ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE((*a)->RunTransaction([](Transaction& txn) { return txn.Put(CF::kContexts, "x", "a"); })
-                  .ok());
+  ASSERT_TRUE(
+      (*a)->RunTransaction([](Transaction& txn) { return txn.Put(CF::kContexts, "x", "a"); }).ok());
   // `other` lies inside a's key space but not inside any of a's families.
   absl::StatusOr<std::unique_ptr<EtcdStore>> b = EtcdStore::Open(other);
   ASSERT_TRUE(b.ok()) << b.status();
@@ -187,8 +187,8 @@ TEST_F(EtcdStoreTest, ReplicasOpeningTogetherRecordOneSchema) {
 class OwnCluster {
  public:
   explicit OwnCluster(int members) : dir_(temp_.path() + "/etcd") {
-    const std::string cmd = absl::StrCat(Script(), " start ", dir_, " ", members, " >", dir_,
-                                         ".out 2>&1");
+    const std::string cmd =
+        absl::StrCat(Script(), " start ", dir_, " ", members, " >", dir_, ".out 2>&1");
     const int rc = std::system(cmd.c_str());
     skipped_ = WEXITSTATUS(rc) == 77;
     ok_ = rc == 0;
@@ -223,10 +223,10 @@ class OwnCluster {
   bool ok_ = false;
 };
 
-#define START_OWN_CLUSTER(var, members)                                 \
-  if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStore*";   \
-  OwnCluster var(members);                                              \
-  if (var.skipped()) GTEST_SKIP() << "etcd is not installed";           \
+#define START_OWN_CLUSTER(var, members)                               \
+  if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStore*"; \
+  OwnCluster var(members);                                            \
+  if (var.skipped()) GTEST_SKIP() << "etcd is not installed";         \
   ASSERT_TRUE(var.ok()) << var.Log()
 
 // Four writers keep incrementing their counters while the member they talk to is killed: every
@@ -291,8 +291,7 @@ TEST(EtcdStoreCluster, PasswordAuthenticationIsUsedAndAWrongPasswordRefused) {
   const std::string etcdctl = absl::StrCat("ETCDCTL_API=3 etcdctl --endpoints=", endpoint);
   for (const std::string& cmd :
        {etcdctl + " user add root:rootpw", etcdctl + " user grant-role root root",
-        etcdctl + " user add coord:s3cret",
-        etcdctl + " role add coordinator",
+        etcdctl + " user add coord:s3cret", etcdctl + " role add coordinator",
         etcdctl + " role grant-permission coordinator --prefix=true readwrite /auth-test/",
         etcdctl + " user grant-role coord coordinator", etcdctl + " auth enable"}) {
     ASSERT_EQ(std::system((cmd + " >/dev/null").c_str()), 0) << cmd;

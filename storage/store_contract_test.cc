@@ -61,8 +61,12 @@ TEST_F(StoreContract, ColumnFamiliesAreSeparate) {
 }
 
 TEST_F(StoreContract, BinaryKeysAndValuesRoundTripInByteOrder) {
-  const std::vector<std::string> keys = {std::string("\0", 1), std::string("\0\xff", 2), "a",
-                                         std::string("a\0b", 3), "\x7f", "\xff\xff"};
+  const std::vector<std::string> keys = {std::string("\0", 1),
+                                         std::string("\0\xff", 2),
+                                         "a",
+                                         std::string("a\0b", 3),
+                                         "\x7f",
+                                         "\xff\xff"};
   for (const std::string& k : keys) ASSERT_TRUE(Put(CF::kIndex, k, k + std::string("\0v", 2)).ok());
   std::unique_ptr<Iterator> it = store_->NewIterator(CF::kIndex, "", "");
   std::vector<std::string> seen;
