@@ -20,6 +20,7 @@ packages=(
   # --no-build-isolation, so setuptools and wheel are Debian's too), tested with pytest
   python3-venv python3-pip python3-setuptools python3-wheel python3-pytest python3-mypy
   chromium  # the web console's browser test (tests/console/), headless
+  etcd-server etcd-client  # the etcd backend: its tests start clusters (tests/etcd_cluster.sh)
 )
 # podman and runc (crun fails on hybrid cgroups; docker/containers.conf), podman-compose,
 # debootstrap for the base images, and what podman only recommends: netavark and aardvark-dns
