@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "absl/flags/flag.h"
@@ -19,6 +20,27 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051", "gRPC address to listen on (host:port)");
 ABSL_FLAG(std::string, data_dir, "./data", "RocksDB data directory; created when missing");
+ABSL_FLAG(std::string, store, "",
+          "where the data lives: empty (the default) for the embedded RocksDB in --data_dir, or "
+          "an etcd cluster, etcd://host:port[,host:port...] (etcds:// for TLS); several "
+          "coordinators may share one etcd prefix (docs/storage.md)");
+ABSL_FLAG(std::string, etcd_prefix, "/coordinator/",
+          "with --store=etcd://...: the key prefix of this data set (ends with '/')");
+ABSL_FLAG(std::string, etcd_user, "", "with --store=etcd://...: etcd user (empty: no auth)");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "with --etcd_user: file holding that user's password (one line)");
+ABSL_FLAG(std::string, etcd_ca_file, "",
+          "with --store=etcds://...: CA certificate (PEM) of the members (empty: the system's)");
+ABSL_FLAG(std::string, etcd_cert_file, "",
+          "with --store=etcds://...: client certificate (PEM), when the cluster asks for one");
+ABSL_FLAG(std::string, etcd_key_file, "", "with --etcd_cert_file: its private key (PEM)");
+ABSL_FLAG(absl::Duration, etcd_timeout, absl::Seconds(10),
+          "with --store=etcd://...: bound on one etcd call, retries on other members included");
+ABSL_FLAG(int64_t, etcd_max_txn_ops, 10000,
+          "the cluster's --max-txn-ops: larger transactions are refused before they are sent");
+ABSL_FLAG(
+    int64_t, etcd_max_request_bytes, 8 << 20,
+    "the cluster's --max-request-bytes: larger transactions are refused before they are sent");
 ABSL_FLAG(std::string, restore_from, "",
           "a backup directory (coordctl backup) to copy into --data_dir before starting; the data "
           "dir must be absent or empty; empty (the default) restores nothing");
@@ -145,6 +167,26 @@ int main(int argc, char** argv) {
   options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
   options.retention.period = absl::GetFlag(FLAGS_retention_period);
   options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.store_url = absl::GetFlag(FLAGS_store);
+  options.etcd.prefix = absl::GetFlag(FLAGS_etcd_prefix);
+  options.etcd.user = absl::GetFlag(FLAGS_etcd_user);
+  options.etcd.ca_file = absl::GetFlag(FLAGS_etcd_ca_file);
+  options.etcd.cert_file = absl::GetFlag(FLAGS_etcd_cert_file);
+  options.etcd.key_file = absl::GetFlag(FLAGS_etcd_key_file);
+  options.etcd.max_txn_ops = absl::GetFlag(FLAGS_etcd_max_txn_ops);
+  options.etcd.request_timeout_ms = absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_etcd_timeout));
+  options.etcd.max_request_bytes = absl::GetFlag(FLAGS_etcd_max_request_bytes);
+  if (!absl::GetFlag(FLAGS_etcd_password_file).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_etcd_password_file));
+    if (!in || !std::getline(in, options.etcd.password)) {
+      LOG_ERROR("--etcd_password_file: cannot read %s", absl::GetFlag(FLAGS_etcd_password_file));
+      return 2;
+    }
+  }
+  if (options.etcd.user.empty() != options.etcd.password.empty()) {
+    LOG_ERROR("--etcd_user and --etcd_password_file go together");
+    return 2;
+  }
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   absl::StatusOr<common::HostAllowList> outbound =

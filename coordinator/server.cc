@@ -126,6 +126,22 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
 }
 
 absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
+  if (!options.store_url.empty()) {
+    if (!options.restore_from.empty()) {
+      return absl::InvalidArgumentError(
+          "--restore_from restores a backup into the embedded store (--data_dir); to move a "
+          "backup into etcd, start a coordinator on the backup and copy with coordctl "
+          "export/import");
+    }
+    storage::EtcdStoreOptions etcd = options.etcd;
+    RETURN_IF_ERROR(storage::ParseEtcdUrl(options.store_url, &etcd));
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::EtcdStore> store,
+                     storage::EtcdStore::Open(std::move(etcd)));
+    LOG_INFO("opened etcd store %s under prefix %s (schema version %d)", options.store_url,
+             store->options().prefix, store->schema_version());
+    store_ = std::move(store);
+    return absl::OkStatus();
+  }
   if (!options.restore_from.empty()) {
     RETURN_IF_ERROR(storage::RestoreBackup(options.restore_from, options.data_dir));
     LOG_INFO("restored the backup %s into %s", options.restore_from, options.data_dir);
@@ -133,9 +149,11 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
   store_options.sync_writes = options.sync_writes;
-  ASSIGN_OR_RETURN(store_, storage::RocksStore::Open(store_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::RocksStore> store,
+                   storage::RocksStore::Open(store_options));
   LOG_INFO("opened database %s (schema version %d, %s writes)", options.data_dir,
-           store_->schema_version(), options.sync_writes ? "WAL-synced" : "unsynced");
+           store->schema_version(), options.sync_writes ? "WAL-synced" : "unsynced");
+  store_ = std::move(store);
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include "coordinator/store/limits.h"
 #include "coordinator/store/reaper.h"
 #include "grpcpp/grpcpp.h"
+#include "storage/etcd_store.h"
 #include "storage/rocks_store.h"
 
 namespace coordinator {
@@ -40,8 +41,14 @@ namespace coordinator {
 struct ServerOptions {
   // gRPC address to listen on (default 127.0.0.1:50051); port 0 picks a free port.
   std::string listen = "127.0.0.1:50051";
-  // RocksDB directory (default ./data); created when missing.
+  // RocksDB directory (default ./data); created when missing. Unused with an etcd store.
   std::string data_dir = "./data";
+  // Where the data lives (docs/storage.md): empty (the default) for the embedded RocksDB in
+  // data_dir, or an etcd cluster, etcd://host:port[,host:port...] (etcds:// for TLS). With etcd,
+  // `etcd` holds the prefix, credentials and limits (its endpoints come from this URL), and
+  // several coordinators may serve one prefix.
+  std::string store_url;
+  storage::EtcdStoreOptions etcd;
   // When set, a backup directory (Admin.Backup) copied into data_dir before opening it;
   // data_dir must then be absent or empty (default empty: no restore).
   std::string restore_from;
@@ -155,7 +162,7 @@ class CoordinatorServer {
                  std::shared_ptr<TokenSource> tokens);
 
   // Declaration order is teardown order reversed: the store outlives everything that uses it.
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<common::ThreadPool> pool_;
   // The web console's change feed: the stores' change hooks point at it, so it outlives them.
   std::shared_ptr<ConsoleFeed> console_feed_;
