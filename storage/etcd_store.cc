@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "storage/etcd_client.h"
@@ -102,6 +103,8 @@ class EtcdStore::Impl {
   }
 
   std::atomic<uint64_t> conflicts{0};
+  // Held by a transaction that runs again after losing (EtcdStore::RunTransaction).
+  absl::Mutex retry_mu;
 
  private:
   const EtcdStoreOptions options_;
@@ -527,12 +530,15 @@ std::unique_ptr<Iterator> EtcdStore::NewIterator(ColumnFamily cf, absl::string_v
 
 absl::Status EtcdStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
   absl::BitGen random;
+  // After a first loss, this process's transactions run again one at a time: contenders in
+  // this process then stop beating each other, and a hot key gets through in order (other
+  // replicas still compete, which the bounded retries cover).
+  std::optional<absl::MutexLock> one_at_a_time;
   for (int attempt = 0;; ++attempt) {
     EtcdTransaction txn(impl_);
     absl::Status s = fn(txn);
-    bool committed = false;
     if (s.ok()) {
-      ASSIGN_OR_RETURN(committed, txn.Commit());
+      ASSIGN_OR_RETURN(const bool committed, txn.Commit());
       if (committed) return absl::OkStatus();
     } else if (!txn.conflict()) {
       return s;
@@ -542,8 +548,12 @@ absl::Status EtcdStore::RunTransaction(absl::FunctionRef<absl::Status(Transactio
       return absl::AbortedError(absl::StrFormat(
           "the transaction lost to concurrent writers %d times in a row; try again", attempt + 1));
     }
-    // Back off a little, more after each loss, so that contenders spread out.
-    const int64_t cap_us = std::min<int64_t>(50000, int64_t{500} << std::min(attempt, 7));
+    if (!one_at_a_time.has_value()) {
+      one_at_a_time.emplace(&impl_->retry_mu);
+      continue;
+    }
+    // Back off a little, more after each loss, so that replicas contending spread out.
+    const int64_t cap_us = std::min<int64_t>(20000, int64_t{200} << std::min(attempt, 7));
     absl::SleepFor(absl::Microseconds(absl::Uniform<int64_t>(random, 0, cap_us)));
   }
 }

@@ -56,8 +56,8 @@ struct EtcdStoreOptions {
   std::string password;
   // Bound on one etcd call, retries on other members included.
   int64_t request_timeout_ms = 10000;
-  // How many times a transaction that lost to a concurrent writer is run again (default 20).
-  int max_transaction_retries = 20;
+  // How many times a transaction that lost to a concurrent writer is run again (default 50).
+  int max_transaction_retries = 50;
   // The cluster's limits (etcd flags --max-txn-ops and --max-request-bytes). The defaults are
   // the values docs/storage.md asks the cluster to run with, not etcd's own defaults.
   int64_t max_txn_ops = 10000;

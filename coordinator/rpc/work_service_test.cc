@@ -13,6 +13,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -23,9 +24,8 @@ using ::testing::HasSubstr;
 class WorkServiceTest : public ::testing::Test {
  protected:
   void Start(size_t max_watch_queue) {
-    storage::StoreOptions options;
-    options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"));
     ASSERT_OK(store);
     store_ = *std::move(store);
     pool_ = std::make_unique<common::ThreadPool>(8);
@@ -78,7 +78,7 @@ class WorkServiceTest : public ::testing::Test {
   }
 
   testing_util::TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<common::ThreadPool> pool_;
   std::unique_ptr<CallRunner> calls_;
   WorkNotifier notifier_;

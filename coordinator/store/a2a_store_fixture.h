@@ -12,6 +12,7 @@
 #include "coordinator/store/a2a_tasks.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -26,9 +27,8 @@ class A2AStoreFixture : public ::testing::Test {
     deliveries_.reset();
     push_.reset();
     store_.reset();
-    storage::StoreOptions options;
-    options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"));
     ASSERT_OK(store);
     store_ = *std::move(store);
     Limits limits;
@@ -68,7 +68,7 @@ class A2AStoreFixture : public ::testing::Test {
 
   testing_util::TempDir dir_;
   TaskNotifier notifier_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<A2ATasks> tasks_;
   std::unique_ptr<A2ADeliveryQueue> deliveries_;
   std::unique_ptr<A2APush> push_;

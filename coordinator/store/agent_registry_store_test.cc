@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -14,9 +15,8 @@ using testing_util::TempDir;
 
 TEST(AgentRegistryStoreTest, RegisterListDelete) {
   TempDir dir;
-  storage::StoreOptions options;
-  options.path = dir.Sub("db");
-  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::testing::OpenTestStore(dir.Sub("db"));
   ASSERT_OK(store);
   AgentRegistryStore registry(store->get());
   int registered = 0;
@@ -44,9 +44,8 @@ TEST(AgentRegistryStoreTest, RegisterListDelete) {
 // agent named "console" over HTTP+JSON.
 TEST(AgentRegistryStoreTest, NamesTheHttpPortUsesAreRefused) {
   TempDir dir;
-  storage::StoreOptions options;
-  options.path = dir.Sub("db");
-  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::testing::OpenTestStore(dir.Sub("db"));
   ASSERT_OK(store);
   AgentRegistryStore registry(store->get());
   for (const char* name : {"agents", "console", "metrics", ".well-known"}) {
@@ -66,9 +65,8 @@ TEST(AgentRegistryStoreTest, NamesTheHttpPortUsesAreRefused) {
 
 TEST(AgentRegistryStoreTest, BindingAndCardUrlAreStoredAndEndpointsSuitTheBinding) {
   TempDir dir;
-  storage::StoreOptions options;
-  options.path = dir.Sub("db");
-  absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+  absl::StatusOr<std::unique_ptr<storage::Store>> store =
+      storage::testing::OpenTestStore(dir.Sub("db"));
   ASSERT_OK(store);
   AgentRegistryStore registry(store->get());
   v1::Agent agent;

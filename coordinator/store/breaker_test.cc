@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -253,10 +254,8 @@ class BreakerTest : public ::testing::Test {
     breaker_.reset();
     tasks_.reset();
     store_.reset();
-    storage::StoreOptions store_options;
-    store_options.path = dir_.Sub("db");
-    store_options.sync_writes = false;
-    auto store = storage::RocksStore::Open(store_options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"), /*sync_writes=*/false);
     ASSERT_OK(store);
     store_ = *std::move(store);
     tasks_ = std::make_unique<TaskStateStore>(store_.get(), std::move(task_options));
@@ -312,7 +311,7 @@ class BreakerTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<TaskStateStore> tasks_;
   std::unique_ptr<Breaker> breaker_;
 };

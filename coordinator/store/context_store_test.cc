@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -26,9 +27,8 @@ using v1::TaskContext;
 class ContextStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.path();
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.path());
     ASSERT_OK(store);
     store_ = *std::move(store);
     contexts_ = std::make_unique<ContextStore>(store_.get(), Limits());
@@ -75,7 +75,7 @@ class ContextStoreTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<ConversationStore> conversations_;
 };

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -202,10 +203,8 @@ bool IsScoped(uint8_t type) {
 class RecordOwnershipTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.path();
-    options.sync_writes = false;
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.path(), /*sync_writes=*/false);
     ASSERT_OK(store);
     store_ = *std::move(store);
   }
@@ -267,7 +266,7 @@ class RecordOwnershipTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
 };
 
 TEST_F(RecordOwnershipTest, ContextPurgeDeletesEveryKindItWrites) {

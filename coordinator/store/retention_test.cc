@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -37,9 +38,8 @@ constexpr ColumnFamily kDataFamilies[] = {ColumnFamily::kContexts, ColumnFamily:
 class RetentionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.path();
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.path());
     ASSERT_OK(store);
     store_ = *std::move(store);
     contexts_ = std::make_unique<ContextStore>(store_.get(), Limits());
@@ -162,7 +162,7 @@ class RetentionTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<ConversationStore> conversations_;
   std::unique_ptr<A2ATasks> a2a_;

@@ -14,6 +14,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -28,10 +29,8 @@ class TaskStateStoreTest : public ::testing::Test {
   void Open(TaskStateOptions options) {
     tasks_.reset();
     store_.reset();
-    storage::StoreOptions store_options;
-    store_options.path = dir_.Sub("db");
-    store_options.sync_writes = false;
-    auto store = storage::RocksStore::Open(store_options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"), /*sync_writes=*/false);
     ASSERT_OK(store);
     store_ = *std::move(store);
     tasks_ = std::make_unique<TaskStateStore>(store_.get(), std::move(options));
@@ -66,7 +65,7 @@ class TaskStateStoreTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<TaskStateStore> tasks_;
 };
 

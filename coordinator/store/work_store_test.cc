@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -62,9 +63,8 @@ class WorkStoreTest : public ::testing::Test {
   void SetUp() override { Open(); }
 
   void Open() {
-    storage::StoreOptions options;
-    options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"));
     ASSERT_OK(store);
     store_ = *std::move(store);
     work_ = std::make_unique<WorkStore>(store_.get(), &notifier_, WorkLimits(),
@@ -165,7 +165,7 @@ class WorkStoreTest : public ::testing::Test {
   testing_util::TempDir dir_;
   FakeClock clock_;
   WorkNotifier notifier_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<WorkStore> work_;
 };
 

@@ -36,20 +36,21 @@ absl::StatusOr<std::string> TestEtcdUrl() {
   return std::string(absl::StripAsciiWhitespace(url));
 }
 
-absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir, bool sync_writes) {
   if (!UseEtcd()) {
     StoreOptions options;
     options.path = dir;
+    options.sync_writes = sync_writes;
     ASSIGN_OR_RETURN(std::unique_ptr<RocksStore> store, RocksStore::Open(options));
     return std::unique_ptr<Store>(std::move(store));
   }
   ASSIGN_OR_RETURN(const std::string url, TestEtcdUrl());
   EtcdStoreOptions options;
   RETURN_IF_ERROR(ParseEtcdUrl(url, &options));
-  // A prefix of its own: tests share the cluster and run at the same time.
-  absl::BitGen random;
-  options.prefix = absl::StrCat("/test/", getpid(), "-", absl::ToUnixNanos(absl::Now()), "-",
-                                absl::Uniform<uint64_t>(random), "/");
+  // A prefix of its own: tests share the cluster and run at the same time. Opening the same
+  // directory again in this process opens the same data, as with RocksDB.
+  static const uint64_t nonce = absl::Uniform<uint64_t>(absl::BitGen());
+  options.prefix = absl::StrCat("/test/", getpid(), "-", nonce, "/", dir, "/");
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdStore> store, EtcdStore::Open(options));
   return std::unique_ptr<Store>(std::move(store));
 }

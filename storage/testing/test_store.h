@@ -21,8 +21,11 @@ bool UseEtcd();
 absl::StatusOr<std::string> TestEtcdUrl();
 
 // Opens the backend this process's tests run on: RocksDB at `dir` (created when missing), or a
-// fresh prefix of the test etcd cluster.
-absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir);
+// prefix of the test etcd cluster of its own (the same one when `dir` is opened again in this
+// process). `sync_writes` false makes RocksDB skip its fsyncs (faster tests of logic only);
+// etcd always syncs.
+absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir,
+                                                     bool sync_writes = true);
 
 }  // namespace storage::testing
 
