@@ -1,12 +1,21 @@
 #include "common/grpc_client.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
 #include "grpcpp/support/client_interceptor.h"
 
 namespace common {
@@ -92,9 +101,99 @@ absl::StatusOr<ClientCredentialOptions> LoadClientCredentials(const std::string&
   return options;
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+absl::StatusOr<ExpandedTarget> ExpandTarget(const std::string& target) {
+  if (target.find(',') == std::string::npos) return ExpandedTarget{target, ""};
+  std::vector<std::string> v4, v6;
+  std::string authority;
+  for (absl::string_view entry : absl::StrSplit(target, ',')) {
+    const size_t colon = entry.rfind(':');
+    int port = 0;
+    if (entry.empty() || colon == absl::string_view::npos || colon == 0 ||
+        !absl::SimpleAtoi(entry.substr(colon + 1), &port) || port <= 0 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target list '", target, "': '", entry, "' is not host:port"));
+    }
+    if (authority.empty()) authority = std::string(entry);
+    std::string host(entry.substr(0, colon));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    in_addr a4;
+    in6_addr a6;
+    if (inet_pton(AF_INET, host.c_str(), &a4) == 1) {
+      v4.push_back(absl::StrCat(host, ":", port));
+      continue;
+    }
+    if (inet_pton(AF_INET6, host.c_str(), &a6) == 1) {
+      v6.push_back(absl::StrCat("[", host, "]:", port));
+      continue;
+    }
+    // A name: its IPv4 addresses, or its IPv6 ones when it has none (a name such as
+    // localhost often has both, and one list holds one family).
+    bool resolved = false;
+    int rc = 0;
+    for (int family : {AF_INET, AF_INET6}) {
+      addrinfo hints{};
+      hints.ai_family = family;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* found = nullptr;
+      rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+      if (rc != 0 || found == nullptr) continue;
+      for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+        char text[INET6_ADDRSTRLEN] = {};
+        if (ai->ai_family == AF_INET) {
+          inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, text,
+                    sizeof(text));
+          v4.push_back(absl::StrCat(text, ":", port));
+        } else if (ai->ai_family == AF_INET6) {
+          inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, text,
+                    sizeof(text));
+          v6.push_back(absl::StrCat("[", text, "]:", port));
+        }
+      }
+      freeaddrinfo(found);
+      resolved = true;
+      break;
+    }
+    if (!resolved) {
+      return absl::InvalidArgumentError(absl::StrCat("target list '", target, "': cannot resolve '",
+                                                     host, "': ", gai_strerror(rc)));
+    }
+  }
+  if (!v4.empty() && !v6.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target list '", target, "' mixes IPv4 and IPv6 addresses; list one family"));
+  }
+  // Each address once, in order.
+  std::vector<std::string>& all = v4.empty() ? v6 : v4;
+  std::vector<std::string> unique;
+  for (std::string& a : all) {
+    if (std::find(unique.begin(), unique.end(), a) == unique.end()) unique.push_back(std::move(a));
+  }
+  return ExpandedTarget{absl::StrCat(v4.empty() ? "ipv6:" : "ipv4:", absl::StrJoin(unique, ",")),
+                        authority};
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& given_target,
                                            const ClientCredentialOptions& options,
-                                           const grpc::ChannelArguments& args) {
+                                           const grpc::ChannelArguments& given_args) {
+  std::string target = given_target;
+  grpc::ChannelArguments args = given_args;
+  absl::StatusOr<ExpandedTarget> expanded = ExpandTarget(given_target);
+  if (!expanded.ok()) {
+    LOG_ERROR("%s", expanded.status().message());
+  } else if (!expanded->authority.empty()) {
+    target = expanded->target;
+    // TLS and the :authority header name the first replica, not an address.
+    args.SetString(GRPC_ARG_DEFAULT_AUTHORITY, expanded->authority);
+    if (!options.tls_ca_pem.empty()) {
+      args.SetSslTargetNameOverride(expanded->authority.substr(0, expanded->authority.rfind(':')));
+    }
+    // A replica that comes back is used again within a second.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (options.tls_ca_pem.empty()) {
     credentials = grpc::InsecureChannelCredentials();

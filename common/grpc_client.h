@@ -27,7 +27,23 @@ struct ClientCredentialOptions {
 [[nodiscard]] absl::StatusOr<ClientCredentialOptions> LoadClientCredentials(
     const std::string& auth_token_file, const std::string& tls_ca_file);
 
+// A target that names several coordinators (replicas on one etcd data set), "h1:p1,h2:p2,...",
+// as one gRPC target: an address list (ipv4: or ipv6:) that gRPC's pick_first walks, so that a
+// client moves to the next replica when the one it uses is down. Host names in the list are
+// resolved here, once, to all their addresses; a single name with several addresses needs no
+// list (gRPC's DNS resolver does the same). `authority` is the first entry's host:port, which
+// TLS checks the server certificate against. A target without a comma comes back as it is.
+struct ExpandedTarget {
+  std::string target;
+  std::string authority;  // empty when the target was not a list
+};
+// INVALID_ARGUMENT for an empty entry, an entry that is not host:port, a name that does not
+// resolve, or a list mixing IPv4 and IPv6 addresses.
+[[nodiscard]] absl::StatusOr<ExpandedTarget> ExpandTarget(const std::string& target);
+
 // A channel to `target` with `options`: TLS when tls_ca_pem is set, the token on every call.
+// `target` may be a list of replicas (ExpandTarget); a list that does not expand is logged and
+// used as it is, which fails every call with gRPC's resolution error.
 // The token goes in through a client interceptor, so it is sent on plaintext channels too
 // (gRPC's call credentials refuse those).
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,

@@ -15,7 +15,10 @@ constexpr char kDefaultTarget[] = "127.0.0.1:50051";
 
 void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& out) {
   out << "usage: coordctl [--target host:port] [--timeout 10s] <command> [args...]\n"
-      << "  --target   coordinator address (default $COORDCTL_TARGET or " << kDefaultTarget << ")\n"
+      << "  --target   coordinator address, or replicas of one etcd data set as "
+         "host:port,host:port\n"
+      << "             (the next is used when one is down; default $COORDCTL_TARGET or "
+      << kDefaultTarget << ")\n"
       << "  --auth-token-file  file holding the bearer token to present (default "
          "$COORDCTL_AUTH_TOKEN_FILE; none)\n"
       << "  --tls-ca-file      PEM root certificate: connect with TLS (default "
@@ -137,6 +140,9 @@ int main(int argc, char** argv) {
       common::LoadClientCredentials(auth_token_file, tls_ca_file);
   if (!credentials.ok()) {
     return coordctl::Fail(env, std::string(credentials.status().message()), coordctl::kExitUsage);
+  }
+  if (absl::Status t = common::ExpandTarget(target).status(); !t.ok()) {
+    return coordctl::Fail(env, std::string(t.message()), coordctl::kExitUsage);
   }
   env.channel = common::MakeChannel(target, *credentials, channel_args);
   return command->run(env, *parsed);

@@ -20,6 +20,7 @@
 #include "coordinator/v1/work.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -74,6 +75,8 @@ class OwnershipMatrixTest : public ::testing::Test {
     options.listen = "127.0.0.1:0";
     options.http_listen = "";
     options.data_dir = dir_.Sub("db");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.worker_threads = 4;
     if (with_tokens) {
       const std::string path = dir_.Sub("tokens.json");

@@ -13,6 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -29,6 +30,8 @@ class RetryServicesTest : public ::testing::Test {
     ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("db");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.worker_threads = 4;
     auto server = CoordinatorServer::Start(options);
     ASSERT_OK(server);
@@ -379,6 +382,8 @@ TEST(RetryServerOptionsTest, BadLadderOrThresholdsRefuseToStart) {
   ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.data_dir = dir.Sub("db");
+  ASSERT_OK(
+      storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
   options.task_state.tier_ladder = {"a", "a"};
   EXPECT_EQ(CoordinatorServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.task_state.tier_ladder = {"a", "b"};

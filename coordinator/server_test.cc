@@ -24,6 +24,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -68,6 +69,8 @@ ServerOptions TestServerOptions(const std::string& data_dir) {
   ServerOptions options;
   options.listen = "127.0.0.1:0";
   options.data_dir = data_dir;
+  EXPECT_OK(
+      storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
   options.http_listen = "";
   return options;
 }
@@ -79,6 +82,8 @@ class ServerTest : public ::testing::Test {
   void StartServer(ServerOptions options) {
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.http_listen = "";
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server =
         CoordinatorServer::Start(std::move(options));
@@ -1114,6 +1119,7 @@ TEST_F(SmallRequestLimitTest, RequestsOverTheLimitAreResourceExhaustedAndChangeN
 }
 
 TEST(ServerStartTest, SecondServerOnTheSameDataDirIsRefused) {
+  SKIP_ON_ETCD("one process per data directory (replicas share an etcd prefix by design)");
   TempDir dir;
   ServerOptions options = TestServerOptions(dir.path());
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> first = CoordinatorServer::Start(options);
@@ -1134,11 +1140,14 @@ TEST(ServerStartTest, PortTakenByAnotherServerIsRefused) {
   ASSERT_OK(first);
   options.listen = absl::StrCat("127.0.0.1:", (*first)->port());
   options.data_dir = dir.Sub("second");
+  ASSERT_OK(
+      storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
   absl::StatusOr<std::unique_ptr<CoordinatorServer>> second = CoordinatorServer::Start(options);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
 }
 
 TEST(ServerStartTest, DataDirThatCannotBeCreatedIsRefused) {
+  SKIP_ON_ETCD("the data directory is RocksDB's");
   TempDir dir;
   const std::string file = dir.Sub("file");
   std::ofstream(file) << "x";

@@ -72,8 +72,15 @@ TEST_F(EtcdProcessTest, ReplicasServeOneDataSetAndOneMaySurviveTheOther) {
   ASSERT_FALSE(task.empty());
   Ok(RunCoordctl((*a)->target(), {"task", "fail", task, "Error: boom"}));
 
+  // A client given both replicas uses the first, and moves to the other when it is gone.
+  const std::string both = absl::StrCat((*a)->target(), ",", (*b)->target());
+  Ok(RunCoordctl(both, {"context", "put", "eval-3", "--agent", "green"}));
+
   // Replica A dies without warning; B keeps serving everything A acknowledged.
   ASSERT_TRUE((*a)->Kill().ok());
+  got = RunCoordctl(both, {"context", "get", "eval-3"});
+  Ok(got);
+  EXPECT_THAT(got->out, HasSubstr("green"));
   got = RunCoordctl((*b)->target(), {"task", "state", task});
   Ok(got);
   EXPECT_THAT(got->out, HasSubstr("boom"));

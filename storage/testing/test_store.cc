@@ -36,6 +36,24 @@ absl::StatusOr<std::string> TestEtcdUrl() {
   return std::string(absl::StripAsciiWhitespace(url));
 }
 
+namespace {
+
+// The prefix of `dir`'s data set: its own per test, the same when opened again in this process.
+std::string TestPrefix(const std::string& dir) {
+  static const uint64_t nonce = absl::Uniform<uint64_t>(absl::BitGen());
+  return absl::StrCat("/test/", getpid(), "-", nonce, "/", dir, "/");
+}
+
+}  // namespace
+
+absl::Status SetTestServerStore(const std::string& dir, std::string* store_url,
+                                EtcdStoreOptions* etcd) {
+  if (!UseEtcd()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(*store_url, TestEtcdUrl());
+  etcd->prefix = TestPrefix(dir);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir, bool sync_writes) {
   if (!UseEtcd()) {
     StoreOptions options;
@@ -49,8 +67,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir, boo
   RETURN_IF_ERROR(ParseEtcdUrl(url, &options));
   // A prefix of its own: tests share the cluster and run at the same time. Opening the same
   // directory again in this process opens the same data, as with RocksDB.
-  static const uint64_t nonce = absl::Uniform<uint64_t>(absl::BitGen());
-  options.prefix = absl::StrCat("/test/", getpid(), "-", nonce, "/", dir, "/");
+  options.prefix = TestPrefix(dir);
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdStore> store, EtcdStore::Open(options));
   return std::unique_ptr<Store>(std::move(store));
 }

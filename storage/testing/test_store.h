@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "storage/etcd_store.h"
 #include "storage/store.h"
 
 namespace storage::testing {
@@ -26,6 +27,12 @@ absl::StatusOr<std::string> TestEtcdUrl();
 // etcd always syncs.
 absl::StatusOr<std::unique_ptr<Store>> OpenTestStore(const std::string& dir,
                                                      bool sync_writes = true);
+
+// For tests that start a whole server (ServerOptions): on etcd, sets `store_url` and
+// `etcd->prefix` so that the server opens the test cluster under the prefix OpenTestStore(dir)
+// would use; on RocksDB leaves them alone (the server opens its data_dir).
+absl::Status SetTestServerStore(const std::string& dir, std::string* store_url,
+                                EtcdStoreOptions* etcd);
 
 }  // namespace storage::testing
 
