@@ -6,7 +6,7 @@ DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
 .PHONY: deps configure build run test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
-	image stack-test
+	image stack-test task-image
 
 deps:
 	./scripts/install_deps.sh
@@ -81,6 +81,12 @@ image:
 IMAGE ?= coordinator:latest
 stack-test:
 	./tests/stack_test.sh $(BUILD_DIR)/bin $(IMAGE)
+
+# The sample task image coordinator-task:latest that evaluations run in when the green agent
+# starts a container per evaluation (docker/task-image.Dockerfile, from debian:bookworm-slim and
+# the bundles in examples/tasks; README "Containers"). Built only when missing or changed.
+task-image:
+	./docker/make_task_image.sh
 
 format:
 	clang-format -i $(SOURCES)

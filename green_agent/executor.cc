@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 
 extern char** environ;
 
@@ -74,35 +75,64 @@ absl::StatusOr<std::vector<std::string>> SplitWords(absl::string_view text) {
   return words;
 }
 
+absl::StatusOr<std::vector<std::string>> ExpandTemplate(absl::string_view templ,
+                                                        absl::string_view command,
+                                                        const ExecEnv& env) {
+  ASSIGN_OR_RETURN(std::vector<std::string> words, SplitWords(templ));
+  std::vector<std::string> out;
+  for (std::string& word : words) {
+    if (word == "{argv}") {
+      ASSIGN_OR_RETURN(std::vector<std::string> argv, SplitWords(command));
+      for (std::string& a : argv) out.push_back(std::move(a));
+      continue;
+    }
+    // One pass over the word: substituted text is never scanned again.
+    out.push_back(absl::StrReplaceAll(word, {{"{command}", command},
+                                             {"{workspace}", env.workspace_dir},
+                                             {"{shared}", env.shared_dir},
+                                             {"{container}", env.environment_handle},
+                                             {"{context_id}", env.context_id},
+                                             {"{task_id}", env.task_id},
+                                             {"{env_name}", env.env_name}}));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::string>> CommandExecutor::Argv(absl::string_view command,
                                                                const ExecEnv& env) const {
   if (options_.exec_template.empty()) return SplitWords(command);
-  absl::StatusOr<std::vector<std::string>> words = SplitWords(options_.exec_template);
-  if (!words.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--exec_template: ", words.status().message()));
+  if (absl::Status s = SplitWords(options_.exec_template).status(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--exec_template: ", s.message()));
   }
-  for (std::string& word : *words) {
-    // One pass over the word: substituted text is never scanned again.
-    word = absl::StrReplaceAll(word, {{"{command}", command},
-                                      {"{workspace}", env.workspace_dir},
-                                      {"{shared}", env.shared_dir},
-                                      {"{container}", env.environment_handle},
-                                      {"{context_id}", env.context_id}});
-  }
-  return words;
+  return ExpandTemplate(options_.exec_template, command, env);
 }
 
 absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
                                                 const ExecEnv& env) const {
-  ExecResult result;
-  absl::StatusOr<std::vector<std::string>> argv_words = Argv(command, env);
-  if (!argv_words.ok()) {
+  absl::StatusOr<std::vector<std::string>> argv = Argv(command, env);
+  if (!argv.ok()) {
+    ExecResult result;
     result.exit_code = 2;
-    result.output = absl::StrCat("cannot run the command: ", argv_words.status().message());
+    result.output = absl::StrCat("cannot run the command: ", argv.status().message());
+    return result;
+  }
+  ProcessOptions process;
+  process.timeout = options_.timeout;
+  process.output_cap = options_.output_cap;
+  process.cwd = env.workspace_dir;
+  return RunProcess(*std::move(argv), env, process);
+}
+
+absl::StatusOr<ExecResult> RunProcess(std::vector<std::string> argv_words, const ExecEnv& env,
+                                      const ProcessOptions& options) {
+  ExecResult result;
+  if (argv_words.empty()) {
+    result.exit_code = 2;
+    result.output = "cannot run the command: it is empty";
     return result;
   }
   std::vector<char*> argv;
-  for (std::string& w : *argv_words) argv.push_back(w.data());
+  for (std::string& w : argv_words) argv.push_back(w.data());
   argv.push_back(nullptr);
 
   std::vector<std::string> env_strings;
@@ -118,17 +148,24 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
   for (std::string& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
+  // out: stdout (and stderr unless kept apart); err: stderr when kept apart.
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  if (options.separate_stderr && pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  if (!env.workspace_dir.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, env.workspace_dir.c_str());
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, options.separate_stderr ? err[1] : out[1], 2);
+  if (!options.cwd.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -140,19 +177,22 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
 
   const absl::Time start = absl::Now();
   pid_t pid = 0;
-  const int err = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  const int spawn_error = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  close(fds[1]);
-  if (err != 0) {
-    close(fds[0]);
+  close(out[1]);
+  if (err[1] >= 0) close(err[1]);
+  if (spawn_error != 0) {
+    close(out[0]);
+    if (err[0] >= 0) close(err[0]);
     result.exit_code = 127;
-    result.output = absl::StrCat("cannot run ", (*argv_words)[0], ": ", std::strerror(err), "\n");
+    result.output =
+        absl::StrCat("cannot run ", argv_words[0], ": ", std::strerror(spawn_error), "\n");
     result.duration = absl::Now() - start;
     return result;
   }
 
-  const absl::Time deadline = start + options_.timeout;
+  const absl::Time deadline = start + options.timeout;
   // "Exited" is learned with WNOWAIT: the child stays a zombie, so its process group id stays
   // reserved until the group (background children included) has been killed below.
   auto exited = [pid] {
@@ -160,26 +200,48 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
     return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
            info.si_pid == pid;
   };
+  struct Stream {
+    int fd;
+    std::string* text;
+    bool eof = false;
+  };
+  std::vector<Stream> streams = {{out[0], &result.output}};
+  if (err[0] >= 0) streams.push_back({err[0], &result.error_output});
+  auto all_eof = [&streams] {
+    for (const Stream& s : streams) {
+      if (!s.eof) return false;
+    }
+    return true;
+  };
   bool child_exited = false;
   char buffer[8192];
-  bool eof = false;
-  while (!eof) {
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, 20);
+  while (!all_eof()) {
+    pollfd p[2];
+    nfds_t n = 0;
+    for (const Stream& s : streams) {
+      if (!s.eof) p[n++] = pollfd{s.fd, POLLIN, 0};
+    }
+    const int ready = poll(p, n, 20);
     if (ready > 0) {
-      const ssize_t n = read(fds[0], buffer, sizeof(buffer));
-      if (n > 0) {
-        const size_t room =
-            options_.output_cap - std::min(options_.output_cap, result.output.size());
-        if (static_cast<size_t>(n) > room) result.truncated = true;
-        result.output.append(buffer, std::min(room, static_cast<size_t>(n)));
-      } else if (n == 0 || errno != EINTR) {
-        eof = true;
+      for (nfds_t i = 0; i < n; ++i) {
+        if (p[i].revents == 0) continue;
+        Stream* s = nullptr;
+        for (Stream& candidate : streams) {
+          if (candidate.fd == p[i].fd) s = &candidate;
+        }
+        const ssize_t got = read(p[i].fd, buffer, sizeof(buffer));
+        if (got > 0) {
+          const size_t room = options.output_cap - std::min(options.output_cap, s->text->size());
+          if (static_cast<size_t>(got) > room) result.truncated = true;
+          s->text->append(buffer, std::min(room, static_cast<size_t>(got)));
+        } else if (got == 0 || errno != EINTR) {
+          s->eof = true;
+        }
       }
     }
-    // The child is gone and the pipe is quiet: a grandchild left in the background must not
+    // The child is gone and the pipes are quiet: a grandchild left in the background must not
     // hold the command open.
-    if (!eof && ready == 0 && exited()) {
+    if (!all_eof() && ready == 0 && exited()) {
       child_exited = true;
       break;
     }
@@ -188,7 +250,7 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
       break;
     }
   }
-  close(fds[0]);
+  for (const Stream& s : streams) close(s.fd);
   // The output ended (often just before the exit): wait for the exit itself.
   while (!result.timed_out && !child_exited) {
     if (exited()) {
@@ -205,7 +267,7 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
   result.duration = absl::Now() - start;
   if (result.timed_out) {
     result.exit_code = 124;
-    absl::StrAppend(&result.output, "\n[timed out after ", absl::FormatDuration(options_.timeout),
+    absl::StrAppend(&result.output, "\n[timed out after ", absl::FormatDuration(options.timeout),
                     "; the process group was killed]\n");
   } else if (WIFEXITED(wait_status)) {
     result.exit_code = WEXITSTATUS(wait_status);
@@ -213,7 +275,7 @@ absl::StatusOr<ExecResult> CommandExecutor::Run(absl::string_view command,
     result.exit_code = 128 + WTERMSIG(wait_status);
   }
   if (result.truncated) {
-    absl::StrAppend(&result.output, "\n[output truncated at ", options_.output_cap, " bytes]\n");
+    absl::StrAppend(&result.output, "\n[output truncated at ", options.output_cap, " bytes]\n");
   }
   return result;
 }

@@ -38,6 +38,50 @@ TEST(ExecutorTest, TemplateSubstitutesWholeWordsWithoutQuoting) {
               ElementsAre("docker", "exec", "box-1", "bash", "-lc", "cat 'a b'; rm -rf / $(evil)"));
 }
 
+TEST(ExecutorTest, ArgvIsTheCommandsWordsAndTheOtherPlaceholdersAreFilledIn) {
+  ExecutorOptions options;
+  options.exec_template = "podman exec -w /workspace {container} {argv}";
+  CommandExecutor executor(options);
+  ExecEnv env;
+  env.environment_handle = "0123abcd";
+  absl::StatusOr<std::vector<std::string>> argv =
+      executor.Argv("sh -c 'cat a | wc -l' \"x y\"", env);
+  ASSERT_OK(argv);
+  // Exactly the words the command has without a template.
+  EXPECT_THAT(*argv, ElementsAre("podman", "exec", "-w", "/workspace", "0123abcd", "sh", "-c",
+                                 "cat a | wc -l", "x y"));
+  // A command that cannot be split is the agent's error, as without a template.
+  absl::StatusOr<ExecResult> r = executor.Run("echo 'oops", env);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_EQ(r->output, "cannot run the command: unterminated single quote");
+
+  env.workspace_dir = "/w";
+  env.shared_dir = "/w/shared";
+  env.context_id = "ctx";
+  env.task_id = "task-1";
+  env.env_name = "coord-ctx-0123456789ab";
+  argv = ExpandTemplate(
+      "run --name={env_name} -v {workspace}:/workspace {task_id}-img x{argv} {{.ID}} {shared} "
+      "{context_id} {command}",
+      "ls -l", env);
+  ASSERT_OK(argv);
+  // {argv} only as a whole word; braces that name no placeholder stay.
+  EXPECT_THAT(*argv, ElementsAre("run", "--name=coord-ctx-0123456789ab", "-v", "/w:/workspace",
+                                 "task-1-img", "x{argv}", "{{.ID}}", "/w/shared", "ctx", "ls -l"));
+}
+
+TEST(ExecutorTest, StderrCanBeKeptApart) {
+  ProcessOptions options;
+  options.separate_stderr = true;
+  absl::StatusOr<ExecResult> r =
+      RunProcess({"sh", "-c", "echo out; echo err >&2; echo more; exit 4"}, ExecEnv{}, options);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 4);
+  EXPECT_EQ(r->output, "out\nmore\n");
+  EXPECT_EQ(r->error_output, "err\n");
+}
+
 TEST(ExecutorTest, RunsWithoutAShellInTheWorkspace) {
   testing_util::TempDir dir;
   CommandExecutor executor(ExecutorOptions{});

@@ -121,13 +121,25 @@ absl::StatusOr<ExecResult> ParseResultJson(const std::string& json) {
 
 GreenAgent::GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coordinator)
     : options_(std::move(options)),
+      workspaces_abs_([this] {
+        std::error_code ec;
+        const std::filesystem::path abs = std::filesystem::absolute(options_.workspaces_dir, ec);
+        return ec ? options_.workspaces_dir : abs.lexically_normal().string();
+      }()),
       executor_(options_.executor),
+      environments_(options_.environment, options_.executor),
       contexts_(v1::ContextService::NewStub(coordinator)),
       agents_(v1::AgentRegistry::NewStub(coordinator)),
       gateway_(coordinator, options_.retry) {}
 
+GreenAgent::~GreenAgent() { Stop(); }
+
 std::string GreenAgent::ContextRoot(const std::string& context_id) const {
   return (std::filesystem::path(options_.workspaces_dir) / SafeDirName(context_id)).string();
+}
+
+std::shared_ptr<absl::Mutex> GreenAgent::EnvironmentLock(const std::string& context_id) {
+  return ContextLock(absl::StrCat("environment:", context_id));
 }
 
 std::shared_ptr<absl::Mutex> GreenAgent::ContextLock(const std::string& context_id) {
@@ -167,11 +179,24 @@ absl::StatusOr<v1::TaskContext> GreenAgent::UpdateContext(
 
 absl::StatusOr<v1::TaskContext> GreenAgent::EndEvaluation(const std::string& context_id, bool ok,
                                                           const std::string& text) {
+  return EndEvaluation(context_id, ok ? v1::CONTEXT_STATUS_COMPLETED : v1::CONTEXT_STATUS_FAILED,
+                       text, {});
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::EndEvaluation(
+    const std::string& context_id, v1::ContextStatus status, const std::string& text,
+    const std::vector<std::pair<std::string, std::string>>& labels) {
   return UpdateContext(context_id, [&](v1::TaskContext* c) {
     if (c->status() != v1::CONTEXT_STATUS_ACTIVE) return;  // the first ending wins
-    c->set_status(ok ? v1::CONTEXT_STATUS_COMPLETED : v1::CONTEXT_STATUS_FAILED);
-    (*c->mutable_labels())["phase"] = ok ? "scored" : "failed";
+    const bool ok = status == v1::CONTEXT_STATUS_COMPLETED;
+    c->set_status(status);
+    (*c->mutable_labels())["phase"] = ok                                      ? "scored"
+                                      : status == v1::CONTEXT_STATUS_CANCELED ? "cancelled"
+                                                                              : "failed";
     (*c->mutable_labels())[ok ? "score" : "error"] = Truncate(text, kMaxLabelBytes);
+    for (const auto& [key, value] : labels) {
+      (*c->mutable_labels())[key] = Truncate(value, kMaxLabelBytes);
+    }
   });
 }
 
@@ -306,6 +331,19 @@ void GreenAgent::Evaluate(const RequestContext& request, const std::vector<Evalu
       return;
     }
   }
+  {
+    absl::MutexLock lock(&mu_);
+    evaluating_.insert(request.task_id);
+  }
+  struct Done {
+    GreenAgent* agent;
+    const std::string& task_id;
+    ~Done() {
+      absl::MutexLock lock(&agent->mu_);
+      agent->evaluating_.erase(task_id);
+      agent->cancelled_.erase(task_id);
+    }
+  } done{this, request.task_id};
   std::vector<std::string> task_ids;
   bool all_ended = true;
   std::vector<v1::TaskContext> contexts;
@@ -317,14 +355,20 @@ void GreenAgent::Evaluate(const RequestContext& request, const std::vector<Evalu
                           context.status().message());
       return;
     }
+    if (context->status() != v1::CONTEXT_STATUS_ACTIVE) {
+      ReleaseEnvironment(evaluation.context_id, &*context);
+    }
     all_ended = all_ended && context->status() != v1::CONTEXT_STATUS_ACTIVE;
     contexts.push_back(*std::move(context));
     task_ids.push_back(evaluation.task_id);
+    if (events.cancelled()) break;  // the rest is not started
   }
-  if (all_ended) return PublishOutcomes(contexts, events);
-  events.UpdateStatus(a2apb::TASK_STATE_WORKING,
-                      absl::StrCat("evaluating ", absl::StrJoin(task_ids, ", "), " with ", purple,
-                                   "; waiting for its submission"));
+  if (!events.cancelled()) {
+    if (all_ended) return PublishOutcomes(contexts, events);
+    events.UpdateStatus(a2apb::TASK_STATE_WORKING,
+                        absl::StrCat("evaluating ", absl::StrJoin(task_ids, ", "), " with ", purple,
+                                     "; waiting for its submission"));
+  }
   auto cancelled = [&events] { return events.cancelled(); };
   while (!events.cancelled()) {
     all_ended = true;
@@ -332,16 +376,272 @@ void GreenAgent::Evaluate(const RequestContext& request, const std::vector<Evalu
       if (contexts[i].status() != v1::CONTEXT_STATUS_ACTIVE) continue;
       absl::StatusOr<v1::TaskContext> context = GetContext(evaluations[i].context_id, cancelled);
       if (absl::IsNotFound(context.status())) {
+        ReleaseEnvironment(evaluations[i].context_id, nullptr);
         events.UpdateStatus(a2apb::TASK_STATE_FAILED,
                             absl::StrCat("context ", evaluations[i].context_id, " was deleted"));
         return;
       }
       if (context.ok()) contexts[i] = *std::move(context);
       all_ended = contexts[i].status() != v1::CONTEXT_STATUS_ACTIVE;
+      // Ended by someone else (a person, a harness): its environment goes now.
+      if (all_ended) ReleaseEnvironment(evaluations[i].context_id, &contexts[i]);
     }
     if (all_ended) return PublishOutcomes(contexts, events);
     events.WaitCancelled(options_.poll_interval);
   }
+  // Cancelled by a client: the evaluations end. Otherwise the runtime is stopping or the caller
+  // went away: they go on, and the coordinator delivers this request again.
+  if (CancelRequested(request.task_id)) {
+    CancelEvaluations(request, std::vector<Evaluation>(
+                                   evaluations.begin(),
+                                   evaluations.begin() + static_cast<ptrdiff_t>(contexts.size())));
+  }
+}
+
+void GreenAgent::Cancel(const RequestContext& request) {
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_ || !evaluating_.contains(request.task_id)) return;
+  cancelled_.insert(request.task_id);
+}
+
+bool GreenAgent::CancelRequested(const std::string& task_id) {
+  absl::MutexLock lock(&mu_);
+  auto decided = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shutting_down_ || cancelled_.contains(task_id);
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&decided), absl::Seconds(1));
+  return !shutting_down_ && cancelled_.erase(task_id) > 0;
+}
+
+void GreenAgent::CancelEvaluations(const RequestContext& request,
+                                   const std::vector<Evaluation>& evaluations) {
+  for (const Evaluation& evaluation : evaluations) {
+    // Without the context's lock: a command may be running in the environment, and stopping the
+    // environment is what ends it.
+    const std::string& context_id = evaluation.context_id;
+    absl::StatusOr<v1::TaskContext> context =
+        EndEvaluation(context_id, v1::CONTEXT_STATUS_CANCELED,
+                      absl::StrCat("cancelled: the request that started it (task ", request.task_id,
+                                   ") was cancelled"),
+                      {});
+    if (!context.ok()) {
+      common::LogError(
+          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+          "cannot end the cancelled evaluation: %s", context.status().message());
+      continue;  // the sweep stops its environment once it has ended
+    }
+    common::LogInfo(
+        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+        "evaluation of %s ended %s", evaluation.task_id, v1::ContextStatus_Name(context->status()));
+    ReleaseEnvironment(context_id, &*context);
+  }
+}
+
+ExecEnv GreenAgent::EnvFor(const v1::TaskContext& context) const {
+  ExecEnv env;
+  env.workspace_dir = context.workspace_dir();
+  env.shared_dir = context.shared_dir();
+  env.environment_handle = context.environment_handle();
+  env.context_id = context.context_id();
+  env.task_id = context.external_task_id();
+  env.env_name = EnvironmentName(workspaces_abs_, context.context_id());
+  return env;
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::StartEnvironment(const RequestContext& request,
+                                                             v1::TaskContext context) {
+  const std::string context_id = context.context_id();
+  // A stop waits until the start has ended (and then stops what it started).
+  std::shared_ptr<absl::Mutex> env_mu = EnvironmentLock(context_id);
+  absl::MutexLock env_lock(env_mu.get());
+  const std::vector<common::LogField> fields = {
+      {"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}};
+  const std::string root = ContextRoot(context_id);
+  const ExecEnv env = EnvFor(context);
+  auto fail = [&](const std::string& error, const std::string& state) {
+    common::LogError(fields, "%s", error);
+    return EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {{"environment", state}});
+  };
+  // A start that a crash (or a lost answer of the coordinator) interrupted may have left an
+  // environment behind: it goes first.
+  if (absl::StatusOr<EnvironmentRecord> left = ReadEnvironmentRecord(root); left.ok()) {
+    ExecEnv old = env;
+    old.environment_handle = left->handle.empty() ? left->env_name : left->handle;
+    if (absl::Status s = environments_.Stop(old); !s.ok()) {
+      left->state = "stop failed";
+      left->error = std::string(s.message());
+      (void)WriteEnvironmentRecord(root, *left);
+      return fail(absl::StrCat("cannot remove the environment ", old.environment_handle,
+                               " that an interrupted start left: ", s.message()),
+                  "stop failed");
+    }
+    RemoveEnvironmentRecord(root);
+    common::LogInfo(fields, "removed the environment %s that an interrupted start left",
+                    old.environment_handle);
+  }
+  if (absl::Status s = WriteEnvironmentRecord(root, {context_id, env.env_name, "", "starting", ""});
+      !s.ok()) {
+    return fail(absl::StrCat("cannot start the evaluation's environment: ", s.message()),
+                "start failed");
+  }
+  const absl::Time started = absl::Now();
+  absl::StatusOr<std::string> handle = environments_.Start(env);
+  if (!handle.ok()) {
+    // Whatever the failed start made goes too; it printed no handle, so by {env_name}.
+    ExecEnv made = env;
+    made.environment_handle = env.env_name;
+    if (absl::Status s = environments_.Stop(made); s.ok()) {
+      RemoveEnvironmentRecord(root);
+    } else {
+      common::LogWarn(fields, "after the failed start, %s", s.message());
+      (void)WriteEnvironmentRecord(
+          root, {context_id, env.env_name, "", "stop failed", std::string(s.message())});
+    }
+    return fail(
+        absl::StrCat("cannot start the evaluation's environment: ", handle.status().message()),
+        "start failed");
+  }
+  if (absl::Status s =
+          WriteEnvironmentRecord(root, {context_id, env.env_name, *handle, "running", ""});
+      !s.ok()) {
+    common::LogWarn(fields, "environment %s: %s", *handle, s.message());
+  }
+  absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
+    c->set_environment_handle(*handle);
+    (*c->mutable_labels())["environment"] = "running";
+  });
+  if (!updated.ok()) {
+    // The record keeps the handle: a retry stops this environment and starts another, the
+    // sweep stops it once the evaluation has ended.
+    return absl::UnavailableError(absl::StrCat("coordinator: ", updated.status().message()));
+  }
+  common::LogInfo(fields, "environment %s (%s) started in %s", *handle, env.env_name,
+                  absl::FormatDuration(absl::Trunc(absl::Now() - started, absl::Milliseconds(1))));
+  return updated;
+}
+
+void GreenAgent::ReleaseEnvironment(const std::string& context_id, const v1::TaskContext* known) {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(ContextRoot(context_id)) / "environment.json",
+                               ec)) {
+    return;
+  }
+  std::shared_ptr<absl::Mutex> mu = EnvironmentLock(context_id);
+  absl::MutexLock lock(mu.get());
+  ReleaseEnvironmentLocked(context_id, known);
+}
+
+void GreenAgent::ReleaseEnvironmentLocked(const std::string& context_id,
+                                          const v1::TaskContext* known) {
+  const std::vector<common::LogField> fields = {{"context_id", context_id},
+                                                {"agent", options_.name}};
+  const std::string root = ContextRoot(context_id);
+  absl::StatusOr<EnvironmentRecord> record = ReadEnvironmentRecord(root);
+  if (absl::IsNotFound(record.status())) return;
+  if (!record.ok()) {
+    common::LogError(fields, "cannot stop the evaluation's environment: %s",
+                     record.status().message());
+    return;
+  }
+  if (!environments_.enabled()) {
+    common::LogWarn(fields,
+                    "the evaluation's environment %s is still recorded in %s, but no "
+                    "--env_stop_template is set to stop it",
+                    record->handle.empty() ? record->env_name : record->handle, root);
+    return;
+  }
+  ExecEnv env = known != nullptr ? EnvFor(*known) : ExecEnv{};
+  env.context_id = context_id;
+  env.env_name = record->env_name;
+  env.environment_handle = record->handle.empty() ? record->env_name : record->handle;
+  const absl::Status stopped = environments_.Stop(env);
+  if (stopped.ok()) {
+    common::LogInfo(fields, "environment %s stopped", env.environment_handle);
+  } else {
+    const bool known_failure = record->state == "stop failed" && record->error == stopped.message();
+    common::LogError(fields, "cannot stop the environment %s: %s (tried again every %s)",
+                     env.environment_handle, stopped.message(),
+                     absl::FormatDuration(options_.environment.sweep_interval));
+    record->state = "stop failed";
+    record->error = std::string(stopped.message());
+    (void)WriteEnvironmentRecord(root, *record);
+    if (known_failure) return;  // the context says so already
+  }
+  // The context's labels first, the record last: whoever finds the record gone (the judge's
+  // task, about to publish the outcome) finds the context labelled.
+  if (known != nullptr) {
+    absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
+      auto& labels = *c->mutable_labels();
+      if (!stopped.ok()) {
+        labels["environment"] = "stop failed";
+        labels["environment_error"] =
+            Truncate(absl::StrCat("cannot stop ", env.environment_handle, ": ", stopped.message()),
+                     kMaxLabelBytes);
+        return;
+      }
+      labels.erase("environment_error");
+      if (labels["environment"] != "start failed") labels["environment"] = "stopped";
+    });
+    if (!updated.ok() && !absl::IsNotFound(updated.status())) {
+      common::LogWarn(fields, "cannot label the context: %s", updated.status().message());
+    }
+  }
+  if (stopped.ok()) RemoveEnvironmentRecord(root);
+}
+
+void GreenAgent::Sweep() {
+  auto stopping = [this] {
+    absl::MutexLock lock(&mu_);
+    return sweep_stop_;
+  };
+  for (const EnvironmentRecord& record : ListEnvironmentRecords(options_.workspaces_dir)) {
+    if (stopping()) return;
+    absl::StatusOr<v1::TaskContext> context = GetContext(record.context_id, stopping);
+    if (context.ok() && context->status() == v1::CONTEXT_STATUS_ACTIVE) continue;
+    if (!context.ok() && !absl::IsNotFound(context.status())) {
+      common::LogWarn({{"context_id", record.context_id}, {"agent", options_.name}},
+                      "environment sweep: %s; tried again in %s", context.status().message(),
+                      absl::FormatDuration(options_.environment.sweep_interval));
+      return;
+    }
+    common::LogInfo({{"context_id", record.context_id}, {"agent", options_.name}},
+                    "environment sweep: %s %s; stopping it",
+                    record.handle.empty() ? record.env_name : record.handle,
+                    context.ok() ? absl::StrCat("belongs to an evaluation that ended ",
+                                                v1::ContextStatus_Name(context->status()))
+                                 : std::string("belongs to a context that is gone"));
+    ReleaseEnvironment(record.context_id, context.ok() ? &*context : nullptr);
+  }
+}
+
+void GreenAgent::Start() {
+  if (!environments_.enabled()) return;
+  absl::MutexLock lock(&mu_);
+  if (sweeper_.joinable() || sweep_stop_) return;
+  sweeper_ = std::thread([this] {
+    while (true) {
+      Sweep();
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&sweep_stop_),
+                               options_.environment.sweep_interval)) {
+        return;
+      }
+    }
+  });
+}
+
+void GreenAgent::PrepareShutdown() {
+  absl::MutexLock lock(&mu_);
+  shutting_down_ = true;
+}
+
+void GreenAgent::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    sweep_stop_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
 }
 
 absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
@@ -408,6 +708,7 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     (*c->mutable_labels())["phase"] = "started";
     (*c->mutable_labels())["purple_agent"] = purple;
     if (arvo) (*c->mutable_labels())["arvo_id"] = task_id;
+    if (environments_.enabled()) (*c->mutable_labels())["environment"] = "starting";
     // The agent under test writes this context's conversation (docs/security.md).
     c->add_parties(purple);
     v1::TaskContext created;
@@ -424,6 +725,12 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     common::LogInfo(
         {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
         "evaluation of %s created in %s", task_id, workspace);
+  }
+  if (environments_.enabled() && context->environment_handle().empty() &&
+      context->status() == v1::CONTEXT_STATUS_ACTIVE) {
+    context = StartEnvironment(request, *std::move(context));
+    if (!context.ok()) return context.status();
+    if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return context;  // it did not start
   }
   if (context->labels().count("purple_task") == 0) {
     ASSIGN_OR_RETURN(const std::string report, ReadFile(bundle + "/crash_report.txt"));
@@ -592,15 +899,42 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
     }
   }
   if (!result.has_value()) {
-    ExecEnv env;
-    env.workspace_dir = context->workspace_dir();
-    env.shared_dir = context->shared_dir();
-    env.environment_handle = context->environment_handle();
-    env.context_id = context_id;
+    const ExecEnv env = EnvFor(*context);
+    if (environments_.enabled() && env.environment_handle.empty()) {
+      events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                          absl::StrCat("the evaluation in context ", context_id,
+                                       " has no environment yet (it is being started)"));
+      return;
+    }
     absl::StatusOr<ExecResult> ran = executor_.Run(command, env);
     if (!ran.ok()) {
       events.UpdateStatus(a2apb::TASK_STATE_FAILED, ran.status().message());
       return;
+    }
+    // A command that failed in a per-evaluation environment: is the environment still there?
+    if (environments_.enabled() && (ran->exit_code != 0 || ran->timed_out)) {
+      if (absl::Status alive = environments_.Check(env); !alive.ok()) {
+        // Ended meanwhile (cancelled, say)? That is what stopped the environment.
+        absl::StatusOr<v1::TaskContext> now = GetContext(context_id);
+        if (now.ok() && now->status() != v1::CONTEXT_STATUS_ACTIVE) {
+          ReleaseEnvironment(context_id, &*now);
+          events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                              absl::StrCat("the evaluation in context ", context_id, " has ended (",
+                                           v1::ContextStatus_Name(now->status()), ")"));
+          return;
+        }
+        const std::string error =
+            absl::StrCat("the evaluation's environment ", env.environment_handle,
+                         " stopped working: ", alive.message());
+        common::LogError(
+            {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+            "%s (during \"%s\", which exited %d)", error, Truncate(command, 200), ran->exit_code);
+        absl::StatusOr<v1::TaskContext> ended =
+            EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {});
+        ReleaseEnvironment(context_id, ended.ok() ? &*ended : &*context);
+        events.UpdateStatus(a2apb::TASK_STATE_FAILED, error);
+        return;
+      }
     }
     result = *ran;
     if (seq > 0) {
@@ -706,6 +1040,7 @@ void GreenAgent::Submit(const RequestContext& request, EventPublisher& events) {
         {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
         "%s %s", ok ? "scored" : "failed", text);
   }
+  ReleaseEnvironment(context_id, &*context);
   PublishOutcome(*context, events);
 }
 
@@ -728,6 +1063,7 @@ void GreenAgent::Abandon(const RequestContext& request, const std::string& reaso
                         absl::StrCat("coordinator: ", context.status().message()));
     return;
   }
+  ReleaseEnvironment(context_id, &*context);
   events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "recorded");
 }
 

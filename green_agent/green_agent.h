@@ -12,20 +12,28 @@
 // execute: is idempotent per (context, exec_seq) when the sender puts "exec_seq" in the
 // message metadata: a command is run and recorded (RecordCommand) once, and a repeat of the
 // same exec_seq gets the stored result, so command_count never double counts.
+// With --env_start_template each evaluation gets its own environment (a container; see
+// green_agent/environment.h): started before the task is sent, its handle stored as the
+// context's environment_handle, stopped when the evaluation ends however it ends. A request to
+// start an evaluation that is cancelled (A2A CancelTask) ends its evaluations CANCELED.
 #ifndef GREEN_AGENT_GREEN_AGENT_H_
 #define GREEN_AGENT_GREEN_AGENT_H_
 
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/coordinator_client.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
 #include "green_agent/assessment.h"
+#include "green_agent/environment.h"
 #include "green_agent/evaluation.h"
 #include "green_agent/executor.h"
 
@@ -49,6 +57,8 @@ struct GreenOptions {
   // <task>_error.txt).
   std::string layout = "default";
   ExecutorOptions executor;
+  // A per-evaluation environment (off when start_template is empty).
+  EnvironmentOptions environment;
   // Deadlines and retry budget of coordinator calls.
   agent_runtime::RetryOptions retry;
   // How long to keep trying to register an assessment's participant while the coordinator
@@ -62,9 +72,22 @@ struct GreenOptions {
 class GreenAgent : public agent_runtime::AgentExecutor {
  public:
   GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coordinator);
+  ~GreenAgent() override;
 
   void Execute(const agent_runtime::RequestContext& request,
                agent_runtime::EventPublisher& events) override;
+  // A client cancelled a request (A2A CancelTask): the evaluations it started end CANCELED.
+  // Ignored once PrepareShutdown was called (the runtime then abandons its executions, which
+  // the coordinator delivers again later).
+  void Cancel(const agent_runtime::RequestContext& request) override;
+
+  // Starts the sweep of per-evaluation environments (when configured): once now, then every
+  // --env_sweep_interval.
+  void Start();
+  // Before the server shuts down: cancellations from now on are the runtime's, not a client's.
+  void PrepareShutdown();
+  // Stops the sweep. Idempotent.
+  void Stop();
 
  private:
   // One evaluation: a task bundle evaluated in one context (the TaskContext's id).
@@ -114,19 +137,60 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   // Ends the evaluation: status FAILED (with `error`) or COMPLETED (with the score).
   [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> EndEvaluation(
       const std::string& context_id, bool ok, const std::string& text);
+  // The same with any final status; `labels` are set too. Changes nothing when it has ended.
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> EndEvaluation(
+      const std::string& context_id, coordinator::v1::ContextStatus status, const std::string& text,
+      const std::vector<std::pair<std::string, std::string>>& labels);
+
+  // Where the context's commands and templates run.
+  ExecEnv EnvFor(const coordinator::v1::TaskContext& context) const;
+  // Starts the context's environment (the caller holds the context's lock): the context with
+  // the handle stored, or ended FAILED when the start failed. Errors are the coordinator's.
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> StartEnvironment(
+      const agent_runtime::RequestContext& request, coordinator::v1::TaskContext context);
+  // Stops the context's environment when green recorded one: removes the record when the stop
+  // template succeeded, keeps it for the sweep when it failed. `known` is the context as last
+  // read (nullptr when it is gone). Takes the environment's lock, not the context's (a command
+  // may be running: stopping the environment ends it); does nothing when there is no record.
+  void ReleaseEnvironment(const std::string& context_id, const coordinator::v1::TaskContext* known);
+  // The same with the environment's lock held.
+  void ReleaseEnvironmentLocked(const std::string& context_id,
+                                const coordinator::v1::TaskContext* known);
+  // Stops the environments of records whose evaluation ended or whose context is gone.
+  void Sweep();
+  // True when `task_id` was cancelled by a client; waits a moment for Cancel, which the runtime
+  // calls just after the execution learned it was cancelled.
+  bool CancelRequested(const std::string& task_id);
+  // Ends the still-active evaluations of a cancelled request CANCELED and stops their
+  // environments.
+  void CancelEvaluations(const agent_runtime::RequestContext& request,
+                         const std::vector<Evaluation>& evaluations);
 
   // Root of one context's files: workspace/, results/.
   std::string ContextRoot(const std::string& context_id) const;
   // Serializes requests of one context within this process (execute: races with a resend).
   std::shared_ptr<absl::Mutex> ContextLock(const std::string& context_id);
+  // Serializes the start and stops of one context's environment; taken after the context's
+  // lock when both are held.
+  std::shared_ptr<absl::Mutex> EnvironmentLock(const std::string& context_id);
 
   const GreenOptions options_;
+  // options_.workspaces_dir made absolute ({env_name} is derived from it).
+  const std::string workspaces_abs_;
   CommandExecutor executor_;
+  EnvironmentRunner environments_;
   std::unique_ptr<coordinator::v1::ContextService::Stub> contexts_;
   std::unique_ptr<coordinator::v1::AgentRegistry::Stub> agents_;
   agent_runtime::GatewayClient gateway_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<absl::Mutex>> locks_ ABSL_GUARDED_BY(mu_);
+  // Requests running Evaluate, by task id.
+  absl::flat_hash_set<std::string> evaluating_ ABSL_GUARDED_BY(mu_);
+  // Those of them a client cancelled.
+  absl::flat_hash_set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool sweep_stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sweeper_;
 };
 
 }  // namespace green_agent

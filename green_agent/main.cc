@@ -34,9 +34,27 @@ ABSL_FLAG(std::string, layout, "default",
           "crash_report.txt) or arvo, as the ARVO harness (<workspaces_dir>/arvo_<task>-<agent "
           "under test>/workspace: src-vul/, <task>_error.txt)");
 ABSL_FLAG(std::string, exec_template, "",
-          "wraps each command, e.g. 'docker exec {container} bash -lc {command}'; placeholders: "
-          "{command} {workspace} {shared} {container} {context_id}; empty: run the command's "
-          "own words without a shell");
+          "wraps each command, e.g. 'podman exec {container} {argv}' or 'docker exec {container} "
+          "bash -lc {command}'; placeholders: {command} (the command, one argument) {argv} (its "
+          "words, as a whole word) {workspace} {shared} {container} {context_id} {task_id} "
+          "{env_name}; empty: run the command's own words here without a shell");
+ABSL_FLAG(std::string, env_start_template, "",
+          "starts each evaluation's own environment before its task is sent, e.g. 'podman run -d "
+          "--rm --name {env_name} --network none -v {workspace}:/workspace coordinator-task "
+          "sleep infinity'; the last line of its stdout is the handle (stored as the context's "
+          "environment_handle, {container} in the other templates); placeholders: {workspace} "
+          "{shared} {context_id} {task_id} {env_name}; needs --env_stop_template and an "
+          "--exec_template naming {container}; empty: no environment per evaluation");
+ABSL_FLAG(std::string, env_stop_template, "",
+          "stops an evaluation's environment when the evaluation ends (scored, failed, "
+          "abandoned, cancelled, its context deleted), e.g. 'podman rm -f -t 0 {container}'; "
+          "must succeed when the environment is gone already; a failed stop is tried again "
+          "every --env_sweep_interval");
+ABSL_FLAG(absl::Duration, env_timeout, absl::Minutes(2),
+          "time limit of one run of --env_start_template or --env_stop_template");
+ABSL_FLAG(absl::Duration, env_sweep_interval, absl::Seconds(30),
+          "how often environments whose evaluation ended (while this agent was down, or whose "
+          "stop failed) are looked for and stopped; also once at start-up");
 ABSL_FLAG(absl::Duration, command_timeout, absl::Seconds(60), "time limit of one command");
 ABSL_FLAG(int64_t, output_cap, 64 << 10, "bytes of a command's output returned");
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
@@ -66,6 +84,16 @@ int main(int argc, char** argv) {
   options.executor.timeout = absl::GetFlag(FLAGS_command_timeout);
   options.executor.output_cap =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_output_cap)));
+  options.environment.start_template = absl::GetFlag(FLAGS_env_start_template);
+  options.environment.stop_template = absl::GetFlag(FLAGS_env_stop_template);
+  options.environment.timeout = absl::GetFlag(FLAGS_env_timeout);
+  options.environment.sweep_interval = absl::GetFlag(FLAGS_env_sweep_interval);
+  if (absl::Status s = green_agent::ValidateEnvironmentOptions(options.environment,
+                                                               options.executor.exec_template);
+      !s.ok()) {
+    std::cerr << "green_agent: " << s.message() << "\n";
+    return agent_runtime::kExitBadFlags;
+  }
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
   absl::StatusOr<common::ClientCredentialOptions> credentials =
@@ -88,5 +116,19 @@ int main(int argc, char** argv) {
       "\"execute: <command>\" and \"submit\".",
       &runtime.card);
   runtime.card.add_default_output_modes("application/json");
-  return agent_runtime::ServeUntilStopped(stop_signals, std::move(runtime), &agent);
+  // agent_runtime::ServeUntilStopped's order, with the agent told before the server stops that
+  // the cancellations to come are the runtime abandoning its executions, not a client's.
+  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
+      agent_runtime::AgentServer::Start(std::move(runtime), &agent);
+  if (!server.ok()) {
+    LOG_ERROR("cannot start: %s", server.status().message());
+    return agent_runtime::kExitStartFailed;
+  }
+  agent.Start();  // the environment sweep, when configured
+  LOG_INFO("received %s; stopping", stop_signals.Wait());
+  agent.PrepareShutdown();
+  (*server)->Shutdown();
+  agent.Stop();
+  LOG_INFO("stopped cleanly");
+  return 0;
 }

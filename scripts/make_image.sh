@@ -4,6 +4,7 @@
 #   make_image.sh             the multi-stage build from source (install_deps.sh, make build)
 #   make_image.sh BIN_DIR     only the runtime stage, from binaries already built on this host
 #                             (Debian 12, so the same libraries): what CI does with build/bin
+#   make_image.sh --base      only the base images below, when missing (docker/make_task_image.sh)
 # Base images are never pulled: when debian:bookworm or debian:bookworm-slim is missing, both are
 # made from one debootstrap (minbase) of Debian's archive, the mirror apt uses here, cached as a
 # tarball in ${COORD_IMAGE_CACHE:-~/.cache/coordinator} (debootstrap needs root the first time).
@@ -60,6 +61,7 @@ make_base_images() {
 if ! have_image docker.io/library/debian:bookworm || ! have_image docker.io/library/debian:bookworm-slim; then
   make_base_images
 fi
+[[ $FROM_BIN != --base ]] || exit 0
 
 pull=()  # podman: never reach for a registry; docker format keeps HEALTHCHECK
 [[ ${ENGINE[0]} == podman ]] && pull=(--pull=never --format docker)
