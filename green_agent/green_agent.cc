@@ -438,9 +438,16 @@ void GreenAgent::CancelEvaluations(const RequestContext& request,
 }
 
 ExecEnv GreenAgent::EnvFor(const v1::TaskContext& context) const {
+  // Absolute: a bind mount needs it (docker -v), and so does $WORKSPACE in a command that runs
+  // in the workspace.
+  auto absolute = [](const std::string& dir) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+    return dir.empty() || ec ? dir : abs.lexically_normal().string();
+  };
   ExecEnv env;
-  env.workspace_dir = context.workspace_dir();
-  env.shared_dir = context.shared_dir();
+  env.workspace_dir = absolute(context.workspace_dir());
+  env.shared_dir = absolute(context.shared_dir());
   env.environment_handle = context.environment_handle();
   env.context_id = context.context_id();
   env.task_id = context.external_task_id();
