@@ -89,7 +89,10 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.WorkService/Checkpoint", Permission::kAgent},
     {"/coordinator.v1.WorkService/Complete", Permission::kAgent},
     {"/coordinator.v1.WorkService/Fail", Permission::kAgent},
-    // CreateRun, ImportTaskGraph, Retry: admin.
+    {"/coordinator.v1.WorkService/ListWorkers", Permission::kRead},
+    {"/coordinator.v1.WorkService/ListEvents", Permission::kRead},
+    {"/coordinator.v1.WorkService/StopWorker", Permission::kAgent},  // a claimant (the store)
+    // CreateRun, ImportTaskGraph, Retry, AddItems, MergeLevel: admin.
     {"/coordinator.v1.AgentRegistry/RegisterAgent", Permission::kAgent},  // its own name
     {"/coordinator.v1.AgentRegistry/GetAgent", Permission::kRead},
     {"/coordinator.v1.AgentRegistry/ListAgents", Permission::kRead},

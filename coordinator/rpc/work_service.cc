@@ -244,6 +244,43 @@ grpc::ServerUnaryReactor* WorkServiceImpl::Retry(grpc::CallbackServerContext* co
                      [this, request] { return work_->Retry(*request); });
 }
 
+grpc::ServerUnaryReactor* WorkServiceImpl::AddItems(grpc::CallbackServerContext* context,
+                                                    const v1::AddItemsRequest* request,
+                                                    v1::AddItemsResponse* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->AddItems(*request); });
+}
+
+grpc::ServerUnaryReactor* WorkServiceImpl::MergeLevel(grpc::CallbackServerContext* context,
+                                                      const v1::MergeLevelRequest* request,
+                                                      v1::Run* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->MergeLevel(*request); });
+}
+
+grpc::ServerUnaryReactor* WorkServiceImpl::ListWorkers(grpc::CallbackServerContext* context,
+                                                       const v1::ListWorkersRequest* request,
+                                                       v1::ListWorkersResponse* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->ListWorkers(*request); });
+}
+
+grpc::ServerUnaryReactor* WorkServiceImpl::StopWorker(grpc::CallbackServerContext* context,
+                                                      const v1::StopWorkerRequest* request,
+                                                      v1::RunWorker* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request](const Caller& caller) {
+                       return work_->StopWorker(*request, AccessOf(caller));
+                     });
+}
+
+grpc::ServerUnaryReactor* WorkServiceImpl::ListEvents(grpc::CallbackServerContext* context,
+                                                      const v1::ListEventsRequest* request,
+                                                      v1::ListEventsResponse* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request] { return work_->ListEvents(*request); });
+}
+
 grpc::ServerWriteReactor<v1::RunEvent>* WorkServiceImpl::WatchRun(
     grpc::CallbackServerContext* context, const v1::WatchRunRequest* request) {
   if (absl::StatusOr<Caller> caller = CallerOf(context); !caller.ok()) {

@@ -63,6 +63,21 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
                                   const v1::RetryRequest* request, v1::WorkItem* response) override;
   grpc::ServerWriteReactor<v1::RunEvent>* WatchRun(grpc::CallbackServerContext* context,
                                                    const v1::WatchRunRequest* request) override;
+  grpc::ServerUnaryReactor* AddItems(grpc::CallbackServerContext* context,
+                                     const v1::AddItemsRequest* request,
+                                     v1::AddItemsResponse* response) override;
+  grpc::ServerUnaryReactor* MergeLevel(grpc::CallbackServerContext* context,
+                                       const v1::MergeLevelRequest* request,
+                                       v1::Run* response) override;
+  grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* context,
+                                        const v1::ListWorkersRequest* request,
+                                        v1::ListWorkersResponse* response) override;
+  grpc::ServerUnaryReactor* StopWorker(grpc::CallbackServerContext* context,
+                                       const v1::StopWorkerRequest* request,
+                                       v1::RunWorker* response) override;
+  grpc::ServerUnaryReactor* ListEvents(grpc::CallbackServerContext* context,
+                                       const v1::ListEventsRequest* request,
+                                       v1::ListEventsResponse* response) override;
 
  private:
   WorkStore* work_;         // not owned

@@ -65,6 +65,8 @@ enum class RunRecord : uint8_t {
   kHeader = 0x00,   // WorkRunRecord
   kItem = 0x01,     // + item_id: WorkItem
   kPending = 0x02,  // + level + item_id: empty (claim candidates)
+  kEvent = 0x03,    // + seq: WorkEvent (the run's event log)
+  kWorker = 0x04,   // + worker_id: RunWorker (the run's worker registry)
 };
 
 // What follows the A2A task prefix (RecordType::kA2ATaskScoped).
@@ -91,7 +93,8 @@ inline constexpr TaskRecord kAllTaskRecords[] = {TaskRecord::kHeader, TaskRecord
                                                  TaskRecord::kEscalation, TaskRecord::kQualityGate,
                                                  TaskRecord::kBreakSummary};
 inline constexpr RunRecord kAllRunRecords[] = {RunRecord::kHeader, RunRecord::kItem,
-                                               RunRecord::kPending};
+                                               RunRecord::kPending, RunRecord::kEvent,
+                                               RunRecord::kWorker};
 inline constexpr A2ATaskRecord kAllA2ATaskRecords[] = {
     A2ATaskRecord::kHeader, A2ATaskRecord::kHistory, A2ATaskRecord::kEvent,
     A2ATaskRecord::kPushConfig, A2ATaskRecord::kPushLog};
@@ -193,6 +196,10 @@ constexpr absl::string_view Name(RunRecord record) {
       return "item";
     case RunRecord::kPending:
       return "pending";
+    case RunRecord::kEvent:
+      return "run-event";
+    case RunRecord::kWorker:
+      return "run-worker";
   }
   return "";
 }
@@ -236,6 +243,8 @@ inline constexpr uint8_t kWorkLeases = Byte(RecordType::kWorkLeases);
 inline constexpr uint8_t kRunHeader = Byte(RunRecord::kHeader);
 inline constexpr uint8_t kRunItem = Byte(RunRecord::kItem);
 inline constexpr uint8_t kRunPending = Byte(RunRecord::kPending);
+inline constexpr uint8_t kRunEvent = Byte(RunRecord::kEvent);
+inline constexpr uint8_t kRunWorker = Byte(RunRecord::kWorker);
 inline constexpr uint8_t kA2AAgent = Byte(RecordType::kA2AAgent);
 inline constexpr uint8_t kA2ATaskScoped = Byte(RecordType::kA2ATaskScoped);
 inline constexpr uint8_t kA2ATasksByTime = Byte(RecordType::kA2ATasksByTime);
@@ -413,10 +422,14 @@ inline std::string A2APushPendingTaskPrefix(absl::string_view task_id) {
 //   0x40 <run_id> 0x00                        WorkRunRecord (run, counters, open items per level)
 //   0x40 <run_id> 0x01 <item_id>              WorkItem
 //   0x40 <run_id> 0x02 <level:u64> <item_id>  empty: the item is pending (claim candidates)
+//   0x40 <run_id> 0x03 <seq:u64>              WorkEvent: the run's event log
+//   0x40 <run_id> 0x04 <worker_id>            RunWorker: the run's worker registry
 //   0x41 <expire_micros:u64> <run_id> <item_id>  empty: a running item's lease (the reaper's scan)
 //
-// Claims and status changes lock the run record first, then the item; heartbeats and
-// checkpoints lock only the item, so they never wait on the run.
+// Claims and status changes lock the run record first, then the item, then the worker; heartbeats
+// and checkpoints lock only the item and its worker, so they never wait on the run. Event log
+// entries are numbered by the run record's last_event_seq, so only changes that lock the run
+// log.
 inline std::string AllRunsPrefix() { return TypePrefix(RecordType::kWorkRunScoped); }
 inline std::string RunPrefix(absl::string_view run_id) {
   return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).key();
@@ -452,6 +465,26 @@ inline std::string RunPendingLevelPrefix(absl::string_view run_id, uint64_t leve
       .AddByte(kRunPending)
       .AddUint64(level)
       .key();
+}
+inline std::string RunEvent(absl::string_view run_id, uint64_t seq) {
+  return storage::KeyBuilder(kWorkRunScoped)
+      .AddString(run_id)
+      .AddByte(kRunEvent)
+      .AddUint64(seq)
+      .key();
+}
+inline std::string RunEventPrefix(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunEvent).key();
+}
+inline std::string RunWorker(absl::string_view run_id, absl::string_view worker_id) {
+  return storage::KeyBuilder(kWorkRunScoped)
+      .AddString(run_id)
+      .AddByte(kRunWorker)
+      .AddString(worker_id)
+      .key();
+}
+inline std::string RunWorkerPrefix(absl::string_view run_id) {
+  return storage::KeyBuilder(kWorkRunScoped).AddString(run_id).AddByte(kRunWorker).key();
 }
 inline std::string WorkLeasesPrefix() { return TypePrefix(RecordType::kWorkLeases); }
 inline std::string WorkLease(uint64_t expire_micros, absl::string_view run_id,

@@ -82,8 +82,11 @@ constexpr std::pair<TaskRecord, uint8_t> kTaskBytes[] = {{TaskRecord::kHeader, 0
                                                          {TaskRecord::kEscalation, 0x02},
                                                          {TaskRecord::kQualityGate, 0x03},
                                                          {TaskRecord::kBreakSummary, 0x04}};
-constexpr std::pair<RunRecord, uint8_t> kRunBytes[] = {
-    {RunRecord::kHeader, 0x00}, {RunRecord::kItem, 0x01}, {RunRecord::kPending, 0x02}};
+constexpr std::pair<RunRecord, uint8_t> kRunBytes[] = {{RunRecord::kHeader, 0x00},
+                                                       {RunRecord::kItem, 0x01},
+                                                       {RunRecord::kPending, 0x02},
+                                                       {RunRecord::kEvent, 0x03},
+                                                       {RunRecord::kWorker, 0x04}};
 constexpr std::pair<A2ATaskRecord, uint8_t> kA2ATaskBytes[] = {{A2ATaskRecord::kHeader, 0x00},
                                                                {A2ATaskRecord::kHistory, 0x01},
                                                                {A2ATaskRecord::kEvent, 0x02},

@@ -94,6 +94,11 @@ absl::Status ValidateFields(const WorkItem& item, const WorkLimits& limits) {
         absl::StrFormat("%s: metadata is %d bytes; the limit is %d bytes", task,
                         item.metadata().ByteSizeLong(), limits.max_metadata_bytes));
   }
+  if (!item.adapter().empty()) {
+    RETURN_IF_ERROR(common::ValidateId(absl::StrCat(task, ": adapter"), item.adapter()));
+  }
+  RETURN_IF_ERROR(ValidateCapabilities(absl::StrCat(task, ": required capability"),
+                                       item.required_capabilities()));
   return absl::OkStatus();
 }
 
@@ -207,8 +212,25 @@ std::vector<WorkItem> TaskGraphToItems(const v1::TaskGraph& graph) {
   return items;
 }
 
-absl::Status NormalizeAndValidateItems(std::vector<WorkItem>* items, const WorkLimits& limits) {
-  if (items->empty()) return absl::InvalidArgumentError("a run needs at least one item");
+absl::Status ValidateCapabilities(absl::string_view field,
+                                  const google::protobuf::RepeatedPtrField<std::string>& list) {
+  if (list.size() > kMaxCapabilities) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("%s: %d are named; the limit is %d", field, list.size(), kMaxCapabilities));
+  }
+  absl::flat_hash_set<absl::string_view> seen;
+  for (const std::string& capability : list) {
+    RETURN_IF_ERROR(common::ValidateId(field, capability));
+    if (!seen.insert(capability).second) {
+      return absl::InvalidArgumentError(absl::StrCat(field, " ", capability, " is named twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NormalizeAndValidateItems(std::vector<WorkItem>* items, const WorkLimits& limits,
+                                       size_t existing) {
+  if (items->size() <= existing) return absl::InvalidArgumentError("a run needs at least one item");
   if (items->size() > limits.max_items) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("the run has %d items; the limit is %d", items->size(), limits.max_items));
@@ -216,10 +238,18 @@ absl::Status NormalizeAndValidateItems(std::vector<WorkItem>* items, const WorkL
   absl::flat_hash_map<std::string, size_t> index;
   for (size_t i = 0; i < items->size(); ++i) {
     WorkItem& item = (*items)[i];
-    RETURN_IF_ERROR(common::ValidateId(absl::StrFormat("id of item %d", i + 1), item.item_id()));
+    if (i < existing) {  // stored: already normalized and checked
+      index.emplace(item.item_id(), i);
+      continue;
+    }
+    RETURN_IF_ERROR(
+        common::ValidateId(absl::StrFormat("id of item %d", i - existing + 1), item.item_id()));
     if (!index.emplace(item.item_id(), i).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("task ", item.item_id(), " appears more than once"));
+      return index[item.item_id()] < existing
+                 ? absl::AlreadyExistsError(
+                       absl::StrCat("task ", item.item_id(), " already exists in the run"))
+                 : absl::InvalidArgumentError(
+                       absl::StrCat("task ", item.item_id(), " appears more than once"));
     }
     RETURN_IF_ERROR(ValidateFields(item, limits));
     // Output-only fields are the coordinator's to set.
@@ -235,6 +265,8 @@ absl::Status NormalizeAndValidateItems(std::vector<WorkItem>* items, const WorkL
     item.set_branch(input.branch());
     item.set_worktree(input.worktree());
     *item.mutable_metadata() = input.metadata();
+    item.set_adapter(input.adapter());
+    *item.mutable_required_capabilities() = input.required_capabilities();
     std::vector<std::string> owned;
     for (const auto* list :
          {&input.owned_files(), &input.files().create(), &input.files().modify()}) {

@@ -62,8 +62,19 @@ std::vector<v1::WorkItem> TaskGraphToItems(const v1::TaskGraph& graph);
 // and, for ownership, the file: INVALID_ARGUMENT for a duplicate id, an unknown dependency, a
 // dependency on a higher level, a cycle, or a file owned twice at one level; RESOURCE_EXHAUSTED
 // when a limit is exceeded.
+//
+// The first `existing` items are a run's stored items (AddItems): they are not changed, and
+// take part only in the graph checks; an item with the id of one of them is ALREADY_EXISTS.
 [[nodiscard]] absl::Status NormalizeAndValidateItems(std::vector<v1::WorkItem>* items,
-                                                     const WorkLimits& limits);
+                                                     const WorkLimits& limits, size_t existing = 0);
+
+// Most capabilities an item may require or a worker may declare.
+inline constexpr int kMaxCapabilities = 64;
+
+// OK when `list` names at most kMaxCapabilities capabilities, each a valid identifier
+// (common::ValidateId), none twice; the error names `field`.
+[[nodiscard]] absl::Status ValidateCapabilities(
+    absl::string_view field, const google::protobuf::RepeatedPtrField<std::string>& list);
 
 }  // namespace coordinator
 

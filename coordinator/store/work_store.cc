@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
@@ -43,6 +47,19 @@ constexpr int32_t kMaxAttemptsLimit = 1000;
 constexpr absl::Duration kDefaultBackoffBase = absl::Seconds(10);
 constexpr absl::Duration kDefaultBackoffMax = absl::Minutes(5);
 constexpr size_t kMaxNonRetryableErrors = 100;
+constexpr int kDefaultWorkerPageSize = 100;
+constexpr int kDefaultEventPageSize = 100;
+// The header's layout (WorkRunRecord.layout): 1 since level states and the event log.
+constexpr int32_t kCurrentLayout = 1;
+// An event keeps this much of a summary, error or reason; the item keeps all of it.
+constexpr size_t kMaxEventMessageBytes = 1024;
+// An empty claim refreshes its worker's last_heartbeat_time at most this often, so idle polls
+// do not each write a record.
+constexpr absl::Duration kIdleTouchInterval = absl::Seconds(1);
+// Largest process id accepted (Linux's pid_max is at most 2^22).
+constexpr int64_t kMaxPid = (int64_t{1} << 31) - 1;
+// A merge commit or a stop reason.
+constexpr size_t kMaxReasonBytes = 4096;
 
 std::string StatusWord(ItemStatus status) {
   switch (status) {
@@ -134,6 +151,14 @@ absl::StatusOr<v1::RetryPolicy> ResolvePolicy(const v1::RetryPolicy& requested,
   return policy;
 }
 
+absl::Status ValidatePid(int64_t pid) {
+  if (pid < 0 || pid > kMaxPid) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pid %d is not a process id (0 for none, or 1 to %d)", pid, kMaxPid));
+  }
+  return absl::OkStatus();
+}
+
 // Backoff after `attempts` failed attempts: base, 2*base, 4*base, ... up to max.
 absl::Duration Backoff(const v1::RetryPolicy& policy, int attempts) {
   const absl::Duration max = FromProtoDuration(policy.backoff_max());
@@ -163,16 +188,238 @@ absl::StatusOr<WorkRunRecord> DecodeRun(absl::string_view raw) {
   return record;
 }
 
-// Reads and locks the header of `run_id`.
-absl::StatusOr<WorkRunRecord> LockRun(Transaction& txn, absl::string_view run_id) {
+std::string LevelWord(v1::LevelStatus status) {
+  switch (status) {
+    case v1::LEVEL_STATUS_PENDING:
+      return "pending";
+    case v1::LEVEL_STATUS_RUNNING:
+      return "running";
+    case v1::LEVEL_STATUS_COMPLETE:
+      return "complete";
+    case v1::LEVEL_STATUS_MERGED:
+      return "merged";
+    default:
+      return "unknown";
+  }
+}
+
+// The level's status as its counts say; MERGED stays.
+v1::LevelStatus DeriveLevelStatus(const v1::LevelState& level) {
+  if (level.status() == v1::LEVEL_STATUS_MERGED) return v1::LEVEL_STATUS_MERGED;
+  if (level.total() > 0 && level.done() == level.total()) return v1::LEVEL_STATUS_COMPLETE;
+  if (level.has_start_time() || level.running() > 0 || level.done() > 0) {
+    return v1::LEVEL_STATUS_RUNNING;
+  }
+  return v1::LEVEL_STATUS_PENDING;
+}
+
+// The state of `level` in `run`, added (pending, in level order) when `create` and missing.
+v1::LevelState* FindLevel(Run* run, int64_t level, bool create) {
+  auto* levels = run->mutable_level_states();
+  auto it = std::lower_bound(
+      levels->begin(), levels->end(), level,
+      [](const v1::LevelState& state, int64_t wanted) { return state.level() < wanted; });
+  if (it != levels->end() && it->level() == level) return &*it;
+  if (!create) return nullptr;
+  const int index = static_cast<int>(it - levels->begin());
+  v1::LevelState* added = levels->Add();
+  added->set_level(level);
+  added->set_status(v1::LEVEL_STATUS_PENDING);
+  for (int i = levels->size() - 1; i > index; --i) levels->SwapElements(i, i - 1);
+  return &(*levels)[index];
+}
+
+// The lowest level with open items; the highest level when none is open; 0 without levels.
+int64_t CurrentLevel(const WorkRunRecord& record) {
+  if (!record.open_by_level().empty()) {
+    int64_t lowest = INT64_MAX;
+    for (const auto& [level, open] : record.open_by_level()) lowest = std::min(lowest, level);
+    return lowest;
+  }
+  const auto& levels = record.run().level_states();
+  return levels.empty() ? 0 : levels.rbegin()->level();
+}
+
+// Rebuilds the level states and current level of a record stored before they existed
+// (layout 0) from the run's items, read through `it` (positioned on the first item).
+absl::Status RebuildLevels(storage::Iterator& it, WorkRunRecord* record) {
+  Run* run = record->mutable_run();
+  run->clear_level_states();
+  for (; it.Valid(); it.Next()) {
+    WorkItem item;
+    RETURN_IF_ERROR(DecodeRecord(it.value(), &item));
+    v1::LevelState* level = FindLevel(run, item.level(), /*create=*/true);
+    level->set_total(level->total() + 1);
+    if (item.status() == v1::ITEM_STATUS_DONE) level->set_done(level->done() + 1);
+    if (item.status() == v1::ITEM_STATUS_RUNNING) level->set_running(level->running() + 1);
+    // An item that ever ran started its level; when is not stored, so its last change stands in.
+    const bool started = item.attempts() > 0 || item.status() != v1::ITEM_STATUS_PENDING;
+    if (started && (!level->has_start_time() ||
+                    FromProtoTime(item.update_time()) < FromProtoTime(level->start_time()))) {
+      *level->mutable_start_time() = item.update_time();
+    }
+  }
+  RETURN_IF_ERROR(it.status());
+  for (v1::LevelState& level : *run->mutable_level_states()) {
+    level.set_status(DeriveLevelStatus(level));
+  }
+  run->set_current_level(CurrentLevel(*record));
+  record->set_layout(kCurrentLayout);
+  return absl::OkStatus();
+}
+
+// A record as readers see it: one of layout 0 gets its level states from the items.
+absl::StatusOr<WorkRunRecord> UpgradeForRead(storage::Store* store, WorkRunRecord record) {
+  if (record.layout() >= kCurrentLayout) return record;
+  const std::string prefix = keys::RunItemPrefix(record.run().run_id());
+  std::unique_ptr<storage::Iterator> it =
+      store->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  RETURN_IF_ERROR(RebuildLevels(*it, &record));
+  return record;
+}
+
+// A run's header locked in a transaction, with the entries the transaction adds to the run's
+// event log. PutRun writes both.
+struct LockedRun {
+  WorkRunRecord record;
+  std::vector<v1::WorkEvent> log;
+
+  Run& run() { return *record.mutable_run(); }
+
+  // Appends `event` to the log as the run's next entry.
+  void Log(v1::WorkEvent event, absl::Time now) {
+    Run& r = run();
+    r.set_last_event_seq(r.last_event_seq() + 1);
+    event.set_seq(r.last_event_seq());
+    *event.mutable_time() = ToProtoTime(now);
+    event.set_run_id(r.run_id());
+    log.push_back(std::move(event));
+  }
+};
+
+// Reads and locks the header of `run_id`, upgraded to the current layout.
+absl::StatusOr<LockedRun> LockRun(Transaction& txn, absl::string_view run_id) {
   absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunHeader(run_id));
   if (absl::IsNotFound(raw.status())) return RunNotFound(run_id);
   RETURN_IF_ERROR(raw.status());
-  return DecodeRun(*raw);
+  LockedRun locked;
+  ASSIGN_OR_RETURN(locked.record, DecodeRun(*raw));
+  if (locked.record.layout() < kCurrentLayout) {
+    const std::string prefix = keys::RunItemPrefix(run_id);
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    RETURN_IF_ERROR(RebuildLevels(*it, &locked.record));
+  }
+  return locked;
 }
 
-absl::Status PutRun(Transaction& txn, const WorkRunRecord& record) {
-  return txn.Put(kFamily, keys::RunHeader(record.run().run_id()), EncodeRecord(record));
+// Writes the header and the log entries added since it was locked.
+absl::Status PutRun(Transaction& txn, LockedRun& locked) {
+  const std::string& run_id = locked.record.run().run_id();
+  for (const v1::WorkEvent& event : locked.log) {
+    RETURN_IF_ERROR(txn.Put(kFamily, keys::RunEvent(run_id, static_cast<uint64_t>(event.seq())),
+                            EncodeRecord(event)));
+  }
+  locked.log.clear();
+  return txn.Put(kFamily, keys::RunHeader(run_id), EncodeRecord(locked.record));
+}
+
+// The first kMaxEventMessageBytes of `text`, cut at a character boundary.
+std::string EventMessage(absl::string_view text) {
+  if (text.size() <= kMaxEventMessageBytes) return std::string(text);
+  size_t end = kMaxEventMessageBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return std::string(text.substr(0, end));
+}
+
+// A log entry about `item` as it is after the change.
+v1::WorkEvent ItemEvent(v1::WorkEvent::Kind kind, const WorkItem& item,
+                        absl::string_view message = "") {
+  v1::WorkEvent event;
+  event.set_kind(kind);
+  event.set_item_id(item.item_id());
+  event.set_level(item.level());
+  event.set_item_status(item.status());
+  if (kind != v1::WorkEvent::KIND_ITEM_CREATED && kind != v1::WorkEvent::KIND_ITEM_RETRIED) {
+    event.set_worker_id(item.worker_id());
+    event.set_attempt(item.attempts());
+    event.set_epoch(item.epoch());
+  }
+  event.set_message(EventMessage(message));
+  return event;
+}
+
+// Recomputes the level statuses, the current level and the run's status, logging each change.
+void Rederive(LockedRun* locked, absl::Time now) {
+  Run& run = locked->run();
+  for (v1::LevelState& level : *run.mutable_level_states()) {
+    const v1::LevelStatus status = DeriveLevelStatus(level);
+    if (status == level.status()) continue;
+    level.set_status(status);
+    if (status == v1::LEVEL_STATUS_COMPLETE) *level.mutable_complete_time() = ToProtoTime(now);
+    v1::WorkEvent event;
+    event.set_kind(v1::WorkEvent::KIND_LEVEL_CHANGED);
+    event.set_level(level.level());
+    event.set_level_status(status);
+    locked->Log(std::move(event), now);
+  }
+  run.set_current_level(CurrentLevel(locked->record));
+  const v1::RunStatus status = DeriveRunStatus(run);
+  if (status != run.status()) {
+    run.set_status(status);
+    v1::WorkEvent event;
+    event.set_kind(v1::WorkEvent::KIND_RUN_STATUS_CHANGED);
+    event.set_run_status(status);
+    locked->Log(std::move(event), now);
+  }
+  *run.mutable_update_time() = ToProtoTime(now);
+}
+
+// ---- The worker registry. ----
+
+// The worker's record, locked; nullopt when it is not registered.
+absl::StatusOr<std::optional<v1::RunWorker>> LockWorker(Transaction& txn, absl::string_view run_id,
+                                                        absl::string_view worker_id) {
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunWorker(run_id, worker_id));
+  if (absl::IsNotFound(raw.status())) return std::nullopt;
+  RETURN_IF_ERROR(raw.status());
+  v1::RunWorker worker;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &worker));
+  return worker;
+}
+
+absl::Status PutWorker(Transaction& txn, v1::RunWorker* worker, absl::Time now) {
+  *worker->mutable_update_time() = ToProtoTime(now);
+  return txn.Put(kFamily, keys::RunWorker(worker->run_id(), worker->worker_id()),
+                 EncodeRecord(*worker));
+}
+
+// Sets the worker's status; a change is logged (the caller writes `locked`).
+void SetWorkerStatus(LockedRun* locked, v1::RunWorker* worker, v1::WorkerStatus status,
+                     absl::string_view reason, absl::Time now) {
+  if (worker->status() == status) return;
+  worker->set_status(status);
+  worker->set_status_reason(std::string(reason));
+  v1::WorkEvent event;
+  event.set_kind(v1::WorkEvent::KIND_WORKER_CHANGED);
+  event.set_worker_id(worker->worker_id());
+  event.set_worker_status(status);
+  event.set_message(EventMessage(reason));
+  locked->Log(std::move(event), now);
+}
+
+// Takes `item_id` off the worker's held items; the worker is `idle_status` when none is left.
+void ReleaseItem(LockedRun* locked, v1::RunWorker* worker, absl::string_view item_id,
+                 v1::WorkerStatus idle_status, absl::string_view reason, absl::Time now) {
+  auto* held = worker->mutable_held_items();
+  for (int i = 0; i < held->size(); ++i) {
+    if ((*held)[i] == item_id) {
+      held->erase(held->begin() + i);
+      break;
+    }
+  }
+  worker->set_current_item(held->empty() ? std::string() : *held->rbegin());
+  if (held->empty()) SetWorkerStatus(locked, worker, idle_status, reason, now);
 }
 
 absl::StatusOr<WorkItem> LockItem(Transaction& txn, absl::string_view run_id,
@@ -245,9 +492,10 @@ void AddCount(v1::ItemCounts* counts, ItemStatus status, int64_t delta) {
   }
 }
 
-// Records in the run's header that `before` moves to status `to`, and stamps the run.
-void RecordTransition(WorkRunRecord* record, const WorkItem& before, ItemStatus to,
-                      absl::Time now) {
+// Records in the run's header that `before` moves to status `to` (counts, open items and the
+// state of its level), re-derives the statuses and stamps the run.
+void RecordTransition(LockedRun* locked, const WorkItem& before, ItemStatus to, absl::Time now) {
+  WorkRunRecord* record = &locked->record;
   Run* run = record->mutable_run();
   if (before.status() != to) {
     AddCount(run->mutable_counts(), before.status(), -1);
@@ -258,9 +506,18 @@ void RecordTransition(WorkRunRecord* record, const WorkItem& before, ItemStatus 
     } else if (before.status() == v1::ITEM_STATUS_DONE) {
       ++open[before.level()];
     }
+    v1::LevelState* level = FindLevel(run, before.level(), /*create=*/true);
+    const auto count = [](ItemStatus status) { return status == v1::ITEM_STATUS_DONE ? 1 : 0; };
+    const auto running = [](ItemStatus status) {
+      return status == v1::ITEM_STATUS_RUNNING ? 1 : 0;
+    };
+    level->set_done(level->done() - count(before.status()) + count(to));
+    level->set_running(level->running() - running(before.status()) + running(to));
+    if (to == v1::ITEM_STATUS_RUNNING && !level->has_start_time()) {
+      *level->mutable_start_time() = ToProtoTime(now);
+    }
   }
-  run->set_status(DeriveRunStatus(*run));
-  *run->mutable_update_time() = ToProtoTime(now);
+  Rederive(locked, now);
 }
 
 // Writes `item`, changed from `before`, and keeps the pending and lease indexes in step.
@@ -486,7 +743,9 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
                    ResolveClaimants(settings.claimants(), access));
   RETURN_IF_ERROR(NormalizeAndValidateItems(&items, limits_));
 
-  WorkRunRecord record;
+  LockedRun locked;
+  WorkRunRecord& record = locked.record;
+  record.set_layout(kCurrentLayout);
   Run& run = *record.mutable_run();
   run.set_run_id(settings.run_id());
   run.set_kind(settings.kind());
@@ -502,7 +761,24 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
   *run.mutable_create_time() = ToProtoTime(now);
   *run.mutable_update_time() = ToProtoTime(now);
   run.set_status(DeriveRunStatus(run));
-  for (const WorkItem& item : items) ++(*record.mutable_open_by_level())[item.level()];
+  for (const WorkItem& item : items) {
+    ++(*record.mutable_open_by_level())[item.level()];
+    v1::LevelState* level = FindLevel(&run, item.level(), /*create=*/true);
+    level->set_total(level->total() + 1);
+  }
+  run.set_current_level(CurrentLevel(record));
+  {
+    v1::WorkEvent created;
+    created.set_kind(v1::WorkEvent::KIND_RUN_CREATED);
+    created.set_run_status(run.status());
+    locked.Log(std::move(created), now);
+  }
+  for (WorkItem& item : items) {
+    item.set_run_id(run.run_id());
+    item.set_status(v1::ITEM_STATUS_PENDING);
+    *item.mutable_create_time() = ToProtoTime(now);
+    locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_CREATED, item), now);
+  }
 
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     absl::StatusOr<std::string> existing = txn.GetForUpdate(kFamily, keys::RunHeader(run.run_id()));
@@ -510,12 +786,11 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
       return absl::AlreadyExistsError(absl::StrCat("run ", run.run_id(), " already exists"));
     }
     if (!absl::IsNotFound(existing.status())) return existing.status();
-    RETURN_IF_ERROR(PutRun(txn, record));
+    // PutRun clears the log once written; a retried transaction writes it again.
+    LockedRun attempt = locked;
+    RETURN_IF_ERROR(PutRun(txn, attempt));
     for (const WorkItem& input : items) {
       WorkItem item = input;
-      item.set_run_id(run.run_id());
-      item.set_status(v1::ITEM_STATUS_PENDING);
-      *item.mutable_create_time() = ToProtoTime(now);
       RETURN_IF_ERROR(WriteItem(txn, WorkItem(), &item, now));
     }
     return absl::OkStatus();
@@ -529,6 +804,7 @@ absl::StatusOr<Run> WorkStore::GetRun(absl::string_view run_id) {
   if (absl::IsNotFound(raw.status())) return RunNotFound(run_id);
   RETURN_IF_ERROR(raw.status());
   ASSIGN_OR_RETURN(WorkRunRecord record, DecodeRun(*raw));
+  ASSIGN_OR_RETURN(record, UpgradeForRead(store_, std::move(record)));
   return std::move(*record.mutable_run());
 }
 
@@ -552,6 +828,7 @@ absl::StatusOr<v1::ListRunsResponse> WorkStore::ListRuns(const v1::ListRunsReque
         break;
       }
       ASSIGN_OR_RETURN(WorkRunRecord record, DecodeRun(it->value()));
+      ASSIGN_OR_RETURN(record, UpgradeForRead(store_, std::move(record)));
       *response.add_runs() = std::move(*record.mutable_run());
     }
     // Skip the run's items and index entries in one seek.
@@ -565,18 +842,27 @@ absl::StatusOr<v1::ListItemsResponse> WorkStore::ListItems(const v1::ListItemsRe
   RETURN_IF_ERROR(GetRun(request.run_id()).status());
   ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultItemPageSize,
                                                         limits_.max_page_size));
-  ASSIGN_OR_RETURN(std::string resume,
-                   DecodePageToken(request.page_token(), "items", request.run_id()));
+  // A token names the filter it was issued for (none: the run alone, as before filters).
+  const std::string filter =
+      request.status() == v1::ITEM_STATUS_UNSPECIFIED
+          ? request.run_id()
+          : absl::StrCat(request.run_id(), "\n", static_cast<int>(request.status()));
+  ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "items", filter));
   const std::string prefix = keys::RunItemPrefix(request.run_id());
   std::unique_ptr<storage::Iterator> it =
       store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
   if (!resume.empty()) it->Seek(keys::RunItem(request.run_id(), resume));
+  const ItemStatus wanted = request.status();
+  if (!v1::ItemStatus_IsValid(wanted)) {
+    return absl::InvalidArgumentError(absl::StrCat("status ", wanted, " is not an item status"));
+  }
   v1::ListItemsResponse response;
   for (; it->Valid(); it->Next()) {
     WorkItem item;
     RETURN_IF_ERROR(DecodeRecord(it->value(), &item));
+    if (wanted != v1::ITEM_STATUS_UNSPECIFIED && item.status() != wanted) continue;
     if (response.items_size() == page_size) {
-      response.set_next_page_token(EncodePageToken("items", request.run_id(), item.item_id()));
+      response.set_next_page_token(EncodePageToken("items", filter, item.item_id()));
       break;
     }
     *response.add_items() = std::move(item);
@@ -609,7 +895,11 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
   RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
   RETURN_IF_ERROR(common::ValidateId("worker_id", request.worker_id()));
   ASSIGN_OR_RETURN(const absl::Duration ttl, ResolveTtl(request.lease_ttl()));
+  RETURN_IF_ERROR(ValidateCapabilities("capability", request.capabilities()));
+  RETURN_IF_ERROR(ValidatePid(request.pid()));
   const std::string& run_id = request.run_id();
+  const absl::flat_hash_set<absl::string_view> declared(request.capabilities().begin(),
+                                                        request.capabilities().end());
 
   v1::ClaimResponse response;
   std::vector<v1::RunEvent> events;
@@ -617,53 +907,90 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     response.Clear();
     events.clear();
     const absl::Time now = Now();
-    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, run_id));
+    ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, run_id));
+    WorkRunRecord& record = locked.record;
     RETURN_IF_ERROR(CheckClaimant(access, record.run(), "claim items of"));
     Run& run = *record.mutable_run();
-    if (record.open_by_level().empty()) {  // every item is done
-      *response.mutable_run() = run;
-      response.set_stalled(true);
-      return absl::OkStatus();
-    }
-    // Only the lowest level with open items can have claimable items.
-    int64_t level = INT64_MAX;
-    for (const auto& [l, open] : record.open_by_level()) level = std::min(level, l);
-
-    const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
-    std::unique_ptr<storage::Iterator> it =
-        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
-    ItemReader items(txn, run_id);
+    std::optional<std::string> chosen;
     bool any_ready = false;  // a candidate whose dependencies are done (backoff aside)
     std::optional<absl::Time> earliest;
-    std::optional<std::string> chosen;
-    for (; it->Valid(); it->Next()) {
-      storage::KeyReader reader(it->key().substr(prefix.size()));
-      ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
-      ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
-      bool ready = true;
-      for (const std::string& dep : candidate.dependencies()) {
-        ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
-        if (dependency.status() != v1::ITEM_STATUS_DONE) {
-          ready = false;
-          break;
+    std::set<std::string> missing;  // capabilities of ready items the worker lacks
+    if (!record.open_by_level().empty()) {
+      // Only the lowest level with open items can have claimable items.
+      const int64_t level = CurrentLevel(record);
+      const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
+      std::unique_ptr<storage::Iterator> it =
+          txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+      ItemReader items(txn, run_id);
+      for (; it->Valid(); it->Next()) {
+        storage::KeyReader reader(it->key().substr(prefix.size()));
+        ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
+        ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
+        bool ready = true;
+        for (const std::string& dep : candidate.dependencies()) {
+          ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
+          if (dependency.status() != v1::ITEM_STATUS_DONE) {
+            ready = false;
+            break;
+          }
         }
-      }
-      if (!ready) continue;
-      any_ready = true;
-      const absl::Time not_before =
-          candidate.has_not_before() ? FromProtoTime(candidate.not_before()) : absl::InfinitePast();
-      if (not_before <= now) {
+        if (!ready) continue;
+        any_ready = true;
+        const absl::Time not_before = candidate.has_not_before()
+                                          ? FromProtoTime(candidate.not_before())
+                                          : absl::InfinitePast();
+        if (not_before > now) {
+          if (!earliest.has_value() || not_before < *earliest) earliest = not_before;
+          continue;
+        }
+        bool covered = true;
+        for (const std::string& capability : candidate.required_capabilities()) {
+          if (!declared.contains(capability)) {
+            missing.insert(capability);
+            covered = false;
+          }
+        }
+        if (!covered) continue;
         chosen = item_id;
         break;
       }
-      if (!earliest.has_value() || not_before < *earliest) earliest = not_before;
+      RETURN_IF_ERROR(it->status());
     }
-    RETURN_IF_ERROR(it->status());
+
+    // The worker's registry record: registered by its first claim, refreshed by every one.
+    ASSIGN_OR_RETURN(std::optional<v1::RunWorker> found,
+                     LockWorker(txn, run_id, request.worker_id()));
+    const bool registered = found.has_value();
+    v1::RunWorker worker = registered ? *std::move(found) : v1::RunWorker();
+    const v1::RunWorker worker_before = worker;
+    if (!registered) {
+      worker.set_worker_id(request.worker_id());
+      worker.set_run_id(run_id);
+      *worker.mutable_create_time() = ToProtoTime(now);
+    }
+    *worker.mutable_capabilities() = request.capabilities();
+    if (request.pid() != 0) worker.set_pid(request.pid());
+
     if (!chosen.has_value()) {
+      if (worker.held_items().empty()) {
+        SetWorkerStatus(&locked, &worker, v1::WORKER_STATUS_IDLE, "", now);
+      }
+      const bool changed =
+          !registered || !locked.log.empty() ||
+          !std::equal(worker.capabilities().begin(), worker.capabilities().end(),
+                      worker_before.capabilities().begin(), worker_before.capabilities().end()) ||
+          worker.pid() != worker_before.pid();
+      if (changed || now - FromProtoTime(worker.last_heartbeat_time()) >= kIdleTouchInterval) {
+        *worker.mutable_last_heartbeat_time() = ToProtoTime(now);
+        RETURN_IF_ERROR(PutWorker(txn, &worker, now));
+      }
+      if (!locked.log.empty()) RETURN_IF_ERROR(PutRun(txn, locked));
       *response.mutable_run() = run;
       // Nothing runs, so nothing will make a waiting item ready: a person has to act.
-      response.set_stalled(run.counts().running() == 0 && !any_ready);
+      response.set_stalled(record.open_by_level().empty() ||
+                           (run.counts().running() == 0 && !any_ready));
       if (earliest.has_value()) *response.mutable_retry_after() = ToProtoDuration(*earliest - now);
+      for (const std::string& capability : missing) response.add_missing_capabilities(capability);
       return absl::OkStatus();
     }
 
@@ -680,12 +1007,21 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     item.set_attempts(before.attempts() + 1);
     *item.mutable_lease_expire_time() = ToProtoTime(now + ttl);
     *item.mutable_lease_ttl() = ToProtoDuration(ttl);
+    *item.mutable_start_time() = ToProtoTime(now);
+    item.clear_complete_time();
+    item.set_pid(request.pid());
     item.clear_not_before();
     item.clear_status_reason();
     run.set_claim_count(run.claim_count() + 1);
-    RecordTransition(&record, before, item.status(), now);
+    locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_CLAIMED, item), now);
+    RecordTransition(&locked, before, item.status(), now);
+    worker.add_held_items(item.item_id());
+    worker.set_current_item(item.item_id());
+    SetWorkerStatus(&locked, &worker, v1::WORKER_STATUS_BUSY, "", now);
+    *worker.mutable_last_heartbeat_time() = ToProtoTime(now);
     RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
-    RETURN_IF_ERROR(PutRun(txn, record));
+    RETURN_IF_ERROR(PutWorker(txn, &worker, now));
+    RETURN_IF_ERROR(PutRun(txn, locked));
     response.set_lease(EncodeLease(run_id, item.item_id(), item.epoch()));
     response.set_epoch(item.epoch());
     *response.mutable_lease_expire_time() = item.lease_expire_time();
@@ -706,10 +1042,10 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     events.clear();
     const absl::Time now = Now();
-    std::optional<WorkRunRecord> record;
+    std::optional<LockedRun> locked;
     if (how.changes_status) {
-      ASSIGN_OR_RETURN(record, LockRun(txn, lease.run_id()));
-      RETURN_IF_ERROR(CheckClaimant(access, record->run(), "use a lease of"));
+      ASSIGN_OR_RETURN(locked, LockRun(txn, lease.run_id()));
+      RETURN_IF_ERROR(CheckClaimant(access, locked->record.run(), "use a lease of"));
     } else if (access.scoped) {
       ASSIGN_OR_RETURN(const WorkRunRecord unlocked, ReadRun(txn, lease.run_id()));
       RETURN_IF_ERROR(CheckClaimant(access, unlocked.run(), "use a lease of"));
@@ -722,11 +1058,43 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
     }
     RETURN_IF_ERROR(CheckLease(before, lease, now));
     result = before;
-    change(record.has_value() ? &*record : nullptr, now, &result);
-    if (record.has_value()) RecordTransition(&*record, before, result.status(), now);
+    change(locked.has_value() ? &locked->record : nullptr, now, &result);
+    const bool released = result.status() != v1::ITEM_STATUS_RUNNING;
+    if (released) {
+      result.clear_pid();
+      result.clear_lease_expire_time();
+    }
+    if (result.status() == v1::ITEM_STATUS_DONE) *result.mutable_complete_time() = ToProtoTime(now);
+    if (locked.has_value()) {
+      if (how.event != v1::WorkEvent::KIND_UNSPECIFIED) {
+        locked->Log(ItemEvent(how.event, result,
+                              result.status() == v1::ITEM_STATUS_DONE ? result.summary()
+                                                                      : result.last_error()),
+                    now);
+      }
+      RecordTransition(&*locked, before, result.status(), now);
+    }
+    // The lease holder's registry record: a sign of life, and the item off its hands when the
+    // change released it. A worker of a run stored before the registry has none; it is not
+    // made up here.
+    ASSIGN_OR_RETURN(std::optional<v1::RunWorker> worker,
+                     LockWorker(txn, lease.run_id(), before.worker_id()));
+    if (worker.has_value()) {
+      *worker->mutable_last_heartbeat_time() = ToProtoTime(now);
+      if (result.pid() != 0) worker->set_pid(result.pid());
+      if (released && locked.has_value()) {
+        if (result.status() == v1::ITEM_STATUS_DONE) {
+          worker->set_items_completed(worker->items_completed() + 1);
+        } else {
+          worker->set_items_failed(worker->items_failed() + 1);
+        }
+        ReleaseItem(&*locked, &*worker, result.item_id(), v1::WORKER_STATUS_IDLE, "", now);
+      }
+      RETURN_IF_ERROR(PutWorker(txn, &*worker, now));
+    }
     RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
-    if (record.has_value()) RETURN_IF_ERROR(PutRun(txn, *record));
-    events.push_back(ChangeEvent(result, record.has_value() ? &record->run() : nullptr));
+    if (locked.has_value()) RETURN_IF_ERROR(PutRun(txn, *locked));
+    events.push_back(ChangeEvent(result, locked.has_value() ? &locked->record.run() : nullptr));
     return absl::OkStatus();
   }));
   Publish(std::move(events));
@@ -737,6 +1105,7 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
                                                            const Access& access) {
   ASSIGN_OR_RETURN(const v1::LeaseToken lease, DecodeLease(request.lease()));
   RETURN_IF_ERROR(ValidateText("progress", request.progress(), limits_));
+  RETURN_IF_ERROR(ValidatePid(request.pid()));
   std::optional<absl::Duration> ttl;
   if (request.has_lease_ttl() &&
       (request.lease_ttl().seconds() != 0 || request.lease_ttl().nanos() != 0)) {
@@ -750,6 +1119,7 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
             *item->mutable_lease_expire_time() = ToProtoTime(now + length);
             *item->mutable_lease_ttl() = ToProtoDuration(length);
             if (!request.progress().empty()) item->set_progress(request.progress());
+            if (request.pid() != 0) item->set_pid(request.pid());
           }));
   v1::HeartbeatResponse response;
   *response.mutable_lease_expire_time() = item.lease_expire_time();
@@ -776,6 +1146,7 @@ absl::StatusOr<WorkItem> WorkStore::Complete(const v1::CompleteRequest& request,
   LeasedChange how;
   how.changes_status = true;
   how.accepts_done_repeat = true;
+  how.event = v1::WorkEvent::KIND_ITEM_COMPLETED;
   return ChangeLeasedItem(lease, access, how,
                           [&](const WorkRunRecord*, absl::Time, WorkItem* item) {
                             item->set_status(v1::ITEM_STATUS_DONE);
@@ -791,6 +1162,7 @@ absl::StatusOr<WorkItem> WorkStore::Fail(const v1::FailRequest& request, const A
   RETURN_IF_ERROR(ValidateText("error", request.error(), limits_));
   LeasedChange how;
   how.changes_status = true;
+  how.event = v1::WorkEvent::KIND_ITEM_FAILED;
   return ChangeLeasedItem(
       lease, access, how, [&](const WorkRunRecord* record, absl::Time now, WorkItem* item) {
         const v1::RetryPolicy& policy = record->run().retry_policy();
@@ -825,7 +1197,7 @@ absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     events.clear();
     const absl::Time now = Now();
-    ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, request.run_id()));
+    ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, request.run_id()));
     ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, request.run_id(), request.item_id()));
     if (before.status() != v1::ITEM_STATUS_BLOCKED && before.status() != v1::ITEM_STATUS_FAILED) {
       return absl::FailedPreconditionError(
@@ -837,14 +1209,224 @@ absl::StatusOr<WorkItem> WorkStore::Retry(const v1::RetryRequest& request) {
     result.set_attempts(0);
     result.clear_status_reason();
     result.clear_not_before();
-    RecordTransition(&record, before, result.status(), now);
+    locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_RETRIED, result), now);
+    RecordTransition(&locked, before, result.status(), now);
     RETURN_IF_ERROR(WriteItem(txn, before, &result, now));
-    RETURN_IF_ERROR(PutRun(txn, record));
-    events.push_back(ChangeEvent(result, &record.run()));
+    RETURN_IF_ERROR(PutRun(txn, locked));
+    events.push_back(ChangeEvent(result, &locked.record.run()));
     return absl::OkStatus();
   }));
   Publish(std::move(events));
   return result;
+}
+
+absl::StatusOr<v1::AddItemsResponse> WorkStore::AddItems(const v1::AddItemsRequest& request) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
+  if (request.items().empty()) return absl::InvalidArgumentError("items are required");
+  if (static_cast<size_t>(request.items_size()) > limits_.max_items) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%d items are added; a run holds at most %d", request.items_size(), limits_.max_items));
+  }
+  const std::string& run_id = request.run_id();
+  v1::AddItemsResponse response;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    response.Clear();
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, run_id));
+    Run& run = locked.run();
+    if (IsTerminal(run)) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "run %s has ended (%s): items can be added only to a run that has not", run_id,
+          run.status() == v1::RUN_STATUS_COMPLETED ? "completed" : "failed, nothing left to run"));
+    }
+    // The run's items, then the new ones: checked together, the stored ones left as they are.
+    std::vector<WorkItem> all;
+    const std::string prefix = keys::RunItemPrefix(run_id);
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    for (; it->Valid(); it->Next()) RETURN_IF_ERROR(DecodeRecord(it->value(), &all.emplace_back()));
+    RETURN_IF_ERROR(it->status());
+    const size_t existing = all.size();
+    all.insert(all.end(), request.items().begin(), request.items().end());
+    RETURN_IF_ERROR(NormalizeAndValidateItems(&all, limits_, existing));
+    const int64_t current = run.current_level();
+    for (size_t i = existing; i < all.size(); ++i) {
+      const WorkItem& item = all[i];
+      if (item.level() >= current) continue;
+      const v1::LevelState* level = FindLevel(&run, item.level(), /*create=*/false);
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "task %s is at level %d, below the run's current level %d%s: add it at level %d or "
+          "above",
+          item.item_id(), item.level(), current,
+          level != nullptr
+              ? absl::StrCat(" (level ", item.level(), " is ", LevelWord(level->status()), ")")
+              : std::string(),
+          current));
+    }
+    for (size_t i = existing; i < all.size(); ++i) {
+      WorkItem& item = all[i];
+      item.set_run_id(run_id);
+      item.set_status(v1::ITEM_STATUS_PENDING);
+      *item.mutable_create_time() = ToProtoTime(now);
+      RETURN_IF_ERROR(WriteItem(txn, WorkItem(), &item, now));
+      run.mutable_counts()->set_total(run.counts().total() + 1);
+      run.mutable_counts()->set_pending(run.counts().pending() + 1);
+      ++(*locked.record.mutable_open_by_level())[item.level()];
+      v1::LevelState* level = FindLevel(&run, item.level(), /*create=*/true);
+      level->set_total(level->total() + 1);
+      locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_CREATED, item), now);
+      *response.add_items() = item;
+    }
+    Rederive(&locked, now);
+    RETURN_IF_ERROR(PutRun(txn, locked));
+    *response.mutable_run() = run;
+    for (const WorkItem& item : response.items()) events.push_back(ChangeEvent(item, &run));
+    return absl::OkStatus();
+  }));
+  Publish(std::move(events));
+  return response;
+}
+
+absl::StatusOr<Run> WorkStore::MergeLevel(const v1::MergeLevelRequest& request) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
+  RETURN_IF_ERROR(common::ValidateOptionalId("merge_commit", request.merge_commit()));
+  Run result;
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, request.run_id()));
+    Run& run = locked.run();
+    v1::LevelState* level = FindLevel(&run, request.level(), /*create=*/false);
+    if (level == nullptr) {
+      std::vector<std::string> levels;
+      for (const v1::LevelState& l : run.level_states()) levels.push_back(absl::StrCat(l.level()));
+      return absl::NotFoundError(absl::StrFormat("run %s has no level %d (its levels: %s)",
+                                                 run.run_id(), request.level(),
+                                                 absl::StrJoin(levels, ", ")));
+    }
+    if (level->status() != v1::LEVEL_STATUS_COMPLETE) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "level %d of run %s is %s (%d of %d items done); only a complete level can be merged",
+          level->level(), run.run_id(), LevelWord(level->status()), level->done(), level->total()));
+    }
+    for (const v1::LevelState& lower : run.level_states()) {
+      if (lower.level() >= level->level()) break;
+      if (lower.status() != v1::LEVEL_STATUS_MERGED) {
+        return absl::FailedPreconditionError(
+            absl::StrFormat("level %d of run %s is %s: merge the levels in order, level %d first",
+                            lower.level(), run.run_id(), LevelWord(lower.status()), lower.level()));
+      }
+    }
+    level->set_status(v1::LEVEL_STATUS_MERGED);
+    *level->mutable_merge_time() = ToProtoTime(now);
+    level->set_merge_commit(request.merge_commit());
+    v1::WorkEvent event;
+    event.set_kind(v1::WorkEvent::KIND_LEVEL_CHANGED);
+    event.set_level(level->level());
+    event.set_level_status(v1::LEVEL_STATUS_MERGED);
+    event.set_message(request.merge_commit());
+    locked.Log(std::move(event), now);
+    Rederive(&locked, now);
+    RETURN_IF_ERROR(PutRun(txn, locked));
+    result = run;
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+absl::StatusOr<v1::ListWorkersResponse> WorkStore::ListWorkers(
+    const v1::ListWorkersRequest& request) {
+  RETURN_IF_ERROR(GetRun(request.run_id()).status());
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultWorkerPageSize,
+                                                        limits_.max_page_size));
+  ASSIGN_OR_RETURN(std::string resume,
+                   DecodePageToken(request.page_token(), "workers", request.run_id()));
+  const std::string prefix = keys::RunWorkerPrefix(request.run_id());
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  if (!resume.empty()) it->Seek(keys::RunWorker(request.run_id(), resume));
+  v1::ListWorkersResponse response;
+  for (; it->Valid(); it->Next()) {
+    v1::RunWorker worker;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &worker));
+    if (response.workers_size() == page_size) {
+      response.set_next_page_token(
+          EncodePageToken("workers", request.run_id(), worker.worker_id()));
+      break;
+    }
+    *response.add_workers() = std::move(worker);
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
+}
+
+absl::StatusOr<v1::RunWorker> WorkStore::StopWorker(const v1::StopWorkerRequest& request,
+                                                    const Access& access) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
+  RETURN_IF_ERROR(common::ValidateId("worker_id", request.worker_id()));
+  RETURN_IF_ERROR(common::ValidateSize("reason", request.reason(), kMaxReasonBytes));
+  v1::RunWorker result;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    const absl::Time now = Now();
+    ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, request.run_id()));
+    RETURN_IF_ERROR(CheckClaimant(access, locked.record.run(), "stop workers of"));
+    ASSIGN_OR_RETURN(std::optional<v1::RunWorker> worker,
+                     LockWorker(txn, request.run_id(), request.worker_id()));
+    if (!worker.has_value()) {
+      return absl::NotFoundError(absl::StrCat("worker ", request.worker_id(), " of run ",
+                                              request.run_id(),
+                                              " not found (a worker registers by claiming)"));
+    }
+    if (!worker->held_items().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker ", request.worker_id(), " holds item ", worker->current_item(), " of run ",
+          request.run_id(), ": complete or fail it first, or let its lease expire"));
+    }
+    SetWorkerStatus(&locked, &*worker, v1::WORKER_STATUS_STOPPED,
+                    request.reason().empty() ? "stopped by StopWorker" : request.reason(), now);
+    RETURN_IF_ERROR(PutWorker(txn, &*worker, now));
+    if (!locked.log.empty()) RETURN_IF_ERROR(PutRun(txn, locked));
+    result = *std::move(worker);
+    return absl::OkStatus();
+  }));
+  return result;
+}
+
+absl::StatusOr<v1::ListEventsResponse> WorkStore::ListEvents(const v1::ListEventsRequest& request) {
+  ASSIGN_OR_RETURN(const Run run, GetRun(request.run_id()));
+  if (request.after_seq() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("after_seq must not be negative, not ", request.after_seq()));
+  }
+  ASSIGN_OR_RETURN(const int page_size, ResolvePageSize(request.page_size(), kDefaultEventPageSize,
+                                                        limits_.max_page_size));
+  ASSIGN_OR_RETURN(std::string resume,
+                   DecodePageToken(request.page_token(), "events", request.run_id()));
+  uint64_t after = static_cast<uint64_t>(request.after_seq());
+  if (!resume.empty() && !absl::SimpleAtoi(resume, &after)) {
+    return absl::InvalidArgumentError("page_token is malformed");
+  }
+  const std::string prefix = keys::RunEventPrefix(request.run_id());
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  if (after < UINT64_MAX) it->Seek(keys::RunEvent(request.run_id(), after + 1));
+  v1::ListEventsResponse response;
+  response.set_last_seq(run.last_event_seq());
+  for (; after < UINT64_MAX && it->Valid(); it->Next()) {
+    v1::WorkEvent event;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &event));
+    if (response.events_size() == page_size) {
+      response.set_next_page_token(
+          EncodePageToken("events", request.run_id(), absl::StrCat(event.seq() - 1)));
+      break;
+    }
+    *response.add_events() = std::move(event);
+  }
+  RETURN_IF_ERROR(it->status());
+  return response;
 }
 
 absl::StatusOr<int> WorkStore::ReapExpired() {
@@ -882,7 +1464,8 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
         events.clear();
         taken_back = false;
         touched = false;
-        ASSIGN_OR_RETURN(WorkRunRecord record, LockRun(txn, run_id));
+        ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, run_id));
+        const WorkRunRecord& record = locked.record;
         ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, item_id));
         const bool expired = before.status() == v1::ITEM_STATUS_RUNNING &&
                              FromProtoTime(before.lease_expire_time()) <= now;
@@ -907,6 +1490,7 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
             before.worker_id(), TimeText(FromProtoTime(before.lease_expire_time())),
             before.attempts()));
         item.clear_lease_expire_time();
+        item.clear_pid();
         if (before.attempts() >= policy.max_attempts()) {
           item.set_status(v1::ITEM_STATUS_BLOCKED);
           item.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
@@ -916,10 +1500,19 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
           // Claimable again at once: a lost worker is not the item's fault, so no backoff.
           item.set_status(v1::ITEM_STATUS_PENDING);
         }
-        RecordTransition(&record, before, item.status(), now);
+        locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_HEARTBEAT_LOST, item, item.last_error()),
+                   now);
+        RecordTransition(&locked, before, item.status(), now);
+        ASSIGN_OR_RETURN(std::optional<v1::RunWorker> worker,
+                         LockWorker(txn, run_id, before.worker_id()));
+        if (worker.has_value()) {
+          worker->set_items_failed(worker->items_failed() + 1);
+          ReleaseItem(&locked, &*worker, item_id, v1::WORKER_STATUS_LOST, item.last_error(), now);
+          RETURN_IF_ERROR(PutWorker(txn, &*worker, now));
+        }
         RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
-        RETURN_IF_ERROR(PutRun(txn, record));
-        events.push_back(ChangeEvent(item, &record.run()));
+        RETURN_IF_ERROR(PutRun(txn, locked));
+        events.push_back(ChangeEvent(item, &locked.record.run()));
         taken_back = true;
         return absl::OkStatus();
       }));
@@ -1010,9 +1603,12 @@ absl::StatusOr<PurgeProgress> WorkStore::PurgeStep(Transaction& txn, absl::strin
     ++progress.deleted;
   }
   RETURN_IF_ERROR(it->status());
-  ASSIGN_OR_RETURN(const bool done, DeletePrefix(txn, kFamily, keys::RunPendingPrefix(run_id),
-                                                 limit, &progress.deleted));
-  if (!done || progress.deleted + 1 > limit) return progress;
+  for (const std::string& prefix : {keys::RunPendingPrefix(run_id), keys::RunEventPrefix(run_id),
+                                    keys::RunWorkerPrefix(run_id)}) {
+    ASSIGN_OR_RETURN(const bool done, DeletePrefix(txn, kFamily, prefix, limit, &progress.deleted));
+    if (!done) return progress;
+  }
+  if (progress.deleted + 1 > limit) return progress;
   RETURN_IF_ERROR(txn.Delete(kFamily, keys::RunHeader(run_id)));
   ++progress.deleted;
   progress.finished = true;

@@ -85,6 +85,24 @@ class WorkStore {
                                                   const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::WorkItem> Retry(const v1::RetryRequest& request);
 
+  // Adds items to a run that has not ended, all or none: with the run's items they must pass
+  // NormalizeAndValidateItems, and none may be below the run's current level (FAILED_PRECONDITION
+  // naming the item). Each gets an ITEM_CREATED log entry; watchers see each as a change.
+  [[nodiscard]] absl::StatusOr<v1::AddItemsResponse> AddItems(const v1::AddItemsRequest& request);
+  // Marks a complete level merged, once every lower level is: NOT_FOUND for a level without
+  // items, FAILED_PRECONDITION (naming the level's status) otherwise.
+  [[nodiscard]] absl::StatusOr<v1::Run> MergeLevel(const v1::MergeLevelRequest& request);
+  // The run's worker registry, in worker_id order.
+  [[nodiscard]] absl::StatusOr<v1::ListWorkersResponse> ListWorkers(
+      const v1::ListWorkersRequest& request);
+  // Marks a registered worker that holds no item stopped (PERMISSION_DENIED for a scoped access
+  // that is not a claimant of the run, as Claim).
+  [[nodiscard]] absl::StatusOr<v1::RunWorker> StopWorker(const v1::StopWorkerRequest& request,
+                                                         const Access& access = {});
+  // The run's event log from after_seq (or the page token), in seq order.
+  [[nodiscard]] absl::StatusOr<v1::ListEventsResponse> ListEvents(
+      const v1::ListEventsRequest& request);
+
   // Returns the items whose lease expired to pending (or blocks them when their attempts are
   // used up), counting the lost attempt. Returns how many were taken back.
   [[nodiscard]] absl::StatusOr<int> ReapExpired();
@@ -104,7 +122,8 @@ class WorkStore {
       absl::FunctionRef<absl::Status(const std::string& run_id, const v1::Run& run)> visit);
   // One step of deleting the run with everything under it, inside `txn`, at most `limit` keys.
   // Locks the header and asks `eligible`; deletes the items (each running one with its lease
-  // entry), then the pending entries, and the header last, when it fits.
+  // entry), then the pending entries, the event log and the worker registry, and the header
+  // last, when it fits.
   [[nodiscard]] static absl::StatusOr<PurgeProgress> PurgeStep(
       storage::Transaction& txn, absl::string_view run_id, int64_t limit,
       absl::FunctionRef<bool(const v1::Run&)> eligible);
@@ -122,6 +141,8 @@ class WorkStore {
     // A repeat of a change that already left the item DONE under this lease (a Complete whose
     // reply was lost) returns the item as it is.
     bool accepts_done_repeat = false;
+    // The event-log entry the change makes (only with changes_status); UNSPECIFIED: none.
+    v1::WorkEvent::Kind event = v1::WorkEvent::KIND_UNSPECIFIED;
   };
   // The one shape of Heartbeat, Checkpoint, Complete and Fail: in one transaction, locks (the
   // run's header, then) the item `lease` names, checks that the lease holds it, lets `change`
