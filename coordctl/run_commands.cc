@@ -27,6 +27,8 @@
 #include "coordctl/cli.h"
 #include "coordctl/progress.h"
 #include "coordinator/v1/work.grpc.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 
 extern char** environ;
 
@@ -82,26 +84,119 @@ absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_d
     std::string id = Slug(spec.stem().string());
     for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(spec.stem().string()), "-", n);
     used.insert(id);
-    std::string title = spec.filename().string();
-    std::ifstream in(spec);
-    std::string line;
-    size_t read = 0;
-    while (read < kMaxSpecBytesRead && std::getline(in, line)) {
-      read += line.size() + 1;
-      absl::string_view text = absl::StripAsciiWhitespace(line);
-      if (absl::ConsumePrefix(&text, "# ")) {
-        title = std::string(absl::StripAsciiWhitespace(text)).substr(0, 200);
-        break;
-      }
-    }
-    WorkItem& item = items.emplace_back();
-    item.set_item_id(id);
-    item.set_title(title);
-    item.set_description(spec.string());
-    item.set_branch(id);
-    item.set_worktree((root / id).string());
+    absl::StatusOr<WorkItem> item = ReadSpecItem(spec.string(), id, root.string());
+    if (!item.ok()) return item.status();
+    items.push_back(*std::move(item));
   }
   return items;
+}
+
+absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::string& id,
+                                      const std::string& worktree_root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path spec = fs::weakly_canonical(fs::path(spec_path), ec);
+  if (ec || !fs::is_regular_file(spec, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(spec_path, " is not a file"));
+  }
+  const fs::path root = worktree_root.empty() ? spec.parent_path().parent_path() / ".worktrees"
+                                              : fs::absolute(worktree_root);
+  std::string title = spec.filename().string();
+  std::ifstream in(spec);
+  std::string line;
+  size_t read = 0;
+  while (read < kMaxSpecBytesRead && std::getline(in, line)) {
+    read += line.size() + 1;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (absl::ConsumePrefix(&text, "# ")) {
+      title = std::string(absl::StripAsciiWhitespace(text)).substr(0, 200);
+      break;
+    }
+  }
+  WorkItem item;
+  item.set_item_id(id);
+  item.set_title(title);
+  item.set_description(spec.string());
+  item.set_branch(id);
+  item.set_worktree((root / id).string());
+  return item;
+}
+
+absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, size_t max_items) {
+  google::protobuf::Value root;
+  google::protobuf::util::JsonParseOptions strict;
+  if (auto s = google::protobuf::util::JsonStringToMessage(std::string(json), &root, strict);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the items are not JSON: ", std::string(s.message())));
+  }
+  const google::protobuf::ListValue* list = nullptr;
+  if (root.has_list_value()) {
+    list = &root.list_value();
+  } else if (root.has_struct_value()) {
+    auto it = root.struct_value().fields().find("tasks");
+    if (it != root.struct_value().fields().end() && it->second.has_list_value()) {
+      list = &it->second.list_value();
+    }
+  }
+  if (list == nullptr) {
+    return absl::InvalidArgumentError(
+        "the items must be a JSON array of items, or an object with a \"tasks\" array");
+  }
+  if (static_cast<size_t>(list->values_size()) > max_items) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the file holds ", list->values_size(), " items; at most ", max_items));
+  }
+  // WorkItem's input fields; its other fields are the coordinator's (ignored here).
+  static const auto* kInput = new absl::flat_hash_set<std::string>{
+      "item_id",     "title",   "description",          "level",  "dependencies",
+      "owned_files", "files",   "verification",         "branch", "worktree",
+      "metadata",    "adapter", "required_capabilities"};
+  const google::protobuf::Descriptor* descriptor = WorkItem::descriptor();
+  std::vector<WorkItem> items;
+  for (int i = 0; i < list->values_size(); ++i) {
+    const google::protobuf::Value& value = list->values(i);
+    if (!value.has_struct_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("item ", i + 1, " is not a JSON object"));
+    }
+    google::protobuf::Struct known;
+    google::protobuf::Struct extra;
+    for (const auto& [key, field_value] : value.struct_value().fields()) {
+      const google::protobuf::FieldDescriptor* field =
+          key == "id" ? descriptor->FindFieldByName("item_id") : descriptor->FindFieldByName(key);
+      if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(key);
+      if (field == nullptr) {
+        (*extra.mutable_fields())[key] = field_value;
+      } else if (kInput->contains(field->name())) {
+        (*known.mutable_fields())[field->name()] = field_value;
+      }
+    }
+    std::string text;
+    (void)google::protobuf::util::MessageToJsonString(known, &text);
+    WorkItem& item = items.emplace_back();
+    if (auto s = google::protobuf::util::JsonStringToMessage(text, &item, strict); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("item ", i + 1, ": ", std::string(s.message())));
+    }
+    for (const auto& [key, field_value] : extra.fields()) {
+      (*item.mutable_metadata()->mutable_fields())[key] = field_value;
+    }
+  }
+  return items;
+}
+
+absl::StatusOr<coordinator::v1::ItemStatus> ParseItemStatus(absl::string_view word) {
+  for (coordinator::v1::ItemStatus status :
+       {coordinator::v1::ITEM_STATUS_PENDING, coordinator::v1::ITEM_STATUS_RUNNING,
+        coordinator::v1::ITEM_STATUS_DONE, coordinator::v1::ITEM_STATUS_FAILED,
+        coordinator::v1::ITEM_STATUS_BLOCKED}) {
+    std::string name = coordinator::v1::ItemStatus_Name(status);
+    absl::string_view lower(name);
+    absl::ConsumePrefix(&lower, "ITEM_STATUS_");
+    if (absl::AsciiStrToLower(lower) == word) return status;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--status takes pending, running, done, failed or blocked, not \"", word, "\""));
 }
 
 namespace {
@@ -115,6 +210,15 @@ std::string ItemStatusName(coordinator::v1::ItemStatus s) {
 }
 std::string RunStatusName(coordinator::v1::RunStatus s) {
   return Lower(coordinator::v1::RunStatus_Name(s), "RUN_STATUS_");
+}
+std::string LevelStatusName(coordinator::v1::LevelStatus s) {
+  return Lower(coordinator::v1::LevelStatus_Name(s), "LEVEL_STATUS_");
+}
+std::string WorkerStatusName(coordinator::v1::WorkerStatus s) {
+  return Lower(coordinator::v1::WorkerStatus_Name(s), "WORKER_STATUS_");
+}
+std::string EventKindName(coordinator::v1::WorkEvent::Kind k) {
+  return Lower(coordinator::v1::WorkEvent::Kind_Name(k), "KIND_");
 }
 std::string RunKindName(coordinator::v1::RunKind k) {
   return absl::StrReplaceAll(Lower(coordinator::v1::RunKind_Name(k), "RUN_KIND_"), {{"_", "-"}});
@@ -149,6 +253,49 @@ std::string RunSummary(const coordinator::v1::Run& run) {
   return absl::StrFormat("%s\t%s\t%s\tdone %d/%d\trunning %d\tpending %d\tfailed %d\tblocked %d",
                          run.run_id(), RunKindName(run.kind()), RunStatusName(run.status()),
                          c.done(), c.total(), c.running(), c.pending(), c.failed(), c.blocked());
+}
+
+// "  current level 2  levels 1 merged, 2 running": where a run with levels is.
+std::string LevelsSummary(const coordinator::v1::Run& run) {
+  if (run.level_states().empty()) return "";
+  std::vector<std::string> levels;
+  for (const coordinator::v1::LevelState& level : run.level_states()) {
+    levels.push_back(absl::StrCat(level.level(), " ", LevelStatusName(level.status())));
+  }
+  return absl::StrCat("  current level ", run.current_level(), "  levels ",
+                      absl::StrJoin(levels, ", "));
+}
+
+// Text as a JSON string: quotes, backslashes and control characters escaped.
+std::string JsonString(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out += "\"";
+  return out;
 }
 
 // Reads --max-attempts, --backoff-base, --backoff-max and --non-retryable.
@@ -261,6 +408,11 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
   coordinator::v1::ListItemsRequest list;
   list.set_run_id(run.run_id());
   list.set_page_size(1000);
+  if (args.has("status")) {
+    absl::StatusOr<coordinator::v1::ItemStatus> status = ParseItemStatus(args.get("status"));
+    if (!status.ok()) return Fail(env, std::string(status.status().message()), kExitUsage);
+    list.set_status(*status);
+  }
   coordinator::v1::ListItemsResponse all;
   do {
     coordinator::v1::ListItemsResponse page;
@@ -276,7 +428,7 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
              << std::endl;
     return kExitOk;
   }
-  *env.out << absl::StrReplaceAll(RunSummary(run), {{"\t", "  "}}) << "\n\n";
+  *env.out << absl::StrReplaceAll(RunSummary(run), {{"\t", "  "}}) << LevelsSummary(run) << "\n\n";
   std::vector<std::vector<std::string>> rows = {
       {"ITEM", "STATE", "ATTEMPTS", "HOLDER", "LEASE EXPIRES", "LEVEL", "LAST ERROR OR SUMMARY"}};
   for (const WorkItem& item : all.items()) {
@@ -321,6 +473,14 @@ int RunList(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
+// --capability NAME, repeated: what the worker declares when it claims.
+template <typename Repeated>
+void AddCapabilities(const ParsedArgs& args, Repeated* capabilities) {
+  if (auto it = args.options.find("capability"); it != args.options.end()) {
+    for (const std::string& name : it->second) *capabilities->Add() = name;
+  }
+}
+
 absl::StatusOr<absl::Duration> TtlArg(const ParsedArgs& args, const char* fallback) {
   return ParseDurationArg("ttl", args.get("ttl", fallback));
 }
@@ -333,6 +493,12 @@ int RunClaim(const Env& env, const ParsedArgs& args) {
   request.set_run_id(args.positional[0]);
   request.set_worker_id(args.get("worker"));
   *request.mutable_lease_ttl() = ToProto(*ttl);
+  AddCapabilities(args, request.mutable_capabilities());
+  if (args.has("pid")) {
+    absl::StatusOr<int64_t> pid = ParseIntArg("--pid", args.get("pid"));
+    if (!pid.ok()) return Fail(env, std::string(pid.status().message()), kExitUsage);
+    request.set_pid(*pid);
+  }
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::ClaimResponse response;
   grpc::Status s = stub->Claim(env.NewContext().get(), request, &response);
@@ -345,6 +511,11 @@ int RunHeartbeat(const Env& env, const ParsedArgs& args) {
   coordinator::v1::HeartbeatRequest request;
   request.set_lease(args.positional[0]);
   request.set_progress(args.get("progress"));
+  if (args.has("pid")) {
+    absl::StatusOr<int64_t> pid = ParseIntArg("--pid", args.get("pid"));
+    if (!pid.ok()) return Fail(env, std::string(pid.status().message()), kExitUsage);
+    request.set_pid(*pid);
+  }
   if (args.has("ttl")) {
     absl::StatusOr<absl::Duration> ttl = TtlArg(args, "");
     if (!ttl.ok()) return Fail(env, std::string(ttl.status().message()), kExitUsage);
@@ -534,6 +705,21 @@ grpc::Status CallWithRetry(const Env& env, absl::Time deadline, Rpc rpc) {
   }
 }
 
+// Marks the worker stopped in the run's registry as `run work` ends; a failure only warns.
+void StopWorkerQuietly(const Env& env, WorkService::Stub* stub, const std::string& run_id,
+                       const std::string& worker, const std::string& reason) {
+  coordinator::v1::StopWorkerRequest request;
+  request.set_run_id(run_id);
+  request.set_worker_id(worker);
+  request.set_reason(reason);
+  coordinator::v1::RunWorker stopped;
+  grpc::Status s = stub->StopWorker(env.NewContext().get(), request, &stopped);
+  if (!s.ok()) {
+    *env.err << "coordctl: could not mark " << worker << " stopped: " << s.error_message()
+             << std::endl;
+  }
+}
+
 int RunWork(const Env& env, const ParsedArgs& args) {
   if (!args.has("worker")) return Fail(env, "--worker is required", kExitUsage);
   if (args.rest.empty()) return Fail(env, "the command goes after \"--\"", kExitUsage);
@@ -565,6 +751,8 @@ int RunWork(const Env& env, const ParsedArgs& args) {
     claim.set_run_id(run_id);
     claim.set_worker_id(worker);
     *claim.mutable_lease_ttl() = ToProto(*ttl);
+    AddCapabilities(args, claim.mutable_capabilities());
+    claim.set_pid(getpid());
     coordinator::v1::ClaimResponse claimed;
     grpc::Status s = CallWithRetry(env, absl::Now() + *patience, [&](grpc::ClientContext* c) {
       return stub->Claim(c, claim, &claimed);
@@ -574,6 +762,7 @@ int RunWork(const Env& env, const ParsedArgs& args) {
       if (claimed.stalled()) {
         *env.err << "coordctl: run " << run_id << " is " << RunStatusName(claimed.run().status())
                  << "; nothing left to claim" << std::endl;
+        StopWorkerQuietly(env, stub.get(), run_id, worker, "the run has nothing left to claim");
         return claimed.run().status() == coordinator::v1::RUN_STATUS_COMPLETED ? kExitOk : kExitNo;
       }
       absl::Duration wait = *poll;
@@ -599,7 +788,9 @@ int RunWork(const Env& env, const ParsedArgs& args) {
     // Heartbeat every third of the lease while the command runs; a refused heartbeat means the
     // lease is gone (another worker may hold the item), so the command is stopped.
     absl::Time expire = absl::Now() + *ttl;
-    absl::Time next_beat = absl::Now() + *ttl / 3;
+    // The first heartbeat, at once, records the command's pid as the item's.
+    absl::Time next_beat = absl::Now();
+    bool pid_sent = false;
     int wait_status = 0;
     bool lost = false;
     while (true) {
@@ -609,9 +800,11 @@ int RunWork(const Env& env, const ParsedArgs& args) {
       if (now >= next_beat) {
         coordinator::v1::HeartbeatRequest beat;
         beat.set_lease(lease);
+        if (!pid_sent) beat.set_pid(*child);
         coordinator::v1::HeartbeatResponse beat_response;
         grpc::Status hs = stub->Heartbeat(env.NewContext().get(), beat, &beat_response);
         if (hs.ok()) {
+          pid_sent = true;
           expire = absl::Now() + *ttl;
           next_beat = absl::Now() + *ttl / 3;
         } else if (Retriable(hs) && now < expire) {
@@ -658,10 +851,231 @@ int RunWork(const Env& env, const ParsedArgs& args) {
                << std::endl;
     }
   }
+  StopWorkerQuietly(env, stub.get(), run_id, worker,
+                    absl::StrCat("processed --max-items ", max_items));
   return kExitOk;
 }
 
+// ---- The worker registry, levels, adding items, the event log. ----
+
+int RunWorkers(const Env& env, const ParsedArgs& args) {
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::ListWorkersRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_page_size(1000);
+  coordinator::v1::ListWorkersResponse all;
+  do {
+    coordinator::v1::ListWorkersResponse page;
+    grpc::Status s = stub->ListWorkers(env.NewContext().get(), request, &page);
+    if (!s.ok()) return ReportRpcError(env, s);
+    for (auto& worker : *page.mutable_workers()) *all.add_workers() = std::move(worker);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  if (args.flag("json")) {
+    *env.out << ToJson(all) << std::endl;
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"WORKER", "STATUS", "CURRENT ITEM",
+                                                 "LAST HEARTBEAT", "COMPLETED", "FAILED", "PID",
+                                                 "CAPABILITIES"}};
+  for (const coordinator::v1::RunWorker& w : all.workers()) {
+    rows.push_back({Cell(w.worker_id(), 40), WorkerStatusName(w.status()),
+                    w.current_item().empty() ? "-" : Cell(w.current_item(), 40),
+                    w.has_last_heartbeat_time() ? FormatTime(w.last_heartbeat_time()) : "-",
+                    absl::StrCat(w.items_completed()), absl::StrCat(w.items_failed()),
+                    w.pid() == 0 ? "-" : absl::StrCat(w.pid()),
+                    w.capabilities().empty() ? "-" : Cell(absl::StrJoin(w.capabilities(), ","))});
+  }
+  *env.out << FormatTable(rows) << std::flush;
+  return kExitOk;
+}
+
+int RunStopWorker(const Env& env, const ParsedArgs& args) {
+  coordinator::v1::StopWorkerRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_worker_id(args.positional[1]);
+  request.set_reason(args.get("reason"));
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::RunWorker worker;
+  grpc::Status s = stub->StopWorker(env.NewContext().get(), request, &worker);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << worker.worker_id() << " " << WorkerStatusName(worker.status()) << std::endl;
+  return kExitOk;
+}
+
+int RunLevelMerge(const Env& env, const ParsedArgs& args) {
+  absl::StatusOr<int64_t> level = ParseIntArg("level", args.positional[1]);
+  if (!level.ok() || *level < 0) {
+    return Fail(
+        env, absl::StrCat("the level must be a number 0 or more, not \"", args.positional[1], "\""),
+        kExitUsage);
+  }
+  coordinator::v1::MergeLevelRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_level(*level);
+  request.set_merge_commit(args.get("commit"));
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::Run run;
+  grpc::Status s = stub->MergeLevel(env.NewContext().get(), request, &run);
+  if (!s.ok()) return ReportRpcError(env, s);
+  if (args.flag("json")) {
+    *env.out << ToJson(run) << std::endl;
+  } else {
+    *env.out << "level " << *level << " merged" << LevelsSummary(run) << std::endl;
+  }
+  return kExitOk;
+}
+
+int RunAdd(const Env& env, const ParsedArgs& args) {
+  const bool from_file = args.has("items");
+  const bool from_specs = args.has("spec");
+  if (from_file == from_specs) {
+    return Fail(env, "give either --items <file> or --spec <file.md> (repeatable)", kExitUsage);
+  }
+  for (const char* spec_only : {"level", "depends-on", "adapter", "capability", "worktree-root"}) {
+    if (from_file && args.has(spec_only)) {
+      return Fail(env, absl::StrCat("--", spec_only, " goes with --spec; put it in the items file"),
+                  kExitUsage);
+    }
+  }
+  coordinator::v1::AddItemsRequest request;
+  request.set_run_id(args.positional[0]);
+  if (from_file) {
+    const std::string path = args.get("items");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Fail(env, absl::StrCat("cannot read ", path));
+    std::string json(kMaxTaskGraphBytes + 1, '\0');
+    in.read(json.data(), static_cast<std::streamsize>(json.size()));
+    json.resize(static_cast<size_t>(in.gcount()));
+    if (json.size() > kMaxTaskGraphBytes) {
+      return Fail(env, absl::StrCat(path, " is larger than ", kMaxTaskGraphBytes, " bytes"));
+    }
+    absl::StatusOr<std::vector<WorkItem>> items = ParseItemsJson(json, kMaxSpecFiles);
+    if (!items.ok()) return Fail(env, absl::StrCat(path, ": ", items.status().message()));
+    for (WorkItem& item : *items) *request.add_items() = std::move(item);
+  } else {
+    int64_t level = 0;
+    if (args.has("level")) {
+      absl::StatusOr<int64_t> n = ParseIntArg("--level", args.get("level"));
+      if (!n.ok() || *n < 0) return Fail(env, "--level takes a number 0 or more", kExitUsage);
+      level = *n;
+    }
+    absl::flat_hash_set<std::string> used;
+    for (const std::string& spec : args.options.at("spec")) {
+      const std::string stem = std::filesystem::path(spec).stem().string();
+      std::string id = Slug(stem);
+      for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(stem), "-", n);
+      used.insert(id);
+      absl::StatusOr<WorkItem> item = ReadSpecItem(spec, id, args.get("worktree-root"));
+      if (!item.ok()) return Fail(env, std::string(item.status().message()));
+      item->set_level(level);
+      item->set_adapter(args.get("adapter"));
+      if (auto it = args.options.find("depends-on"); it != args.options.end()) {
+        for (const std::string& dep : it->second) item->add_dependencies(dep);
+      }
+      AddCapabilities(args, item->mutable_required_capabilities());
+      *request.add_items() = *std::move(item);
+    }
+  }
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::AddItemsResponse response;
+  grpc::Status s = stub->AddItems(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  if (args.flag("json")) {
+    *env.out << ToJson(response) << std::endl;
+  } else {
+    for (const WorkItem& item : response.items()) *env.out << item.item_id() << "\n";
+    env.out->flush();
+  }
+  return kExitOk;
+}
+
+int RunEvents(const Env& env, const ParsedArgs& args) {
+  int64_t after = 0;
+  if (args.has("after")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("--after", args.get("after"));
+    if (!n.ok() || *n < 0)
+      return Fail(env, "--after takes a sequence number 0 or more", kExitUsage);
+    after = *n;
+  }
+  absl::StatusOr<absl::Duration> poll = ParseDurationArg("poll", args.get("poll", "1s"));
+  if (!poll.ok() || *poll <= absl::ZeroDuration()) {
+    return Fail(env, "--poll takes a positive duration", kExitUsage);
+  }
+  const bool follow = args.flag("follow");
+  auto stub = WorkService::NewStub(env.channel);
+  coordinator::v1::ListEventsRequest request;
+  request.set_run_id(args.positional[0]);
+  request.set_page_size(1000);
+  while (true) {
+    request.set_after_seq(after);
+    request.clear_page_token();
+    do {
+      coordinator::v1::ListEventsResponse page;
+      grpc::Status s = stub->ListEvents(env.NewContext().get(), request, &page);
+      if (!s.ok()) return ReportRpcError(env, s);
+      for (const coordinator::v1::WorkEvent& event : page.events()) {
+        *env.out << EventJsonLine(event) << "\n";
+        after = event.seq();
+      }
+      env.out->flush();
+      request.set_page_token(page.next_page_token());
+    } while (!request.page_token().empty());
+    if (!follow) return kExitOk;
+    // Following ends once the run has ended and every entry is out.
+    coordinator::v1::GetRunRequest get;
+    get.set_run_id(args.positional[0]);
+    coordinator::v1::Run run;
+    grpc::Status s = stub->GetRun(env.NewContext().get(), get, &run);
+    if (!s.ok()) return ReportRpcError(env, s);
+    const bool ended = run.status() == coordinator::v1::RUN_STATUS_COMPLETED ||
+                       (run.status() == coordinator::v1::RUN_STATUS_FAILED &&
+                        run.counts().pending() == 0 && run.counts().running() == 0);
+    if (ended && run.last_event_seq() <= after) return kExitOk;
+    if (run.last_event_seq() <= after) absl::SleepFor(*poll);
+  }
+}
+
 }  // namespace
+
+std::string EventJsonLine(const coordinator::v1::WorkEvent& event) {
+  using coordinator::v1::WorkEvent;
+  std::string line =
+      absl::StrCat("{\"seq\":", event.seq(), ",\"ts\":",
+                   JsonString(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
+                                               absl::FromUnixSeconds(event.time().seconds()) +
+                                                   absl::Nanoseconds(event.time().nanos()),
+                                               absl::UTCTimeZone())),
+                   ",\"event\":", JsonString(EventKindName(event.kind())),
+                   ",\"run_id\":", JsonString(event.run_id()));
+  if (!event.item_id().empty())
+    absl::StrAppend(&line, ",\"item_id\":", JsonString(event.item_id()));
+  if (!event.worker_id().empty()) {
+    absl::StrAppend(&line, ",\"worker_id\":", JsonString(event.worker_id()));
+  }
+  const bool about_level = event.kind() == WorkEvent::KIND_LEVEL_CHANGED;
+  const bool about_item = !event.item_id().empty();
+  if (about_level || about_item) absl::StrAppend(&line, ",\"level\":", event.level());
+  if (event.item_status() != coordinator::v1::ITEM_STATUS_UNSPECIFIED) {
+    absl::StrAppend(&line, ",\"item_status\":", JsonString(ItemStatusName(event.item_status())));
+  }
+  if (event.level_status() != coordinator::v1::LEVEL_STATUS_UNSPECIFIED) {
+    absl::StrAppend(&line, ",\"level_status\":", JsonString(LevelStatusName(event.level_status())));
+  }
+  if (event.worker_status() != coordinator::v1::WORKER_STATUS_UNSPECIFIED) {
+    absl::StrAppend(&line,
+                    ",\"worker_status\":", JsonString(WorkerStatusName(event.worker_status())));
+  }
+  if (event.run_status() != coordinator::v1::RUN_STATUS_UNSPECIFIED) {
+    absl::StrAppend(&line, ",\"run_status\":", JsonString(RunStatusName(event.run_status())));
+  }
+  if (event.attempt() != 0) absl::StrAppend(&line, ",\"attempt\":", event.attempt());
+  if (event.epoch() != 0) absl::StrAppend(&line, ",\"epoch\":", event.epoch());
+  if (!event.message().empty())
+    absl::StrAppend(&line, ",\"message\":", JsonString(event.message()));
+  line += "}";
+  return line;
+}
 
 void AddRunCommands(std::vector<Command>* commands) {
   commands->push_back(
@@ -690,10 +1104,11 @@ void AddRunCommands(std::vector<Command>* commands) {
        false,
        RunImport});
   commands->push_back({{"run", "status"},
-                       "<run> [--json]",
-                       "show a run and a table of its items: state, attempts, holder, lease "
+                       "<run> [--status pending|running|done|failed|blocked] [--json]",
+                       "show a run (with its current level and level states) and a table of its "
+                       "items, or only those with --status: state, attempts, holder, lease "
                        "expiry, level, last error or summary",
-                       {},
+                       {"status"},
                        {"json"},
                        1,
                        1,
@@ -702,18 +1117,19 @@ void AddRunCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunList});
   commands->push_back({{"run", "claim"},
-                       "<run> --worker W [--ttl 30s]",
-                       "claim one item; prints the item and lease as JSON (exit 1: none now)",
-                       {"worker", "ttl"},
+                       "<run> --worker W [--ttl 30s] [--capability NAME ...] [--pid N]",
+                       "claim one item whose required capabilities yours cover; prints the item "
+                       "and lease as JSON (exit 1: none now)",
+                       {"worker", "ttl", "capability", "pid"},
                        {},
                        1,
                        1,
                        false,
                        RunClaim});
   commands->push_back({{"run", "heartbeat"},
-                       "<lease> [--progress TEXT] [--ttl 30s]",
-                       "extend a lease and store a progress payload",
-                       {"progress", "ttl"},
+                       "<lease> [--progress TEXT] [--ttl 30s] [--pid N]",
+                       "extend a lease and store a progress payload (and the pid running it)",
+                       {"progress", "ttl", "pid"},
                        {},
                        1,
                        1,
@@ -767,16 +1183,67 @@ void AddRunCommands(std::vector<Command>* commands) {
                        RunWatch});
   commands->push_back(
       {{"run", "work"},
-       "<run> --worker W [--ttl 30s] [--poll 1s] [--max-items N] [--patience 5m] -- <command...>",
+       "<run> --worker W [--ttl 30s] [--poll 1s] [--max-items N] [--patience 5m] "
+       "[--capability NAME ...] -- <command...>",
        "worker loop: claim an item, run the command with COORD_* variables (COORD_ITEM_ID, "
        "COORD_LEASE, ...) while heartbeating, complete on exit 0, else fail (retryable); stops "
-       "when nothing is left",
-       {"worker", "ttl", "poll", "max-items", "patience"},
+       "(and is marked stopped) when nothing is left",
+       {"worker", "ttl", "poll", "max-items", "patience", "capability"},
        {},
        1,
        1,
        true,
        RunWork});
+  commands->push_back({{"run", "workers"},
+                       "<run> [--json]",
+                       "the run's workers: status (idle, busy, stopped, lost), current item, "
+                       "last heartbeat, items completed and failed, pid, capabilities",
+                       {},
+                       {"json"},
+                       1,
+                       1,
+                       false,
+                       RunWorkers});
+  commands->push_back({{"run", "stop-worker"},
+                       "<run> <worker> [--reason TEXT]",
+                       "mark an idle worker stopped in the run's registry",
+                       {"reason"},
+                       {},
+                       2,
+                       2,
+                       false,
+                       RunStopWorker});
+  commands->push_back({{"run", "level", "merge"},
+                       "<run> <level> [--commit SHA] [--json]",
+                       "mark a complete level merged (lower levels first)",
+                       {"commit"},
+                       {"json"},
+                       2,
+                       2,
+                       false,
+                       RunLevelMerge});
+  commands->push_back(
+      {{"run", "add"},
+       "<run> (--items <file.json> | --spec <file.md> ... [--level N] [--depends-on ID ...] "
+       "[--adapter NAME] [--capability NAME ...] [--worktree-root DIR]) [--json]",
+       "add items to a run that has not ended, all or none: from a JSON array of items (or a "
+       "task graph's \"tasks\"), or one workstream per spec file; prints the new ids",
+       {"items", "spec", "level", "depends-on", "adapter", "capability", "worktree-root"},
+       {"json"},
+       1,
+       1,
+       false,
+       RunAdd});
+  commands->push_back({{"run", "events"},
+                       "<run> [--after SEQ] [--follow] [--poll 1s]",
+                       "the run's event log as JSON lines, from after SEQ; --follow prints new "
+                       "entries as they come until the run has ended",
+                       {"after", "poll"},
+                       {"follow"},
+                       1,
+                       1,
+                       false,
+                       RunEvents});
 }
 
 }  // namespace coordctl

@@ -29,6 +29,27 @@ std::string Slug(absl::string_view name);
 [[nodiscard]] absl::StatusOr<std::vector<coordinator::v1::WorkItem>> ReadWorkstreams(
     const std::string& specs_dir, const std::string& worktree_root);
 
+// The items of one spec file, as ReadWorkstreams makes them, with id `id`.
+[[nodiscard]] absl::StatusOr<coordinator::v1::WorkItem> ReadSpecItem(
+    const std::string& spec_path, const std::string& id, const std::string& worktree_root);
+
+// The items of `json`, the text of `run add --items`: a JSON array of items, or an object with
+// a "tasks" array (task-graph.json's shape). Each item is an object with WorkItem's input fields
+// (protobuf's JSON names, snake_case or camelCase; "id" is item_id, as in task-graph.json).
+// Output-only WorkItem fields are ignored; any other key is kept in the item's metadata.
+// INVALID_ARGUMENT for malformed JSON, a value of the wrong type or more than `max_items` items.
+[[nodiscard]] absl::StatusOr<std::vector<coordinator::v1::WorkItem>> ParseItemsJson(
+    absl::string_view json, size_t max_items);
+
+// "pending", "running", "done", "failed" or "blocked"; INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::StatusOr<coordinator::v1::ItemStatus> ParseItemStatus(absl::string_view word);
+
+// One entry of a run's event log as a JSON line (no newline): seq, ts, event, run_id, then
+// whichever of item_id, worker_id, level, item_status, level_status, worker_status, run_status,
+// attempt, epoch and message apply. Names and statuses are lower-case words
+// (docs/work.md, "The event log").
+std::string EventJsonLine(const coordinator::v1::WorkEvent& event);
+
 }  // namespace coordctl
 
 #endif  // COORDCTL_RUN_COMMANDS_H_

@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "coordctl/cli.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -96,6 +99,119 @@ TEST(RunCommandsTest, CommandLinesParse) {
       ParseArgs(Find(commands, "import"), {"graph.json", "--claimant", "green"});
   ASSERT_OK(import);
   EXPECT_THAT(import->options.at("claimant"), ElementsAre("green"));
+}
+
+TEST(RunCommandsTest, ItemsFilesTakeItemsOrATaskGraph) {
+  absl::StatusOr<std::vector<coordinator::v1::WorkItem>> items = ParseItemsJson(
+      R"([{"id": "a", "level": 2, "dependencies": ["b"], "adapter": "codex",
+           "requiredCapabilities": ["gpu"], "estimate_minutes": 5, "status": "ITEM_STATUS_DONE"},
+          {"item_id": "b", "required_capabilities": ["x", "y"], "files": {"create": ["f.cc"]}}])",
+      10);
+  ASSERT_OK(items);
+  ASSERT_EQ(items->size(), 2u);
+  const coordinator::v1::WorkItem& a = (*items)[0];
+  EXPECT_EQ(a.item_id(), "a");
+  EXPECT_EQ(a.level(), 2);
+  EXPECT_THAT(a.dependencies(), ElementsAre("b"));
+  EXPECT_EQ(a.adapter(), "codex");
+  EXPECT_THAT(a.required_capabilities(), ElementsAre("gpu"));
+  // Unknown keys are kept as metadata; output-only fields are dropped.
+  EXPECT_EQ(a.metadata().fields().at("estimate_minutes").number_value(), 5);
+  EXPECT_EQ(a.status(), coordinator::v1::ITEM_STATUS_UNSPECIFIED);
+  EXPECT_FALSE(a.metadata().fields().contains("status"));
+  EXPECT_THAT((*items)[1].files().create(), ElementsAre("f.cc"));
+
+  items = ParseItemsJson(R"({"feature": "f", "tasks": [{"id": "T-1", "title": "one"}]})", 10);
+  ASSERT_OK(items);
+  ASSERT_EQ(items->size(), 1u);
+  EXPECT_EQ((*items)[0].title(), "one");
+}
+
+TEST(RunCommandsTest, ItemsFilesRefuseMalformedInput) {
+  for (const char* bad : {"", "not json", "{", "42", "\"text\"", R"({"no_tasks": []})", R"([1, 2])",
+                          R"([{"id": 5}])", R"([{"level": "high"}])", R"([{"dependencies": "a"}])",
+                          R"([{"required_capabilities": [1]}])", R"([{"files": {"create": 3}}])",
+                          R"([[{"id": "a"}]])"}) {
+    absl::StatusOr<std::vector<coordinator::v1::WorkItem>> items = ParseItemsJson(bad, 10);
+    EXPECT_EQ(items.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  std::string many = "[";
+  for (int i = 0; i < 11; ++i) absl::StrAppend(&many, i == 0 ? "" : ",", "{}");
+  many += "]";
+  EXPECT_THAT(ParseItemsJson(many, 10).status().message(), HasSubstr("at most 10"));
+  // Deeply nested JSON is refused by the parser, not a crash.
+  std::string deep = "[{\"metadata\":" + std::string(10000, '[') + std::string(10000, ']') + "}]";
+  EXPECT_FALSE(ParseItemsJson(deep, 10).ok());
+}
+
+TEST(RunCommandsTest, StatusWords) {
+  EXPECT_EQ(*ParseItemStatus("pending"), coordinator::v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(*ParseItemStatus("blocked"), coordinator::v1::ITEM_STATUS_BLOCKED);
+  for (const char* bad : {"", "PENDING", "unspecified", "done ", "item_status_done", "x\n"}) {
+    EXPECT_EQ(ParseItemStatus(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(RunCommandsTest, EventLinesAreOneJsonObject) {
+  coordinator::v1::WorkEvent event;
+  event.set_seq(7);
+  event.mutable_time()->set_seconds(1705314600);
+  event.mutable_time()->set_nanos(250000000);
+  event.set_run_id("r");
+  event.set_kind(coordinator::v1::WorkEvent::KIND_ITEM_FAILED);
+  event.set_item_id("a\"b");
+  event.set_worker_id("w");
+  event.set_level(2);
+  event.set_item_status(coordinator::v1::ITEM_STATUS_PENDING);
+  event.set_attempt(1);
+  event.set_epoch(3);
+  event.set_message("line1\nline2\t\x01 \\ done");
+  const std::string line = EventJsonLine(event);
+  EXPECT_EQ(line,
+            R"({"seq":7,"ts":"2024-01-15T10:30:00.250Z","event":"item_failed","run_id":"r",)"
+            R"("item_id":"a\"b","worker_id":"w","level":2,"item_status":"pending","attempt":1,)"
+            R"("epoch":3,"message":"line1\nline2\t\u0001 \\ done"})");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  google::protobuf::Struct parsed;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(line, &parsed).ok()) << line;
+
+  coordinator::v1::WorkEvent level;
+  level.set_seq(8);
+  level.set_run_id("r");
+  level.set_kind(coordinator::v1::WorkEvent::KIND_LEVEL_CHANGED);
+  level.set_level(0);
+  level.set_level_status(coordinator::v1::LEVEL_STATUS_MERGED);
+  EXPECT_EQ(EventJsonLine(level),
+            R"({"seq":8,"ts":"1970-01-01T00:00:00.000Z","event":"level_changed","run_id":"r",)"
+            R"("level":0,"level_status":"merged"})");
+}
+
+TEST(RunCommandsTest, NewCommandLinesParse) {
+  std::vector<Command> commands;
+  AddRunCommands(&commands);
+  const Command* merge = nullptr;
+  for (const Command& c : commands) {
+    if (c.words == std::vector<std::string>{"run", "level", "merge"}) merge = &c;
+  }
+  ASSERT_NE(merge, nullptr);
+  absl::StatusOr<ParsedArgs> m = ParseArgs(*merge, {"r", "2", "--commit", "abc"});
+  ASSERT_OK(m);
+  EXPECT_EQ(m->get("commit"), "abc");
+  EXPECT_FALSE(ParseArgs(*merge, {"r"}).ok());
+  EXPECT_FALSE(ParseArgs(*merge, {"r", "1", "2"}).ok());
+  absl::StatusOr<ParsedArgs> add = ParseArgs(
+      Find(commands, "add"), {"r", "--spec", "a.md", "--spec", "b.md", "--capability", "gpu"});
+  ASSERT_OK(add);
+  EXPECT_THAT(add->options.at("spec"), ElementsAre("a.md", "b.md"));
+  absl::StatusOr<ParsedArgs> claim =
+      ParseArgs(Find(commands, "claim"),
+                {"r", "--worker", "w", "--capability", "a", "--capability=b", "--pid", "9"});
+  ASSERT_OK(claim);
+  EXPECT_THAT(claim->options.at("capability"), ElementsAre("a", "b"));
+  EXPECT_OK(ParseArgs(Find(commands, "events"), {"r", "--follow", "--after", "3"}));
+  EXPECT_OK(ParseArgs(Find(commands, "status"), {"r", "--status", "done"}));
+  EXPECT_FALSE(ParseArgs(Find(commands, "workers"), {}).ok());
+  EXPECT_FALSE(ParseArgs(Find(commands, "events"), {"r", "--bogus"}).ok());
 }
 
 }  // namespace

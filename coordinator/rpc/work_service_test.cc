@@ -193,5 +193,97 @@ TEST_F(WorkServiceTest, StaleLeaseIsFailedPrecondition) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+// The work-model RPCs over gRPC: each answers, and maps its refusals to the codes clients act
+// on (INVALID_ARGUMENT, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, NOT_FOUND, ALREADY_EXISTS).
+TEST_F(WorkServiceTest, WorkModelCallsAndTheirRefusals) {
+  Start(WorkServiceImpl::kDefaultWatchQueue);
+  CreateRun("r", 2);
+
+  // AddItems, and what it refuses.
+  v1::AddItemsRequest add;
+  add.set_run_id("r");
+  v1::WorkItem* item = add.add_items();
+  item->set_item_id("gpu");
+  item->add_required_capabilities("gpu");
+  v1::AddItemsResponse added;
+  ASSERT_TRUE(stub_->AddItems(Context().get(), add, &added).ok());
+  EXPECT_EQ(added.run().counts().total(), 3);
+  EXPECT_EQ(stub_->AddItems(Context().get(), add, &added).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  item->set_item_id("loop");
+  item->add_dependencies("loop");
+  EXPECT_EQ(stub_->AddItems(Context().get(), add, &added).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  item->clear_dependencies();
+  item->set_description(std::string(65 << 10, 'd'));
+  EXPECT_EQ(stub_->AddItems(Context().get(), add, &added).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  add.set_run_id("missing");
+  EXPECT_EQ(stub_->AddItems(Context().get(), add, &added).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  // Claims with capabilities; the registry and the log see them.
+  v1::ClaimRequest claim;
+  claim.set_run_id("r");
+  claim.set_worker_id("w1");
+  claim.add_capabilities("gpu");
+  claim.set_pid(77);
+  v1::ClaimResponse claimed;
+  ASSERT_TRUE(stub_->Claim(Context().get(), claim, &claimed).ok());
+  EXPECT_EQ(claimed.item().item_id(), "gpu");
+  EXPECT_EQ(claimed.item().pid(), 77);
+  claim.add_capabilities(std::string(1000, 'c'));
+  EXPECT_EQ(stub_->Claim(Context().get(), claim, &claimed).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ListWorkersRequest workers;
+  workers.set_run_id("r");
+  v1::ListWorkersResponse listed;
+  ASSERT_TRUE(stub_->ListWorkers(Context().get(), workers, &listed).ok());
+  ASSERT_EQ(listed.workers_size(), 1);
+  EXPECT_EQ(listed.workers(0).status(), v1::WORKER_STATUS_BUSY);
+  workers.set_page_token("not-a-token");
+  EXPECT_EQ(stub_->ListWorkers(Context().get(), workers, &listed).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::StopWorkerRequest stop;
+  stop.set_run_id("r");
+  stop.set_worker_id("w1");
+  v1::RunWorker stopped;
+  EXPECT_EQ(stub_->StopWorker(Context().get(), stop, &stopped).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  stop.set_worker_id(std::string(300, 'w'));
+  EXPECT_EQ(stub_->StopWorker(Context().get(), stop, &stopped).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::MergeLevelRequest merge;
+  merge.set_run_id("r");
+  merge.set_level(0);
+  v1::Run run;
+  EXPECT_EQ(stub_->MergeLevel(Context().get(), merge, &run).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  merge.set_level(-4);
+  EXPECT_EQ(stub_->MergeLevel(Context().get(), merge, &run).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  v1::ListEventsRequest events;
+  events.set_run_id("r");
+  v1::ListEventsResponse log;
+  ASSERT_TRUE(stub_->ListEvents(Context().get(), events, &log).ok());
+  ASSERT_FALSE(log.events().empty());
+  EXPECT_EQ(log.events(0).kind(), v1::WorkEvent::KIND_RUN_CREATED);
+  EXPECT_EQ(log.last_seq(), log.events(log.events_size() - 1).seq());
+  events.set_after_seq(-1);
+  EXPECT_EQ(stub_->ListEvents(Context().get(), events, &log).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::ListItemsRequest items;
+  items.set_run_id("r");
+  items.set_status(v1::ITEM_STATUS_RUNNING);
+  v1::ListItemsResponse running;
+  ASSERT_TRUE(stub_->ListItems(Context().get(), items, &running).ok());
+  ASSERT_EQ(running.items_size(), 1);
+  EXPECT_EQ(running.items(0).item_id(), "gpu");
+}
+
 }  // namespace
 }  // namespace coordinator
