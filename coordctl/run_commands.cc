@@ -168,6 +168,11 @@ absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, siz
       if (field == nullptr) {
         (*extra.mutable_fields())[key] = field_value;
       } else if (kInput->contains(field->name())) {
+        // Protobuf's parser would take a lone value for a list; a list field must be a list.
+        if (field->is_repeated() && !field_value.has_list_value()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("item ", i + 1, ": \"", key, "\" must be a list"));
+        }
         (*known.mutable_fields())[field->name()] = field_value;
       }
     }
