@@ -122,13 +122,21 @@ absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::s
   return item;
 }
 
+namespace {
+// A parser's message on one line (protobuf's JSON errors span several).
+std::string OneLine(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return std::string(absl::StripAsciiWhitespace(text));
+}
+}  // namespace
+
 absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, size_t max_items) {
   google::protobuf::Value root;
   google::protobuf::util::JsonParseOptions strict;
   if (auto s = google::protobuf::util::JsonStringToMessage(std::string(json), &root, strict);
       !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the items are not JSON: ", std::string(s.message())));
+        absl::StrCat("the items are not JSON: ", OneLine(std::string(s.message()))));
   }
   const google::protobuf::ListValue* list = nullptr;
   if (root.has_list_value()) {
@@ -181,7 +189,7 @@ absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, siz
     WorkItem& item = items.emplace_back();
     if (auto s = google::protobuf::util::JsonStringToMessage(text, &item, strict); !s.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("item ", i + 1, ": ", std::string(s.message())));
+          absl::StrCat("item ", i + 1, ": ", OneLine(std::string(s.message()))));
     }
     for (const auto& [key, field_value] : extra.fields()) {
       (*item.mutable_metadata()->mutable_fields())[key] = field_value;
