@@ -130,7 +130,7 @@ def render(path, out_dir):
     w2 = res.series("attempt", system="coordinator")
     w3 = res.series("history", system="coordinator")
     w4 = res.series("get", system="coordinator")
-    w5 = res.series("a2a", label="gateway")
+    w5 = res.series("a2a", system="coordinator", label="gateway")
     direct = res.series("a2a", label="direct")
     js = res.series("a2a", label="js_sdk")
     js_pg = res.series("a2a", label="js_sdk_pg")
@@ -306,6 +306,24 @@ def render(path, out_dir):
                 "(`coord_bench --binding=jsonrpc`: one thread and one cpp-httplib connection per "
                 "stream, TCP_NODELAY), to the coordinator's `/agents/echo` and to "
                 "`tests/interop/js_rpc_agent.mjs` (`jsonRpcHandler` on Express).")
+
+    etcd_w1 = res.series("fail", system="coordinator_etcd")
+    if etcd_w1:
+        md += ["## The etcd backend", "",
+               "The same workloads with `--store=etcd://...` on a 3-member etcd 3.4 cluster on this "
+               "machine (`tests/etcd_cluster.sh`: each member fsyncs its own log on the same disk), "
+               "against the embedded RocksDB above. Ours/theirs below is etcd/RocksDB.", ""]
+        md += table("W1 on etcd: RecordFailure on distinct tasks", "coordinator on etcd",
+                    etcd_w1, [("coordinator on RocksDB", w1)])
+        md += table("W2 on etcd: IncrementAttempt on one task", "coordinator on etcd",
+                    res.series("attempt", system="coordinator_etcd"),
+                    [("coordinator on RocksDB", w2)],
+                    "One hot key: etcd transactions are optimistic, so contenders that lose run "
+                    "again (one at a time per replica).")
+        md += table("W5 on etcd: SendMessage through the gateway", "coordinator on etcd",
+                    res.series("a2a", system="coordinator_etcd", label="gateway"),
+                    [("coordinator on RocksDB", res.series("a2a", system="coordinator",
+                                                           label="gateway"))])
 
     md += ["## Resources", ""]
     if disk:

@@ -10,7 +10,7 @@
 #   BENCH_SECONDS=2 bench/run.sh       shorter windows (a smoke run; the committed figures use 10)
 #   BENCH_CONTEXTS=1000000             contexts of the resource figures
 #   BENCH_OUT=bench                    where RESULTS.md, throughput.png and results.jsonl go
-#   BENCH_PARTS="w1 redis"             only these parts (w1 w2 w3 w4 w5 redis files resources)
+#   BENCH_PARTS="w1 redis"             only these parts (w1 w2 w3 w4 w5 redis files resources etcd)
 #   BENCH_NO_BUILD=1                   use the binaries already in BUILD_DIR/bin as they are
 #
 # Every process it starts is stopped by PID when it exits, whatever happens. Each coordinator
@@ -32,7 +32,7 @@ big_contexts="${BENCH_CONTEXTS:-1000000}"
 out_dir="${BENCH_OUT:-$root/bench}"
 concurrencies="1,16,64"
 # Which parts run (all by default; a subset is for development, its report has gaps).
-parts=" ${BENCH_PARTS:-w1 w2 w3 w4 w5 redis files resources} "
+parts=" ${BENCH_PARTS:-w1 w2 w3 w4 w5 redis files resources etcd} "
 want() { [[ "$parts" == *" $1 "* ]]; }
 py=/usr/bin/python3  # Debian's, with the standard library only
 
@@ -76,6 +76,7 @@ pg_data=""  # set while the PostgreSQL cluster may run: cleanup stops it (pg_ctl
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  if [ -d "$work/etcd" ]; then "$root/tests/etcd_cluster.sh" stop "$work/etcd" || true; fi
   if [ -n "$pg_data" ] && [ -f "$pg_data/postmaster.pid" ]; then
     as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
@@ -300,6 +301,36 @@ bench --workload=get --run_id=big --contexts="$big_contexts" --create=false \
 echo "{\"workload\":\"rss\",\"contexts\":$big_contexts,\"hwm_kb\":$(awk '/VmHWM/ {print $2}' "/proc/$coord_pid/status"),\"rss_kb\":$(awk '/VmRSS/ {print $2}' "/proc/$coord_pid/status")}" |
   record coordinator
 stop_coordinator
+fi
+
+# --- The etcd backend (issue 21): W1, W2 and W5 through the gateway with --store=etcd://... on a
+# 3-member etcd cluster on this machine (tests/etcd_cluster.sh: every member fsyncs its log), as
+# ratios against the same workloads on RocksDB above (the w1, w2 and w5 parts).
+if want etcd; then
+log "etcd backend: a 3-member cluster on loopback"
+"$root/tests/etcd_cluster.sh" start "$work/etcd" 3 >&2
+etcd_store="--store=$(cat "$work/etcd/url")"
+log "etcd W1 record-failure on distinct tasks"
+start_coordinator etcd_w1 "$etcd_store" --etcd_prefix=/bench/w1/
+bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator_etcd
+stop_coordinator
+log "etcd W2 increment-attempt on one task"
+start_coordinator etcd_w2 "$etcd_store" --etcd_prefix=/bench/w2/
+bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" | record coordinator_etcd
+stop_coordinator
+log "etcd W5 A2A SendMessage through the gateway"
+start_coordinator etcd_w5 "$etcd_store" --etcd_prefix=/bench/w5/
+"$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
+  >"$work/etcd_echo_agent.log" 2>&1 &
+echo_pid=$!
+pids+=("$echo_pid")
+wait_for "$work/etcd_echo_agent.log" 'registered with the coordinator' "$echo_pid" echo_agent >/dev/null
+"$bin/coord_bench" --warmup_seconds="$warmup" --seconds="$seconds" --workload=a2a \
+  --concurrency="$concurrencies" --target="$coord_addr" --tenant=echo --label=gateway \
+  --cpu_pid="$coord_pid" | record coordinator_etcd
+stop_pid "$echo_pid"
+stop_coordinator
+"$root/tests/etcd_cluster.sh" stop "$work/etcd"
 fi
 
 # --- the report
