@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -81,10 +82,8 @@ class RecordingAgent : public agent_runtime::AgentExecutor {
 class DeliveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions store_options;
-    store_options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store =
-        storage::RocksStore::Open(store_options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"));
     ASSERT_OK(store);
     store_ = *std::move(store);
     tasks_ = std::make_unique<A2ATasks>(store_.get(), &notifier_, Limits());
@@ -139,7 +138,7 @@ class DeliveryTest : public ::testing::Test {
 
   TempDir dir_;
   TaskNotifier notifier_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<A2ATasks> tasks_;
   std::unique_ptr<A2ADeliveryQueue> deliveries_;
   std::unique_ptr<A2APush> push_;

@@ -21,6 +21,7 @@
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -55,6 +56,8 @@ class GatewayTest : public ::testing::Test {
     options.default_agent = default_agent;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.http_listen = "127.0.0.1:0";
     options.worker_threads = 8;
     options.limits.max_message_bytes = 64 << 10;

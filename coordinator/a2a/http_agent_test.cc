@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "storage/testing/test_store.h"
 #include "tests/fake_http_agent.h"
 #include "tests/test_util.h"
 
@@ -71,6 +72,8 @@ class CoordinatorFixture : public ::testing::Test {
     ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.http_listen = "";
     options.worker_threads = 8;
     options.gateway.initial_backoff = absl::Milliseconds(20);

@@ -18,6 +18,7 @@
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -100,6 +101,8 @@ class MessageAnswerTest : public ::testing::Test {
     ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.data_dir = dir_.Sub("data");
+    ASSERT_OK(
+        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.http_listen = "";
     options.worker_threads = 4;
     options.gateway.initial_backoff = absl::Milliseconds(20);

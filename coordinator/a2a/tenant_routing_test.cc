@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -17,9 +18,8 @@ namespace {
 class TenantRoutingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.Sub("db");
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.Sub("db"));
     ASSERT_OK(store);
     store_ = *std::move(store);
     agents_ = std::make_unique<AgentRegistryStore>(store_.get());
@@ -44,7 +44,7 @@ class TenantRoutingTest : public ::testing::Test {
   }
 
   testing_util::TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<AgentRegistryStore> agents_;
 };
 
