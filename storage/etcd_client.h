@@ -64,6 +64,12 @@ class EtcdClient {
       const etcdserverpb::TxnRequest& request);
   // The answering member's status (its database size among others).
   [[nodiscard]] absl::StatusOr<etcdserverpb::StatusResponse> Status();
+  // Leases: a new one of `ttl_seconds` (etcd may raise it to its minimum), its revocation
+  // (which deletes every key attached to it), and one keep-alive, which answers the TTL left
+  // (0 when the lease has expired).
+  [[nodiscard]] absl::StatusOr<int64_t> LeaseGrant(int64_t ttl_seconds);
+  [[nodiscard]] absl::Status LeaseRevoke(int64_t id);
+  [[nodiscard]] absl::StatusOr<int64_t> LeaseKeepAlive(int64_t id);
 
   const EtcdClientOptions& options() const { return options_; }
 
@@ -74,6 +80,7 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
     std::unique_ptr<etcdserverpb::Auth::Stub> auth;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
   };
 
   explicit EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {}
