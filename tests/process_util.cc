@@ -8,13 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -373,6 +376,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(
   // Every port ephemeral, the agent card's HTTP port too (extra_args may override it).
   std::vector<std::string> args = {"--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
                                    absl::StrCat("--data_dir=", data_dir)};
+  // Run as etcd.<test> (ctest's etcd fixture, storage/testing/test_store.h): the coordinator
+  // keeps its data in the test cluster, under a prefix of this data dir's own (the same one when
+  // the test starts a coordinator on it again), unless the test chose a store itself.
+  const char* etcd_file = std::getenv("COORD_TEST_ETCD");
+  const bool store_chosen =
+      std::any_of(extra_args.begin(), extra_args.end(),
+                  [](const std::string& a) { return absl::StartsWith(a, "--store="); });
+  if (etcd_file != nullptr && *etcd_file != '\0' && !store_chosen) {
+    std::ifstream in(etcd_file);
+    std::string url;
+    if (!in || !std::getline(in, url) || url.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("COORD_TEST_ETCD names ", etcd_file, ", which holds no etcd URL"));
+    }
+    static const uint64_t nonce = absl::Uniform<uint64_t>(absl::BitGen());
+    args.push_back("--store=" + url);
+    args.push_back(absl::StrCat("--etcd_prefix=/test/", getpid(), "-", nonce, "/", data_dir, "/"));
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<std::unique_ptr<Process>> process =
       Process::Start(BinaryPath("coordinator"), args);
