@@ -8,8 +8,10 @@ loopback without TLS still checks tokens when it has a --token_file.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import random
+import socket
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -139,10 +141,48 @@ def credentials_for(ca_pem: Optional[bytes]) -> Optional[grpc.ChannelCredentials
 
 
 def target_of(target: Any) -> str:
+    """The gRPC target for `target`: as it is, or, for replicas of one etcd data set listed as
+    "h1:p1,h2:p2", one address list ("ipv4:..." or "ipv6:...") that gRPC's pick_first walks, so
+    that calls move to the next replica when one is down. Names in a list are resolved here,
+    once (IPv4 addresses first). With TLS over a list, pass tls_server_name (the name the
+    replicas' certificate holds)."""
     check_str("target", target)
     if not target:
         raise ValueError("target must be host:port, not empty")
-    return target
+    if "," not in target:
+        return target
+    v4: List[str] = []
+    v6: List[str] = []
+    for entry in target.split(","):
+        host, sep, port_text = entry.rpartition(":")
+        if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ValueError(f"target list {target!r}: {entry!r} is not host:port")
+        port = int(port_text)
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+        if address is not None:
+            (v4 if address.version == 4 else v6).append(
+                f"{address}:{port}" if address.version == 4 else f"[{address}]:{port}")
+            continue
+        for family, out in ((socket.AF_INET, v4), (socket.AF_INET6, v6)):
+            try:
+                infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+            except socket.gaierror:
+                continue
+            for info in infos:
+                ip = info[4][0]
+                out.append(f"{ip}:{port}" if family == socket.AF_INET else f"[{ip}]:{port}")
+            break
+        else:
+            raise ValueError(f"target list {target!r}: cannot resolve {host!r}")
+    if v4 and v6:
+        raise ValueError(f"target list {target!r} mixes IPv4 and IPv6 addresses; list one family")
+    unique = list(dict.fromkeys(v4 or v6))
+    return ("ipv4:" if v4 else "ipv6:") + ",".join(unique)
 
 
 # grpc.health.v1 by hand: HealthCheckRequest{string service = 1} and
