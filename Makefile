@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
+.PHONY: deps configure build run run-cluster test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
 	image stack-test task-image
 
 deps:
@@ -22,6 +22,11 @@ build: configure
 # prints its score, then serves until Ctrl-C (scripts/run_stack.sh).
 run: build
 	BUILD_DIR=$(BUILD_DIR) DATA_DIR=$(DATA_DIR) LISTEN=$(LISTEN) ./scripts/run_stack.sh
+
+# The same stack on a 3-member etcd cluster on loopback with two coordinator replicas
+# (scripts/run_cluster.sh; data in ./data-cluster, kept across runs).
+run-cluster: build
+	BUILD_DIR=$(BUILD_DIR) ./scripts/run_cluster.sh
 
 # Installs what is missing, builds, and runs every test.
 test: build

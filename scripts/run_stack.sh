@@ -15,6 +15,10 @@ WORKSPACES_DIR=${WORKSPACES_DIR:-$DATA_DIR/workspaces}
 SAMPLE_TASK=${SAMPLE_TASK:-heap-overflow-record}
 POLICY=${POLICY:-script:$TASKS_DIR}
 LOG_DIR=${LOG_DIR:-$DATA_DIR/logs}
+# Further coordinator flags (make run-cluster: --store=etcd://...), and other replicas of the same
+# data set whose view of the sample evaluation is printed after it (comma-separated targets).
+read -r -a COORD_FLAGS <<<"${COORD_FLAGS:-}"
+REPLICAS=${REPLICAS:-}
 BIN=$BUILD_DIR/bin
 
 for b in coordinator green_agent purple_agent coordctl; do
@@ -38,14 +42,16 @@ stop() {
 }
 trap stop INT TERM
 
-"$BIN/coordinator" --listen="$LISTEN" --data_dir="$DATA_DIR" 2>"$LOG_DIR/coordinator.log" &
+"$BIN/coordinator" --listen="$LISTEN" --data_dir="$DATA_DIR" "${COORD_FLAGS[@]}" \
+  2>"$LOG_DIR/coordinator.log" &
 pids+=($!)
 for _ in $(seq 100); do
   "$BIN/coordctl" --target "$LISTEN" --timeout 1s health >/dev/null 2>&1 && break
   kill -0 "${pids[0]}" 2>/dev/null || { cat "$LOG_DIR/coordinator.log" >&2; exit 1; }
   sleep 0.1
 done
-echo "coordinator serving on $LISTEN (RocksDB in $DATA_DIR; logs in $LOG_DIR)"
+if ((${#COORD_FLAGS[@]})); then store="${COORD_FLAGS[*]}"; else store="RocksDB in $DATA_DIR"; fi
+echo "coordinator serving on $LISTEN ($store; logs in $LOG_DIR)"
 
 "$BIN/green_agent" --coordinator="$LISTEN" --tasks_dir="$TASKS_DIR" \
   --workspaces_dir="$WORKSPACES_DIR" 2>"$LOG_DIR/green_agent.log" &
@@ -63,6 +69,13 @@ done
 echo
 echo "sample evaluation: coordctl send green \"Task ID: $SAMPLE_TASK\" --wait"
 "$BIN/coordctl" --target "$LISTEN" send green "Task ID: $SAMPLE_TASK" --wait --for 5m || true
+if [[ -n $REPLICAS ]]; then
+  for replica in ${REPLICAS//,/ }; do
+    echo
+    echo "the same data through replica $replica: coordctl --target $replica context list"
+    "$BIN/coordctl" --target "$replica" context list || true
+  done
+fi
 echo
 echo "serving until Ctrl-C. Try: $BIN/coordctl send green \"Task ID: uaf-list-remove\" --wait"
 while true; do

@@ -7,6 +7,8 @@
 #   etcd_cluster.sh start DIR [N]   start N members; DIR/url gets etcd://127.0.0.1:P1,...
 #   etcd_cluster.sh kill DIR I      kill -9 member I (0-based)
 #   etcd_cluster.sh restart DIR I   start member I again on its data and ports
+#   etcd_cluster.sh halt DIR        kill every member, keeping their data
+#   etcd_cluster.sh resume DIR      start every member again on its data (after halt)
 #   etcd_cluster.sh stop DIR        kill every member and remove DIR
 #
 # Exits 77 with a SKIPPED line when etcd is not installed (scripts/install_deps.sh installs it).
@@ -86,6 +88,19 @@ CMD
   restart)
     i=${3:?member index}
     start_member "$i"
+    ;;
+  halt)
+    for pidfile in "$dir"/m*.pid; do
+      [ -e "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+    done
+    ;;
+  resume)
+    for cmdfile in "$dir"/m*.cmd; do
+      i=${cmdfile##*/m}
+      start_member "${i%.cmd}"
+    done
+    wait_healthy
+    echo "etcd cluster up again: $(cat "$dir/url")"
     ;;
   stop)
     for pidfile in "$dir"/m*.pid; do
