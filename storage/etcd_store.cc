@@ -42,21 +42,6 @@ std::string PrefixEnd(std::string prefix) {
   return std::string(1, '\0');  // etcd: "\0" as range_end means "to the end"
 }
 
-// An iterator that is empty and reports why.
-class FailedIterator final : public Iterator {
- public:
-  explicit FailedIterator(absl::Status status) : status_(std::move(status)) {}
-  void Seek(absl::string_view) override {}
-  bool Valid() const override { return false; }
-  void Next() override {}
-  absl::string_view key() const override { return {}; }
-  absl::string_view value() const override { return {}; }
-  absl::Status status() const override { return status_; }
-
- private:
-  absl::Status status_;
-};
-
 }  // namespace
 
 // What the store, its snapshots, transactions and iterators share: the client and the layout.
