@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdClientOption
     m.maintenance = etcdserverpb::Maintenance::NewStub(m.channel);
     m.auth = etcdserverpb::Auth::NewStub(m.channel);
     m.lease = etcdserverpb::Lease::NewStub(m.channel);
+    m.watch = etcdserverpb::Watch::NewStub(m.channel);
     client->members_.push_back(std::move(m));
   }
   // One read proves a member answers (and, with a user, that the password is right).
@@ -246,6 +247,31 @@ absl::StatusOr<etcdserverpb::StatusResponse> EtcdClient::Status() {
       [&](Member& m, grpc::ClientContext* context, etcdserverpb::StatusResponse* response) {
         return m.maintenance->Status(context, etcdserverpb::StatusRequest(), response);
       });
+}
+
+std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+EtcdClient::OpenWatch(grpc::ClientContext* context) {
+  const absl::Time deadline = absl::Now() + options_.request_timeout;
+  const size_t n = members_.size();
+  for (size_t tried = 0; tried < n; ++tried) {
+    const size_t index = (current_.load(std::memory_order_relaxed) + tried) % n;
+    Member& member = members_[index];
+    if (!Connected(member, deadline)) continue;
+    if (!options_.user.empty()) {
+      bool need_token;
+      {
+        absl::MutexLock lock(&token_mu_);
+        need_token = token_.empty();
+      }
+      if (need_token && !Authenticate(member, deadline).ok()) continue;
+      absl::MutexLock lock(&token_mu_);
+      context->AddMetadata("token", token_);
+    }
+    // etcd refuses watches without a leader unless asked to wait for one.
+    context->AddMetadata("hasleader", "true");
+    return member.watch->Watch(context);
+  }
+  return nullptr;
 }
 
 absl::StatusOr<int64_t> EtcdClient::LeaseGrant(int64_t ttl_seconds) {

@@ -73,6 +73,12 @@ class EtcdClient {
 
   const EtcdClientOptions& options() const { return options_; }
 
+  // A watch stream on a connected member (the last good one first), with the auth token set on
+  // `context`; null when no member is connected within the request timeout. The caller owns
+  // the stream's life (etcd's Watch is one long bidirectional stream).
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+  OpenWatch(grpc::ClientContext* context);
+
  private:
   struct Member {
     std::string endpoint;
@@ -81,6 +87,7 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
     std::unique_ptr<etcdserverpb::Auth::Stub> auth;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
   };
 
   explicit EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {}

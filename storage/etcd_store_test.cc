@@ -5,6 +5,7 @@
 // tests/etcd_cluster.sh; without etcd they skip.
 #include "storage/etcd_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "storage/etcd_client.h"
+#include "storage/etcd_watch.h"
 #include "storage/key_codec.h"
 #include "storage/testing/test_store.h"
 #include "tests/test_util.h"
@@ -283,6 +285,49 @@ TEST(EtcdStoreCluster, LosingTheMemberInUseLosesNoAcknowledgedWrite) {
     EXPECT_GE(n, acked[w]) << "writer " << w;
     EXPECT_LE(n, acked[w] + unknown[w]) << "writer " << w;
   }
+}
+
+// A watch on the member that dies resumes on another from the revision after the last one it
+// delivered: every acknowledged commit arrives once, in order.
+TEST(EtcdStoreCluster, AWatchMissesNothingWhenItsMemberDies) {
+  START_OWN_CLUSTER(cluster, 3);
+  EtcdStoreOptions options;
+  ASSERT_TRUE(ParseEtcdUrl(cluster.url(), &options).ok());
+  absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::Mutex mu;
+  std::vector<std::pair<int64_t, std::string>> seen;  // (revision, value)
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> watch = EtcdWatch::Start(
+      options, {CF::kWork}, 0,
+      [&](const std::vector<EtcdChange>& commit) {
+        absl::MutexLock lock(&mu);
+        for (const EtcdChange& c : commit) seen.emplace_back(c.revision, c.value.value_or(""));
+      },
+      nullptr);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  std::vector<std::string> acked;
+  for (int i = 0; i < 60; ++i) {
+    if (i == 20) cluster.Kill(0);  // the member both the store and the watch started on
+    const std::string value = absl::StrCat("v", i);
+    absl::Status s = (*store)->RunTransaction(
+        [&](Transaction& txn) { return txn.Put(CF::kWork, absl::StrCat("k", i), value); });
+    if (s.ok()) acked.push_back(value);
+  }
+  ASSERT_GE(acked.size(), 50u);
+  {
+    absl::MutexLock lock(&mu);
+    auto all = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return seen.size() >= acked.size(); };
+    mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30));
+    for (size_t i = 1; i < seen.size(); ++i) {
+      EXPECT_LT(seen[i - 1].first, seen[i].first) << "out of order or repeated at " << i;
+    }
+    for (const std::string& value : acked) {
+      EXPECT_TRUE(
+          std::any_of(seen.begin(), seen.end(), [&](const auto& s) { return s.second == value; }))
+          << value << " was acknowledged but never seen";
+    }
+  }
+  cluster.Restart(0);
 }
 
 TEST(EtcdStoreCluster, PasswordAuthenticationIsUsedAndAWrongPasswordRefused) {
