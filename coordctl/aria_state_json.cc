@@ -10,12 +10,14 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/proto_json.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -188,7 +190,7 @@ absl::StatusOr<std::string> ReadBoundedFile(const std::string& path, size_t max_
   return data;
 }
 
-absl::StatusOr<TaskState> ParseAriaStateJson(absl::string_view json) {
+absl::StatusOr<Struct> ParseJsonObject(absl::string_view json) {
   if (!NestingWithin(json, kMaxJsonDepth)) {
     return absl::InvalidArgumentError(
         absl::StrCat("JSON nests deeper than ", kMaxJsonDepth, " levels"));
@@ -201,6 +203,13 @@ absl::StatusOr<TaskState> ParseAriaStateJson(absl::string_view json) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a JSON object: ", std::string(s.message())));
   }
+  return whole;
+}
+
+absl::StatusOr<TaskState> ParseAriaStateJson(absl::string_view json) {
+  absl::StatusOr<Struct> parsed = ParseJsonObject(json);
+  if (!parsed.ok()) return parsed.status();
+  const Struct& whole = *parsed;
 
   // Split the known keys off; the rest are custom fields.
   Struct known;
@@ -338,6 +347,139 @@ std::string FormatAriaStateJson(const TaskState& state) {
     add(key, AllDigits(value) ? value : JsonString(value));
   }
   return absl::StrCat("{\n", absl::StrJoin(lines, ",\n"), "\n}\n");
+}
+
+namespace {
+
+// The LoopPattern of a pattern name the scripts wrote ("unknown" and anything else: none).
+coordinator::v1::LoopPattern PatternOf(const std::string& name) {
+  if (name == "repeated_error") return coordinator::v1::LOOP_PATTERN_REPEATED_ERROR;
+  if (name == "stuck_tier") return coordinator::v1::LOOP_PATTERN_STUCK_TIER;
+  if (name == "quality_gate_loop") return coordinator::v1::LOOP_PATTERN_QUALITY_GATE_LOOP;
+  return coordinator::v1::LOOP_PATTERN_NONE;
+}
+
+// OK when `id` is a task id the coordinator takes (1 to 256 bytes, no control characters)
+// that can also name <id>-summary.txt in the registry's directory and nothing else.
+absl::Status ValidateBlockedTaskId(const std::string& id) {
+  if (id.empty()) return absl::InvalidArgumentError("task_id is missing");
+  if (id.size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task_id is ", id.size(), " bytes long; task ids are at most 256"));
+  }
+  for (const char c : id) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task_id \"", absl::CEscape(id), "\" has a control character"));
+    }
+  }
+  if (id.find('/') != std::string::npos || id == "." || id == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task_id \"", id, "\" cannot name a summary file (a path separator)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<coordinator::v1::ImportedBlock>> ParseAriaBlockedJson(
+    absl::string_view json) {
+  std::vector<coordinator::v1::ImportedBlock> blocks;
+  if (absl::StripAsciiWhitespace(json).empty()) return blocks;
+  absl::StatusOr<Struct> parsed = ParseJsonObject(json);
+  if (!parsed.ok()) return parsed.status();
+  Struct whole = *std::move(parsed);
+  auto list = whole.mutable_fields()->find("blocked_tasks");
+  if (list == whole.mutable_fields()->end() || !list->second.has_list_value()) {
+    return absl::InvalidArgumentError("not a blocked registry: no \"blocked_tasks\" array");
+  }
+  // Times as numbers become strings, as the script wrote them; whether an analysis had any
+  // key is noted before the typed parse, which cannot tell {} from a default.
+  std::vector<bool> has_analysis;
+  for (Value& item : *list->second.mutable_list_value()->mutable_values()) {
+    bool analysis = false;
+    if (item.has_struct_value()) {
+      auto& entry = *item.mutable_struct_value()->mutable_fields();
+      if (auto t = entry.find("blocked_at"); t != entry.end()) NumberToString(&t->second);
+      if (auto a = entry.find("analysis"); a != entry.end() && a->second.has_struct_value()) {
+        auto& fields = *a->second.mutable_struct_value()->mutable_fields();
+        analysis = !fields.empty();
+        if (auto t = fields.find("analysis_timestamp"); t != fields.end()) {
+          NumberToString(&t->second);
+        }
+      }
+    }
+    has_analysis.push_back(analysis);
+  }
+  coordinator::v1::AriaBlockedFile file;
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  if (auto s = google::protobuf::util::JsonStringToMessage(CompactJson(whole), &file, lenient);
+      !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an entry has a field of the wrong type: ", std::string(s.message())));
+  }
+
+  // The last entry of each task wins; the order is that of those last entries.
+  std::vector<std::string> order;
+  absl::flat_hash_map<std::string, coordinator::v1::ImportedBlock> by_id;
+  for (int i = 0; i < file.blocked_tasks_size(); ++i) {
+    const coordinator::v1::AriaBlockedEntry& e = file.blocked_tasks(i);
+    const std::string where = absl::StrCat("blocked_tasks[", i, "]: ");
+    if (absl::Status s = ValidateBlockedTaskId(e.task_id()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, s.message()));
+    }
+    coordinator::v1::ImportedBlock block;
+    coordinator::v1::BlockedTask* entry = block.mutable_entry();
+    entry->set_task_id(e.task_id());
+    entry->set_task_desc(e.task_desc());
+    entry->set_reason(e.reason());
+    auto blocked_at = ParseUnixSeconds("blocked_at", e.blocked_at(), /*required=*/true);
+    if (!blocked_at.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, blocked_at.status().message()));
+    }
+    *entry->mutable_blocked_time() = *blocked_at;
+    if (e.attempts() < 0 || e.final_tier() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "attempts and final_tier must not be negative"));
+    }
+    entry->set_attempt_count(e.attempts());
+    entry->set_final_tier(e.final_tier());
+    const coordinator::v1::AriaBlockedAnalysis& a = e.analysis();
+    entry->set_pattern_type(a.pattern_type().empty() ? "unknown" : a.pattern_type());
+    if (has_analysis[static_cast<size_t>(i)]) {
+      coordinator::v1::StoredAnalysis* stored = block.mutable_analysis();
+      coordinator::v1::LoopAnalysis* out = stored->mutable_analysis();
+      out->set_task_id(a.task_id());
+      out->set_task_desc(a.task_desc());
+      out->set_pattern_type(a.pattern_type());
+      out->set_pattern(PatternOf(a.pattern_type()));
+      out->set_attempt_count(a.attempt_count());
+      out->set_current_tier(a.current_tier());
+      out->set_current_model(a.current_model());
+      out->set_escalations_done(a.escalations_done());
+      out->set_repeated_error_count(a.repeated_error_count());
+      out->set_latest_error(a.latest_error());
+      out->set_suggested_action(a.suggested_action());
+      auto time = ParseUnixSeconds("analysis.analysis_timestamp", a.analysis_timestamp(),
+                                   /*required=*/false);
+      if (!time.ok())
+        return absl::InvalidArgumentError(absl::StrCat(where, time.status().message()));
+      if (!a.analysis_timestamp().empty()) *stored->mutable_time() = *time;
+      stored->set_source("aria-scripts");
+    }
+    auto [it, inserted] = by_id.insert_or_assign(e.task_id(), std::move(block));
+    if (inserted) {
+      order.push_back(e.task_id());
+    } else {
+      // Move the task to where its last entry is.
+      order.erase(std::find(order.begin(), order.end(), e.task_id()));
+      order.push_back(e.task_id());
+    }
+  }
+  blocks.reserve(order.size());
+  for (const std::string& id : order) blocks.push_back(std::move(by_id[id]));
+  return blocks;
 }
 
 }  // namespace coordctl

@@ -4,7 +4,10 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -173,6 +176,111 @@ TEST(AriaStateJsonTest, ReadBoundedFile) {
   const std::string fifo = dir.Sub("fifo.json");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(ReadBoundedFile(fifo, 10).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// blocked.json as the breaker script writes it (two breaks of one task, an analysis that
+// failed and left {}), plus what jq would also have accepted: numbers for the times.
+constexpr char kBlocked[] = R"json({"blocked_tasks": [
+  {"task_id": "30f85d1a", "task_desc": "Implement React component", "reason": "Same error",
+   "blocked_at": "1795518416", "attempts": 4, "final_tier": 2,
+   "analysis": {"task_id": "30f85d1a", "task_desc": "Implement React component",
+                "pattern_type": "repeated_error", "attempt_count": 4, "current_tier": 2,
+                "current_model": "2", "escalations_done": 1, "repeated_error_count": 4,
+                "latest_error": "TypeError: x", "analysis_timestamp": "1795518415",
+                "suggested_action": "Force escalate 2 tiers (skip ineffective middle tier)"}},
+  {"task_id": "5b60c329", "task_desc": "Migrate", "reason": "first break",
+   "blocked_at": 1795518417, "attempts": 1, "final_tier": 1, "analysis": {}},
+  {"task_id": "75ba6a6b", "task_desc": "Tidy", "reason": "no failures",
+   "blocked_at": "1795518418", "attempts": 0, "final_tier": 1,
+   "analysis": {"pattern_type": "unknown", "analysis_timestamp": 1795518418, "extra": [1]}},
+  {"task_id": "5b60c329", "task_desc": "Migrate", "reason": "broken twice",
+   "blocked_at": "1795518419", "attempts": 2, "final_tier": 1, "analysis": {}}
+]})json";
+
+TEST(AriaBlockedJsonTest, ParsesEntriesAndKeepsTheLastOfATask) {
+  auto blocks = ParseAriaBlockedJson(kBlocked);
+  ASSERT_OK(blocks);
+  ASSERT_EQ(blocks->size(), 3u);
+  const auto& first = (*blocks)[0];
+  EXPECT_EQ(first.entry().task_id(), "30f85d1a");
+  EXPECT_EQ(first.entry().task_desc(), "Implement React component");
+  EXPECT_EQ(first.entry().reason(), "Same error");
+  EXPECT_EQ(first.entry().blocked_time().seconds(), 1795518416);
+  EXPECT_EQ(first.entry().attempt_count(), 4);
+  EXPECT_EQ(first.entry().final_tier(), 2);
+  EXPECT_EQ(first.entry().pattern_type(), "repeated_error");
+  EXPECT_TRUE(first.summary().empty());
+  ASSERT_TRUE(first.has_analysis());
+  const auto& a = first.analysis().analysis();
+  EXPECT_EQ(a.pattern(), coordinator::v1::LOOP_PATTERN_REPEATED_ERROR);
+  EXPECT_EQ(a.current_model(), "2");
+  EXPECT_EQ(a.escalations_done(), 1);
+  EXPECT_EQ(a.repeated_error_count(), 4);
+  EXPECT_EQ(a.latest_error(), "TypeError: x");
+  EXPECT_EQ(a.suggested_action(), "Force escalate 2 tiers (skip ineffective middle tier)");
+  EXPECT_EQ(first.analysis().time().seconds(), 1795518415);
+  EXPECT_EQ(first.analysis().source(), "aria-scripts");
+
+  // The third entry (unknown keys dropped, a number for the time).
+  const auto& tidy = (*blocks)[1];
+  EXPECT_EQ(tidy.entry().task_id(), "75ba6a6b");
+  EXPECT_EQ(tidy.entry().pattern_type(), "unknown");
+  ASSERT_TRUE(tidy.has_analysis());
+  EXPECT_EQ(tidy.analysis().analysis().pattern(), coordinator::v1::LOOP_PATTERN_NONE);
+  EXPECT_EQ(tidy.analysis().time().seconds(), 1795518418);
+
+  // 5b60c329 was broken twice: its last entry, at the place of that entry; {} keeps no
+  // analysis and reads as pattern "unknown".
+  const auto& twice = (*blocks)[2];
+  EXPECT_EQ(twice.entry().task_id(), "5b60c329");
+  EXPECT_EQ(twice.entry().reason(), "broken twice");
+  EXPECT_EQ(twice.entry().attempt_count(), 2);
+  EXPECT_EQ(twice.entry().pattern_type(), "unknown");
+  EXPECT_FALSE(twice.has_analysis());
+}
+
+TEST(AriaBlockedJsonTest, AnEmptyFileHasNoEntries) {
+  // The script's jq failure left blocked.json empty; its status then said "No blocked tasks".
+  for (const char* text : {"", "  \n", R"({"blocked_tasks": []})"}) {
+    auto blocks = ParseAriaBlockedJson(text);
+    ASSERT_OK(blocks);
+    EXPECT_TRUE(blocks->empty()) << text;
+  }
+}
+
+TEST(AriaBlockedJsonTest, RefusesBadFilesWithTheEntryNamed) {
+  const std::string huge_id(300, 'a');
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not a JSON object"},
+      {"[]", "not a JSON object"},
+      {R"({"tasks": []})", "no \"blocked_tasks\" array"},
+      {R"({"blocked_tasks": {}})", "no \"blocked_tasks\" array"},
+      {R"({"blocked_tasks": [{"task_id": "a", "blocked_at": "1", "attempts": "many"}]})",
+       "wrong type"},
+      {R"({"blocked_tasks": [{"task_desc": "x", "blocked_at": "1"}]})",
+       "blocked_tasks[0]: task_id is missing"},
+      {R"({"blocked_tasks": [{"task_id": "../../etc/passwd", "blocked_at": "1"}]})",
+       "blocked_tasks[0]: task_id \"../../etc/passwd\" cannot name a summary file"},
+      {R"({"blocked_tasks": [{"task_id": "..", "blocked_at": "1"}]})", "cannot name"},
+      {R"({"blocked_tasks": [{"task_id": "a\u0001b", "blocked_at": "1"}]})", "control character"},
+      {absl::StrCat(R"({"blocked_tasks": [{"task_id": ")", huge_id, R"(", "blocked_at": "1"}]})"),
+       "300 bytes long"},
+      {R"({"blocked_tasks": [{"task_id": "ok", "blocked_at": "1"}, {"task_id": "b"}]})",
+       "blocked_tasks[1]: blocked_at must be Unix seconds"},
+      {R"({"blocked_tasks": [{"task_id": "a", "blocked_at": "soon"}]})",
+       "blocked_at must be Unix seconds"},
+      {R"({"blocked_tasks": [{"task_id": "a", "blocked_at": "1", "attempts": -1}]})",
+       "must not be negative"},
+      {R"({"blocked_tasks": [{"task_id": "a", "blocked_at": "1",
+           "analysis": {"analysis_timestamp": "yesterday"}}]})",
+       "analysis.analysis_timestamp must be Unix seconds"},
+      {std::string(100, '[') + std::string(100, ']'), "nests deeper"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto blocks = ParseAriaBlockedJson(text);
+    EXPECT_EQ(blocks.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(blocks.status().message(), HasSubstr(message)) << text;
+  }
 }
 
 }  // namespace

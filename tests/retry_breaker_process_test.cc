@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,8 +14,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
@@ -31,6 +36,10 @@ using ::testing_util::TempDir;
 
 std::string TestDataDir() {
   return (std::filesystem::path(COORD_SOURCE_DIR) / "tests" / "testdata" / "aria").string();
+}
+
+std::string BlockedDataDir() {
+  return (std::filesystem::path(COORD_SOURCE_DIR) / "tests" / "testdata" / "aria-blocked").string();
 }
 
 class RetryBreakerProcessTest : public ::testing::Test {
@@ -192,6 +201,106 @@ TEST_F(RetryBreakerProcessTest, ImportsADirectoryOfScriptStateFiles) {
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_THAT(r.out, HasSubstr("replaced 257cb146"));
   EXPECT_EQ(Ok({"task", "get", "257cb146", "attempt_count"}), "2\n");
+}
+
+// tests/testdata/aria-blocked/ was written by the original scripts (its README): four state
+// files, blocked.json (one task broken twice, one whose state file was removed after its break)
+// and the summary files, with the original's `status` and `analyze` outputs.
+TEST_F(RetryBreakerProcessTest, ImportsTheBreakersRegistryAsTheScriptShowedIt) {
+  const std::string data = BlockedDataDir();
+  std::vector<std::string> args = {"import", "aria"};
+  for (const char* id : {"30f85d1a", "5b60c329", "c8bff521", "e15fa68f"}) {
+    args.push_back(absl::StrCat(data, "/aria-task-", id, ".json"));
+  }
+  args.push_back(data + "/blocked/blocked.json");
+  ProcessResult r = Ctl(args);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_THAT(r.out, HasSubstr("imported blocked 30f85d1a from "));
+  EXPECT_THAT(r.out, HasSubstr("imported blocked 75ba6a6b from " + data + "/blocked/blocked.json"));
+  EXPECT_THAT(r.out, HasSubstr("5 imported, 0 skipped"));
+
+  // `status`: each task as the script's status listed it (a task broken twice: its last line).
+  const std::string status = Ok({"breaker", "status"});
+  std::ifstream original(data + "/expected/status.out");
+  std::string line;
+  int tasks = 0;
+  std::set<std::string> seen;
+  std::vector<std::string> lines;
+  while (std::getline(original, line)) lines.push_back(line);
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::vector<std::string> words = absl::StrSplit(*it, ' ', absl::SkipEmpty());
+    if (words.size() != 7 || words[1] != "Attempts:") continue;
+    if (!seen.insert(words[0]).second) continue;  // an earlier break of the same task
+    ++tasks;
+    EXPECT_THAT(status, HasSubstr(absl::StrCat(words[0], " | Blocked: ")));
+    EXPECT_THAT(status, HasSubstr(absl::StrCat("Pattern: ", words[6], " | Attempts: ", words[2],
+                                               " | Tier: ", words[4])))
+        << *it << "\n"
+        << status;
+  }
+  EXPECT_EQ(tasks, 5);
+
+  for (const std::string id : {"30f85d1a", "5b60c329", "c8bff521", "e15fa68f", "75ba6a6b"}) {
+    SCOPED_TRACE(id);
+    // The summary file, byte for byte.
+    std::ifstream file(absl::StrCat(data, "/blocked/", id, "-summary.txt"), std::ios::binary);
+    const std::string summary((std::istreambuf_iterator<char>(file)),
+                              std::istreambuf_iterator<char>());
+    EXPECT_EQ(Ok({"breaker", "summary", id}), summary);
+    // `analyze`: at_block holds what the script's analysis said.
+    std::ifstream expected_file(absl::StrCat(data, "/expected/analyze-", id, ".out"));
+    const std::string expected((std::istreambuf_iterator<char>(expected_file)),
+                               std::istreambuf_iterator<char>());
+    if (id == "75ba6a6b") {
+      // No state file: the script's analyze printed nothing and exited 1, as ours does.
+      EXPECT_EQ(expected, "exit 1\n");
+      Expect(1, {"breaker", "analyze", id}, "not found");
+      continue;
+    }
+    google::protobuf::Struct theirs;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                    expected.substr(0, expected.rfind("exit 0")), &theirs)
+                    .ok());
+    google::protobuf::Struct ours;
+    ASSERT_TRUE(
+        google::protobuf::util::JsonStringToMessage(Ok({"breaker", "analyze", id}), &ours).ok());
+    const auto& at_block = ours.fields().at("at_block").struct_value().fields();
+    EXPECT_EQ(at_block.at("source").string_value(), "aria-scripts");
+    const auto& analysis = at_block.at("analysis").struct_value().fields();
+    for (const auto& [key, value] : theirs.fields()) {
+      if (key == "analysis_timestamp") continue;  // theirs was made again when analyze ran
+      ASSERT_TRUE(analysis.contains(key)) << key;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(analysis.at(key), value))
+          << key << ": " << analysis.at(key).DebugString() << " vs " << value.DebugString();
+    }
+  }
+  // Blocked as in the scripts: no more attempts until cleanup; cleanup of the entry without a
+  // state file works too.
+  Expect(3, {"task", "attempt", "30f85d1a"}, "FAILED_PRECONDITION");
+  Ok({"breaker", "cleanup", "75ba6a6b"});
+  EXPECT_THAT(Ok({"breaker", "status"}), ::testing::Not(HasSubstr("75ba6a6b")));
+}
+
+TEST_F(RetryBreakerProcessTest, ABadRegistryImportsNothing) {
+  const std::string data = BlockedDataDir();
+  const std::string dir = dir_.Sub("bad");
+  std::filesystem::create_directories(dir);
+  auto attempt = [&](const std::string& text, const std::string& message) {
+    std::ofstream(dir + "/blocked.json", std::ios::trunc) << text;
+    ProcessResult r = Expect(
+        3, {"import", "aria", data + "/aria-task-30f85d1a.json", dir + "/blocked.json"}, message);
+    EXPECT_THAT(r.err, HasSubstr("nothing imported"));
+    Expect(1, {"task", "state", "30f85d1a"});
+  };
+  attempt("{\"blocked_tasks\": [", "not a JSON object");
+  attempt(R"({"blocked_tasks": [{"task_id": "../x", "blocked_at": "1"}]})", "cannot name");
+  // A fine entry whose summary file is a directory.
+  std::filesystem::create_directories(dir + "/x-summary.txt");
+  attempt(R"({"blocked_tasks": [{"task_id": "x", "blocked_at": "1"}]})", "not a regular file");
+  // Two registries at once are refused too.
+  Expect(3, {"import", "aria", dir + "/blocked.json", data + "/blocked/blocked.json"},
+         "two blocked registries");
+  EXPECT_EQ(Ok({"breaker", "status"}), "No blocked tasks\n");
 }
 
 TEST_F(RetryBreakerProcessTest, TaskStateOutputImportsBackUnchanged) {

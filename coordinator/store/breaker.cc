@@ -362,6 +362,18 @@ absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& 
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     v1::StoredTaskHeader header;
     ASSIGN_OR_RETURN(analysis, TxnAnalyze(txn, request.task_id(), thresholds, access, &header));
+    if (header.blocked()) {
+      // The analysis kept at the block, beside the fresh one (for a task imported from the
+      // scripts, theirs).
+      absl::StatusOr<std::string> raw =
+          txn.GetForUpdate(ColumnFamily::kTasks, keys::TaskBreakSummary(request.task_id()));
+      if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
+      if (raw.ok()) {
+        v1::StoredBreakSummary summary;
+        RETURN_IF_ERROR(DecodeRecord(*raw, &summary));
+        if (summary.has_analysis()) *analysis.mutable_at_block() = summary.analysis();
+      }
+    }
     return TxnLog(
         txn, v1::BREAKER_LOG_LEVEL_INFO, request.task_id(), header.owner(),
         absl::StrCat("Analyzed task ", request.task_id(), ": pattern ", analysis.pattern_type(),
@@ -454,6 +466,9 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
 
     v1::StoredBreakSummary summary;
     summary.set_summary(FormatBreakSummary(a, reason, now));
+    *summary.mutable_analysis()->mutable_analysis() = a;
+    *summary.mutable_analysis()->mutable_time() = header.blocked_time();
+    summary.mutable_analysis()->set_source("coordinator");
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks, keys::TaskBreakSummary(request.task_id()),
                             EncodeRecord(summary)));
 

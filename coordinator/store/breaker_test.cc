@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -497,6 +498,179 @@ TEST_F(BreakerTest, BreakBlocksUntilCleanup) {
   auto n = tasks_->IncrementAttempt(id);
   ASSERT_OK(n);
   EXPECT_EQ(*n, 1);
+}
+
+TEST_F(BreakerTest, AnalyzeOfABlockedTaskShowsTheAnalysisAtTheBlock) {
+  const std::string id = Init("Fix the login bug");
+  Fail(id, "Timeout after 30s");
+  Fail(id, "Timeout after 30s");
+  v1::AnalyzeLoopRequest analyze;
+  analyze.set_task_id(id);
+  auto before = breaker_->Analyze(analyze);
+  ASSERT_OK(before);
+  EXPECT_FALSE(before->has_at_block());
+  v1::BreakRequest request;
+  request.set_task_id(id);
+  ASSERT_OK(breaker_->Break(request));
+  ASSERT_OK(tasks_->RecordFailure(id, "disk full"));  // the fresh analysis moves on
+  auto after = breaker_->Analyze(analyze);
+  ASSERT_OK(after);
+  EXPECT_EQ(after->latest_error(), "disk full");
+  ASSERT_TRUE(after->has_at_block());
+  EXPECT_EQ(after->at_block().source(), "coordinator");
+  EXPECT_EQ(after->at_block().analysis().pattern_type(), "repeated_error");
+  EXPECT_EQ(after->at_block().analysis().latest_error(), "Timeout after 30s");
+  EXPECT_GT(after->at_block().time().seconds(), 0);
+}
+
+// The scripts' blocked.json entry, as `coordctl import aria` sends it.
+v1::ImportedBlock ScriptBlock(const std::string& id) {
+  v1::ImportedBlock block;
+  v1::BlockedTask* entry = block.mutable_entry();
+  entry->set_task_id(id);
+  entry->set_task_desc("Fix the login bug");
+  entry->set_reason("Same error appearing 4 times");
+  entry->mutable_blocked_time()->set_seconds(1795518416);
+  entry->set_attempt_count(4);
+  entry->set_final_tier(2);
+  entry->set_pattern_type("repeated_error");
+  block.set_summary("ARIA ITERATION BREAKER - TASK BLOCKED\n(the script's text)\n");
+  v1::LoopAnalysis* a = block.mutable_analysis()->mutable_analysis();
+  a->set_task_id(id);
+  a->set_pattern_type("repeated_error");
+  a->set_pattern(v1::LOOP_PATTERN_REPEATED_ERROR);
+  a->set_attempt_count(4);
+  a->set_current_tier(2);
+  a->set_current_model("2");
+  a->set_suggested_action("Force escalate 2 tiers (skip ineffective middle tier)");
+  block.mutable_analysis()->mutable_time()->set_seconds(1795518415);
+  return block;
+}
+
+TEST_F(BreakerTest, AnImportedBlockShowsAsTheScriptsHadIt) {
+  v1::ImportTaskRequest request;
+  v1::TaskState* state = request.mutable_state();
+  state->set_task_id("257cb146");
+  state->set_description("Fix the login bug");
+  state->set_attempt_count(5);  // attempts went on after the break in the state file
+  state->set_model_tier(3);
+  state->mutable_create_time()->set_seconds(1795518400);
+  *request.mutable_block() = ScriptBlock("257cb146");
+  ASSERT_OK(tasks_->Import(request));
+
+  // Status: the registry's values at the break, not the state's now.
+  auto status = breaker_->Status();
+  ASSERT_OK(status);
+  ASSERT_EQ(status->blocked_tasks_size(), 1);
+  const v1::BlockedTask& entry = status->blocked_tasks(0);
+  EXPECT_EQ(entry.attempt_count(), 4);
+  EXPECT_EQ(entry.final_tier(), 2);
+  EXPECT_EQ(entry.pattern_type(), "repeated_error");
+  EXPECT_EQ(entry.reason(), "Same error appearing 4 times");
+  EXPECT_EQ(entry.blocked_time().seconds(), 1795518416);
+  // The summary file's text, byte for byte.
+  auto summary = breaker_->GetSummary("257cb146");
+  ASSERT_OK(summary);
+  EXPECT_EQ(summary->summary(), "ARIA ITERATION BREAKER - TASK BLOCKED\n(the script's text)\n");
+  // The state file did not say blocked; the registry did.
+  auto got = tasks_->GetState("257cb146");
+  ASSERT_OK(got);
+  EXPECT_TRUE(got->blocked());
+  EXPECT_EQ(got->block_reason(), "Same error appearing 4 times");
+  EXPECT_EQ(tasks_->IncrementAttempt("257cb146").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Analyze: a fresh analysis, and the scripts' at the block.
+  v1::AnalyzeLoopRequest analyze;
+  analyze.set_task_id("257cb146");
+  auto a = breaker_->Analyze(analyze);
+  ASSERT_OK(a);
+  EXPECT_EQ(a->attempt_count(), 5);
+  ASSERT_TRUE(a->has_at_block());
+  EXPECT_EQ(a->at_block().source(), "aria-scripts");
+  EXPECT_EQ(a->at_block().analysis().suggested_action(),
+            "Force escalate 2 tiers (skip ineffective middle tier)");
+  EXPECT_EQ(a->at_block().time().seconds(), 1795518415);
+}
+
+TEST_F(BreakerTest, ARegistryEntryWithoutStateImportsAlone) {
+  v1::ImportTaskRequest request;
+  *request.mutable_block() = ScriptBlock("75ba6a6b");
+  request.mutable_block()->clear_summary();  // no summary file either
+  auto imported = tasks_->Import(request);
+  ASSERT_OK(imported);
+  EXPECT_EQ(imported->task_id(), "75ba6a6b");
+  EXPECT_FALSE(imported->replaced());
+  auto status = breaker_->Status();
+  ASSERT_OK(status);
+  ASSERT_EQ(status->blocked_tasks_size(), 1);
+  EXPECT_EQ(status->blocked_tasks(0).attempt_count(), 4);
+  auto summary = breaker_->GetSummary("75ba6a6b");
+  ASSERT_OK(summary);
+  EXPECT_THAT(summary->summary(), HasSubstr("Same error appearing 4 times"));
+  EXPECT_THAT(summary->summary(), HasSubstr("Force escalate 2 tiers"));
+  // No retry state: analyze finds nothing, as the script's analyze did without a state file.
+  v1::AnalyzeLoopRequest analyze;
+  analyze.set_task_id("75ba6a6b");
+  EXPECT_EQ(breaker_->Analyze(analyze).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(tasks_->Import(request).status().code(), absl::StatusCode::kAlreadyExists);
+  request.set_replace(true);
+  auto replaced = tasks_->Import(request);
+  ASSERT_OK(replaced);
+  EXPECT_TRUE(replaced->replaced());
+  auto cleaned = breaker_->Cleanup("75ba6a6b");
+  ASSERT_OK(cleaned);
+  EXPECT_TRUE(cleaned->was_blocked());
+  EXPECT_FALSE(cleaned->had_state());
+  status = breaker_->Status();
+  ASSERT_OK(status);
+  EXPECT_EQ(status->blocked_tasks_size(), 0);
+}
+
+TEST_F(BreakerTest, BadImportedBlocksStoreNothing) {
+  std::vector<std::pair<std::string, v1::ImportTaskRequest>> cases;
+  auto add = [&](const std::string& name, auto mutate) {
+    v1::ImportTaskRequest r;
+    r.mutable_state()->set_task_id("257cb146");
+    r.mutable_state()->set_description("Fix the login bug");
+    r.mutable_state()->set_model_tier(1);
+    r.mutable_state()->mutable_create_time()->set_seconds(1795518400);
+    *r.mutable_block() = ScriptBlock("257cb146");
+    mutate(r);
+    cases.emplace_back(name, std::move(r));
+  };
+  add("another task's entry", [](v1::ImportTaskRequest& r) {
+    r.mutable_block()->mutable_entry()->set_task_id("0000beef");
+  });
+  add("control character", [](v1::ImportTaskRequest& r) {
+    r.clear_state();
+    r.mutable_block()->mutable_entry()->set_task_id("a\nb");
+  });
+  add("huge id", [](v1::ImportTaskRequest& r) {
+    r.clear_state();
+    r.mutable_block()->mutable_entry()->set_task_id(std::string(300, 'x'));
+  });
+  add("huge summary", [](v1::ImportTaskRequest& r) {
+    r.mutable_block()->set_summary(std::string((256 << 10) + 1, 's'));
+  });
+  add("huge reason", [](v1::ImportTaskRequest& r) {
+    r.mutable_block()->mutable_entry()->set_reason(std::string((4 << 10) + 1, 'r'));
+  });
+  add("negative attempts",
+      [](v1::ImportTaskRequest& r) { r.mutable_block()->mutable_entry()->set_attempt_count(-1); });
+  add("bad analysis pattern", [](v1::ImportTaskRequest& r) {
+    r.mutable_block()->mutable_analysis()->mutable_analysis()->set_pattern_type("a\tb");
+  });
+  for (const auto& [name, request] : cases) {
+    SCOPED_TRACE(name);
+    const absl::Status s = tasks_->Import(request).status();
+    EXPECT_TRUE(s.code() == absl::StatusCode::kInvalidArgument ||
+                s.code() == absl::StatusCode::kResourceExhausted)
+        << s;
+  }
+  auto status = breaker_->Status();
+  ASSERT_OK(status);
+  EXPECT_EQ(status->blocked_tasks_size(), 0);
+  EXPECT_EQ(tasks_->GetState("257cb146").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(BreakerTest, TaskCleanupAlsoClearsTheBlock) {

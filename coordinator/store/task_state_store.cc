@@ -823,8 +823,55 @@ absl::Status TaskStateStore::ValidateImport(const v1::TaskState& state) const {
   return absl::OkStatus();
 }
 
+absl::Status TaskStateStore::ValidateImportedBlock(const v1::ImportedBlock& block) const {
+  const v1::BlockedTask& entry = block.entry();
+  RETURN_IF_ERROR(common::ValidateId("block.task_id", entry.task_id()));
+  RETURN_IF_ERROR(
+      common::ValidateSize("block.task_desc", entry.task_desc(), options_.max_description_bytes));
+  RETURN_IF_ERROR(common::ValidateSize("block.reason", entry.reason(), options_.max_reason_bytes));
+  RETURN_IF_ERROR(ValidateTimestamp("block.blocked_at", entry.blocked_time()));
+  if (entry.attempt_count() < 0 || entry.final_tier() < 0) {
+    return absl::InvalidArgumentError("block: attempts and final_tier must not be negative");
+  }
+  RETURN_IF_ERROR(common::ValidateOptionalId("block.pattern_type", entry.pattern_type()));
+  RETURN_IF_ERROR(
+      common::ValidateSize("block.summary", block.summary(), options_.max_imported_summary_bytes));
+  if (block.has_analysis()) {
+    const v1::LoopAnalysis& a = block.analysis().analysis();
+    RETURN_IF_ERROR(common::ValidateOptionalId("block.analysis.task_id", a.task_id()));
+    RETURN_IF_ERROR(common::ValidateSize("block.analysis.task_desc", a.task_desc(),
+                                         options_.max_description_bytes));
+    RETURN_IF_ERROR(common::ValidateOptionalId("block.analysis.pattern_type", a.pattern_type()));
+    RETURN_IF_ERROR(common::ValidateSize("block.analysis.current_model", a.current_model(),
+                                         options_.max_reason_bytes));
+    RETURN_IF_ERROR(common::ValidateSize("block.analysis.latest_error", a.latest_error(),
+                                         options_.max_error_bytes));
+    RETURN_IF_ERROR(common::ValidateSize("block.analysis.suggested_action", a.suggested_action(),
+                                         options_.max_reason_bytes));
+    if (a.attempt_count() < 0 || a.current_tier() < 0 || a.escalations_done() < 0 ||
+        a.repeated_error_count() < 0) {
+      return absl::InvalidArgumentError("block.analysis: counts must not be negative");
+    }
+    RETURN_IF_ERROR(
+        ValidateTimestamp("block.analysis.analysis_timestamp", block.analysis().time()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTaskRequest& request,
                                                               const Access& access) {
+  if (request.has_block()) {
+    RETURN_IF_ERROR(ValidateImportedBlock(request.block()));
+    // Without a state only the block is loaded: the scripts' registry outlived state files.
+    if (request.state().task_id().empty() && request.state().description().empty()) {
+      return ImportBlockOnly(request, access);
+    }
+    if (request.block().entry().task_id() != request.state().task_id()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block.task_id ", request.block().entry().task_id(),
+                       " is not the state's task_id ", request.state().task_id()));
+    }
+  }
   const v1::TaskState& state = request.state();
   RETURN_IF_ERROR(ValidateImport(state));
   RETURN_IF_ERROR(common::ValidateOptionalId("owner", state.owner()));
@@ -879,6 +926,12 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
     header.set_blocked(true);
     *header.mutable_blocked_time() = state.blocked_time();
     header.set_block_reason(state.block_reason());
+  } else if (request.has_block()) {
+    // In the registry but not marked in its state file (the file was rewritten after the
+    // break): blocked all the same, as the registry says.
+    header.set_blocked(true);
+    *header.mutable_blocked_time() = request.block().entry().blocked_time();
+    header.set_block_reason(request.block().entry().reason());
   }
 
   v1::ImportTaskResponse response;
@@ -891,21 +944,8 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
         txn.GetForUpdate(ColumnFamily::kTasks, keys::BlockedRegistry(state.task_id()));
     if (!registered.ok() && !absl::IsNotFound(registered.status())) return registered.status();
     if (existing.ok() || registered.ok()) {
-      // Replacing another's task is a change of it, refused before ALREADY_EXISTS tells more.
-      std::string current_owner;
-      if (existing.ok()) {
-        ASSIGN_OR_RETURN(const StoredTaskHeader current, DecodeAs<StoredTaskHeader>(*existing));
-        current_owner = current.owner();
-      } else {
-        ASSIGN_OR_RETURN(const v1::BlockedTask entry, DecodeAs<v1::BlockedTask>(*registered));
-        current_owner = entry.owner();
-      }
-      RETURN_IF_ERROR(CheckChange(access, state.task_id(), current_owner));
-      if (!request.replace()) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "task ", state.task_id(), " already exists (import with replace to overwrite it)"));
-      }
-      RETURN_IF_ERROR(TxnRemoveTask(txn, state.task_id(), access).status());
+      RETURN_IF_ERROR(
+          CheckReplace(txn, state.task_id(), existing, registered, request.replace(), access));
       response.set_replaced(true);
     }
     for (int i = 0; i < state.failures_size(); ++i) {
@@ -937,30 +977,105 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
                               EncodeRecord(q)));
     }
     if (header.blocked()) {
-      v1::BlockedTask entry;
-      entry.set_task_id(header.task_id());
-      entry.set_task_desc(header.description());
-      entry.set_reason(header.block_reason());
-      *entry.mutable_blocked_time() = header.blocked_time();
-      entry.set_attempt_count(header.attempt_count());
-      entry.set_final_tier(header.model_tier());
-      entry.set_pattern_type("unknown");
-      entry.set_owner(header.owner());
-      RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks, keys::BlockedRegistry(header.task_id()),
-                              EncodeRecord(entry)));
-      v1::StoredBreakSummary summary;
-      summary.set_summary(absl::StrCat(
-          "Task ", header.task_id(), " was blocked by the ARIA scripts at ",
-          absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", FromProtoTime(header.blocked_time()),
-                           absl::UTCTimeZone()),
-          ".\nReason: ", header.block_reason(),
-          "\nImported from a script state file; the scripts' loop analysis was not kept.\n"
-          "Run `coordctl breaker analyze ",
-          header.task_id(), "` for a fresh one.\n"));
-      RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks, keys::TaskBreakSummary(header.task_id()),
-                              EncodeRecord(summary)));
+      v1::ImportedBlock block;
+      if (request.has_block()) {
+        block = request.block();
+      } else {
+        // A blocked state file without the registry: the entry is made from the state.
+        v1::BlockedTask* entry = block.mutable_entry();
+        entry->set_task_id(header.task_id());
+        entry->set_task_desc(header.description());
+        entry->set_reason(header.block_reason());
+        *entry->mutable_blocked_time() = header.blocked_time();
+        entry->set_attempt_count(header.attempt_count());
+        entry->set_final_tier(header.model_tier());
+        entry->set_pattern_type("unknown");
+      }
+      RETURN_IF_ERROR(TxnPutImportedBlock(txn, std::move(block), header.owner()));
     }
     return TxnPutHeader(txn, header);
+  }));
+  return response;
+}
+
+absl::Status TaskStateStore::CheckReplace(Transaction& txn, absl::string_view task_id,
+                                          const absl::StatusOr<std::string>& existing,
+                                          const absl::StatusOr<std::string>& registered,
+                                          bool replace, const Access& access) {
+  // Replacing another's task is a change of it, refused before ALREADY_EXISTS tells more.
+  std::string current_owner;
+  if (existing.ok()) {
+    ASSIGN_OR_RETURN(const StoredTaskHeader current, DecodeAs<StoredTaskHeader>(*existing));
+    current_owner = current.owner();
+  } else {
+    ASSIGN_OR_RETURN(const v1::BlockedTask entry, DecodeAs<v1::BlockedTask>(*registered));
+    current_owner = entry.owner();
+  }
+  RETURN_IF_ERROR(CheckChange(access, task_id, current_owner));
+  if (!replace) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("task ", task_id, " already exists (import with replace to overwrite it)"));
+  }
+  return TxnRemoveTask(txn, task_id, access).status();
+}
+
+absl::Status TaskStateStore::TxnPutImportedBlock(Transaction& txn, v1::ImportedBlock block,
+                                                 const std::string& owner) {
+  v1::BlockedTask& entry = *block.mutable_entry();
+  entry.set_owner(owner);
+  v1::StoredBreakSummary summary;
+  if (!block.summary().empty()) {
+    summary.set_summary(block.summary());
+  } else {
+    summary.set_summary(absl::StrCat(
+        "Task ", entry.task_id(), " was blocked by the ARIA scripts at ",
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", FromProtoTime(entry.blocked_time()),
+                         absl::UTCTimeZone()),
+        ".\nReason: ", entry.reason(), "\n",
+        block.has_analysis()
+            ? absl::StrCat("Imported without its summary file; the scripts' loop analysis at "
+                           "the block: pattern ",
+                           block.analysis().analysis().pattern_type(), ", suggested action: ",
+                           block.analysis().analysis().suggested_action(), "\n")
+            : std::string("Imported from a script state file; the scripts' loop analysis was "
+                          "not kept.\n"),
+        "Run `coordctl breaker analyze ", entry.task_id(), "` for a fresh one.\n"));
+  }
+  if (block.has_analysis()) {
+    *summary.mutable_analysis() = std::move(*block.mutable_analysis());
+    summary.mutable_analysis()->set_source("aria-scripts");
+  }
+  RETURN_IF_ERROR(
+      txn.Put(ColumnFamily::kTasks, keys::BlockedRegistry(entry.task_id()), EncodeRecord(entry)));
+  return txn.Put(ColumnFamily::kTasks, keys::TaskBreakSummary(entry.task_id()),
+                 EncodeRecord(summary));
+}
+
+absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::ImportBlockOnly(
+    const v1::ImportTaskRequest& request, const Access& access) {
+  const std::string& task_id = request.block().entry().task_id();
+  RETURN_IF_ERROR(common::ValidateOptionalId("owner", request.state().owner()));
+  const std::string owner =
+      request.state().owner().empty() ? access.principal : request.state().owner();
+  if (access.scoped && owner != access.principal) {
+    return absl::PermissionDeniedError(absl::StrCat(access.principal, " may not import task ",
+                                                    task_id, " for \"", owner,
+                                                    "\": an agent imports only its own tasks"));
+  }
+  v1::ImportTaskResponse response;
+  response.set_task_id(task_id);
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    absl::StatusOr<std::string> existing =
+        txn.GetForUpdate(ColumnFamily::kTasks, keys::TaskHeader(task_id));
+    if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+    absl::StatusOr<std::string> registered =
+        txn.GetForUpdate(ColumnFamily::kTasks, keys::BlockedRegistry(task_id));
+    if (!registered.ok() && !absl::IsNotFound(registered.status())) return registered.status();
+    if (existing.ok() || registered.ok()) {
+      RETURN_IF_ERROR(CheckReplace(txn, task_id, existing, registered, request.replace(), access));
+      response.set_replaced(true);
+    }
+    return TxnPutImportedBlock(txn, request.block(), owner);
   }));
   return response;
 }

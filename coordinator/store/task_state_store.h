@@ -46,6 +46,8 @@ struct TaskStateOptions {
   size_t max_quality_gate_checks = 256;
   // Records of each history kind one import may carry (default 10000).
   size_t max_import_records = 10000;
+  // Longest imported break summary (the scripts' <id>-summary.txt; default 256 KiB).
+  size_t max_imported_summary_bytes = 256 << 10;
   // Tasks per page of ListTasks; a larger page_size is lowered to this (default 1000; the server
   // sets it from --max_page_size).
   int max_page_size = 1000;
@@ -159,6 +161,24 @@ class TaskStateStore {
   [[nodiscard]] absl::StatusOr<v1::StoredTaskHeader> ReadHeader(absl::string_view task_id,
                                                                 const Access& access);
   [[nodiscard]] absl::Status ValidateImport(const v1::TaskState& state) const;
+  // The block of an import: the registry entry, summary and analysis, each bounded as the
+  // other RPCs bound the same text.
+  [[nodiscard]] absl::Status ValidateImportedBlock(const v1::ImportedBlock& block) const;
+  // Import of a registry entry whose task has no retry state.
+  [[nodiscard]] absl::StatusOr<v1::ImportTaskResponse> ImportBlockOnly(
+      const v1::ImportTaskRequest& request, const Access& access);
+  // Writes the registry entry (owned by `owner`) and the summary record of an imported block.
+  [[nodiscard]] static absl::Status TxnPutImportedBlock(storage::Transaction& txn,
+                                                        v1::ImportedBlock block,
+                                                        const std::string& owner);
+  // Before an import over a task that exists (`existing` header or `registered` entry found):
+  // PERMISSION_DENIED unless `access` may change it, ALREADY_EXISTS unless `replace`; then
+  // removes it.
+  [[nodiscard]] static absl::Status CheckReplace(storage::Transaction& txn,
+                                                 absl::string_view task_id,
+                                                 const absl::StatusOr<std::string>& existing,
+                                                 const absl::StatusOr<std::string>& registered,
+                                                 bool replace, const Access& access);
   // A history field as a JSON array in the scripts' file format.
   [[nodiscard]] absl::StatusOr<std::string> ListFieldJson(absl::string_view task_id,
                                                           const v1::StoredTaskHeader& header,
