@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   coordctl::AddBreakerCommands(&commands);
   coordctl::AddImportCommands(&commands);
   coordctl::AddRunCommands(&commands);
+  coordctl::AddRunIoCommands(&commands);
   coordctl::AddAdminCommands(&commands);
   coordctl::AddTokenCommands(&commands);
 

@@ -1,0 +1,59 @@
+// Arial's run state file (.arial/state.json) and the coordinator's workstreams run, both ways:
+// `coordctl import arial` reads the file into a run with one item per workstream, and
+// `coordctl run export --format arial` writes the file Arial would have written for the run as
+// it stands. The layout is the one of Arial's lib/state.ts (version 2); version 1 files are
+// migrated on read, as Arial's loadState does. Parsing goes through Protobuf's JSON mapping (a
+// google.protobuf.Struct); there is no hand-written JSON parser here.
+//
+// What the coordinator has no field for is kept in the metadata under "arial", so that an
+// export gives back what was imported: on the run {status, createdAt, updatedAt, extra}, on
+// each item {index, specFile, retryCount, pid, startedAt, completedAt, lastError, summary,
+// extra} (extra: keys the format does not name; index: the place in "workstreams").
+#ifndef COORDCTL_ARIAL_STATE_H_
+#define COORDCTL_ARIAL_STATE_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "coordinator/v1/work.pb.h"
+
+namespace coordctl {
+
+// Largest state.json `import arial` reads (4 MiB, the coordinator's bound on a run's JSON).
+inline constexpr size_t kMaxArialStateBytes = 4 << 20;
+
+// The version Arial writes, and the one every export has.
+inline constexpr int kArialStateVersion = 2;
+
+// A run as CreateRun takes it.
+struct ArialRun {
+  coordinator::v1::Run run;
+  std::vector<coordinator::v1::WorkItem> items;
+};
+
+// Parses the text of .arial/state.json. Version 1 is migrated to 2 first: its workstreams take
+// the fields version 2 added with their defaults (branch arial/<id>, worktreePath
+// .arial/worktrees/<id>, retryCount 0). Each workstream becomes an item in the file's order:
+// id, title, description, status (pending, running, done, failed), branch, worktreePath,
+// dependencies (an array of workstream ids; Arial's schema has none, a file may add them),
+// pid, startedAt, completedAt, adapter, requiredCapabilities, lastError, summary.
+// INVALID_ARGUMENT saying what is wrong and where: a version other than 1 or 2, a missing or
+// mistyped field, an unknown status, a time that is not ISO 8601, an id that could not name a
+// branch and a worktree (empty, over 256 bytes, a control character, a path separator, "." or
+// ".."), the same id twice.
+[[nodiscard]] absl::StatusOr<ArialRun> ParseArialState(absl::string_view json);
+
+// The state.json Arial would have written for `run` and its `items` (any order): version 2,
+// the run's status derived from the workstreams as Arial's updateRunStatus does (the previous
+// status kept when no rule applies), workstreams in their imported order and then by id. Live
+// values win; an item unchanged since it was created (version 1) gives back the values it was
+// imported with. Compact, as JSON.stringify writes it, with a final newline.
+std::string FormatArialState(const coordinator::v1::Run& run,
+                             const std::vector<coordinator::v1::WorkItem>& items);
+
+}  // namespace coordctl
+
+#endif  // COORDCTL_ARIAL_STATE_H_

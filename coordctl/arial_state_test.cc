@@ -1,0 +1,260 @@
+#include "coordctl/arial_state.h"
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "coordctl/import_json.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace coordctl {
+namespace {
+
+using coordinator::v1::WorkItem;
+using ::testing::HasSubstr;
+
+std::string ReadTestData(const std::string& name) {
+  std::ifstream in(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name),
+                   std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+google::protobuf::Struct Json(const std::string& text) {
+  google::protobuf::Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
+  return s;
+}
+
+// True when `a` and `b` are the same JSON (key order and layout aside).
+void ExpectSameJson(const std::string& a, const std::string& b) {
+  google::protobuf::util::MessageDifferencer differ;
+  std::string diff;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(Json(a), Json(b))) << diff << "\n" << a << "\nvs\n" << b;
+}
+
+// What the coordinator answers for a run created from `parsed` and not changed since: the run
+// and items as created (version 1), with the times it stamps.
+std::pair<coordinator::v1::Run, std::vector<WorkItem>> AsCreated(ArialRun parsed) {
+  parsed.run.set_run_id("r1");
+  parsed.run.mutable_create_time()->set_seconds(1767225600);  // 2026-01-01
+  *parsed.run.mutable_update_time() = parsed.run.create_time();
+  for (WorkItem& item : parsed.items) {
+    item.set_version(1);
+    *item.mutable_update_time() = parsed.run.create_time();
+  }
+  return {parsed.run, parsed.items};
+}
+
+class ArialRoundTripTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ArialRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
+  const std::string text = ReadTestData(GetParam());
+  absl::StatusOr<ArialRun> parsed = ParseArialState(text);
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  ExpectSameJson(FormatArialState(run, items), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, ArialRoundTripTest,
+                         ::testing::Values("state-v2.json", "state-full.json", "state-plan.json"));
+
+TEST(ArialStateTest, ReadsEveryWorkstreamField) {
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
+  ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->run.kind(), coordinator::v1::RUN_KIND_WORKSTREAMS);
+  EXPECT_EQ(parsed->run.specs_dir(), "./specs");
+  EXPECT_EQ(parsed->run.base_branch(), "main");
+  ASSERT_EQ(parsed->items.size(), 4u);
+  const WorkItem& auth = parsed->items[0];
+  EXPECT_EQ(auth.item_id(), "auth-system");
+  EXPECT_EQ(auth.status(), coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(auth.branch(), "arial/auth-system");
+  EXPECT_EQ(auth.worktree(), ".arial/worktrees/auth-system");
+  EXPECT_EQ(auth.adapter(), "claude-code");
+  EXPECT_EQ(auth.summary(), "Added JWT auth with login/logout endpoints");
+  EXPECT_EQ(auth.start_time().seconds(), 1740902405);
+  EXPECT_EQ(auth.start_time().nanos(), 120000000);
+  EXPECT_EQ(auth.complete_time().seconds(), 1740904870);
+  const WorkItem& payment = parsed->items[1];
+  EXPECT_EQ(payment.status(), coordinator::v1::ITEM_STATUS_FAILED);
+  EXPECT_EQ(payment.last_error(), "npm test exited with code 1");
+  EXPECT_THAT(payment.required_capabilities(), ::testing::ElementsAre("network", "docker"));
+  EXPECT_THAT(payment.dependencies(), ::testing::ElementsAre("auth-system"));
+  const WorkItem& search = parsed->items[2];
+  EXPECT_EQ(search.status(), coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(search.pid(), 48213);
+  EXPECT_EQ(parsed->items[3].status(), coordinator::v1::ITEM_STATUS_PENDING);
+}
+
+TEST(ArialStateTest, VersionOneIsMigrated) {
+  const std::string text = ReadTestData("state-v1.json");
+  absl::StatusOr<ArialRun> parsed = ParseArialState(text);
+  ASSERT_OK(parsed);
+  ASSERT_EQ(parsed->items.size(), 2u);
+  EXPECT_EQ(parsed->items[0].branch(), "arial/cli-parser");
+  EXPECT_EQ(parsed->items[0].worktree(), ".arial/worktrees/cli-parser");
+  EXPECT_EQ(parsed->items[1].branch(), "feature/config-file");  // as it was
+  // The export is what Arial writes after loading it: version 2, the defaults filled in.
+  auto [run, items] = AsCreated(*parsed);
+  google::protobuf::Struct expected = Json(text);
+  (*expected.mutable_fields())["version"].set_number_value(2);
+  auto& list = *(*expected.mutable_fields())["workstreams"].mutable_list_value();
+  auto& first = *list.mutable_values(0)->mutable_struct_value()->mutable_fields();
+  first["branch"].set_string_value("arial/cli-parser");
+  first["worktreePath"].set_string_value(".arial/worktrees/cli-parser");
+  first["retryCount"].set_number_value(0);
+  auto& second = *list.mutable_values(1)->mutable_struct_value()->mutable_fields();
+  second["worktreePath"].set_string_value(".arial/worktrees/config-file");
+  std::string expected_json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(expected, &expected_json).ok());
+  ExpectSameJson(FormatArialState(run, items), expected_json);
+}
+
+// The run's status as Arial's updateRunStatus derives it once a workstream changes.
+TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  auto status_of = [&](const std::vector<WorkItem>& now) {
+    return Json(FormatArialState(run, now)).fields().at("status").string_value();
+  };
+  EXPECT_EQ(status_of(items), "planning");  // unchanged: as imported
+  std::vector<WorkItem> changed = items;
+  changed[0].set_version(2);  // claimed and given back: nothing matches, the status stays
+  EXPECT_EQ(status_of(changed), "planning");
+  changed[0].set_status(coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(status_of(changed), "running");
+  changed[0].set_status(coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(status_of(changed), "planning");  // done and pending: no rule, kept
+  changed[1].set_status(coordinator::v1::ITEM_STATUS_BLOCKED);
+  EXPECT_EQ(status_of(changed), "failed");  // Arial has no blocked: out of attempts is failed
+  changed[1].set_status(coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(status_of(changed), "completed");
+}
+
+TEST(ArialStateTest, ExportWritesWhatChangedAsArialWouldHave) {
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  // search-index completed here after a second claim; docs started.
+  WorkItem& search = items[2];
+  search.set_version(5);
+  search.set_status(coordinator::v1::ITEM_STATUS_DONE);
+  search.set_pid(0);  // not running any more
+  search.set_attempts(2);
+  search.set_summary("indexed 12k products");
+  search.mutable_complete_time()->set_seconds(1767225900);
+  search.mutable_complete_time()->set_nanos(250000000);
+  WorkItem& docs = items[3];
+  docs.set_version(2);
+  docs.set_status(coordinator::v1::ITEM_STATUS_RUNNING);
+  docs.set_pid(5150);
+  docs.set_attempts(1);
+  docs.mutable_start_time()->set_seconds(1767225660);
+  run.mutable_update_time()->set_seconds(1767225900);
+  const google::protobuf::Struct out = Json(FormatArialState(run, items));
+  EXPECT_EQ(out.fields().at("updatedAt").string_value(), "2026-01-01T00:05:00.000Z");
+  EXPECT_EQ(out.fields().at("status").string_value(), "failed");  // payment-flow still failed
+  const auto& list = out.fields().at("workstreams").list_value();
+  const auto& s = list.values(2).struct_value().fields();
+  EXPECT_EQ(s.at("status").string_value(), "done");
+  EXPECT_FALSE(s.contains("pid"));
+  EXPECT_EQ(s.at("startedAt").string_value(), "2025-03-02T09:10:00.000Z");  // as imported
+  EXPECT_EQ(s.at("completedAt").string_value(), "2026-01-01T00:05:00.250Z");
+  EXPECT_EQ(s.at("retryCount").number_value(), 1);
+  EXPECT_EQ(s.at("summary").string_value(), "indexed 12k products");
+  EXPECT_EQ(s.at("notes").struct_value().fields().at("owner").string_value(), "dana");
+  const auto& d = list.values(3).struct_value().fields();
+  EXPECT_EQ(d.at("status").string_value(), "running");
+  EXPECT_EQ(d.at("pid").number_value(), 5150);
+  EXPECT_EQ(d.at("startedAt").string_value(), "2026-01-01T00:01:00.000Z");
+  EXPECT_EQ(d.at("retryCount").number_value(), 0);
+}
+
+TEST(ArialStateTest, ARunMadeHereExportsToo) {
+  coordinator::v1::Run run;
+  run.set_run_id("r2");
+  run.set_specs_dir("/repo/specs");
+  run.set_base_branch("main");
+  run.set_status(coordinator::v1::RUN_STATUS_PLANNING);
+  run.mutable_create_time()->set_seconds(1767225600);
+  *run.mutable_update_time() = run.create_time();
+  WorkItem b;
+  b.set_item_id("b");
+  b.set_title("B");
+  b.set_description("/repo/specs/b.md");
+  b.set_status(coordinator::v1::ITEM_STATUS_PENDING);
+  b.set_branch("arial/b");
+  b.set_worktree(".arial/worktrees/b");
+  b.set_version(1);
+  WorkItem a = b;
+  a.set_item_id("a");
+  a.set_description("/repo/specs/a.md");
+  ExpectSameJson(FormatArialState(run, {b, a}),
+                 R"({"version":2,"specsDir":"/repo/specs","baseBranch":"main","status":"planning",
+                     "createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z",
+                     "workstreams":[
+                       {"id":"a","specFile":"/repo/specs/a.md","title":"B",
+                        "description":"/repo/specs/a.md","status":"pending","branch":"arial/b",
+                        "worktreePath":".arial/worktrees/b","retryCount":0},
+                       {"id":"b","specFile":"/repo/specs/b.md","title":"B",
+                        "description":"/repo/specs/b.md","status":"pending","branch":"arial/b",
+                        "worktreePath":".arial/worktrees/b","retryCount":0}]})");
+}
+
+TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {
+  const std::string good = ReadTestData("state-plan.json");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = absl::StrReplaceAll(good, {{from, to}});
+    EXPECT_NE(text, good) << from;
+    return text;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not a JSON object"},
+      {"[]", "not a JSON object"},
+      {std::string(100, '[') + std::string(100, ']'), "nests deeper"},
+      {with("\"version\":2,", ""), "version is missing"},
+      {with("\"version\":2", "\"version\":3"), "version 3 is not one this coordinator reads"},
+      {with("\"version\":2", "\"version\":\"2\""), "version must be a number, not a string"},
+      {with("\"version\":2", "\"version\":1.5"), "version must be a whole number"},
+      {with("\"status\":\"planning\"", "\"status\":\"paused\""), "Arial's are planning"},
+      {with("\"baseBranch\":\"develop\",", ""), "baseBranch is missing"},
+      {with("\"createdAt\":\"2025-04-01T12:00:00.000Z\"", "\"createdAt\":\"yesterday\""),
+       "createdAt is not an ISO 8601 time"},
+      {with("\"workstreams\":[", "\"workstreams\":{\"x\":["), "not a JSON object"},
+      {with("\"id\":\"api\"", "\"id\":\"../../etc\""),
+       "workstreams[0].id \"../../etc\" would name"},
+      {with("\"id\":\"api\"", "\"id\":\"a\\u0000b\""), "has a control character"},
+      {with("\"id\":\"api\"", "\"id\":\"\""), "workstreams[0].id is empty"},
+      {with("\"id\":\"api\"", absl::StrCat("\"id\":\"", std::string(300, 'x'), "\"")),
+       "300 bytes long"},
+      {with("\"id\":\"ui\"", "\"id\":\"api\""), "workstream api appears twice"},
+      {with("\"status\":\"pending\",\"branch\":\"arial/ui\"",
+            "\"status\":\"stuck\",\"branch\":\"arial/ui\""),
+       "workstreams[1].status is \"stuck\""},
+      {with("\"retryCount\":0,\"dependencies\"", "\"retryCount\":-1,\"dependencies\""),
+       "workstreams[1].retryCount must be a whole number from 0"},
+      {with("\"dependencies\":[\"api\"]", "\"dependencies\":\"api\""),
+       "workstreams[1].dependencies must be an array"},
+      {with("\"requiredCapabilities\":[\"network\"]", "\"requiredCapabilities\":[7]"),
+       "workstreams[0].requiredCapabilities[0] must be a string"},
+  };
+  for (const auto& [text, message] : cases) {
+    absl::StatusOr<ArialRun> parsed = ParseArialState(text);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(message)) << text;
+  }
+}
+
+}  // namespace
+}  // namespace coordctl

@@ -1,0 +1,193 @@
+#include "coordctl/mahabharatha_state.h"
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace coordctl {
+namespace {
+
+using coordinator::v1::WorkItem;
+using ::testing::HasSubstr;
+
+std::string ReadTestData(const std::string& name) {
+  std::ifstream in(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/mahabharatha/", name),
+                   std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+google::protobuf::Struct Json(const std::string& text) {
+  google::protobuf::Struct s;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
+  return s;
+}
+
+void ExpectSameJson(const std::string& a, const std::string& b) {
+  google::protobuf::util::MessageDifferencer differ;
+  std::string diff;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(Json(a), Json(b))) << diff << "\n" << a << "\nvs\n" << b;
+}
+
+std::pair<coordinator::v1::Run, std::vector<WorkItem>> AsCreated(MahabharathaRun parsed) {
+  parsed.run.set_run_id("r1");
+  parsed.run.mutable_create_time()->set_seconds(1767225600);
+  *parsed.run.mutable_update_time() = parsed.run.create_time();
+  for (WorkItem& item : parsed.items) {
+    item.set_version(1);
+    *item.mutable_update_time() = parsed.run.create_time();
+  }
+  return {parsed.run, parsed.items};
+}
+
+class MahabharathaRoundTripTest : public ::testing::TestWithParam<const char*> {};
+
+// plan-only.json and user-auth.json were written by MAHABHARATHA's own StateManager.
+TEST_P(MahabharathaRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
+  const std::string text = ReadTestData(GetParam());
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  const std::string out = FormatMahabharathaState(run, items, {});
+  ExpectSameJson(out, text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, MahabharathaRoundTripTest,
+                         ::testing::Values("plan-only.json", "user-auth.json",
+                                           "seed-example.json"));
+
+TEST(MahabharathaStateTest, ReadsTasksAsItems) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->run.kind(), coordinator::v1::RUN_KIND_TASK_GRAPH);
+  EXPECT_EQ(parsed->run.feature(), "user-auth");
+  ASSERT_EQ(parsed->items.size(), 4u);
+  EXPECT_EQ(parsed->items[0].item_id(), "AUTH-L1-001");
+  EXPECT_EQ(parsed->items[0].status(), coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(parsed->items[0].worker_id(), "0");
+  EXPECT_TRUE(parsed->items[0].has_start_time());
+  EXPECT_TRUE(parsed->items[0].has_complete_time());
+  EXPECT_EQ(parsed->items[2].status(), coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(parsed->items[3].status(), coordinator::v1::ITEM_STATUS_FAILED);
+  EXPECT_EQ(parsed->items[3].last_error(), "pytest: 2 failed");
+  EXPECT_EQ(parsed->items[0].level(), 1);  // the StateManager writes no level
+}
+
+TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  // Worker "3" took DOCS-L1-001 and completed it; level 1 runs.
+  WorkItem& done = items[0];
+  done.set_version(3);
+  done.set_status(coordinator::v1::ITEM_STATUS_DONE);
+  done.set_worker_id("3");
+  done.set_attempts(1);
+  done.mutable_start_time()->set_seconds(1767225660);
+  done.mutable_complete_time()->set_seconds(1767225720);
+  done.mutable_update_time()->set_seconds(1767225720);
+  run.set_current_level(1);
+  run.mutable_update_time()->set_seconds(1767225720);
+  coordinator::v1::LevelState* level = run.add_level_states();
+  level->set_level(1);
+  level->set_status(coordinator::v1::LEVEL_STATUS_RUNNING);
+  level->mutable_start_time()->set_seconds(1767225660);
+  coordinator::v1::RunWorker worker;
+  worker.set_worker_id("3");
+  worker.set_status(coordinator::v1::WORKER_STATUS_IDLE);
+  worker.mutable_last_heartbeat_time()->set_seconds(1767225720);
+  worker.mutable_create_time()->set_seconds(1767225660);
+  worker.set_items_completed(1);
+  const google::protobuf::Struct out = Json(FormatMahabharathaState(run, items, {worker}));
+  EXPECT_EQ(out.fields().at("current_level").number_value(), 1);
+  const auto& task = out.fields().at("tasks").struct_value().fields().at("DOCS-L1-001");
+  ExpectSameJson(absl::StrCat(R"({"v":)",
+                              [&] {
+                                std::string s;
+                                (void)google::protobuf::util::MessageToJsonString(task, &s);
+                                return s;
+                              }(),
+                              "}"),
+                 R"({"v":{"status":"complete","updated_at":"2026-01-01T00:02:00",
+                    "worker_id":3,"claimed_at":"2026-01-01T00:01:00",
+                    "started_at":"2026-01-01T00:01:00","completed_at":"2026-01-01T00:02:00"}})");
+  const auto& untouched = out.fields().at("tasks").struct_value().fields().at("DOCS-L1-002");
+  EXPECT_EQ(untouched.struct_value().fields().at("updated_at").string_value(),
+            "2026-11-24T11:18:44.985380");  // as imported
+  const auto& l1 = out.fields().at("levels").struct_value().fields().at("1").struct_value();
+  EXPECT_EQ(l1.fields().at("status").string_value(), "running");
+  EXPECT_EQ(l1.fields().at("started_at").string_value(), "2026-01-01T00:01:00");
+  const auto& w = out.fields().at("workers").struct_value().fields().at("3").struct_value();
+  EXPECT_EQ(w.fields().at("worker_id").number_value(), 3);
+  EXPECT_EQ(w.fields().at("status").string_value(), "idle");
+  EXPECT_TRUE(w.fields().at("current_task").has_null_value());
+  EXPECT_EQ(w.fields().at("health_check_at").string_value(), "2026-01-01T00:02:00");
+  EXPECT_EQ(w.fields().at("tasks_completed").number_value(), 1);
+  EXPECT_TRUE(w.fields().contains("port"));  // every key WorkerState.to_dict writes
+}
+
+TEST(MahabharathaStateTest, ARunMadeHereExportsWithTheInitialKeys) {
+  coordinator::v1::Run run;
+  run.set_feature("made-here");
+  run.mutable_create_time()->set_seconds(1767225600);
+  WorkItem item;
+  item.set_item_id("T-1");
+  item.set_status(coordinator::v1::ITEM_STATUS_PENDING);
+  item.set_version(1);
+  item.mutable_update_time()->set_seconds(1767225600);
+  ExpectSameJson(FormatMahabharathaState(run, {item}, {}),
+                 R"({"feature":"made-here","started_at":"2026-01-01T00:00:00","current_level":0,
+                     "tasks":{"T-1":{"status":"pending","updated_at":"2026-01-01T00:00:00"}},
+                     "workers":{},"levels":{},"execution_log":[],"metrics":null,
+                     "paused":false,"error":null})");
+}
+
+TEST(MahabharathaStateTest, BadFilesAreRefusedWithWhatIsWrong) {
+  const std::string good = ReadTestData("seed-example.json");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = absl::StrReplaceAll(good, {{from, to}});
+    EXPECT_NE(text, good) << from;
+    return text;
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "not a JSON object"},
+      {std::string(100, '[') + std::string(100, ']'), "nests deeper"},
+      {with("\"feature\": \"my-feature\",", ""), "feature is missing"},
+      {with("\"feature\": \"my-feature\"", "\"feature\": \"../up\""), "feature \"../up\" would"},
+      {with("\"TASK-001\"", "\"TASK/001\""), "task id \"TASK/001\" would name"},
+      {with("\"TASK-001\"", "\"TASK\\u0007\""), "control character"},
+      {with("\"TASK-001\"", absl::StrCat("\"", std::string(300, 't'), "\"")), "300 bytes long"},
+      {with("\"status\": \"complete\"", "\"status\": \"done\""),
+       "tasks.TASK-001.status is \"done\""},
+      {with("\"worker_id\": 0", "\"worker_id\": [0]"), "tasks.TASK-001.worker_id must be"},
+      {with("\"started_at\": \"2026-01-31T10:00:00\"", "\"started_at\": \"noon\""),
+       "tasks.TASK-001.started_at is not an ISO 8601 time"},
+      {with("\"current_level\": 2", "\"current_level\": -2"), "current_level must be a whole"},
+      {with("\"0\": {\"status\": \"running\"", "\"zero\": {\"status\": \"running\""),
+       "workers has the key \"zero\""},
+      {with("\"0\": {\"status\": \"running\"", "\"0\": {\"status\": \"sleeping\""),
+       "workers.0.status is \"sleeping\""},
+      {with("\"1\": {\"status\": \"merged\"", "\"L1\": {\"status\": \"merged\""),
+       "levels has the key \"L1\""},
+      {with("\"tasks\": {", "\"tasks\": [{"), "not a JSON object"},
+  };
+  for (const auto& [text, message] : cases) {
+    absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(message)) << text;
+  }
+}
+
+}  // namespace
+}  // namespace coordctl
