@@ -2,6 +2,7 @@
 // one task, state that survives kill -9 of the coordinator, the import of the ARIA scripts'
 // state files, and bad input for every coordctl task/breaker/import command. Uses the process
 // helpers of tests/process_util.h; every wait is bounded.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -274,6 +276,35 @@ TEST_F(RetryBreakerProcessTest, ImportsTheBreakersRegistryAsTheScriptShowedIt) {
           << key << ": " << analysis.at(key).DebugString() << " vs " << value.DebugString();
     }
   }
+  // The drop-in script's status lists the same lines as the original's (the original listed
+  // 5b60c329 once per break and in the order of the breaks; ours once, in id order).
+  absl::StatusOr<ProcessResult> compat = testing_util::RunProcess(
+      "/usr/bin/env",
+      {absl::StrCat("ARIA_COORDCTL=", BinaryPath("coordctl")),
+       absl::StrCat("COORDCTL_TARGET=", coordinator_->target()),
+       absl::StrCat("ARIA_BLOCKED_TASKS_DIR=", dir_.Sub("blocked")),
+       absl::StrCat("ARIA_BREAKER_VAR_DIR=", dir_.Sub("vars")), "LC_ALL=C.UTF-8", "bash",
+       (std::filesystem::path(COORD_SOURCE_DIR) / "scripts" / "compat" /
+        "aria-iteration-breaker.sh")
+           .string(),
+       "status"});
+  ASSERT_OK(compat);
+  ASSERT_EQ(compat->exit_code, 0) << compat->Describe();
+  std::vector<std::string> ours = absl::StrSplit(compat->out, '\n');
+  std::vector<std::string> theirs = lines;
+  theirs.erase(std::find_if(theirs.begin(), theirs.end(),
+                            [](const std::string& l) { return absl::StartsWith(l, "5b60c329"); }));
+  for (std::string& l : theirs) {
+    if (l == "Blocked Tasks: 6") l = "Blocked Tasks: 5";
+    if (l == "Summary files in: /tmp/aria-blocked-tasks") {
+      l = "Summary files in: " + dir_.Sub("blocked");
+    }
+  }
+  theirs.push_back("");  // the split of ours ends with the text after the last newline
+  std::sort(ours.begin(), ours.end());
+  std::sort(theirs.begin(), theirs.end());
+  EXPECT_EQ(ours, theirs) << compat->out;
+
   // Blocked as in the scripts: no more attempts until cleanup; cleanup of the entry without a
   // state file works too.
   Expect(3, {"task", "attempt", "30f85d1a"}, "FAILED_PRECONDITION");

@@ -355,13 +355,16 @@ aria_circuit_break() {
 aria_iteration_status() {
     local rule listing line task_id json pattern
     local -a ids=()
+    local -A entries=()
     rule=$(printf '═%.0s' {1..79})
     printf 'ARIA Iteration Breaker Status\n%s\n\n' "$rule"
     listing=$(_aria_coordctl breaker status) || return 1
     while IFS= read -r line; do
         [[ "$line" == "No blocked tasks" || -z "$line" ]] && continue
         task_id="${line%% | *}"
-        ids+=("${task_id%"${task_id##*[! ]}"}")
+        task_id="${task_id%"${task_id##*[! ]}"}"
+        ids+=("$task_id")
+        entries[$task_id]="$line"
     done <<< "$listing"
     if ((${#ids[@]} == 0)); then
         echo "No blocked tasks"
@@ -370,7 +373,16 @@ aria_iteration_status() {
     echo "Blocked Tasks: ${#ids[@]}"
     printf '%s\n' "$(printf '─%.0s' {1..79})"
     for task_id in "${ids[@]}"; do
-        json=$(_aria_task_json "$task_id") || continue
+        if ! json=$(_aria_task_json "$task_id"); then
+            # In the registry without retry state (imported from a blocked.json that outlived
+            # the state file): the registry's values at the break, as the original showed them.
+            line="${entries[$task_id]}"
+            [[ "$line" =~ \|\ Pattern:\ ([^ ]*)\ \|\ Attempts:\ ([0-9]+)\ \|\ Tier:\ ([0-9]+) ]] ||
+                continue
+            printf '%s | Attempts: %s | Tier: %s | Pattern: %s\n' "$task_id" \
+                "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "${BASH_REMATCH[1]}"
+            continue
+        fi
         pattern=$(_breaker_pattern "$json")
         printf '%s | Attempts: %s | Tier: %s | Pattern: %s\n' "$task_id" \
             "$(jq -r '.attempt_count // 0' <<< "$json")" "$(jq -r '.model_tier // 1' <<< "$json")" \
