@@ -106,9 +106,13 @@ int RunImportAria(const Env& env, const ParsedArgs& args) {
                                     "); import them one at a time; nothing imported"));
     }
     registry_path = file;
-    absl::StatusOr<std::vector<coordinator::v1::ImportedBlock>> read = ReadBlockedRegistry(file);
+  }
+  if (!registry_path.empty()) {
+    absl::StatusOr<std::vector<coordinator::v1::ImportedBlock>> read =
+        ReadBlockedRegistry(registry_path);
     if (!read.ok()) {
-      return Fail(env, absl::StrCat(file, ": ", read.status().message(), "; nothing imported"));
+      return Fail(env,
+                  absl::StrCat(registry_path, ": ", read.status().message(), "; nothing imported"));
     }
     blocks = *std::move(read);
   }

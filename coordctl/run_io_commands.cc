@@ -157,6 +157,7 @@ int RunExport(const Env& env, const ParsedArgs& args) {
     do {
       coordinator::v1::ListWorkersResponse page;
       s = stub->ListWorkers(env.NewContext().get(), list_workers, &page);
+      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;  // no registry there
       if (!s.ok()) return ReportRpcError(env, s);
       for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
       list_workers.set_page_token(page.next_page_token());
