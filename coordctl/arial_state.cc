@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -304,7 +305,33 @@ absl::StatusOr<ArialRun> ParseArialState(absl::string_view json) {
   return out;
 }
 
-std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items) {
+std::string ReplayArialRunStatus(const std::string& start,
+                                 const std::vector<coordinator::v1::WorkEvent>& events) {
+  std::string status = start;
+  std::vector<std::string> ids;  // in order of creation
+  absl::flat_hash_map<std::string, std::string> of;
+  for (const coordinator::v1::WorkEvent& e : events) {
+    if (e.item_id().empty() || e.item_status() == coordinator::v1::ITEM_STATUS_UNSPECIFIED) {
+      continue;
+    }
+    auto [it, inserted] = of.emplace(e.item_id(), "");
+    if (inserted) ids.push_back(e.item_id());
+    const std::string now = StatusName(e.item_status());
+    if (e.kind() == coordinator::v1::WorkEvent::KIND_ITEM_CREATED) {
+      it->second = now;  // addWorkstream does not derive the status
+      continue;
+    }
+    it->second = now;
+    std::vector<std::string> statuses;
+    statuses.reserve(ids.size());
+    for (const std::string& id : ids) statuses.push_back(of[id]);
+    status = DeriveStatus(statuses, status);
+  }
+  return status;
+}
+
+std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
+                             const std::vector<coordinator::v1::WorkEvent>* events) {
   const Struct& run_meta = Meta(run.metadata());
   Struct state;
   Put(&state, "version", JsonNumber(kArialStateVersion));
@@ -403,7 +430,12 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items)
                                                                   : RunStatusName(run.status());
   // Arial derives the status on every change of a workstream; unchanged, the file keeps its own
   // (a run with no workstreams is not "completed" until something happens).
-  Put(&state, "status", JsonString(changed ? DeriveStatus(statuses, previous) : previous));
+  std::string status = previous;
+  if (changed) {
+    status = events != nullptr ? ReplayArialRunStatus(previous, *events)
+                               : DeriveStatus(statuses, previous);
+  }
+  Put(&state, "status", JsonString(status));
   const std::string created = GetString(run_meta, "createdAt");
   Put(&state, "createdAt",
       JsonString(!created.empty() ? created : JsIsoTime(FromTimestamp(run.create_time()))));

@@ -51,8 +51,19 @@ struct ArialRun {
 // status kept when no rule applies), workstreams in their imported order and then by id. Live
 // values win; an item unchanged since it was created (version 1) gives back the values it was
 // imported with. Compact, as JSON.stringify writes it, with a final newline.
+//
+// `events` is the run's event log, oldest first, when the coordinator keeps one: Arial's status
+// is sticky (it keeps the previous one when no rule applies), so it depends on the order of
+// the changes, and is replayed from the log (ReplayArialRunStatus). Without it the status is
+// derived from the items now, with the imported status as the previous one.
 std::string FormatArialState(const coordinator::v1::Run& run,
-                             const std::vector<coordinator::v1::WorkItem>& items);
+                             const std::vector<coordinator::v1::WorkItem>& items,
+                             const std::vector<coordinator::v1::WorkEvent>* events = nullptr);
+
+// The status Arial's updateRunStatus would have left after each item change of `events` (every
+// item event, in order; an item is pending from its ITEM_CREATED), starting from `start`.
+std::string ReplayArialRunStatus(const std::string& start,
+                                 const std::vector<coordinator::v1::WorkEvent>& events);
 
 }  // namespace coordctl
 

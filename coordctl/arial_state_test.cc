@@ -142,6 +142,58 @@ TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
   EXPECT_EQ(status_of(changed), "completed");
 }
 
+// Arial's status is sticky, so the export replays the run's event log.
+TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
+  using Event = coordinator::v1::WorkEvent;
+  std::vector<Event> events;
+  auto add = [&](Event::Kind kind, const std::string& item, coordinator::v1::ItemStatus status) {
+    Event& e = events.emplace_back();
+    e.set_kind(kind);
+    e.set_item_id(item);
+    e.set_item_status(status);
+  };
+  Event& created = events.emplace_back();
+  created.set_kind(Event::KIND_RUN_CREATED);
+  add(Event::KIND_ITEM_CREATED, "a", coordinator::v1::ITEM_STATUS_PENDING);
+  add(Event::KIND_ITEM_CREATED, "b", coordinator::v1::ITEM_STATUS_PENDING);
+  auto after = [&](size_t n) {
+    return ReplayArialRunStatus("planning", std::vector<Event>(events.begin(), events.begin() + n));
+  };
+  EXPECT_EQ(after(events.size()), "planning");
+  add(Event::KIND_ITEM_CLAIMED, "a", coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(after(events.size()), "running");
+  add(Event::KIND_ITEM_COMPLETED, "a", coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(after(events.size()), "running");  // a done, b pending: no rule, kept
+  add(Event::KIND_ITEM_CLAIMED, "b", coordinator::v1::ITEM_STATUS_RUNNING);
+  add(Event::KIND_ITEM_FAILED, "b", coordinator::v1::ITEM_STATUS_FAILED);
+  EXPECT_EQ(after(events.size()), "failed");
+  add(Event::KIND_ITEM_RETRIED, "b", coordinator::v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(after(events.size()), "failed");  // sticky until something runs
+  add(Event::KIND_ITEM_CREATED, "c", coordinator::v1::ITEM_STATUS_PENDING);  // run add
+  add(Event::KIND_ITEM_CLAIMED, "b", coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(after(events.size()), "running");
+  add(Event::KIND_ITEM_COMPLETED, "b", coordinator::v1::ITEM_STATUS_DONE);
+  add(Event::KIND_ITEM_CLAIMED, "c", coordinator::v1::ITEM_STATUS_RUNNING);
+  add(Event::KIND_ITEM_COMPLETED, "c", coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(after(events.size()), "completed");
+
+  // The export uses it once an item changed.
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(*parsed);
+  items[0].set_version(3);
+  items[0].set_status(coordinator::v1::ITEM_STATUS_DONE);
+  std::vector<Event> log(events.begin(), events.begin() + 5);  // ..., a done
+  for (Event& e : log) {
+    if (e.item_id() == "a") e.set_item_id("api");
+    if (e.item_id() == "b") e.set_item_id("ui");
+  }
+  EXPECT_EQ(Json(FormatArialState(run, items, &log)).fields().at("status").string_value(),
+            "running");
+  EXPECT_EQ(Json(FormatArialState(run, items)).fields().at("status").string_value(),
+            "planning");  // without a log: derived from the items now
+}
+
 TEST(ArialStateTest, ExportWritesWhatChangedAsArialWouldHave) {
   absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
   ASSERT_OK(parsed);

@@ -148,7 +148,24 @@ int RunExport(const Env& env, const ParsedArgs& args) {
 
   std::string text;
   if (format == "arial") {
-    text = FormatArialState(run, items);
+    // Arial's status depends on the order of the changes: the run's event log has it.
+    std::vector<coordinator::v1::WorkEvent> events;
+    coordinator::v1::ListEventsRequest list_events;
+    list_events.set_run_id(run.run_id());
+    list_events.set_page_size(1000);
+    bool have_log = true;
+    do {
+      coordinator::v1::ListEventsResponse page;
+      s = stub->ListEvents(env.NewContext().get(), list_events, &page);
+      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+        have_log = false;  // an older coordinator: derived from the items as they are
+        break;
+      }
+      if (!s.ok()) return ReportRpcError(env, s);
+      for (auto& e : *page.mutable_events()) events.push_back(std::move(e));
+      list_events.set_page_token(page.next_page_token());
+    } while (!list_events.page_token().empty());
+    text = FormatArialState(run, items, have_log ? &events : nullptr);
   } else {
     std::vector<coordinator::v1::RunWorker> workers;
     coordinator::v1::ListWorkersRequest list_workers;
