@@ -432,7 +432,9 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
   // (a run with no workstreams is not "completed" until something happens).
   std::string status = previous;
   if (changed) {
-    status = events != nullptr ? ReplayArialRunStatus(previous, *events)
+    // A run made here started as Arial's createState does: planning.
+    const bool imported = Get(run_meta, "status") != nullptr;
+    status = events != nullptr ? ReplayArialRunStatus(imported ? previous : "planning", *events)
                                : DeriveStatus(statuses, previous);
   }
   Put(&state, "status", JsonString(status));
