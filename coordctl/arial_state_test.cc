@@ -1,7 +1,5 @@
 #include "coordctl/arial_state.h"
 
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/json_test_util.h"
 #include "tests/test_util.h"
 
 namespace coordctl {
@@ -21,25 +19,12 @@ namespace {
 
 using coordinator::v1::WorkItem;
 using ::testing::HasSubstr;
+using ::testing_util::ExpectSameJson;
+using ::testing_util::JsonObject;
+using ::testing_util::ReadWholeFile;
 
 std::string ReadTestData(const std::string& name) {
-  std::ifstream in(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name),
-                   std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-google::protobuf::Struct Json(const std::string& text) {
-  google::protobuf::Struct s;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
-  return s;
-}
-
-// True when `a` and `b` are the same JSON (key order and layout aside).
-void ExpectSameJson(const std::string& a, const std::string& b) {
-  google::protobuf::util::MessageDifferencer differ;
-  std::string diff;
-  differ.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(differ.Compare(Json(a), Json(b))) << diff << "\n" << a << "\nvs\n" << b;
+  return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name));
 }
 
 // What the coordinator answers for a run created from `parsed` and not changed since: the run
@@ -106,7 +91,7 @@ TEST(ArialStateTest, VersionOneIsMigrated) {
   EXPECT_EQ(parsed->items[1].branch(), "feature/config-file");  // as it was
   // The export is what Arial writes after loading it: version 2, the defaults filled in.
   auto [run, items] = AsCreated(*parsed);
-  google::protobuf::Struct expected = Json(text);
+  google::protobuf::Struct expected = JsonObject(text);
   (*expected.mutable_fields())["version"].set_number_value(2);
   auto& list = *(*expected.mutable_fields())["workstreams"].mutable_list_value();
   auto& first = *list.mutable_values(0)->mutable_struct_value()->mutable_fields();
@@ -126,7 +111,7 @@ TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(*parsed);
   auto status_of = [&](const std::vector<WorkItem>& now) {
-    return Json(FormatArialState(run, now)).fields().at("status").string_value();
+    return JsonObject(FormatArialState(run, now)).fields().at("status").string_value();
   };
   EXPECT_EQ(status_of(items), "planning");  // unchanged: as imported
   std::vector<WorkItem> changed = items;
@@ -188,9 +173,9 @@ TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
     if (e.item_id() == "a") e.set_item_id("api");
     if (e.item_id() == "b") e.set_item_id("ui");
   }
-  EXPECT_EQ(Json(FormatArialState(run, items, &log)).fields().at("status").string_value(),
+  EXPECT_EQ(JsonObject(FormatArialState(run, items, &log)).fields().at("status").string_value(),
             "running");
-  EXPECT_EQ(Json(FormatArialState(run, items)).fields().at("status").string_value(),
+  EXPECT_EQ(JsonObject(FormatArialState(run, items)).fields().at("status").string_value(),
             "planning");  // without a log: derived from the items now
 }
 
@@ -214,7 +199,7 @@ TEST(ArialStateTest, ExportWritesWhatChangedAsArialWouldHave) {
   docs.set_attempts(1);
   docs.mutable_start_time()->set_seconds(1767225660);
   run.mutable_update_time()->set_seconds(1767225900);
-  const google::protobuf::Struct out = Json(FormatArialState(run, items));
+  const google::protobuf::Struct out = JsonObject(FormatArialState(run, items));
   EXPECT_EQ(out.fields().at("updatedAt").string_value(), "2026-01-01T00:05:00.000Z");
   EXPECT_EQ(out.fields().at("status").string_value(), "failed");  // payment-flow still failed
   const auto& list = out.fields().at("workstreams").list_value();

@@ -1,7 +1,5 @@
 #include "coordctl/mahabharatha_state.h"
 
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,8 +9,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/json_test_util.h"
 #include "tests/test_util.h"
 
 namespace coordctl {
@@ -20,24 +18,12 @@ namespace {
 
 using coordinator::v1::WorkItem;
 using ::testing::HasSubstr;
+using ::testing_util::ExpectSameJson;
+using ::testing_util::JsonObject;
+using ::testing_util::ReadWholeFile;
 
 std::string ReadTestData(const std::string& name) {
-  std::ifstream in(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/mahabharatha/", name),
-                   std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-google::protobuf::Struct Json(const std::string& text) {
-  google::protobuf::Struct s;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
-  return s;
-}
-
-void ExpectSameJson(const std::string& a, const std::string& b) {
-  google::protobuf::util::MessageDifferencer differ;
-  std::string diff;
-  differ.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(differ.Compare(Json(a), Json(b))) << diff << "\n" << a << "\nvs\n" << b;
+  return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/mahabharatha/", name));
 }
 
 std::pair<coordinator::v1::Run, std::vector<WorkItem>> AsCreated(MahabharathaRun parsed) {
@@ -109,7 +95,7 @@ TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
   worker.mutable_last_heartbeat_time()->set_seconds(1767225720);
   worker.mutable_create_time()->set_seconds(1767225660);
   worker.set_items_completed(1);
-  const google::protobuf::Struct out = Json(FormatMahabharathaState(run, items, {worker}));
+  const google::protobuf::Struct out = JsonObject(FormatMahabharathaState(run, items, {worker}));
   EXPECT_EQ(out.fields().at("current_level").number_value(), 1);
   const auto& task = out.fields().at("tasks").struct_value().fields().at("DOCS-L1-001");
   ExpectSameJson(absl::StrCat(R"({"v":)",

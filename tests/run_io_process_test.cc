@@ -4,8 +4,6 @@
 // The state files are in tests/testdata/arial and tests/testdata/mahabharatha (their READMEs
 // say which were written by the tools' own code).
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +15,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/json_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -26,29 +24,14 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing_util::CoordinatorProcess;
+using ::testing_util::ExpectSameJson;
+using ::testing_util::JsonObject;
 using ::testing_util::ProcessResult;
+using ::testing_util::ReadWholeFile;
 using ::testing_util::TempDir;
 
 std::string TestData(const std::string& tool, const std::string& name) {
   return (std::filesystem::path(COORD_SOURCE_DIR) / "tests" / "testdata" / tool / name).string();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-google::protobuf::Struct Json(const std::string& text) {
-  google::protobuf::Struct s;
-  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text, &s).ok()) << text;
-  return s;
-}
-
-void ExpectSameJson(const std::string& a, const std::string& b) {
-  google::protobuf::util::MessageDifferencer differ;
-  std::string diff;
-  differ.ReportDifferencesToString(&diff);
-  EXPECT_TRUE(differ.Compare(Json(a), Json(b))) << diff << "\n" << a << "\nvs\n" << b;
 }
 
 class RunIoProcessTest : public ::testing::Test {
@@ -97,27 +80,27 @@ class RunIoProcessTest : public ::testing::Test {
 };
 
 TEST_F(RunIoProcessTest, ArialPlanRoundTripsAndShowsTheWorkDoneHere) {
-  const std::string text = ReadFile(TestData("arial", "state-plan.json"));
+  const std::string text = ReadWholeFile(TestData("arial", "state-plan.json"));
   const std::string run = Id(Ok({"import", "arial", ArialDir(text), "--run-id", "plan"}));
   EXPECT_EQ(run, "plan");
   ExpectSameJson(Ok({"run", "export", run, "--format", "arial"}), text);
   // --output writes the file by a rename.
   const std::string out = dir_.Sub("exported.json");
   Ok({"run", "export", run, "--format", "arial", "--output", out});
-  ExpectSameJson(ReadFile(out), text);
+  ExpectSameJson(ReadWholeFile(out), text);
 
   // A worker takes "api" (ui depends on it) and completes it.
   const std::string claim = Ok({"run", "claim", run, "--worker", "w1", "--capability", "network"});
-  const google::protobuf::Struct claimed = Json(claim);
+  const google::protobuf::Struct claimed = JsonObject(claim);
   const std::string lease = claimed.fields().at("lease").string_value();
   ASSERT_FALSE(lease.empty()) << claim;
-  google::protobuf::Struct state = Json(Ok({"run", "export", run, "--format", "arial"}));
+  google::protobuf::Struct state = JsonObject(Ok({"run", "export", run, "--format", "arial"}));
   EXPECT_EQ(state.fields().at("status").string_value(), "running");
   const auto& api = state.fields().at("workstreams").list_value().values(0).struct_value();
   EXPECT_EQ(api.fields().at("status").string_value(), "running");
   EXPECT_TRUE(api.fields().contains("startedAt"));
   Ok({"run", "complete", lease, "--summary", "endpoints done"});
-  state = Json(Ok({"run", "export", run, "--format", "arial"}));
+  state = JsonObject(Ok({"run", "export", run, "--format", "arial"}));
   const auto& done = state.fields().at("workstreams").list_value().values(0).struct_value();
   EXPECT_EQ(done.fields().at("status").string_value(), "done");
   EXPECT_EQ(done.fields().at("summary").string_value(), "endpoints done");
@@ -129,25 +112,26 @@ TEST_F(RunIoProcessTest, MahabharathaPlanRoundTrips) {
   // Written by MAHABHARATHA's own StateManager.
   const std::string path = TestData("mahabharatha", "plan-only.json");
   const std::string run = Id(Ok({"import", "mahabharatha", path}));
-  ExpectSameJson(Ok({"run", "export", run, "--format", "mahabharatha"}), ReadFile(path));
+  ExpectSameJson(Ok({"run", "export", run, "--format", "mahabharatha"}), ReadWholeFile(path));
 }
 
 TEST_F(RunIoProcessTest, StateThatIsNotPendingIsRefusedUnlessAsked) {
   const std::string before = Ok({"run", "list"});
-  const std::string full = ArialDir(ReadFile(TestData("arial", "state-full.json")));
+  const std::string full = ArialDir(ReadWholeFile(TestData("arial", "state-full.json")));
   Expect(3, {"import", "arial", full}, "workstream auth-system is done");
   Expect(3, {"import", "mahabharatha", TestData("mahabharatha", "user-auth.json")},
          "task AUTH-L1-001 is done");
   EXPECT_EQ(Ok({"run", "list"}), before);
   const std::string run = Id(Ok({"import", "arial", full, "--as-pending"}));
-  const google::protobuf::Struct state = Json(Ok({"run", "export", run, "--format", "arial"}));
+  const google::protobuf::Struct state =
+      JsonObject(Ok({"run", "export", run, "--format", "arial"}));
   for (const auto& w : state.fields().at("workstreams").list_value().values()) {
     EXPECT_EQ(w.struct_value().fields().at("status").string_value(), "pending");
   }
 }
 
 TEST_F(RunIoProcessTest, BadFilesCreateNothing) {
-  const std::string good = ReadFile(TestData("arial", "state-plan.json"));
+  const std::string good = ReadWholeFile(TestData("arial", "state-plan.json"));
   const std::string before = Ok({"run", "list"});
   Expect(3, {"import", "arial", ArialDir("{\"version\": 2,")}, "not a JSON object");
   Expect(3,
@@ -159,14 +143,13 @@ TEST_F(RunIoProcessTest, BadFilesCreateNothing) {
           ArialDir(absl::StrReplaceAll(good, {{"\"id\":\"ui\"", "\"id\":\"../ui\""}}))},
          "would name a path");
   Expect(3,
-         {"import", "arial",
-          ArialDir(absl::StrReplaceAll(good, {{"[\"api\"]", "[\"nowhere\"]"}}))},
+         {"import", "arial", ArialDir(absl::StrReplaceAll(good, {{"[\"api\"]", "[\"nowhere\"]"}}))},
          "depends on unknown task nowhere");
   Expect(3,
          {"import", "arial",
-          ArialDir(absl::StrReplaceAll(
-              good, {{"\"retryCount\":0,\"adapter\"", "\"retryCount\":0,\"dependencies\":[\"ui\"],"
-                                                      "\"adapter\""}}))},
+          ArialDir(absl::StrReplaceAll(good, {{"\"retryCount\":0,\"adapter\"",
+                                               "\"retryCount\":0,\"dependencies\":[\"ui\"],"
+                                               "\"adapter\""}}))},
          "dependency cycle");
   const std::string big = ArialDir(std::string(5 << 20, ' '));
   Expect(3, {"import", "arial", big}, "bytes");
