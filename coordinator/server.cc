@@ -11,6 +11,7 @@
 #include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/parse_error_interceptor.h"
+#include "coordinator/store/tallies.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "storage/backup.h"
@@ -108,6 +109,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
                    LoadServerTls(options.tls_cert_file, options.tls_key_file));
   std::unique_ptr<CoordinatorServer> server(new CoordinatorServer());
   RETURN_IF_ERROR(server->OpenStore(options));
+  RETURN_IF_ERROR(server->BuildDerivedRecords());
   server->BuildParts(options);
   RETURN_IF_ERROR(server->Listen(options, tls, tokens));
   // The token file is read again when it changes and on SIGHUP, from here on.
@@ -157,6 +159,17 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status CoordinatorServer::BuildDerivedRecords() {
+  // Before anything writes: the running totals of a database that has none yet (written before
+  // they were kept: schema 1) are computed from its records, once.
+  const absl::Time started = absl::Now();
+  ASSIGN_OR_RETURN(const bool tallied, Tallies::EnsureBuilt(*store_));
+  if (tallied) {
+    LOG_INFO("built the running totals in %s", absl::FormatDuration(absl::Now() - started));
+  }
+  return absl::OkStatus();
+}
+
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
   pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls);
@@ -175,6 +188,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
                                                                     contexts_.get(), calls_.get());
   // Retry state and the loop breaker.
   tasks_ = std::make_unique<TaskStateStore>(store, options.task_state);
+  tasks_->set_on_change([feed](const std::string& id) { feed->Publish("retry", id); });
   breaker_ = std::make_unique<Breaker>(store, tasks_.get(), options.breaker);
   task_state_service_ = std::make_unique<TaskStateServiceImpl>(tasks_.get(), calls_.get());
   breaker_service_ = std::make_unique<BreakerServiceImpl>(breaker_.get(), calls_.get());

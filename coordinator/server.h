@@ -149,6 +149,9 @@ class CoordinatorServer {
 
   // The steps of Start, in order.
   [[nodiscard]] absl::Status OpenStore(const ServerOptions& options);
+  // Builds what is derived from the records (the running totals, the contexts' time index) when
+  // the store has none yet; before anything else writes.
+  [[nodiscard]] absl::Status BuildDerivedRecords();
   void BuildParts(const ServerOptions& options);
   [[nodiscard]] absl::Status Listen(const ServerOptions& options,
                                     const std::optional<ServerTls>& tls,

@@ -442,6 +442,19 @@ absl::Status RocksStore::CheckSchema() {
     return absl::DataLossError(
         absl::StrFormat("database %s has an invalid schema version %d", options_.path, version));
   }
+  if (version == 1) {
+    // 1 -> 2: from version 2 on, every writer of a context or a run keeps the coordinator's
+    // running totals (coordinator/store/tallies.h) in the same transaction. Nothing of the
+    // layout moves here: the coordinator builds the totals when it opens a database that has
+    // none (Tallies::EnsureBuilt). The version goes up so that a binary that does not keep them
+    // refuses the database instead of letting them go wrong.
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_IF_ERROR(FromRocksStatus(
+        db_->Put(wo, handle(ColumnFamily::kDefault), kSchemaVersionKey, EncodeSchemaVersion(2)),
+        "record schema version 2"));
+    version = 2;
+  }
   schema_version_ = version;
   return absl::OkStatus();
 }

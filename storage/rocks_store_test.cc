@@ -462,6 +462,23 @@ TEST(RocksStoreTest, NewerSchemaWithUnknownColumnFamilyIsRefusedClearly) {
   EXPECT_NE(store.status().message().find("newer"), absl::string_view::npos) << store.status();
 }
 
+// A database of the first layout opens, and from then on records the current version (so a
+// binary of the first layout, which does not keep the coordinator's running totals, refuses it).
+TEST(RocksStoreTest, SchemaVersionOneIsUpgradedOnOpen) {
+  TempDir dir;
+  ASSERT_OK(OpenAt(dir.path()));
+  PutRawDefault(dir.path(), kSchemaKey, SchemaValue(1));
+  {
+    absl::StatusOr<std::unique_ptr<RocksStore>> store = OpenAt(dir.path());
+    ASSERT_OK(store);
+    EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+    EXPECT_EQ(*(*store)->Get(ColumnFamily::kDefault, kSchemaKey), SchemaValue(kSchemaVersion));
+  }
+  absl::StatusOr<std::unique_ptr<RocksStore>> reopened = OpenAt(dir.path());
+  ASSERT_OK(reopened);
+  EXPECT_EQ((*reopened)->schema_version(), kSchemaVersion);
+}
+
 TEST(RocksStoreTest, MalformedOrZeroSchemaVersionIsDataLoss) {
   for (const std::string& value : {std::string("\x00\x01", 2), SchemaValue(0)}) {
     TempDir dir;

@@ -19,8 +19,8 @@
 #include "common/utf8.h"
 #include "common/validation.h"
 #include "coordinator/console/console_assets.h"
+#include "coordinator/store/tallies.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 
 namespace coordinator {
@@ -32,7 +32,7 @@ using a2a_protocol::ToJson;
 // and a bound on what one request reads.
 constexpr int kMaxRows = 1000;
 constexpr int kDefaultRows = 200;
-// Contexts the overview and the leaderboard read at most; past it they say so ("truncated").
+// Queued deliveries the overview reads at most; past it it says so ("deliveriesTruncated").
 constexpr int kMaxScan = 20000;
 // Commands, messages and A2A events one evaluation's timeline shows at most.
 constexpr int kMaxTimeline = 2000;
@@ -131,24 +131,12 @@ absl::StatusOr<v1::ContextStatus> StatusParam(const std::map<std::string, std::s
   return status;
 }
 
-// The overall score the green agent stores in the "score" label (green_agent/evaluation.cc,
-// ScoreJson: {"task_id": ..., ..., "score": 0.75}); nullopt when there is none.
-std::optional<double> Score(const v1::TaskContext& context) {
-  auto it = context.labels().find("score");
-  if (it == context.labels().end()) return std::nullopt;
-  google::protobuf::Struct parsed;
-  if (!google::protobuf::util::JsonStringToMessage(it->second, &parsed).ok()) return std::nullopt;
-  auto field = parsed.fields().find("score");
-  if (field == parsed.fields().end() || !field->second.has_number_value()) return std::nullopt;
-  return field->second.number_value();
-}
-
 std::string Label(const v1::TaskContext& context, const std::string& name) {
   auto it = context.labels().find(name);
   return it == context.labels().end() ? std::string() : it->second;
 }
 
-// Every context (at most kMaxScan), page by page; *truncated when there were more.
+// The contexts `filter` selects (at most `max`), page by page; *truncated when there were more.
 absl::StatusOr<std::vector<v1::TaskContext>> ScanContexts(ContextStore& contexts,
                                                           const v1::ListContextsRequest& filter,
                                                           int max, bool* truncated) {
@@ -276,20 +264,13 @@ void Console::Install(httplib::Server& server) {
         v1::ListAgentsRequest list_agents;
         list_agents.set_page_size(kMaxRows);
         ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
-        bool truncated = false;
-        ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                         ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
-        int active = 0;
-        for (const v1::TaskContext& context : contexts) {
-          if (!ContextStore::IsTerminal(context)) ++active;
-        }
-        v1::ListRunsRequest list_runs;
-        list_runs.set_page_size(kMaxRows);
-        ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list_runs));
-        int runs_active = 0;
-        for (const v1::Run& run : runs.runs()) {
-          if (!WorkStore::IsTerminal(run)) ++runs_active;
-        }
+        // The running totals (tallies.h): exact, and a few point reads however many contexts
+        // and runs there are.
+        storage::Store& store = *parts->store;
+        ASSIGN_OR_RETURN(const TallyTotal active, Tallies::Read(store, Tally::kContextsActive));
+        ASSIGN_OR_RETURN(const TallyTotal ended, Tallies::Read(store, Tally::kContextsEnded));
+        ASSIGN_OR_RETURN(const TallyTotal runs_active, Tallies::Read(store, Tally::kRunsActive));
+        ASSIGN_OR_RETURN(const TallyTotal runs_ended, Tallies::Read(store, Tally::kRunsEnded));
         // Queued deliveries per agent; the last error of one that failed says the agent is not
         // reachable now (the gateway retries it with backoff).
         ASSIGN_OR_RETURN(std::vector<v1::PendingDelivery> pending,
@@ -311,13 +292,13 @@ void Console::Install(httplib::Server& server) {
                                             ",\"reachable\":", error.empty() ? "true" : "false",
                                             ",\"lastError\":", Quote(error), "}"));
         }
-        return absl::StrCat(
-            "{\"agents\":[", absl::StrJoin(agent_json, ","),
-            "],\"evaluations\":{\"active\":", active, ",\"ended\":", contexts.size() - active,
-            ",\"truncated\":", truncated ? "true" : "false", "},\"runs\":{\"active\":", runs_active,
-            ",\"ended\":", runs.runs_size() - runs_active,
-            ",\"truncated\":", runs.next_page_token().empty() ? "false" : "true",
-            "},\"lastChange\":", parts->feed->last_seq(), "}");
+        return absl::StrCat("{\"agents\":[", absl::StrJoin(agent_json, ","),
+                            "],\"evaluations\":{\"active\":", active.count,
+                            ",\"ended\":", ended.count, "},\"runs\":{\"active\":",
+                            runs_active.count, ",\"ended\":", runs_ended.count,
+                            "},\"deliveriesTruncated\":",
+                            static_cast<int>(pending.size()) >= kMaxScan ? "true" : "false",
+                            ",\"lastChange\":", parts->feed->last_seq(), "}");
       }));
 
   // Evaluations: the contexts with their conversation's totals, newest first.
@@ -347,7 +328,7 @@ void Console::Install(httplib::Server& server) {
           }
           ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
                            ConversationStore::ReadMeta(*parts->store, context.context_id()));
-          const std::optional<double> score = Score(context);
+          const std::optional<double> score = EvaluationScore(context);
           rows.push_back(absl::StrCat(
               "{\"context\":", ToJson(context),
               ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null",
@@ -413,7 +394,7 @@ void Console::Install(httplib::Server& server) {
           task_json.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"events\":[",
                                            absl::StrJoin(event_json, ","), "]}"));
         }
-        const std::optional<double> score = Score(context);
+        const std::optional<double> score = EvaluationScore(context);
         return absl::StrCat(
             "{\"context\":", ToJson(context),
             ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
@@ -424,54 +405,37 @@ void Console::Install(httplib::Server& server) {
       }));
 
   // Leaderboard: mean score and count by task and by agent under test, over the scored
-  // evaluations.
-  server.Get("/console/api/leaderboard",
-             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               ASSIGN_OR_RETURN(auto params, Params(req, {}));
-               bool truncated = false;
-               ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                                ScanContexts(*parts->contexts, {}, kMaxScan, &truncated));
-               struct Sum {
-                 double total = 0;
-                 int count = 0;
-               };
-               std::map<std::string, Sum> by_task;
-               std::map<std::string, Sum> by_agent;
-               std::map<std::pair<std::string, std::string>, Sum> by_both;
-               for (const v1::TaskContext& context : contexts) {
-                 const std::optional<double> score = Score(context);
-                 if (!score.has_value()) continue;
-                 const std::string task =
-                     context.external_task_id().empty() ? "(none)" : context.external_task_id();
-                 std::string agent = Label(context, "purple_agent");
-                 if (agent.empty()) agent = "(unknown)";
-                 for (Sum* sum : {&by_task[task], &by_agent[agent], &by_both[{task, agent}]}) {
-                   sum->total += *score;
-                   ++sum->count;
-                 }
-               }
-               auto rows = [](const std::map<std::string, Sum>& sums) {
-                 std::vector<std::pair<std::string, Sum>> sorted(sums.begin(), sums.end());
-                 std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-                   return a.second.total / a.second.count > b.second.total / b.second.count;
-                 });
-                 std::vector<std::string> out;
-                 for (const auto& [key, sum] : sorted) {
-                   out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}",
-                                                 Quote(key), sum.total / sum.count, sum.count));
-                 }
-                 return absl::StrCat("[", absl::StrJoin(out, ","), "]");
-               };
-               std::vector<std::string> cells;
-               for (const auto& [key, sum] : by_both) {
-                 cells.push_back(absl::StrFormat(
-                     "{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}", Quote(key.first),
-                     Quote(key.second), sum.total / sum.count, sum.count));
-               }
-               return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
-                                   ",\"cells\":[", absl::StrJoin(cells, ","),
-                                   "],\"truncated\":", truncated ? "true" : "false", "}");
-             }));
+  // evaluations: the running totals (tallies.h), exact whatever the number of evaluations.
+  server.Get(
+      "/console/api/leaderboard",
+      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+        ASSIGN_OR_RETURN(auto params, Params(req, {}));
+        storage::Store& store = *parts->store;
+        ASSIGN_OR_RETURN(auto by_task, Tallies::ReadGroups(store, Tally::kScoreByTask));
+        ASSIGN_OR_RETURN(auto by_agent, Tallies::ReadGroups(store, Tally::kScoreByAgent));
+        ASSIGN_OR_RETURN(auto by_both, Tallies::ReadGroups(store, Tally::kScoreByTaskAndAgent));
+        auto rows = [](const std::map<std::string, TallyTotal>& totals) {
+          std::vector<std::pair<std::string, TallyTotal>> sorted(totals.begin(), totals.end());
+          std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+            return a.second.sum / a.second.count > b.second.sum / b.second.count;
+          });
+          std::vector<std::string> out;
+          for (const auto& [key, total] : sorted) {
+            out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", Quote(key),
+                                          total.sum / total.count, total.count));
+          }
+          return absl::StrCat("[", absl::StrJoin(out, ","), "]");
+        };
+        std::vector<std::string> cells;
+        for (const auto& [group, total] : by_both) {
+          const auto [task, agent] = SplitTaskAndAgentGroup(group);
+          cells.push_back(absl::StrFormat("{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}",
+                                          Quote(task), Quote(agent), total.sum / total.count,
+                                          total.count));
+        }
+        return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
+                            ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
+      }));
 
   // Runs, and one run with all of its items.
   server.Get("/console/api/runs",

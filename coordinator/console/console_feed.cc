@@ -7,8 +7,16 @@ namespace coordinator {
 void ConsoleFeed::Publish(std::string kind, std::string id) {
   absl::MutexLock lock(&mu_);
   if (closed_) return;
+  // A burst of changes of one record (the items of a new run, created together) is one change
+  // to a reader, who reads the record again anyway: when the newest entry names the same record
+  // it moves to the new seq instead of a second entry taking a place in the ring. A reader whose
+  // cursor is past the old seq still gets the new one.
+  if (!ring_.empty() && ring_.back().kind == kind && ring_.back().id == id) ring_.pop_back();
   ring_.push_back(ConsoleChange{++last_seq_, std::move(kind), std::move(id)});
-  while (ring_.size() > capacity_) ring_.pop_front();
+  while (ring_.size() > capacity_) {
+    dropped_through_ = ring_.front().seq;
+    ring_.pop_front();
+  }
 }
 
 ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout,
@@ -30,7 +38,9 @@ ConsoleFeed::Batch ConsoleFeed::Wait(int64_t after, absl::Duration timeout,
     return batch;
   }
   if (last_seq_ <= after) return batch;
-  if (ring_.empty() || ring_.front().seq > after + 1) batch.resync = true;
+  // Only a change that left the ring is lost to this reader; a seq missing because its entry
+  // moved to a later one (Publish) is not.
+  if (ring_.empty() || after < dropped_through_) batch.resync = true;
   for (const ConsoleChange& change : ring_) {
     if (change.seq > after) batch.changes.push_back(change);
   }

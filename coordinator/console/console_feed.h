@@ -20,8 +20,9 @@
 
 namespace coordinator {
 
-// One change: `kind` is "context", "conversation", "run" or "task" (A2A); `id` the record's id
-// (context_id, run_id, A2A task id).
+// One change: `kind` is "context", "conversation", "run", "task" (A2A), "retry" (a retry task's
+// state or its breaker records) or "agent" (what the gateway knows of an agent's reachability);
+// `id` the record's id (context_id, run_id, A2A task id, retry task id, agent name).
 struct ConsoleChange {
   int64_t seq = 0;
   std::string kind;
@@ -36,7 +37,8 @@ class ConsoleFeed {
   ConsoleFeed& operator=(const ConsoleFeed&) = delete;
 
   // Records a change and wakes the readers. Quick and non-blocking beyond one short lock: it is
-  // called on the threads that commit changes.
+  // called on the threads that commit changes. Consecutive changes of one record are kept as
+  // one, the newest.
   void Publish(std::string kind, std::string id);
 
   // What a reader gets from Wait.
@@ -64,6 +66,8 @@ class ConsoleFeed {
   const size_t capacity_;
   std::deque<ConsoleChange> ring_ ABSL_GUARDED_BY(mu_);
   int64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // The newest seq that left the ring for lack of room (0: none yet).
+  int64_t dropped_through_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

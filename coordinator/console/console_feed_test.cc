@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 
@@ -33,12 +34,39 @@ TEST(ConsoleFeedTest, NothingNewIsAnEmptyBatch) {
 
 TEST(ConsoleFeedTest, AReaderBehindTheRingIsToldToResync) {
   ConsoleFeed feed(/*capacity=*/2);
-  for (int i = 0; i < 5; ++i) feed.Publish("context", "c");
+  for (int i = 0; i < 5; ++i) feed.Publish("context", absl::StrCat("c", i));
   ConsoleFeed::Batch batch = feed.Wait(0, absl::ZeroDuration());
   EXPECT_TRUE(batch.resync);
   ASSERT_EQ(batch.changes.size(), 2u);
   EXPECT_EQ(batch.changes[0].seq, 4);
   EXPECT_FALSE(feed.Wait(3, absl::ZeroDuration()).resync);
+}
+
+// The items of a new run are created together and each announces its run: the ring keeps one
+// entry for the burst, the newest, so a big run does not push every other change out.
+TEST(ConsoleFeedTest, ConsecutiveChangesOfOneRecordTakeOnePlace) {
+  ConsoleFeed feed(/*capacity=*/2);
+  feed.Publish("context", "a");
+  for (int i = 0; i < 100; ++i) feed.Publish("run", "r");
+  EXPECT_EQ(feed.last_seq(), 101);
+  ConsoleFeed::Batch batch = feed.Wait(0, absl::ZeroDuration());
+  EXPECT_FALSE(batch.resync);
+  ASSERT_EQ(batch.changes.size(), 2u);
+  EXPECT_EQ(batch.changes[0].id, "a");
+  EXPECT_EQ(batch.changes[1].id, "r");
+  EXPECT_EQ(batch.changes[1].seq, 101);
+  // A reader that had seen part of the burst still gets its newest change.
+  batch = feed.Wait(50, absl::ZeroDuration());
+  EXPECT_FALSE(batch.resync);
+  ASSERT_EQ(batch.changes.size(), 1u);
+  EXPECT_EQ(batch.changes[0].seq, 101);
+  // Another record in between keeps both.
+  feed.Publish("context", "a");
+  feed.Publish("run", "r");
+  batch = feed.Wait(101, absl::ZeroDuration());
+  ASSERT_EQ(batch.changes.size(), 2u);
+  // The first burst's entry left the ring: a reader from before it must read everything again.
+  EXPECT_TRUE(feed.Wait(0, absl::ZeroDuration()).resync);
 }
 
 TEST(ConsoleFeedTest, APublishWakesAWaitingReader) {

@@ -350,6 +350,7 @@ absl::StatusOr<v1::CheckLoopResponse> Breaker::Check(const v1::CheckLoopRequest&
                   response.looping() ? v1::BREAKER_LOG_LEVEL_ALERT : v1::BREAKER_LOG_LEVEL_INFO,
                   request.task_id(), header.owner(), DescribeLoop(a));
   }));
+  tasks_->Changed(request.task_id());
   return response;
 }
 
@@ -379,6 +380,7 @@ absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& 
         absl::StrCat("Analyzed task ", request.task_id(), ": pattern ", analysis.pattern_type(),
                      "; suggested: ", analysis.suggested_action()));
   }));
+  tasks_->Changed(request.task_id());
   return analysis;
 }
 
@@ -435,6 +437,7 @@ absl::StatusOr<v1::ForceEscalateResponse> Breaker::ForceEscalate(
                         request.task_id(), from, tasks_->ModelName(from), escalation.to_tier(),
                         response.model(), Clip(reason, kMaxQuotedBytes)));
   }));
+  tasks_->Changed(request.task_id());
   CountTrip(response.result() == v1::FORCE_ESCALATE_RESULT_ESCALATED ? "force_escalate"
                                                                      : "human_intervention");
   return response;
@@ -490,6 +493,7 @@ absl::StatusOr<v1::BreakResponse> Breaker::Break(const v1::BreakRequest& request
                                   request.task_id(), a.pattern_type(), a.attempt_count(),
                                   a.current_tier(), Clip(reason, kMaxQuotedBytes)));
   }));
+  tasks_->Changed(request.task_id());
   CountTrip("break");
   return response;
 }
@@ -544,6 +548,7 @@ absl::StatusOr<v1::CleanupBreakerResponse> Breaker::Cleanup(absl::string_view ta
                                removal.was_blocked ? " (removed from the blocked registry)"
                                                    : " (it was not blocked)"));
   }));
+  tasks_->Changed(task_id);
   return response;
 }
 

@@ -14,6 +14,7 @@
 #include "common/validation.h"
 #include "coordinator/store/conversation_store.h"
 #include "coordinator/store/keys.h"
+#include "coordinator/store/tallies.h"
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"
@@ -123,6 +124,7 @@ absl::StatusOr<TaskContext> ContextStore::Create(const TaskContext& request) {
     }
     if (!absl::IsNotFound(existing.status())) return existing.status();
     RETURN_IF_ERROR(PutHeader(txn, context));
+    RETURN_IF_ERROR(Tallies::TxnContextChanged(txn, nullptr, &context));
     if (!context.agent().empty()) {
       RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex,
                               keys::AgentIndex(context.agent(), context.context_id()), ""));
@@ -179,6 +181,7 @@ absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest&
     updated.set_version(current.version() + 1);
     *updated.mutable_update_time() = ToProtoTime(absl::Now());
     RETURN_IF_ERROR(PutHeader(txn, updated));
+    RETURN_IF_ERROR(Tallies::TxnContextChanged(txn, &current, &updated));
     if (updated.agent() != current.agent()) {
       if (!current.agent().empty()) {
         RETURN_IF_ERROR(txn.Delete(ColumnFamily::kIndex,
@@ -437,6 +440,28 @@ absl::Status ContextStore::ForEachContextId(
   return it->status();
 }
 
+absl::Status ContextStore::ForEachContextHeader(
+    storage::Store& store, absl::FunctionRef<absl::Status(const TaskContext&)> visit) {
+  const std::string all_prefix = keys::AllContextsPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string id, reader.ReadString());
+    // The header sorts first under the context's prefix; a context with only a conversation
+    // has none.
+    std::optional<TaskContext> header;
+    if (it->key() == keys::ContextHeader(id)) {
+      header.emplace();
+      RETURN_IF_ERROR(DecodeRecord(it->value(), &*header));
+    }
+    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
+    if (header.has_value()) RETURN_IF_ERROR(visit(*header));
+  }
+  return it->status();
+}
+
 absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
                                                       absl::string_view context_id, int64_t limit,
                                                       Eligible eligible) {
@@ -480,6 +505,7 @@ absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
   }
   if (life.header.has_value()) {
     RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, keys::ContextHeader(context_id)));
+    RETURN_IF_ERROR(Tallies::TxnContextChanged(txn, &*life.header, nullptr));
   }
   if (life.conversation.has_value()) {
     RETURN_IF_ERROR(ConversationStore::DeleteMeta(txn, context_id));

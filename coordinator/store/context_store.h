@@ -70,6 +70,9 @@ class ContextStore {
   // conversation), in id order; stops at the first error `visit` returns.
   [[nodiscard]] static absl::Status ForEachContextId(
       storage::Store& store, absl::FunctionRef<absl::Status(const std::string&)> visit);
+  // Calls `visit` with every TaskContext, in id order; stops at the first error `visit` returns.
+  [[nodiscard]] static absl::Status ForEachContextHeader(
+      storage::Store& store, absl::FunctionRef<absl::Status(const v1::TaskContext&)> visit);
   // One step of deleting the context with everything under it, inside `txn`, at most `limit`
   // keys (kNoPurgeLimit: all of it). Locks the header and the conversation meta, so no command or
   // message is added meanwhile, and asks `eligible`. Deletes the command records, then the

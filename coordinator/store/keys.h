@@ -39,6 +39,8 @@ enum class RecordType : uint8_t {
   kA2ATasksByTime = 0x52,   // family kA2A: A2A tasks, newest status first
   kA2ADelivery = 0x53,      // family kA2A: messages still to be delivered to agents
   kA2APushPending = 0x54,   // family kA2A: webhook calls still to be made
+  kTally = 0x60,            // family kIndex: one stripe of a running total (tallies.h)
+  kTalliesBuilt = 0x61,     // family kIndex: which totals the tallies hold
 };
 
 // What follows the context prefix (RecordType::kContextScoped).
@@ -83,7 +85,7 @@ inline constexpr RecordType kAllRecordTypes[] = {
     RecordType::kBlockedRegistry, RecordType::kBreakerLogMeta,  RecordType::kBreakerLog,
     RecordType::kWorkRunScoped,   RecordType::kWorkLeases,      RecordType::kA2AAgent,
     RecordType::kA2ATaskScoped,   RecordType::kA2ATasksByTime,  RecordType::kA2ADelivery,
-    RecordType::kA2APushPending,
+    RecordType::kA2APushPending,  RecordType::kTally,           RecordType::kTalliesBuilt,
 };
 inline constexpr ContextRecord kAllContextRecords[] = {
     ContextRecord::kHeader,           ContextRecord::kCommand,
@@ -153,6 +155,10 @@ constexpr absl::string_view Name(RecordType type) {
       return "a2a-delivery";
     case RecordType::kA2APushPending:
       return "a2a-push-pending";
+    case RecordType::kTally:
+      return "tally";
+    case RecordType::kTalliesBuilt:
+      return "tallies-built";
   }
   return "";
 }
@@ -255,6 +261,8 @@ inline constexpr uint8_t kA2ATaskHistory = Byte(A2ATaskRecord::kHistory);
 inline constexpr uint8_t kA2ATaskEvent = Byte(A2ATaskRecord::kEvent);
 inline constexpr uint8_t kA2ATaskPushConfig = Byte(A2ATaskRecord::kPushConfig);
 inline constexpr uint8_t kA2ATaskPushLog = Byte(A2ATaskRecord::kPushLog);
+inline constexpr uint8_t kTally = Byte(RecordType::kTally);
+inline constexpr uint8_t kTalliesBuilt = Byte(RecordType::kTalliesBuilt);
 
 // Every key of one record type: the prefix of a family-wide scan (all contexts, all runs, the
 // whole lease index, ...).
@@ -331,6 +339,25 @@ inline std::string AgentIndexPrefix(absl::string_view agent) {
 inline std::string AgentIndex(absl::string_view agent, absl::string_view context_id) {
   return storage::KeyBuilder(kContextsByAgent).AddString(agent).AddString(context_id).key();
 }
+
+// ---- Running totals: family kIndex (see coordinator/store/tallies.h). ----
+//
+//   0x60 <tally:u8> <group> <stripe:u8>   StoredTally: one stripe of one group's total
+//   0x61                                   Int64Value: the kind of totals built (kTalliesVersion)
+//
+// A total is split over stripes so that writers of different records rarely share a lock; the
+// writer of a record locks the record first, then one stripe.
+inline std::string AllTalliesPrefix() { return TypePrefix(RecordType::kTally); }
+inline std::string TallyPrefix(uint8_t tally) {
+  return storage::KeyBuilder(kTally).AddByte(tally).key();
+}
+inline std::string TallyGroupPrefix(uint8_t tally, absl::string_view group) {
+  return storage::KeyBuilder(kTally).AddByte(tally).AddString(group).key();
+}
+inline std::string TallyStripe(uint8_t tally, absl::string_view group, uint8_t stripe) {
+  return storage::KeyBuilder(kTally).AddByte(tally).AddString(group).AddByte(stripe).key();
+}
+inline std::string TalliesBuilt() { return TypePrefix(RecordType::kTalliesBuilt); }
 
 // ---- A2A gateway: family kA2A (see docs/a2a.md). ----
 //

@@ -70,6 +70,8 @@ constexpr TypeOwner kTypeOwners[] = {
     {RecordType::kA2ATasksByTime, Owner::kA2ATask, 0x52},
     {RecordType::kA2ADelivery, Owner::kA2ATask, 0x53},
     {RecordType::kA2APushPending, Owner::kA2ATask, 0x54},
+    {RecordType::kTally, Owner::kShared, 0x60},         // derived totals over every entity
+    {RecordType::kTalliesBuilt, Owner::kShared, 0x61},  // which totals are built
 };
 
 // The sub-type bytes under an entity's prefix, pinned.

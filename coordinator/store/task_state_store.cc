@@ -355,6 +355,7 @@ absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view desc
     response.set_created(true);
     return TxnPutHeader(txn, header);
   }));
+  if (response.created()) Changed(response.task_id());
   return response;
 }
 
@@ -552,6 +553,7 @@ absl::StatusOr<std::string> TaskStateStore::SetField(absl::string_view task_id,
     }
     return TxnPutHeader(txn, header);
   }));
+  Changed(task_id);
   return stored;
 }
 
@@ -574,6 +576,7 @@ absl::StatusOr<int32_t> TaskStateStore::IncrementAttempt(absl::string_view task_
     count = header.attempt_count();
     return TxnPutHeader(txn, header);
   }));
+  Changed(task_id);
   return count;
 }
 
@@ -604,6 +607,7 @@ absl::StatusOr<v1::EscalateResponse> TaskStateStore::Escalate(const v1::Escalate
     response.set_model(ModelName(header.model_tier()));
     return TxnPutHeader(txn, header);
   }));
+  Changed(request.task_id());
   return response;
 }
 
@@ -632,6 +636,7 @@ absl::StatusOr<v1::TaskFailure> TaskStateStore::RecordFailure(absl::string_view 
     }
     return TxnPutHeader(txn, header);
   }));
+  Changed(task_id);
   return failure;
 }
 
@@ -668,6 +673,7 @@ absl::StatusOr<v1::QualityGateResult> TaskStateStore::RecordQualityGate(
     header.set_quality_gate_count(result.seq());
     return TxnPutHeader(txn, header);
   }));
+  Changed(request.task_id());
   return result;
 }
 
@@ -693,6 +699,7 @@ absl::StatusOr<bool> TaskStateStore::Cleanup(absl::string_view task_id, const Ac
     ASSIGN_OR_RETURN(removal, TxnRemoveTask(txn, task_id, access));
     return absl::OkStatus();
   }));
+  Changed(task_id);
   return removal.was_blocked;
 }
 
@@ -995,6 +1002,7 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
     }
     return TxnPutHeader(txn, header);
   }));
+  Changed(state.task_id());
   return response;
 }
 

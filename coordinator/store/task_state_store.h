@@ -9,6 +9,7 @@
 #define COORDINATOR_STORE_TASK_STATE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,15 @@ class TaskStateStore {
   [[nodiscard]] absl::StatusOr<v1::ImportTaskResponse> Import(const v1::ImportTaskRequest& request,
                                                               const Access& access = {});
 
+  // Called with the task id after each committed change of a task's state or of its breaker
+  // records (the breaker calls Changed for its own), on the committing thread: it must be quick
+  // (the web console's feed). Set before the first call; default none.
+  void set_on_change(std::function<void(const std::string&)> fn) { on_change_ = std::move(fn); }
+  // Tells the on_change hook that `task_id` changed.
+  void Changed(absl::string_view task_id) const {
+    if (on_change_) on_change_(std::string(task_id));
+  }
+
   // Counts the tasks that have no owner (stored before ownership or without authentication);
   // the server logs it at start when authentication is on.
   [[nodiscard]] absl::StatusOr<int64_t> CountUnowned();
@@ -186,6 +196,7 @@ class TaskStateStore {
 
   storage::Store* store_;  // not owned
   const TaskStateOptions options_;
+  std::function<void(const std::string&)> on_change_;
 };
 
 }  // namespace coordinator

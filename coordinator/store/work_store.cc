@@ -21,6 +21,7 @@
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"
+#include "coordinator/store/tallies.h"
 #include "coordinator/store/time_util.h"
 #include "storage/durability_scope.h"
 #include "storage/key_codec.h"
@@ -313,8 +314,22 @@ absl::StatusOr<LockedRun> LockRun(Transaction& txn, absl::string_view run_id) {
   return locked;
 }
 
+// Moves the running totals (tallies.h) from what the stored header of `after`'s run counts for
+// to what `after` does. The caller holds the header's lock (of its absence, for a new run); the
+// read sees the transaction's own writes.
+absl::Status TallyRun(Transaction& txn, const Run& after) {
+  absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, keys::RunHeader(after.run_id()));
+  if (!raw.ok() && !absl::IsNotFound(raw.status())) return raw.status();
+  std::optional<WorkRunRecord> before;
+  if (raw.ok()) {
+    ASSIGN_OR_RETURN(before, DecodeRun(*raw));
+  }
+  return Tallies::TxnRunChanged(txn, before.has_value() ? &before->run() : nullptr, &after);
+}
+
 // Writes the header and the log entries added since it was locked.
 absl::Status PutRun(Transaction& txn, LockedRun& locked) {
+  RETURN_IF_ERROR(TallyRun(txn, locked.record.run()));
   const std::string& run_id = locked.record.run().run_id();
   for (const v1::WorkEvent& event : locked.log) {
     RETURN_IF_ERROR(txn.Put(kFamily, keys::RunEvent(run_id, static_cast<uint64_t>(event.seq())),
@@ -780,7 +795,9 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
     locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_CREATED, item), now);
   }
 
+  std::vector<v1::RunEvent> events;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
     absl::StatusOr<std::string> existing = txn.GetForUpdate(kFamily, keys::RunHeader(run.run_id()));
     if (existing.ok()) {
       return absl::AlreadyExistsError(absl::StrCat("run ", run.run_id(), " already exists"));
@@ -792,9 +809,14 @@ absl::StatusOr<Run> WorkStore::CreateRunFromItems(Run settings, std::vector<Work
     for (const WorkItem& input : items) {
       WorkItem item = input;
       RETURN_IF_ERROR(WriteItem(txn, WorkItem(), &item, now));
+      events.push_back(ChangeEvent(item, nullptr));
     }
     return absl::OkStatus();
   }));
+  // Each item came into being: a change like any other (the web console's feed learns of the
+  // new run from it). The run goes with the last one (a run has at least one item).
+  *events.back().mutable_run() = run;
+  Publish(std::move(events));
   return run;
 }
 
@@ -1610,6 +1632,7 @@ absl::StatusOr<PurgeProgress> WorkStore::PurgeStep(Transaction& txn, absl::strin
   }
   if (progress.deleted + 1 > limit) return progress;
   RETURN_IF_ERROR(txn.Delete(kFamily, keys::RunHeader(run_id)));
+  RETURN_IF_ERROR(Tallies::TxnRunChanged(txn, &record.run(), nullptr));
   ++progress.deleted;
   progress.finished = true;
   return progress;

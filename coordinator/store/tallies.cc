@@ -1,0 +1,277 @@
+#include "coordinator/store/tallies.h"
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/store/context_store.h"
+#include "coordinator/store/keys.h"
+#include "coordinator/store/record_codec.h"
+#include "coordinator/store/work_store.h"
+#include "coordinator/v1/stored.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/wrappers.pb.h"
+#include "storage/key_codec.h"
+
+namespace coordinator {
+namespace {
+
+using storage::ColumnFamily;
+using storage::Transaction;
+
+constexpr ColumnFamily kFamily = ColumnFamily::kIndex;
+
+uint8_t TallyByte(Tally tally) { return static_cast<uint8_t>(tally); }
+
+// The stripe a record's changes go to. Any stripe would keep the totals right (a reader adds
+// them all up); one per record spreads the writers of different records over the stripes.
+uint8_t StripeOf(absl::string_view record_id) {
+  return static_cast<uint8_t>(absl::Hash<absl::string_view>()(record_id) % kTallyStripes);
+}
+
+// One change of one total.
+struct Delta {
+  Tally tally;
+  std::string group;
+  int64_t count = 0;
+  double sum = 0;
+};
+
+// Adds what a record counts in for to `out`, `sign` +1 (it does now) or -1 (it no longer does).
+void AddContext(const v1::TaskContext& context, int sign, std::vector<Delta>* out) {
+  out->push_back(Delta{ContextStore::IsTerminal(context) ? Tally::kContextsEnded
+                                                          : Tally::kContextsActive,
+                       "", sign, 0});
+  const std::optional<double> score = EvaluationScore(context);
+  if (!score.has_value()) return;
+  const std::string task = ScoreTask(context);
+  const std::string agent = ScoreAgent(context);
+  out->push_back(Delta{Tally::kScoreByTask, task, sign, sign * *score});
+  out->push_back(Delta{Tally::kScoreByAgent, agent, sign, sign * *score});
+  out->push_back(Delta{Tally::kScoreByTaskAndAgent, TaskAndAgentGroup(task, agent), sign,
+                       sign * *score});
+}
+
+void AddRun(const v1::Run& run, int sign, std::vector<Delta>* out) {
+  out->push_back(
+      Delta{WorkStore::IsTerminal(run) ? Tally::kRunsEnded : Tally::kRunsActive, "", sign, 0});
+}
+
+// Applies `deltas` to the stripe `stripe` of each total: the deltas of one total merged, those
+// that cancel out dropped, and the stripes locked in key order.
+absl::Status Apply(Transaction& txn, std::vector<Delta> deltas, uint8_t stripe) {
+  std::vector<std::pair<std::string, Delta>> keyed;
+  for (Delta& d : deltas) {
+    keyed.emplace_back(keys::TallyStripe(TallyByte(d.tally), d.group, stripe), std::move(d));
+  }
+  std::sort(keyed.begin(), keyed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < keyed.size();) {
+    const std::string& key = keyed[i].first;
+    int64_t count = 0;
+    double sum = 0;
+    for (; i < keyed.size() && keyed[i].first == key; ++i) {
+      count += keyed[i].second.count;
+      sum += keyed[i].second.sum;
+    }
+    if (count == 0 && sum == 0) continue;
+    v1::StoredTally stored;
+    absl::StatusOr<std::string> raw = txn.GetForUpdate(kFamily, key);
+    if (raw.ok()) {
+      RETURN_IF_ERROR(DecodeRecord(*raw, &stored));
+    } else if (!absl::IsNotFound(raw.status())) {
+      return raw.status();
+    }
+    stored.set_count(stored.count() + count);
+    stored.set_sum(stored.sum() + sum);
+    // A stripe back at no records goes (what its sum kept is rounding left over).
+    if (stored.count() == 0) {
+      RETURN_IF_ERROR(txn.Delete(kFamily, key));
+    } else {
+      RETURN_IF_ERROR(txn.Put(kFamily, key, EncodeRecord(stored)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The group a tally key names, and whether the key is one.
+absl::StatusOr<std::string> GroupOf(absl::string_view key) {
+  storage::KeyReader reader(key);
+  RETURN_IF_ERROR(reader.ReadByte().status());
+  RETURN_IF_ERROR(reader.ReadByte().status());
+  return reader.ReadString();
+}
+
+}  // namespace
+
+std::optional<double> EvaluationScore(const v1::TaskContext& context) {
+  auto it = context.labels().find("score");
+  if (it == context.labels().end()) return std::nullopt;
+  google::protobuf::Struct parsed;
+  if (!google::protobuf::util::JsonStringToMessage(it->second, &parsed).ok()) return std::nullopt;
+  auto field = parsed.fields().find("score");
+  if (field == parsed.fields().end() || !field->second.has_number_value()) return std::nullopt;
+  return field->second.number_value();
+}
+
+std::string ScoreTask(const v1::TaskContext& context) {
+  return context.external_task_id().empty() ? "(none)" : context.external_task_id();
+}
+
+std::string ScoreAgent(const v1::TaskContext& context) {
+  auto it = context.labels().find("purple_agent");
+  return it == context.labels().end() || it->second.empty() ? "(unknown)" : it->second;
+}
+
+std::string TaskAndAgentGroup(absl::string_view task, absl::string_view agent) {
+  return absl::StrCat(task, absl::string_view("\0", 1), agent);
+}
+
+std::pair<std::string, std::string> SplitTaskAndAgentGroup(absl::string_view group) {
+  const size_t nul = group.find('\0');
+  if (nul == absl::string_view::npos) return {std::string(group), ""};
+  return {std::string(group.substr(0, nul)), std::string(group.substr(nul + 1))};
+}
+
+absl::Status Tallies::TxnContextChanged(Transaction& txn, const v1::TaskContext* before,
+                                        const v1::TaskContext* after) {
+  if (before != nullptr && after != nullptr &&
+      ContextStore::IsTerminal(*before) == ContextStore::IsTerminal(*after) &&
+      before->external_task_id() == after->external_task_id()) {
+    // The common case (a command recorded, a phase label set): only the score's two labels can
+    // still change what the context counts in for, and they are compared before any parsing.
+    auto label = [](const v1::TaskContext& c, const std::string& name) -> const std::string* {
+      auto it = c.labels().find(name);
+      return it == c.labels().end() ? nullptr : &it->second;
+    };
+    auto same = [&](const std::string& name) {
+      const std::string* a = label(*before, name);
+      const std::string* b = label(*after, name);
+      return a == b || (a != nullptr && b != nullptr && *a == *b);
+    };
+    if (same("score") && same("purple_agent")) return absl::OkStatus();
+  }
+  std::vector<Delta> deltas;
+  if (before != nullptr) AddContext(*before, -1, &deltas);
+  if (after != nullptr) AddContext(*after, +1, &deltas);
+  const v1::TaskContext& either = after != nullptr ? *after : *before;
+  return Apply(txn, std::move(deltas), StripeOf(either.context_id()));
+}
+
+absl::Status Tallies::TxnRunChanged(Transaction& txn, const v1::Run* before, const v1::Run* after) {
+  if (before != nullptr && after != nullptr &&
+      WorkStore::IsTerminal(*before) == WorkStore::IsTerminal(*after)) {
+    return absl::OkStatus();
+  }
+  std::vector<Delta> deltas;
+  if (before != nullptr) AddRun(*before, -1, &deltas);
+  if (after != nullptr) AddRun(*after, +1, &deltas);
+  const v1::Run& either = after != nullptr ? *after : *before;
+  return Apply(txn, std::move(deltas), StripeOf(either.run_id()));
+}
+
+absl::StatusOr<TallyTotal> Tallies::Read(storage::Store& store, Tally tally,
+                                         absl::string_view group) {
+  const std::string prefix = keys::TallyGroupPrefix(TallyByte(tally), group);
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  TallyTotal total;
+  for (; it->Valid(); it->Next()) {
+    v1::StoredTally stored;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &stored));
+    total.count += stored.count();
+    total.sum += stored.sum();
+  }
+  RETURN_IF_ERROR(it->status());
+  return total;
+}
+
+absl::StatusOr<std::map<std::string, TallyTotal>> Tallies::ReadGroups(storage::Store& store,
+                                                                      Tally tally) {
+  const std::string prefix = keys::TallyPrefix(TallyByte(tally));
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  std::map<std::string, TallyTotal> groups;
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(std::string group, GroupOf(it->key()));
+    v1::StoredTally stored;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &stored));
+    TallyTotal& total = groups[std::move(group)];
+    total.count += stored.count();
+    total.sum += stored.sum();
+  }
+  RETURN_IF_ERROR(it->status());
+  for (auto g = groups.begin(); g != groups.end();) {
+    g = g->second.count == 0 ? groups.erase(g) : std::next(g);
+  }
+  return groups;
+}
+
+absl::StatusOr<bool> Tallies::Built(storage::Store& store) {
+  absl::StatusOr<std::string> raw = store.Get(kFamily, keys::TalliesBuilt());
+  if (absl::IsNotFound(raw.status())) return false;
+  RETURN_IF_ERROR(raw.status());
+  google::protobuf::Int64Value version;
+  RETURN_IF_ERROR(DecodeRecord(*raw, &version));
+  return version.value() >= kTalliesVersion;
+}
+
+absl::Status Tallies::Rebuild(storage::Store& store) {
+  // Every total, summed in memory first: as many entries as there are groups, not records.
+  std::map<std::pair<Tally, std::string>, TallyTotal> totals;
+  auto add = [&](const std::vector<Delta>& deltas) {
+    for (const Delta& d : deltas) {
+      TallyTotal& total = totals[{d.tally, d.group}];
+      total.count += d.count;
+      total.sum += d.sum;
+    }
+  };
+  RETURN_IF_ERROR(ContextStore::ForEachContextHeader(
+      store, [&](const v1::TaskContext& context) -> absl::Status {
+        std::vector<Delta> deltas;
+        AddContext(context, +1, &deltas);
+        add(deltas);
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(
+      WorkStore::ForEachRun(store, [&](const std::string&, const v1::Run& run) -> absl::Status {
+        std::vector<Delta> deltas;
+        AddRun(run, +1, &deltas);
+        add(deltas);
+        return absl::OkStatus();
+      }));
+  return store.RunTransaction([&](Transaction& txn) -> absl::Status {
+    absl::StatusOr<std::string> marker = txn.GetForUpdate(kFamily, keys::TalliesBuilt());
+    if (!marker.ok() && !absl::IsNotFound(marker.status())) return marker.status();
+    const std::string prefix = keys::AllTalliesPrefix();
+    std::unique_ptr<storage::Iterator> it =
+        txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+    for (; it->Valid(); it->Next()) RETURN_IF_ERROR(txn.Delete(kFamily, it->key()));
+    RETURN_IF_ERROR(it->status());
+    for (const auto& [key, total] : totals) {
+      if (total.count == 0) continue;
+      v1::StoredTally stored;
+      stored.set_count(total.count);
+      stored.set_sum(total.sum);
+      RETURN_IF_ERROR(txn.Put(kFamily, keys::TallyStripe(TallyByte(key.first), key.second, 0),
+                              EncodeRecord(stored)));
+    }
+    google::protobuf::Int64Value version;
+    version.set_value(kTalliesVersion);
+    return txn.Put(kFamily, keys::TalliesBuilt(), EncodeRecord(version));
+  });
+}
+
+absl::StatusOr<bool> Tallies::EnsureBuilt(storage::Store& store) {
+  ASSIGN_OR_RETURN(const bool built, Built(store));
+  if (built) return false;
+  RETURN_IF_ERROR(Rebuild(store));
+  return true;
+}
+
+}  // namespace coordinator
