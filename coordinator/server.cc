@@ -213,6 +213,8 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   gateway_ = std::make_unique<A2AGateway>(a2a_tasks_.get(), a2a_deliveries_.get(), a2a_push_.get(),
                                           agents_.get(), a2a_notifier_.get(), options.gateway);
   A2AGateway* gateway = gateway_.get();
+  gateway->contacts()->set_on_change(
+      [feed](const std::string& name) { feed->Publish("agent", name); });
   agents_->set_on_register(
       [gateway](const v1::Agent& agent) { gateway->AgentRegistered(agent.name()); });
   a2a_service_ = std::make_unique<A2AServiceImpl>(a2a_tasks_.get(), a2a_push_.get(), agents_.get(),
@@ -363,8 +365,8 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   console.breaker = breaker_.get();
   console.work = work_.get();
   console.a2a_tasks = a2a_tasks_.get();
-  console.deliveries = a2a_deliveries_.get();
   console.agents = agents_.get();
+  console.contacts = gateway_->contacts();
   console.tokens = std::move(tokens);
   console.feed = console_feed_;
   console.keepalive = options.http_keepalive;

@@ -119,7 +119,12 @@ A2AGateway::A2AGateway(A2ATasks* tasks, A2ADeliveryQueue* deliveries, A2APush* p
         transport.outbound_allow = options.outbound_allow;
         transport.connect_timeout = options.call_timeout;
         return transport;
-      }()) {
+      }()),
+      contacts_(std::make_unique<AgentContacts>(
+          [this](const v1::Agent& agent, absl::Time deadline) {
+            return ProbeAgent(agent, deadline);
+          },
+          options.contacts)) {
   notifier_->SetPushListener([this] {
     absl::MutexLock lock(&mu_);
     push_kicked_ = true;
@@ -145,6 +150,7 @@ void A2AGateway::Stop() {
     stopping_ = true;
     for (AgentCall* call : calls_) call->Cancel();
   }
+  contacts_->Stop();
   if (delivery_thread_.joinable()) delivery_thread_.join();
   if (push_thread_.joinable()) push_thread_.join();
   delivery_pool_.reset();  // joins the deliveries, whose calls were cancelled
@@ -426,6 +432,12 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   }
   const absl::Status status = reader->Finish();
   unregister();
+  // What this call says of the agent's reachability: it answered when anything came back. A
+  // call cut short by our own shutdown before any answer says nothing.
+  if (got_any || !absl::IsCancelled(status)) {
+    contacts_->Record(agent->name(), resume ? "read back" : "delivery",
+                      got_any || AgentContacts::Answered(status), status.message());
+  }
   if (!apply_error.ok()) return apply_error;
   if (!got_any && (follow_up || resume) &&
       a2a_protocol::Reason(status) == a2a_protocol::kTaskNotFound) {
@@ -461,6 +473,7 @@ absl::StatusOr<std::unique_ptr<AgentCall>> A2AGateway::Resume(
   get.set_id(header.agent_task_id());
   get.set_history_length(0);
   absl::StatusOr<a2apb::Task> task = transport.GetTask(get, absl::Now() + options_.call_timeout);
+  contacts_->RecordCall(agent.name(), "read back", task.status());
   if (!task.ok()) {
     if (a2a_protocol::Reason(task.status()) == a2a_protocol::kTaskNotFound) {
       // It restarted and forgot its tasks: the message goes again, as a new task at the agent.
@@ -521,6 +534,7 @@ absl::StatusOr<a2apb::Task> A2AGateway::CancelTask(const a2apb::CancelTaskReques
       *forward.mutable_metadata() = request.metadata();
       absl::StatusOr<a2apb::Task> reply =
           (*transport)->CancelTask(forward, absl::Now() + options_.call_timeout);
+      contacts_->RecordCall(agent->name(), "cancel", reply.status());
       if (reply.ok()) {
         agent_has_it = true;
         a2apb::StreamResponse update;
@@ -543,7 +557,30 @@ absl::StatusOr<v1::Agent> A2AGateway::ResolveRegistration(const v1::Agent& reque
   CardFetchOptions fetch;
   fetch.outbound_allow = options_.outbound_allow;
   fetch.timeout = options_.call_timeout;
-  return coordinator::ResolveRegistration(request, fetch);
+  absl::StatusOr<v1::Agent> resolved = coordinator::ResolveRegistration(request, fetch);
+  // Fetching the card was a call to the agent (only by card URL: by endpoint nothing is called).
+  // A card refused for what it says (not a card, no interface we speak) still came from it.
+  if (!request.card_url().empty() && request.endpoint().empty()) {
+    const bool reached = resolved.ok() || (!absl::IsUnavailable(resolved.status()) &&
+                                           !absl::IsPermissionDenied(resolved.status()) &&
+                                           !absl::IsDeadlineExceeded(resolved.status()));
+    contacts_->Record(request.name(), "card", reached,
+                      resolved.ok() ? "" : resolved.status().message());
+  }
+  return resolved;
+}
+
+AgentContacts::Outcome A2AGateway::ProbeAgent(const v1::Agent& agent, absl::Time deadline) {
+  absl::StatusOr<std::unique_ptr<AgentTransport>> transport = transports_.For(agent);
+  if (!transport.ok()) {
+    // No call can be made (a binding we cannot use, a host no longer allowed).
+    return AgentContacts::Outcome{false, std::string(transport.status().message())};
+  }
+  a2apb::GetTaskRequest get;
+  // No agent hands out this id: the agent's "task not found" is the answer a probe expects.
+  get.set_id("coordinator-reachability-probe");
+  get.set_history_length(0);
+  return AgentContacts::OutcomeOf((*transport)->GetTask(get, deadline).status());
 }
 
 void A2AGateway::PushLoop() {

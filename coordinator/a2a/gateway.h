@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "common/thread_pool.h"
 #include "common/url_allow_list.h"
+#include "coordinator/a2a/agent_contacts.h"
 #include "coordinator/a2a/agent_transport.h"
 #include "coordinator/store/a2a_delivery_queue.h"
 #include "coordinator/store/a2a_notifier.h"
@@ -51,6 +52,8 @@ struct GatewayOptions {
   // Hosts that agent cards fetched at registration, and the interfaces chosen from them, may
   // name (--outbound_allow_hosts, shared with webhooks; default loopback only).
   common::HostAllowList outbound_allow;
+  // The probes of agents' reachability (agent_contacts.h; defaults there).
+  AgentContactsOptions contacts;
 };
 
 class A2AGateway {
@@ -67,6 +70,8 @@ class A2AGateway {
   void Stop();
 
   TaskNotifier* notifier() { return notifier_; }
+  // What the gateway observed of each agent's reachability, from its calls and probes.
+  AgentContacts* contacts() { return contacts_.get(); }
 
   // A client's message was stored (durably; the store published it) and its delivery queued:
   // hands the delivery straight to a delivery thread when it is the only message of its task
@@ -120,6 +125,9 @@ class A2AGateway {
   void PushLoop();
   void SendPush(const v1::PushDelivery& push);
   absl::Duration Backoff(int attempts) const;
+  // The reachability probe (AgentContacts::ProbeCall): GetTask of an id no agent gave out, over
+  // the agent's transport.
+  AgentContacts::Outcome ProbeAgent(const v1::Agent& agent, absl::Time deadline);
   // How many times `agent` registered since start (AgentRegistered).
   uint64_t Registrations(const std::string& agent);
 
@@ -142,6 +150,8 @@ class A2AGateway {
   // The agent calls in flight, cancelled by Stop.
   absl::flat_hash_set<AgentCall*> calls_ ABSL_GUARDED_BY(mu_);
   AgentTransports transports_;
+  // After transports_: its probes use them, and Stop ends the probes first.
+  std::unique_ptr<AgentContacts> contacts_;
 
   std::unique_ptr<common::ThreadPool> delivery_pool_;
   std::thread delivery_thread_;

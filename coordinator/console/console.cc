@@ -32,8 +32,6 @@ using a2a_protocol::ToJson;
 // and a bound on what one request reads.
 constexpr int kMaxRows = 1000;
 constexpr int kDefaultRows = 200;
-// Queued deliveries the overview reads at most; past it it says so ("deliveriesTruncated").
-constexpr int kMaxScan = 20000;
 // Commands, messages and A2A events one evaluation's timeline shows at most.
 constexpr int kMaxTimeline = 2000;
 
@@ -198,6 +196,10 @@ absl::Status Authorize(TokenSource* tokens, const std::vector<std::string>& auth
   return AuthorizeCaller(tokens, authorization).status();
 }
 
+std::string TimeText(absl::Time t) {
+  return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
+}
+
 const std::string& IndexHtml() {
   static const std::string* html = [] {
     const ConsoleAsset* asset = FindConsoleAsset("index.html");
@@ -264,41 +266,42 @@ void Console::Install(httplib::Server& server) {
         v1::ListAgentsRequest list_agents;
         list_agents.set_page_size(kMaxRows);
         ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
-        // The running totals (tallies.h): exact, and a few point reads however many contexts
-        // and runs there are.
+        // The running totals (tallies.h): exact, and a few point reads however many contexts,
+        // runs and queued deliveries there are.
         storage::Store& store = *parts->store;
         ASSIGN_OR_RETURN(const TallyTotal active, Tallies::Read(store, Tally::kContextsActive));
         ASSIGN_OR_RETURN(const TallyTotal ended, Tallies::Read(store, Tally::kContextsEnded));
         ASSIGN_OR_RETURN(const TallyTotal runs_active, Tallies::Read(store, Tally::kRunsActive));
         ASSIGN_OR_RETURN(const TallyTotal runs_ended, Tallies::Read(store, Tally::kRunsEnded));
-        // Queued deliveries per agent; the last error of one that failed says the agent is not
-        // reachable now (the gateway retries it with backoff).
-        ASSIGN_OR_RETURN(std::vector<v1::PendingDelivery> pending,
-                         parts->deliveries->PendingDeliveries(kMaxScan));
-        std::map<std::string, std::pair<int, std::string>> queued;
-        for (const v1::PendingDelivery& delivery : pending) {
-          auto& [count, error] = queued[delivery.tenant()];
-          ++count;
-          if (delivery.attempts() > 0 && !delivery.last_error().empty()) {
-            error = delivery.last_error();
-          }
-        }
+        // Reachability is what the gateway observed (agent_contacts.h): the outcome and time of
+        // its last call to the agent. An agent with no recent word is probed now, in the
+        // background; its answer comes as an "agent" change.
+        auto when = [](absl::Time t) {
+          return t == absl::InfinitePast() ? std::string("null") : Quote(TimeText(t));
+        };
         std::vector<std::string> agent_json;
         for (v1::Agent agent : agents.agents()) {
+          AgentContact contact;
+          if (parts->contacts != nullptr) {
+            parts->contacts->ProbeIfStale(agent);
+            contact = parts->contacts->Get(agent.name());
+          }
+          const bool known = contact.last_call != absl::InfinitePast();
+          ASSIGN_OR_RETURN(const TallyTotal queued,
+                           Tallies::Read(store, Tally::kDeliveriesQueued, agent.name()));
           agent.clear_card();  // large, and not shown
-          const auto& [count, error] = queued[agent.name()];
-          agent_json.push_back(absl::StrCat("{\"agent\":", ToJson(agent),
-                                            ",\"queuedDeliveries\":", count,
-                                            ",\"reachable\":", error.empty() ? "true" : "false",
-                                            ",\"lastError\":", Quote(error), "}"));
+          agent_json.push_back(absl::StrCat(
+              "{\"agent\":", ToJson(agent), ",\"queuedDeliveries\":", queued.count,
+              ",\"reachable\":", !known ? "null" : (contact.reached ? "true" : "false"),
+              ",\"lastCall\":", when(contact.last_call), ",\"lastCallVia\":", Quote(contact.via),
+              ",\"lastSeen\":", when(contact.last_seen), ",\"lastError\":", Quote(contact.error),
+              ",\"probing\":", contact.probing ? "true" : "false", "}"));
         }
-        return absl::StrCat("{\"agents\":[", absl::StrJoin(agent_json, ","),
-                            "],\"evaluations\":{\"active\":", active.count,
-                            ",\"ended\":", ended.count, "},\"runs\":{\"active\":",
-                            runs_active.count, ",\"ended\":", runs_ended.count,
-                            "},\"deliveriesTruncated\":",
-                            static_cast<int>(pending.size()) >= kMaxScan ? "true" : "false",
-                            ",\"lastChange\":", parts->feed->last_seq(), "}");
+        return absl::StrCat(
+            "{\"agents\":[", absl::StrJoin(agent_json, ","),
+            "],\"evaluations\":{\"active\":", active.count, ",\"ended\":", ended.count,
+            "},\"runs\":{\"active\":", runs_active.count, ",\"ended\":", runs_ended.count,
+            "},\"lastChange\":", parts->feed->last_seq(), "}");
       }));
 
   // Evaluations: the contexts with their conversation's totals, newest first.
@@ -447,20 +450,19 @@ void Console::Install(httplib::Server& server) {
                ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
                return ToJson(runs);
              }));
-  server.Get(
-      "/console/api/runs/(.+)",
-      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {}));
-        const std::string id = req.matches[1].str();
-        RETURN_IF_ERROR(common::ValidateId("run id", id));
-        ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
-        ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
-        std::vector<std::string> item_json;
-        for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
-        return absl::StrCat(
-            "{\"run\":", ToJson(run), ",\"items\":[", absl::StrJoin(item_json, ","), "],\"now\":",
-            Quote(absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone())), "}");
-      }));
+  server.Get("/console/api/runs/(.+)",
+             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
+               ASSIGN_OR_RETURN(auto params, Params(req, {}));
+               const std::string id = req.matches[1].str();
+               RETURN_IF_ERROR(common::ValidateId("run id", id));
+               ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
+               ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
+               std::vector<std::string> item_json;
+               for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
+               return absl::StrCat("{\"run\":", ToJson(run), ",\"items\":[",
+                                   absl::StrJoin(item_json, ","),
+                                   "],\"now\":", Quote(TimeText(absl::Now())), "}");
+             }));
 
   // Retry state and the breaker: the ladder, each task's state, the blocked registry with each
   // blocked task's break summary.
@@ -471,12 +473,17 @@ void Console::Install(httplib::Server& server) {
                v1::ListTasksRequest list;
                list.set_page_size(limit);
                ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
+               // Each task's state with the breaker's analysis of it (read only: a page view
+               // writes no breaker log entry).
                std::vector<std::string> states;
                for (const v1::TaskSummary& summary : tasks.tasks()) {
                  absl::StatusOr<v1::TaskState> state = parts->tasks->GetState(summary.task_id());
-                 if (absl::IsNotFound(state.status())) continue;  // cleaned up meanwhile
-                 if (!state.ok()) return state.status();
-                 states.push_back(ToJson(*state));
+                 absl::StatusOr<v1::LoopAnalysis> analysis =
+                     state.ok() ? parts->breaker->Preview(summary.task_id()) : state.status();
+                 if (absl::IsNotFound(analysis.status())) continue;  // cleaned up meanwhile
+                 if (!analysis.ok()) return analysis.status();
+                 states.push_back(absl::StrCat("{\"state\":", ToJson(*state),
+                                               ",\"analysis\":", ToJson(*analysis), "}"));
                }
                ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse status, parts->breaker->Status());
                std::vector<std::string> blocked;

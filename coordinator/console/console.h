@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/time/time.h"
+#include "coordinator/a2a/agent_contacts.h"
 #include "coordinator/console/console_feed.h"
 #include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/token_source.h"
@@ -40,8 +41,10 @@ struct ConsoleParts {
   Breaker* breaker = nullptr;
   WorkStore* work = nullptr;
   A2ATasks* a2a_tasks = nullptr;
-  A2ADeliveryQueue* deliveries = nullptr;
   AgentRegistryStore* agents = nullptr;
+  // What the gateway observed of each agent's reachability; the overview asks it to probe the
+  // agents it has no fresh word of.
+  AgentContacts* contacts = nullptr;
   // The tokens in force (read again when the file changes); null: no authentication (loopback
   // only).
   std::shared_ptr<TokenSource> tokens;

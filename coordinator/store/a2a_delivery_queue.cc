@@ -13,6 +13,7 @@
 #include "coordinator/store/a2a_records.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/record_codec.h"
+#include "coordinator/store/tallies.h"
 #include "coordinator/store/time_util.h"
 #include "storage/key_codec.h"
 
@@ -32,6 +33,8 @@ absl::Status QueueDelivery(Transaction& txn, v1::StoredTask& header, int64_t his
   *delivery.mutable_next_attempt_time() = now;
   *delivery.mutable_enqueue_time() = now;
   header.set_pending_deliveries(header.pending_deliveries() + 1);
+  RETURN_IF_ERROR(
+      Tallies::TxnAdd(txn, Tally::kDeliveriesQueued, header.tenant(), header.task().id(), 1));
   return txn.Put(ColumnFamily::kA2A,
                  keys::A2ADelivery(header.task().id(), static_cast<uint64_t>(history_seq)),
                  EncodeRecord(delivery));
@@ -44,6 +47,8 @@ absl::StatusOr<bool> DequeueDelivery(Transaction& txn, v1::StoredTask& header,
   if (absl::IsNotFound(existing.status())) return false;
   RETURN_IF_ERROR(existing.status());
   RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
+  RETURN_IF_ERROR(
+      Tallies::TxnAdd(txn, Tally::kDeliveriesQueued, header.tenant(), header.task().id(), -1));
   header.set_pending_deliveries(std::max<int64_t>(header.pending_deliveries() - 1, 0));
   return true;
 }
@@ -52,13 +57,32 @@ absl::Status DropDeliveries(Transaction& txn, v1::StoredTask& header) {
   const std::string prefix = keys::A2ADeliveryTaskPrefix(header.task().id());
   std::unique_ptr<storage::Iterator> it =
       txn.NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
-  for (; it->Valid(); it->Next()) RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, it->key()));
+  int64_t dropped = 0;
+  for (; it->Valid(); it->Next()) {
+    RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, it->key()));
+    ++dropped;
+  }
   RETURN_IF_ERROR(it->status());
+  RETURN_IF_ERROR(Tallies::TxnAdd(txn, Tally::kDeliveriesQueued, header.tenant(),
+                                  header.task().id(), -dropped));
   header.set_pending_deliveries(0);
   return absl::OkStatus();
 }
 
 }  // namespace a2a_records
+
+absl::Status A2ADeliveryQueue::ForEachDelivery(
+    storage::Store& store, absl::FunctionRef<absl::Status(const v1::PendingDelivery&)> visit) {
+  const std::string prefix = keys::A2ADeliveriesPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
+  for (; it->Valid(); it->Next()) {
+    v1::PendingDelivery d;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &d));
+    RETURN_IF_ERROR(visit(d));
+  }
+  return it->status();
+}
 
 absl::StatusOr<std::vector<v1::PendingDelivery>> A2ADeliveryQueue::PendingDeliveries(int max) {
   const std::string prefix = keys::A2ADeliveriesPrefix();
@@ -129,6 +153,7 @@ absl::StatusOr<A2ATasks::Change> A2ADeliveryQueue::DeliveryFailed(absl::string_v
       return txn.Put(ColumnFamily::kA2A, key, EncodeRecord(delivery));
     }
     RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
+    RETURN_IF_ERROR(Tallies::TxnAdd(txn, Tally::kDeliveriesQueued, header.tenant(), task_id, -1));
     header.set_pending_deliveries(std::max<int64_t>(header.pending_deliveries() - 1, 0));
     const std::string old_index_key = a2a_records::TaskIndexKey(header);
     if (!IsTerminal(header.task().status().state())) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -28,6 +29,9 @@ class A2ADeliveryQueue {
 
   // Queued deliveries in key order (per task, oldest message first), at most `max`.
   [[nodiscard]] absl::StatusOr<std::vector<v1::PendingDelivery>> PendingDeliveries(int max);
+  // Calls `visit` with every queued delivery, in key order; stops at the first error it returns.
+  [[nodiscard]] static absl::Status ForEachDelivery(
+      storage::Store& store, absl::FunctionRef<absl::Status(const v1::PendingDelivery&)> visit);
   // The queued delivery of history message `history_seq`; NOT_FOUND when it is not queued (any
   // more). What it returns is durable.
   [[nodiscard]] absl::StatusOr<v1::PendingDelivery> GetDelivery(absl::string_view task_id,

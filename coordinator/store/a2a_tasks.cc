@@ -18,6 +18,7 @@
 #include "coordinator/store/keys.h"
 #include "coordinator/store/page_token.h"
 #include "coordinator/store/record_codec.h"
+#include "coordinator/store/tallies.h"
 #include "coordinator/store/time_util.h"
 #include "storage/key_codec.h"
 
@@ -704,15 +705,21 @@ absl::StatusOr<PurgeProgress> PurgeA2ATaskStep(
   // The rest is small: queued deliveries and webhook calls, the index entry and the header. It
   // goes in one go, and only when it fits in the budget.
   std::vector<std::string> rest;
+  int64_t deliveries = 0;  // of `rest`, the queued deliveries (the first prefix)
   for (const std::string& prefix :
        {keys::A2ADeliveryTaskPrefix(task_id), keys::A2APushPendingTaskPrefix(task_id)}) {
     std::unique_ptr<storage::Iterator> it =
         txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
     for (; it->Valid(); it->Next()) rest.emplace_back(it->key());
     RETURN_IF_ERROR(it->status());
+    if (prefix == keys::A2ADeliveryTaskPrefix(task_id)) {
+      deliveries = static_cast<int64_t>(rest.size());
+    }
   }
   if (progress.deleted + static_cast<int64_t>(rest.size()) + 2 > limit) return progress;
   for (const std::string& key : rest) RETURN_IF_ERROR(txn.Delete(kFamily, key));
+  RETURN_IF_ERROR(
+      Tallies::TxnAdd(txn, Tally::kDeliveriesQueued, header.tenant(), task_id, -deliveries));
   const int64_t status_micros =
       absl::ToUnixMicros(FromProtoTime(header.task().status().timestamp()));
   RETURN_IF_ERROR(

@@ -384,6 +384,16 @@ absl::StatusOr<v1::LoopAnalysis> Breaker::Analyze(const v1::AnalyzeLoopRequest& 
   return analysis;
 }
 
+absl::StatusOr<v1::LoopAnalysis> Breaker::Preview(absl::string_view task_id, const Access& access) {
+  ASSIGN_OR_RETURN(const v1::LoopThresholds thresholds,
+                   ResolveThresholds(options_, v1::LoopThresholds()));
+  ASSIGN_OR_RETURN(const TaskStateStore::ForAnalysis read,
+                   tasks_->ReadForAnalysis(task_id, kLoopFailureWindow, access));
+  const int32_t tier = tasks_->EffectiveTier(read.header);
+  return AnalyzeLoop(read.header, read.recent, thresholds, tier, tasks_->ModelName(tier),
+                     HumanInterventionTier(tasks_->ladder_size()));
+}
+
 namespace {
 
 // Counts a breaker action for /metrics: force_escalate (a tier jump), human_intervention (asked

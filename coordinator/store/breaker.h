@@ -81,6 +81,11 @@ class Breaker {
                                                             const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::LoopAnalysis> Analyze(const v1::AnalyzeLoopRequest& request,
                                                          const Access& access = {});
+  // The analysis Analyze would give with the server's thresholds, read without locking and
+  // without a log entry: what the web console shows beside each task (a page view must not
+  // write the log).
+  [[nodiscard]] absl::StatusOr<v1::LoopAnalysis> Preview(absl::string_view task_id,
+                                                         const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::ForceEscalateResponse> ForceEscalate(
       const v1::ForceEscalateRequest& request, const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::BreakResponse> Break(const v1::BreakRequest& request,

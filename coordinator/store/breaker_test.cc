@@ -395,6 +395,50 @@ TEST_F(BreakerTest, AnalyzeReportsTheState) {
   EXPECT_EQ(a->thresholds().repeated_error(), 2);
 }
 
+// The web console's view of the analysis: what Analyze says, without a log entry.
+TEST_F(BreakerTest, PreviewIsTheAnalysisWithoutALogEntry) {
+  const std::string id = Init("Fix the login bug");
+  Fail(id, "TypeError: a is undefined");
+  Fail(id, "TypeError: b is undefined");
+  const size_t logged = Log().size();
+  absl::StatusOr<v1::LoopAnalysis> preview = breaker_->Preview(id);
+  ASSERT_OK(preview);
+  EXPECT_EQ(Log().size(), logged);
+  v1::AnalyzeLoopRequest r;
+  r.set_task_id(id);
+  absl::StatusOr<v1::LoopAnalysis> analyzed = breaker_->Analyze(r);
+  ASSERT_OK(analyzed);
+  EXPECT_EQ(preview->SerializeAsString(), analyzed->SerializeAsString());
+  EXPECT_EQ(preview->pattern_type(), "repeated_error");
+  EXPECT_EQ(breaker_->Preview("00000000").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Every change of a task's retry state or of its breaker records is announced once committed
+// (the web console's live feed); reads are not.
+TEST_F(BreakerTest, EveryCommittedChangeIsAnnounced) {
+  std::vector<std::string> changed;
+  tasks_->set_on_change([&](const std::string& id) { changed.push_back(id); });
+  const std::string id = Init("Fix the login bug");
+  EXPECT_EQ(changed, std::vector<std::string>{id});
+  Init("Fix the login bug");  // already there: nothing changed
+  EXPECT_EQ(changed.size(), 1u);
+  Fail(id, "TypeError: a is undefined");  // an attempt and a failure
+  EXPECT_EQ(changed.size(), 3u);
+  ASSERT_OK(tasks_->GetState(id));
+  ASSERT_OK(breaker_->Preview(id));
+  EXPECT_EQ(changed.size(), 3u);
+  Force(id);
+  v1::BreakRequest block;
+  block.set_task_id(id);
+  ASSERT_OK(breaker_->Break(block));
+  ASSERT_OK(breaker_->Cleanup(id));
+  EXPECT_EQ(changed.size(), 6u);
+  // A refused change announces nothing.
+  EXPECT_FALSE(tasks_->RecordFailure("00000000", "x").ok());
+  EXPECT_EQ(changed.size(), 6u);
+  for (const std::string& c : changed) EXPECT_EQ(c, id);
+}
+
 TEST_F(BreakerTest, ForceEscalateJumpsTwoTiers) {
   const std::string id = Init("t");
   v1::ForceEscalateResponse f = Force(id);

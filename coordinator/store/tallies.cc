@@ -8,6 +8,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "coordinator/store/a2a_delivery_queue.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/store/keys.h"
 #include "coordinator/store/record_codec.h"
@@ -44,17 +45,17 @@ struct Delta {
 
 // Adds what a record counts in for to `out`, `sign` +1 (it does now) or -1 (it no longer does).
 void AddContext(const v1::TaskContext& context, int sign, std::vector<Delta>* out) {
-  out->push_back(Delta{ContextStore::IsTerminal(context) ? Tally::kContextsEnded
-                                                          : Tally::kContextsActive,
-                       "", sign, 0});
+  out->push_back(
+      Delta{ContextStore::IsTerminal(context) ? Tally::kContextsEnded : Tally::kContextsActive, "",
+            sign, 0});
   const std::optional<double> score = EvaluationScore(context);
   if (!score.has_value()) return;
   const std::string task = ScoreTask(context);
   const std::string agent = ScoreAgent(context);
   out->push_back(Delta{Tally::kScoreByTask, task, sign, sign * *score});
   out->push_back(Delta{Tally::kScoreByAgent, agent, sign, sign * *score});
-  out->push_back(Delta{Tally::kScoreByTaskAndAgent, TaskAndAgentGroup(task, agent), sign,
-                       sign * *score});
+  out->push_back(
+      Delta{Tally::kScoreByTaskAndAgent, TaskAndAgentGroup(task, agent), sign, sign * *score});
 }
 
 void AddRun(const v1::Run& run, int sign, std::vector<Delta>* out) {
@@ -175,6 +176,12 @@ absl::Status Tallies::TxnRunChanged(Transaction& txn, const v1::Run* before, con
   return Apply(txn, std::move(deltas), StripeOf(either.run_id()));
 }
 
+absl::Status Tallies::TxnAdd(Transaction& txn, Tally tally, absl::string_view group,
+                             absl::string_view record_id, int64_t count) {
+  if (count == 0) return absl::OkStatus();
+  return Apply(txn, {Delta{tally, std::string(group), count, 0}}, StripeOf(record_id));
+}
+
 absl::StatusOr<TallyTotal> Tallies::Read(storage::Store& store, Tally tally,
                                          absl::string_view group) {
   const std::string prefix = keys::TallyGroupPrefix(TallyByte(tally), group);
@@ -243,6 +250,11 @@ absl::Status Tallies::Rebuild(storage::Store& store) {
         std::vector<Delta> deltas;
         AddRun(run, +1, &deltas);
         add(deltas);
+        return absl::OkStatus();
+      }));
+  RETURN_IF_ERROR(A2ADeliveryQueue::ForEachDelivery(
+      store, [&](const v1::PendingDelivery& delivery) -> absl::Status {
+        add({Delta{Tally::kDeliveriesQueued, delivery.tenant(), 1, 0}});
         return absl::OkStatus();
       }));
   return store.RunTransaction([&](Transaction& txn) -> absl::Status {

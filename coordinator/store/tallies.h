@@ -32,13 +32,14 @@ namespace coordinator {
 // The totals kept. DO NOT CHANGE THESE VALUES: they are embedded in the keys on disk. A new total
 // takes a new value, and kTalliesVersion goes up so that databases without it build it.
 enum class Tally : uint8_t {
-  kContextsActive = 1,        // contexts (with a TaskContext) whose status is not terminal
-  kContextsEnded = 2,         // contexts whose status is terminal (ContextStore::IsTerminal)
-  kRunsActive = 3,            // runs that are not terminal (WorkStore::IsTerminal)
-  kRunsEnded = 4,             // runs that are
-  kScoreByTask = 5,           // scored evaluations by task (ScoreTask): count, sum of scores
-  kScoreByAgent = 6,          // by agent under test (ScoreAgent)
-  kScoreByTaskAndAgent = 7,   // by both (TaskAndAgentGroup)
+  kContextsActive = 1,       // contexts (with a TaskContext) whose status is not terminal
+  kContextsEnded = 2,        // contexts whose status is terminal (ContextStore::IsTerminal)
+  kRunsActive = 3,           // runs that are not terminal (WorkStore::IsTerminal)
+  kRunsEnded = 4,            // runs that are
+  kScoreByTask = 5,          // scored evaluations by task (ScoreTask): count, sum of scores
+  kScoreByAgent = 6,         // by agent under test (ScoreAgent)
+  kScoreByTaskAndAgent = 7,  // by both (TaskAndAgentGroup)
+  kDeliveriesQueued = 8,     // A2A messages queued for delivery, by agent (the task's tenant)
 };
 
 // The kind of totals this binary keeps. Databases whose tallies were built at an older one (or
@@ -76,6 +77,11 @@ class Tallies {
   // The same for a run, inside `txn`, which holds the run header's lock.
   [[nodiscard]] static absl::Status TxnRunChanged(storage::Transaction& txn, const v1::Run* before,
                                                   const v1::Run* after);
+  // Adds `count` (negative: takes away) to `tally` of `group` for a change of the record
+  // `record_id` (which picks the stripe), inside `txn`, which holds that record's lock.
+  [[nodiscard]] static absl::Status TxnAdd(storage::Transaction& txn, Tally tally,
+                                           absl::string_view group, absl::string_view record_id,
+                                           int64_t count);
 
   // One total ("" is the group of the counts).
   [[nodiscard]] static absl::StatusOr<TallyTotal> Read(storage::Store& store, Tally tally,
@@ -86,7 +92,8 @@ class Tallies {
 
   // Whether the tallies hold the totals of kTalliesVersion.
   [[nodiscard]] static absl::StatusOr<bool> Built(storage::Store& store);
-  // Computes every total again from the context and run headers and records kTalliesVersion,
+  // Computes every total again from the context and run headers and the delivery queue, and
+  // records kTalliesVersion,
   // in one transaction. It reads what is committed, so no writer may run meanwhile: call it
   // before the store serves.
   [[nodiscard]] static absl::Status Rebuild(storage::Store& store);

@@ -320,6 +320,19 @@ absl::StatusOr<StoredTaskHeader> TaskStateStore::ReadHeader(absl::string_view ta
   return header;
 }
 
+absl::StatusOr<TaskStateStore::ForAnalysis> TaskStateStore::ReadForAnalysis(
+    absl::string_view task_id, int64_t window, const Access& access) {
+  ForAnalysis read;
+  ASSIGN_OR_RETURN(read.header, ReadHeader(task_id, access));
+  google::protobuf::RepeatedPtrField<v1::TaskFailure> records;
+  RETURN_IF_ERROR(ReadHistory(*store_, task_id, keys::kTaskFailure,
+                              read.header.failure_count() - window + 1, read.header.failure_count(),
+                              &records));
+  read.recent.assign(std::make_move_iterator(records.begin()),
+                     std::make_move_iterator(records.end()));
+  return read;
+}
+
 absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view description,
                                                           const Access& access) {
   if (description.empty()) return absl::InvalidArgumentError("description is required");

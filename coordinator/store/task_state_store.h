@@ -120,6 +120,17 @@ class TaskStateStore {
     if (on_change_) on_change_(std::string(task_id));
   }
 
+  // What the breaker's analysis reads: the committed header and its last `window` failures
+  // (oldest first), without locking either (failures appended after the header was read are
+  // left out, so the two agree). NOT_FOUND as GetState.
+  struct ForAnalysis {
+    v1::StoredTaskHeader header;
+    std::vector<v1::TaskFailure> recent;
+  };
+  [[nodiscard]] absl::StatusOr<ForAnalysis> ReadForAnalysis(absl::string_view task_id,
+                                                            int64_t window,
+                                                            const Access& access = {});
+
   // Counts the tasks that have no owner (stored before ownership or without authentication);
   // the server logs it at start when authentication is on.
   [[nodiscard]] absl::StatusOr<int64_t> CountUnowned();

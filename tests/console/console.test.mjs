@@ -1,6 +1,8 @@
 // The web console in headless chromium (tests/console/run.sh starts the coordinators and seeds
-// them): each view shows what was stored, a change made with coordctl reaches an open page over
-// the event stream, and a coordinator with a token file gets the token prompt.
+// them): each view shows what was stored, changes made with coordctl after a page loaded (a
+// command, a new context, a new run, a failure) reach it over the event stream, the overview
+// tells a reachable agent from one nothing answers for, and a coordinator with a token file gets
+// the token prompt.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -19,7 +21,23 @@ async function shot(name) {
   await page.screenshot({ path: path.join(env.CONSOLE_SCREENSHOTS, name + '.png'), fullPage: true });
 }
 async function coordctl(...args) {
-  await run(env.CONSOLE_COORDCTL, ['--target', env.CONSOLE_TARGET, ...args]);
+  const { stdout } = await run(env.CONSOLE_COORDCTL, ['--target', env.CONSOLE_TARGET, ...args]);
+  return stdout;
+}
+// The text of the element `selector` once it matches `pattern` (waits for it; the page is
+// drawn again on each change it hears of).
+async function textOnceItMatches(selector, pattern) {
+  const handle = await page.waitForFunction(
+    (s, source, flags) => {
+      const el = document.querySelector(s);
+      return el && new RegExp(source, flags).test(el.innerText) ? el.innerText : null;
+    },
+    {},
+    selector,
+    pattern.source,
+    pattern.flags,
+  );
+  return handle.jsonValue();
 }
 // Opens `hash` and waits until the view rendered for that very hash (a hash change keeps the
 // page, and the previous view's content stays until the new one is rendered).
@@ -53,14 +71,38 @@ after(async () => {
   if (browser) await browser.close();
 });
 
-test('overview: agents and counts', async () => {
+// Reachability is what the gateway observed: the echo agent answered its deliveries and probes;
+// nothing answers at the ghost agent's address, so its probe fails and says why.
+test('overview: agents, reachable or not, and counts', async () => {
   const text = await open('#/overview', 'overview');
   assert.match(text, /active evaluations/);
-  const echo = await page.$eval('tr[data-id="echo"]', (tr) => tr.innerText);
+  const echo = await textOnceItMatches('tr[data-id="echo"]', /\breachable\b/);
   assert.match(echo, /GRPC/);
-  assert.match(echo, /\bok\b/);
+  assert.doesNotMatch(echo, /unreachable/);
+  assert.match(echo, /\d+(s|m) ago/);  // last seen
+  const ghost = await textOnceItMatches('tr[data-id="ghost"]', /unreachable/);
+  assert.match(ghost, /127\.0\.0\.1:1/);
+  assert.match(ghost, /not since start/);  // never seen
+  assert.match(ghost, /probe/);
   await page.waitForSelector('#live.on');
   await shot('overview');
+});
+
+// The counts are the stored totals and follow changes live.
+test('overview: a context created after the page loaded is counted live', async () => {
+  await open('#/overview', 'overview');
+  await page.waitForSelector('#live.on');
+  const card = () => page.$$eval('.card', (cards) =>
+    cards.map((c) => c.innerText).find((t) => /active evaluations/.test(t)));
+  const before = parseInt(await card(), 10);
+  await coordctl('context', 'put', 'eval-next', '--agent', 'green', '--set',
+    'external_task_id=requests-2317', '--set', 'purple_agent=purple-gpt', '--set', 'phase=setup');
+  await page.waitForFunction(
+    (n) => [...document.querySelectorAll('.card')].some((c) =>
+      /active evaluations/.test(c.innerText) && parseInt(c.innerText, 10) === n),
+    {},
+    before + 1,
+  );
 });
 
 test('evaluations: the list and its filters', async () => {
@@ -108,6 +150,10 @@ test('leaderboard: mean and count by agent and by task', async () => {
 test('runs: items by level, holder and lease', async () => {
   let text = await open('#/runs', 'runs');
   assert.match(text, /run-widgets/);
+  // A run created after the page loaded appears on it.
+  await page.waitForSelector('#live.on');
+  await coordctl('run', 'import', env.CONSOLE_GRAPH, '--run-id', 'run-created-live');
+  await page.waitForSelector('tr[data-id="run-created-live"]');
   text = await open('#/runs/run-widgets', 'run');
   assert.match(text, /Level 1/);
   assert.match(text, /Level 2/);
@@ -118,14 +164,26 @@ test('runs: items by level, holder and lease', async () => {
   await shot('runs');
 });
 
-test('retry and breaker: the ladder, failures and why a task was blocked', async () => {
+test('retry and breaker: the ladder, failures, the analysis and why a task was blocked', async () => {
   const text = await open('#/retry', 'retry');
   assert.match(text, /Fix the flaky login test/);
   assert.match(text, /ImportError: cannot import name 'login' from 'auth'/);
   const blocked = await page.$eval('#blocked', (d) => d.innerText);
   assert.match(blocked, /the same import error twice at one tier/);
   assert.match(blocked, /Suggested action/);
+  // The breaker's analysis of each task: the blocked one failed twice the same way.
+  const task = (await coordctl('task', 'init', 'Fix the flaky login test')).trim().split(/\s+/).pop();
+  const row = await page.$eval(`tr[data-id="${task}"]`, (tr) => tr.innerText);
+  assert.match(row, /repeated-error/);
+  assert.match(row, /2 failures/);
   await shot('retry');
+
+  // A failure recorded after the page loaded appears on it, with the analysis it changes.
+  await page.waitForSelector('#live.on');
+  const other = (await coordctl('task', 'init', 'Add the pagination endpoint')).trim().split(/\s+/).pop();
+  await coordctl('task', 'fail', other, 'AssertionError: page 2 is empty (recorded live)');
+  const updated = await textOnceItMatches(`tr[data-id="${other}"]`, /recorded live/);
+  assert.match(updated, /1 failure\b/);
 });
 
 test('a coordinator with a token file asks for a token', async () => {

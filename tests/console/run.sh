@@ -5,8 +5,9 @@
 #   tests/console/run.sh <dir with coordinator, coordctl, echo_agent> [--screenshots DIR]
 #
 # Starts a coordinator on 127.0.0.1:0 with a temporary data dir, the C++ echo_agent, and seeds a
-# finished and a running evaluation (one with an A2A task), a run with a held item and a retry
-# task blocked by the breaker (seed.sh); starts a second coordinator with a token file; then
+# finished and a running evaluation (one with an A2A task), a run with a held item, a retry
+# task blocked by the breaker and an agent nothing answers for (seed.sh); starts a second
+# coordinator with a token file; then
 # runs console.test.mjs against both. With --screenshots, each view is saved there as a PNG
 # (docs/console/ holds the committed ones). Exits 77 with a "SKIPPED: ..." line when chromium
 # or node is missing (ctest's SKIP_RETURN_CODE); $CHROMIUM names another browser binary. Every process is stopped by PID on exit.
@@ -91,7 +92,7 @@ start_coordinator secured --token_file="$work/tokens.json"
 
 export CONSOLE_URL="$main_http" CONSOLE_TARGET="$main_addr" CONSOLE_COORDCTL="$bin_dir/coordctl"
 export CONSOLE_SECURED_URL="$coord_http" CONSOLE_READER_TOKEN="$reader_token"
-export CONSOLE_CHROMIUM="$chromium" CONSOLE_SCREENSHOTS="$screenshots"
+export CONSOLE_CHROMIUM="$chromium" CONSOLE_SCREENSHOTS="$screenshots" CONSOLE_GRAPH="$work/graph.json"
 cd "$here"
 node --test --test-concurrency=1 console.test.mjs
 status=0

@@ -2,7 +2,8 @@
 # Seeds a coordinator for the console's browser test and screenshots (tests/console/run.sh):
 #   seed.sh <coordctl> <host:port> <scratch dir>
 # Two finished and scored evaluations and a running one (with an A2A task at the echo agent),
-# a run with one item held and one waiting, and a retry task that the breaker blocked.
+# a run with one item held and one waiting, a retry task that the breaker blocked, and an agent
+# registered at an address where nothing listens (the overview shows it unreachable).
 set -euo pipefail
 coordctl="$1"
 target="$2"
@@ -30,6 +31,8 @@ c convo append eval-run --role user --tokens 480 "Find the bug behind issue flas
 c convo append eval-run --role agent --tokens 64 "execute: ls src/flask"
 c context command eval-run --exit-code 0 --duration 0.05s -- ls src/flask
 c send echo "hello from the judge" --context eval-run --wait --for 20s
+# Port 1 (tcpmux) on loopback: nothing listens there, the gateway's probe is refused.
+c agent register ghost 127.0.0.1:1
 
 cat >"$work/graph.json" <<'JSON'
 {"feature": "widget-maker",

@@ -93,12 +93,18 @@ const views = {
       card((100 * m.errorRate).toFixed(1) + ' %', m.rate === null ? 'error rate since start' : 'error rate'),
       card(m.total, 'calls since start'));
     const agents = data.agents.length === 0 ? h('p', { class: 'muted' }, 'No agent registered.') :
-      table(['Agent', 'Binding', 'Endpoint', 'Reachable', { label: 'Queued deliveries', num: 1 },
-        'Registered'], data.agents.map((row) => {
+      table(['Agent', 'Binding', 'Endpoint', 'Reachable', 'Last seen', 'Last call',
+        { label: 'Queued deliveries', num: 1 }, 'Registered'], data.agents.map((row) => {
         const a = row.agent;
+        // What the gateway observed: its last call to the agent (a delivery, a probe, ...).
+        const reach = row.reachable === null ?
+          h('span', { class: 'reach' }, badge('unknown'), row.probing ? ' probing…' : '') :
+          row.reachable ? h('span', { class: 'reach' }, badge('reachable')) :
+            h('span', { class: 'reach' }, badge('unreachable'), ' ', h('span', { class: 'error-text' }, row.lastError));
         return h('tr', { 'data-id': a.name }, h('td', {}, a.name), h('td', {}, a.protocolBinding || 'GRPC'),
-          h('td', {}, a.endpoint || a.cardUrl || ''),
-          h('td', {}, row.reachable ? badge('ok') : h('span', {}, badge('failed'), ' ', row.lastError)),
+          h('td', {}, a.endpoint || a.cardUrl || ''), h('td', {}, reach),
+          h('td', { class: 'last-seen' }, row.lastSeen ? age(row.lastSeen) + ' ago' : 'not since start'),
+          h('td', { class: 'muted' }, row.lastCall ? row.lastCallVia + ', ' + age(row.lastCall) + ' ago' : '—'),
           h('td', { class: 'num' }, row.queuedDeliveries), h('td', {}, age(a.createTime) + ' ago'));
       }));
     return [h('h2', {}, 'Overview'), cards, h('h2', {}, 'Agents'), agents];
@@ -243,22 +249,32 @@ const views = {
   async retry() {
     const data = await api('/console/api/retry');
     const ladder = data.ladder;
-    const rows = data.tasks.map((t) => {
+    const rows = data.tasks.map(({ state: t, analysis: a }) => {
       const failures = t.failures || [];
       const last = failures.length ? failures[failures.length - 1] : null;
       // modelTier counts from 1; the model's name places it on the ladder.
       const tier = t.model ? ladder.indexOf(t.model) : (t.modelTier || 1) - 1;
+      const pattern = a.patternType || 'none';
       return h('tr', { 'data-id': t.taskId }, h('td', {}, t.taskId),
         h('td', {}, t.description || ''),
         h('td', {}, h('div', { class: 'ladder' }, ladder.map((m, i) =>
           h('span', { class: i === tier ? 'here' : (i < tier ? 'past' : null) }, m)))),
-        h('td', { class: 'num' }, t.attemptCount || 0), h('td', { class: 'num' }, failures.length),
-        h('td', {}, last ? last.error : ''), h('td', {}, t.blocked ? badge('blocked') : ''));
+        h('td', { class: 'num' }, t.attemptCount || 0),
+        h('td', { class: 'failures' }, failures.length === 0 ? h('span', { class: 'muted' }, 'none') :
+          h('details', {}, h('summary', {}, failures.length + (failures.length === 1 ? ' failure' : ' failures'),
+            ': ', h('span', { class: 'error-text' }, last.error)),
+          h('ol', { class: 'failure-list' }, failures.slice(-10).map((f) =>
+            h('li', { value: f.seq || null }, 'attempt ' + (f.attempt || 0) + ' (' + (f.model || '?') + '): ',
+              f.error || ''))))),
+        h('td', { class: 'analysis' }, pattern === 'none' ? h('span', { class: 'muted' }, 'no loop') :
+          h('span', {}, badge(pattern)),
+        h('div', { class: 'muted' }, a.suggestedAction || '')),
+        h('td', {}, t.blocked ? badge('blocked') : ''));
     });
     return [h('h2', {}, 'Retry state'),
       rows.length === 0 ? h('p', { class: 'muted' }, 'No task.') :
         table(['Task', 'Description', 'Tier ladder', { label: 'Attempts', num: 1 },
-          { label: 'Failures', num: 1 }, 'Last failure', ''], rows),
+          'Failures', 'Breaker analysis', ''], rows),
       h('h2', {}, 'Blocked by the breaker'),
       data.blocked.length === 0 ? h('p', { class: 'muted' }, 'Nothing is blocked.') :
         h('div', { id: 'blocked' }, data.blocked.map((b) => h('div', { class: 'card', 'data-id': b.task.taskId },
