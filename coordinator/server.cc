@@ -11,6 +11,7 @@
 #include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/parse_error_interceptor.h"
+#include "coordinator/store/context_store.h"
 #include "coordinator/store/tallies.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -160,12 +161,14 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
 }
 
 absl::Status CoordinatorServer::BuildDerivedRecords() {
-  // Before anything writes: the running totals of a database that has none yet (written before
-  // they were kept: schema 1) are computed from its records, once.
+  // Before anything writes: the running totals and the contexts' time index of a database that
+  // has none yet (written before they were kept: schema 1) are computed from its records, once.
   const absl::Time started = absl::Now();
   ASSIGN_OR_RETURN(const bool tallied, Tallies::EnsureBuilt(*store_));
-  if (tallied) {
-    LOG_INFO("built the running totals in %s", absl::FormatDuration(absl::Now() - started));
+  ASSIGN_OR_RETURN(const bool indexed, ContextStore::EnsureTimeIndex(*store_));
+  if (tallied || indexed) {
+    LOG_INFO("built the running totals and the contexts' time index in %s",
+             absl::FormatDuration(absl::Now() - started));
   }
   return absl::OkStatus();
 }

@@ -144,6 +144,10 @@ TEST_F(ConsoleProcessTest, JsonEndpointsShowWhatWasStored) {
   EXPECT_THAT(list->body, HasSubstr(R"("contextId":"eval-run")"));
   EXPECT_THAT(list->body, HasSubstr(R"("score":0.7500)"));
   EXPECT_THAT(list->body, HasSubstr(R"("totalTokens":"42")"));
+  // Newest first: eval-run was created after eval-done.
+  EXPECT_LT(list->body.find(R"("contextId":"eval-run")"),
+            list->body.find(R"("contextId":"eval-done")"));
+  EXPECT_THAT(list->body, HasSubstr(R"("next":"")"));
 
   httplib::Result filtered = Get("/console/api/evaluations?status=active&agent=green");
   ASSERT_TRUE(filtered);
@@ -186,6 +190,8 @@ TEST_F(ConsoleProcessTest, JsonEndpointsShowWhatWasStored) {
   EXPECT_THAT(retry->body, HasSubstr("ImportError: no module named x"));
   EXPECT_THAT(retry->body, HasSubstr(R"("ladder":["codex-mini")"));
   EXPECT_THAT(retry->body, HasSubstr("the same import error twice"));
+  // The breaker's analysis of each task, read without writing its log.
+  EXPECT_THAT(retry->body, HasSubstr(R"("patternType":"repeated_error")"));
 
   httplib::Result overview = Get("/console/api/overview");
   ASSERT_TRUE(overview);
@@ -285,9 +291,89 @@ TEST_F(ConsoleProcessTest, EventStreamAnnouncesChangesMadeAfterSubscribing) {
   EXPECT_THAT(text, HasSubstr(R"(event: change)"));
   EXPECT_THAT(text, HasSubstr(R"("kind":"conversation","id":"watched")"));
   EXPECT_THAT(text, HasSubstr(R"("kind":"run","id":"run-2")"));
-  // The context's creation came before the subscription: not announced again. (A run's
-  // creation is not announced at all: WorkStore publishes item changes only.)
+  // The context's creation came before the subscription: not announced again.
   EXPECT_THAT(text, Not(HasSubstr(R"("kind":"context","id":"watched")")));
+}
+
+// A run created, a retry task's failure and a breaker block, each after subscribing, come over
+// the same stream: the run from the work notifier's events of its new items, the retry task
+// from the retry and breaker stores' change hooks.
+TEST_F(ConsoleProcessTest, EventStreamAnnouncesNewRunsAndRetryChanges) {
+  Start();
+  const std::string task = std::string(absl::StripAsciiWhitespace(
+      Coordctl(coordinator_->target(), {"task", "init", "Fix the login"})));
+  WriteFile(dir_.Sub("graph.json"), kGraph);
+  absl::Notification subscribed;
+  std::string text;
+  const std::string retry = absl::StrCat(R"("kind":"retry","id":")", task, "\"");
+  std::thread reader([&] {
+    text = ReadEvents(http_port_, "/console/api/events", &subscribed, [&](const std::string& t) {
+      // Made last, so the others came before it.
+      return absl::StrContains(t, R"("kind":"run","id":"run-new")");
+    });
+  });
+  subscribed.WaitForNotification();
+  Coordctl(coordinator_->target(), {"task", "fail", task, "ImportError: no module named x"});
+  Coordctl(coordinator_->target(), {"breaker", "break", task, "stuck"});
+  Coordctl(coordinator_->target(),
+           {"run", "import", dir_.Sub("graph.json"), "--run-id", "run-new"});
+  reader.join();
+  EXPECT_THAT(text, HasSubstr(R"("kind":"run","id":"run-new")"));
+  EXPECT_THAT(text, HasSubstr(retry));
+}
+
+// The JSON of agent `name` in an overview body ("" when absent).
+std::string AgentRow(const std::string& body, const std::string& name) {
+  const size_t start = body.find(absl::StrCat(R"({"agent":{"name":")", name, "\""));
+  if (start == std::string::npos) return "";
+  const size_t end = body.find(R"("probing")", start);
+  return body.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// Reachability is observed, not guessed: the overview asks the gateway to probe the agents it
+// has no recent word of; the echo agent answers, nothing answers at the ghost's address, and
+// the next overview says so, with the error and when each was last seen.
+TEST_F(ConsoleProcessTest, OverviewShowsWhichAgentsTheGatewayReached) {
+  Start();
+  absl::StatusOr<std::unique_ptr<testing_util::Process>> echo =
+      testing_util::Process::Start(testing_util::BinaryPath("echo_agent"),
+                                   {"--coordinator=" + coordinator_->target(), "--name=echo"});
+  ASSERT_OK(echo);
+  ASSERT_OK((*echo)->WaitForStderrLine("registered", absl::Seconds(60)));
+  Coordctl(coordinator_->target(), {"agent", "register", "ghost", "127.0.0.1:1"});
+
+  absl::Notification subscribed;
+  std::thread reader([&] {
+    ReadEvents(http_port_, "/console/api/events", &subscribed, [](const std::string& t) {
+      return absl::StrContains(t, R"("kind":"agent","id":"echo")") &&
+             absl::StrContains(t, R"("kind":"agent","id":"ghost")");
+    });
+  });
+  subscribed.WaitForNotification();
+  httplib::Result first = Get("/console/api/overview");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  // Nothing was sent to either agent yet: unknown, and a probe is under way.
+  EXPECT_THAT(AgentRow(first->body, "ghost"), HasSubstr(R"("reachable":null)"));
+  reader.join();  // both probes ended
+
+  httplib::Result overview = Get("/console/api/overview");
+  ASSERT_TRUE(overview);
+  ASSERT_EQ(overview->status, 200) << overview->body;
+  const std::string echo_row = AgentRow(overview->body, "echo");
+  EXPECT_THAT(echo_row, HasSubstr(R"("reachable":true)"));
+  EXPECT_THAT(echo_row, HasSubstr(R"("lastCallVia":"probe")"));
+  EXPECT_THAT(echo_row, Not(HasSubstr(R"("lastSeen":null)")));
+  const std::string ghost_row = AgentRow(overview->body, "ghost");
+  EXPECT_THAT(ghost_row, HasSubstr(R"("reachable":false)"));
+  EXPECT_THAT(ghost_row, HasSubstr(R"("lastSeen":null)"));
+  EXPECT_THAT(ghost_row, Not(HasSubstr(R"("lastError":"")")));
+
+  // A delivery is evidence too: a message through the gateway reaches echo.
+  Coordctl(coordinator_->target(), {"send", "echo", "hello", "--wait", "--for", "30s"});
+  overview = Get("/console/api/overview");
+  ASSERT_TRUE(overview);
+  EXPECT_THAT(AgentRow(overview->body, "echo"), HasSubstr(R"("lastCallVia":"delivery")"));
 }
 
 // SIGTERM with an event stream open: the stream ends and the coordinator exits cleanly (the

@@ -32,6 +32,8 @@ using a2a_protocol::ToJson;
 // and a bound on what one request reads.
 constexpr int kMaxRows = 1000;
 constexpr int kDefaultRows = 200;
+// Index entries one page of evaluations reads at most, whatever its filters match.
+constexpr int kMaxScan = 5000;
 // Commands, messages and A2A events one evaluation's timeline shows at most.
 constexpr int kMaxTimeline = 2000;
 
@@ -132,27 +134,6 @@ absl::StatusOr<v1::ContextStatus> StatusParam(const std::map<std::string, std::s
 std::string Label(const v1::TaskContext& context, const std::string& name) {
   auto it = context.labels().find(name);
   return it == context.labels().end() ? std::string() : it->second;
-}
-
-// The contexts `filter` selects (at most `max`), page by page; *truncated when there were more.
-absl::StatusOr<std::vector<v1::TaskContext>> ScanContexts(ContextStore& contexts,
-                                                          const v1::ListContextsRequest& filter,
-                                                          int max, bool* truncated) {
-  std::vector<v1::TaskContext> all;
-  v1::ListContextsRequest request = filter;
-  *truncated = false;
-  while (true) {
-    request.set_page_size(std::min(kMaxRows, max - static_cast<int>(all.size())));
-    ASSIGN_OR_RETURN(v1::ListContextsResponse page, contexts.List(request));
-    for (v1::TaskContext& context : *page.mutable_contexts()) all.push_back(std::move(context));
-    if (page.next_page_token().empty()) break;
-    if (static_cast<int>(all.size()) >= max) {
-      *truncated = true;
-      break;
-    }
-    request.set_page_token(page.next_page_token());
-  }
-  return all;
 }
 
 // Where an event stream starts: ?after=<seq> (a change's seq, from a "hello" or "change"
@@ -304,31 +285,29 @@ void Console::Install(httplib::Server& server) {
             "},\"lastChange\":", parts->feed->last_seq(), "}");
       }));
 
-  // Evaluations: the contexts with their conversation's totals, newest first.
+  // Evaluations: the contexts with their conversation's totals, newest first (the contexts'
+  // time index), filtered by green agent, agent under test and status. One page reads at most
+  // kMaxScan index entries: a filter that matches rarely answers quickly with fewer rows and a
+  // `next` token to read on from.
   server.Get(
       "/console/api/evaluations",
       json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "purple", "status", "limit"}));
-        RETURN_IF_ERROR(common::ValidateOptionalId("purple", params["purple"]));
-        v1::ListContextsRequest filter;
-        if (params.count("agent") > 0) {
-          RETURN_IF_ERROR(common::ValidateOptionalId("agent", params["agent"]));
-          filter.set_agent(params["agent"]);
-        }
-        ASSIGN_OR_RETURN(v1::ContextStatus status, StatusParam(params));
-        filter.set_status(status);
-        ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-        bool truncated = false;
-        ASSIGN_OR_RETURN(std::vector<v1::TaskContext> contexts,
-                         ScanContexts(*parts->contexts, filter, limit, &truncated));
-        std::sort(contexts.begin(), contexts.end(), [](const auto& a, const auto& b) {
-          return a.create_time().seconds() > b.create_time().seconds();
-        });
+        ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "purple", "status", "limit", "page"}));
+        const std::string agent = params["agent"];
+        const std::string purple = params["purple"];
+        RETURN_IF_ERROR(common::ValidateOptionalId("agent", agent));
+        RETURN_IF_ERROR(common::ValidateOptionalId("purple", purple));
+        ASSIGN_OR_RETURN(const v1::ContextStatus status, StatusParam(params));
+        ASSIGN_OR_RETURN(const int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+        auto keep = [&](const v1::TaskContext& context) {
+          return (agent.empty() || context.agent() == agent) &&
+                 (status == v1::CONTEXT_STATUS_UNSPECIFIED || context.status() == status) &&
+                 (purple.empty() || Label(context, "purple_agent") == purple);
+        };
+        ASSIGN_OR_RETURN(ContextStore::NewestPage page,
+                         parts->contexts->ListNewest(limit, kMaxScan, params["page"], keep));
         std::vector<std::string> rows;
-        for (const v1::TaskContext& context : contexts) {
-          if (!params["purple"].empty() && Label(context, "purple_agent") != params["purple"]) {
-            continue;
-          }
+        for (const v1::TaskContext& context : page.contexts) {
           ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
                            ConversationStore::ReadMeta(*parts->store, context.context_id()));
           const std::optional<double> score = EvaluationScore(context);
@@ -338,7 +317,7 @@ void Console::Install(httplib::Server& server) {
               ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
         }
         return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
-                            "],\"truncated\":", truncated ? "true" : "false", "}");
+                            "],\"next\":", Quote(page.next_page_token), "}");
       }));
 
   // One evaluation: the context, its commands, its conversation and its A2A tasks with their
@@ -350,23 +329,19 @@ void Console::Install(httplib::Server& server) {
         const std::string id = req.matches[1].str();
         RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
         ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
+        // The newest kMaxTimeline commands and messages: a long evaluation's timeline shows
+        // what it does now, with the totals saying how much came before.
+        ASSIGN_OR_RETURN(const std::vector<v1::CommandRecord> command_records,
+                         parts->contexts->LastCommands(id, kMaxTimeline));
         std::vector<std::string> commands;
-        v1::ListCommandsRequest list_commands;
-        list_commands.set_context_id(id);
-        while (static_cast<int>(commands.size()) < kMaxTimeline) {
-          list_commands.set_page_size(kMaxRows);
-          ASSIGN_OR_RETURN(v1::ListCommandsResponse page,
-                           parts->contexts->ListCommands(list_commands));
-          for (const v1::CommandRecord& command : page.commands())
-            commands.push_back(ToJson(command));
-          if (page.next_page_token().empty()) break;
-          list_commands.set_page_token(page.next_page_token());
-        }
+        for (const v1::CommandRecord& command : command_records)
+          commands.push_back(ToJson(command));
         std::vector<std::string> messages;
         int64_t steps = 0;
         int64_t tokens = 0;
         v1::GetConversationRequest read;
         read.set_context_id(id);
+        read.set_tail(kMaxTimeline);
         while (static_cast<int>(messages.size()) < kMaxTimeline) {
           read.set_page_size(kMaxRows);
           absl::StatusOr<v1::GetConversationResponse> page = parts->conversations->Read(read);

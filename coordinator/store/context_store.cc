@@ -1,5 +1,6 @@
 #include "coordinator/store/context_store.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,16 @@ absl::Status PutHeader(Transaction& txn, const TaskContext& context) {
                  EncodeRecord(context));
 }
 
+// The context's entry in the newest-first index: by its create time, which never changes.
+std::string TimeIndexKey(const TaskContext& context) {
+  return keys::ContextByTime(absl::ToUnixMicros(FromProtoTime(context.create_time())),
+                             context.context_id());
+}
+
+// Marks the contexts-by-time index as built (kTimeIndexVersion) in the derived-records markers.
+constexpr int64_t kTimeIndexVersion = 1;
+constexpr char kTimeIndexName[] = "contexts-by-time";
+
 absl::Status ValidateStatus(v1::ContextStatus status) {
   if (!v1::ContextStatus_IsValid(status)) {
     return absl::InvalidArgumentError(absl::StrCat("status ", status, " is not a known value"));
@@ -124,6 +135,7 @@ absl::StatusOr<TaskContext> ContextStore::Create(const TaskContext& request) {
     }
     if (!absl::IsNotFound(existing.status())) return existing.status();
     RETURN_IF_ERROR(PutHeader(txn, context));
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex, TimeIndexKey(context), ""));
     RETURN_IF_ERROR(Tallies::TxnContextChanged(txn, nullptr, &context));
     if (!context.agent().empty()) {
       RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex,
@@ -398,6 +410,26 @@ absl::StatusOr<v1::ListCommandsResponse> ContextStore::ListCommands(
   return response;
 }
 
+absl::StatusOr<std::vector<v1::CommandRecord>> ContextStore::LastCommands(
+    absl::string_view context_id, int n) {
+  ASSIGN_OR_RETURN(const TaskContext context, Get(context_id));
+  std::vector<v1::CommandRecord> out;
+  if (n <= 0 || context.command_count() == 0) return out;
+  const int64_t first = std::max<int64_t>(1, context.command_count() - n + 1);
+  const std::string prefix = keys::CommandPrefix(context_id);
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+  it->Seek(keys::CommandRecord(context_id, static_cast<uint64_t>(first)));
+  for (; it->Valid(); it->Next()) {
+    v1::CommandRecord record;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &record));
+    if (record.seq() > context.command_count()) break;  // recorded after the header was read
+    out.push_back(std::move(record));
+  }
+  RETURN_IF_ERROR(it->status());
+  return out;
+}
+
 bool ContextStore::IsTerminal(const TaskContext& context) {
   return context.status() == v1::CONTEXT_STATUS_COMPLETED ||
          context.status() == v1::CONTEXT_STATUS_FAILED ||
@@ -438,6 +470,72 @@ absl::Status ContextStore::ForEachContextId(
     RETURN_IF_ERROR(visit(id));
   }
   return it->status();
+}
+
+absl::StatusOr<bool> ContextStore::EnsureTimeIndex(storage::Store& store) {
+  absl::StatusOr<std::string> raw =
+      store.Get(ColumnFamily::kIndex, keys::DerivedBuilt(kTimeIndexName));
+  if (raw.ok()) {
+    google::protobuf::Int64Value version;
+    RETURN_IF_ERROR(DecodeRecord(*raw, &version));
+    if (version.value() >= kTimeIndexVersion) return false;
+  } else if (!absl::IsNotFound(raw.status())) {
+    return raw.status();
+  }
+  // One entry per context, written in batches (the index is only read by the web console, and
+  // an entry written twice is the same entry), then the marker.
+  std::vector<std::string> batch;
+  auto flush = [&]() -> absl::Status {
+    RETURN_IF_ERROR(store.RunTransaction([&](Transaction& txn) -> absl::Status {
+      for (const std::string& key : batch) RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex, key, ""));
+      return absl::OkStatus();
+    }));
+    batch.clear();
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(ForEachContextHeader(store, [&](const TaskContext& context) -> absl::Status {
+    batch.push_back(TimeIndexKey(context));
+    return batch.size() >= 1000 ? flush() : absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(flush());
+  RETURN_IF_ERROR(store.RunTransaction([&](Transaction& txn) -> absl::Status {
+    google::protobuf::Int64Value version;
+    version.set_value(kTimeIndexVersion);
+    return txn.Put(ColumnFamily::kIndex, keys::DerivedBuilt(kTimeIndexName), EncodeRecord(version));
+  }));
+  return true;
+}
+
+absl::StatusOr<ContextStore::NewestPage> ContextStore::ListNewest(
+    int limit, int max_scan, absl::string_view page_token,
+    absl::FunctionRef<bool(const TaskContext&)> keep) {
+  ASSIGN_OR_RETURN(const std::string resume, DecodePageToken(page_token, "contexts-by-time", ""));
+  const std::string prefix = keys::ContextsByTimePrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
+  if (!resume.empty()) it->Seek(resume);
+  NewestPage page;
+  int scanned = 0;
+  for (; it->Valid(); it->Next()) {
+    if (static_cast<int>(page.contexts.size()) >= limit || scanned >= max_scan) {
+      // More to read: the next page starts at this entry.
+      page.next_page_token = EncodePageToken("contexts-by-time", "", it->key());
+      break;
+    }
+    ++scanned;
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    RETURN_IF_ERROR(reader.ReadUint64().status());
+    ASSIGN_OR_RETURN(const std::string id, reader.ReadString());
+    absl::StatusOr<std::string> raw = store_->Get(ColumnFamily::kContexts, keys::ContextHeader(id));
+    if (absl::IsNotFound(raw.status())) continue;  // deleted since the entry was read
+    RETURN_IF_ERROR(raw.status());
+    TaskContext context;
+    RETURN_IF_ERROR(DecodeRecord(*raw, &context));
+    if (keep(context)) page.contexts.push_back(std::move(context));
+  }
+  RETURN_IF_ERROR(it->status());
+  return page;
 }
 
 absl::Status ContextStore::ForEachContextHeader(
@@ -494,9 +592,9 @@ absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
                            limit, &progress.deleted));
   }
   if (!done) return progress;
-  // The parents and the index entry go together, when they fit in the budget.
+  // The parents and the index entries go together, when they fit in the budget.
   const bool indexed = life.header.has_value() && !life.header->agent().empty();
-  const int64_t parents = (life.header.has_value() ? 1 : 0) +
+  const int64_t parents = (life.header.has_value() ? 2 : 0) +  // the header, its time entry
                           (life.conversation.has_value() ? 1 : 0) + (indexed ? 1 : 0);
   if (progress.deleted + parents > limit) return progress;
   if (indexed) {
@@ -505,6 +603,7 @@ absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
   }
   if (life.header.has_value()) {
     RETURN_IF_ERROR(txn.Delete(ColumnFamily::kContexts, keys::ContextHeader(context_id)));
+    RETURN_IF_ERROR(txn.Delete(ColumnFamily::kIndex, TimeIndexKey(*life.header)));
     RETURN_IF_ERROR(Tallies::TxnContextChanged(txn, &*life.header, nullptr));
   }
   if (life.conversation.has_value()) {
@@ -524,7 +623,7 @@ absl::StatusOr<int64_t> ContextStore::CountPurge(storage::Store& store,
                                                        keys::CommandRequestPrefix(context_id)));
   ASSIGN_OR_RETURN(const int64_t conversation, ConversationStore::CountRecords(store, context_id));
   const bool indexed = life.header.has_value() && !life.header->agent().empty();
-  return commands + requests + conversation + (life.header.has_value() ? 1 : 0) + (indexed ? 1 : 0);
+  return commands + requests + conversation + (life.header.has_value() ? 2 : 0) + (indexed ? 1 : 0);
 }
 
 }  // namespace coordinator

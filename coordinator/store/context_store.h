@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
@@ -38,6 +39,10 @@ class ContextStore {
       const v1::RecordCommandRequest& request);
   [[nodiscard]] absl::StatusOr<v1::ListCommandsResponse> ListCommands(
       const v1::ListCommandsRequest& request);
+  // The last `n` commands recorded, oldest first (a running evaluation's timeline shows its
+  // newest commands however many there were).
+  [[nodiscard]] absl::StatusOr<std::vector<v1::CommandRecord>> LastCommands(
+      absl::string_view context_id, int n);
 
   // Called with the context_id after each committed change (create, update, delete, recorded
   // command), on the committing thread: it must be quick (the web console's feed). Set before
@@ -70,6 +75,22 @@ class ContextStore {
   // conversation), in id order; stops at the first error `visit` returns.
   [[nodiscard]] static absl::Status ForEachContextId(
       storage::Store& store, absl::FunctionRef<absl::Status(const std::string&)> visit);
+  // Contexts newest first (by create time), from the contexts-by-time index: those `keep`
+  // accepts, at most `limit` of them, reading at most `max_scan` index entries, so a filter
+  // that rarely matches still answers quickly (with fewer contexts and a next_page_token).
+  // `page_token` is a previous page's next_page_token ("" from the newest).
+  struct NewestPage {
+    std::vector<v1::TaskContext> contexts;
+    std::string next_page_token;  // "" when there is nothing older
+  };
+  [[nodiscard]] absl::StatusOr<NewestPage> ListNewest(
+      int limit, int max_scan, absl::string_view page_token,
+      absl::FunctionRef<bool(const v1::TaskContext&)> keep);
+  // Builds the contexts-by-time index of a database written before it existed, once (its marker
+  // says so afterwards); whether it built it. Reads every header: call it before the store
+  // serves.
+  [[nodiscard]] static absl::StatusOr<bool> EnsureTimeIndex(storage::Store& store);
+
   // Calls `visit` with every TaskContext, in id order; stops at the first error `visit` returns.
   [[nodiscard]] static absl::Status ForEachContextHeader(
       storage::Store& store, absl::FunctionRef<absl::Status(const v1::TaskContext&)> visit);

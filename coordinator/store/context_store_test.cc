@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "coordinator/store/conversation_store.h"
 #include "coordinator/store/keys.h"
 #include "gtest/gtest.h"
@@ -289,6 +290,85 @@ TEST_F(ContextStoreTest, ChangeHooksHearCommittedChangesOnly) {
   ASSERT_OK(contexts_->Delete("hooked", 0));
   EXPECT_EQ(heard, (std::vector<std::string>{"context hooked", "context hooked",
                                              "conversation hooked", "context hooked"}));
+}
+
+// The web console lists evaluations newest first from the contexts' time index: by create time
+// (not by id), a page at a time, a page bounded by the index entries it reads, and a context
+// deleted is gone from it.
+TEST_F(ContextStoreTest, ListNewestGoesByCreateTimeAPageAtATime) {
+  for (const char* id : {"c", "b", "a", "d"}) {
+    v1::TaskContext context;
+    context.set_context_id(id);
+    context.set_status(std::string(id) == "d" ? v1::CONTEXT_STATUS_COMPLETED
+                                              : v1::CONTEXT_STATUS_ACTIVE);
+    ASSERT_OK(contexts_->Create(context));
+    absl::SleepFor(absl::Milliseconds(2));  // distinct create times
+  }
+  auto ids = [](const ContextStore::NewestPage& page) {
+    std::vector<std::string> out;
+    for (const v1::TaskContext& c : page.contexts) out.push_back(c.context_id());
+    return out;
+  };
+  auto all = [](const v1::TaskContext&) { return true; };
+  absl::StatusOr<ContextStore::NewestPage> first = contexts_->ListNewest(2, 100, "", all);
+  ASSERT_OK(first);
+  EXPECT_EQ(ids(*first), (std::vector<std::string>{"d", "a"}));
+  ASSERT_FALSE(first->next_page_token.empty());
+  absl::StatusOr<ContextStore::NewestPage> second =
+      contexts_->ListNewest(2, 100, first->next_page_token, all);
+  ASSERT_OK(second);
+  EXPECT_EQ(ids(*second), (std::vector<std::string>{"b", "c"}));
+  EXPECT_TRUE(second->next_page_token.empty());
+
+  // A filter: only what it keeps; and a page stops after `max_scan` entries whatever it found.
+  auto active = [](const v1::TaskContext& c) { return c.status() == v1::CONTEXT_STATUS_ACTIVE; };
+  absl::StatusOr<ContextStore::NewestPage> bounded = contexts_->ListNewest(10, 1, "", active);
+  ASSERT_OK(bounded);
+  EXPECT_TRUE(bounded->contexts.empty());  // "d" was read, and is not active
+  absl::StatusOr<ContextStore::NewestPage> rest =
+      contexts_->ListNewest(10, 100, bounded->next_page_token, active);
+  ASSERT_OK(rest);
+  EXPECT_EQ(ids(*rest), (std::vector<std::string>{"a", "b", "c"}));
+
+  ASSERT_OK(contexts_->Delete("a", 0));
+  absl::StatusOr<ContextStore::NewestPage> after = contexts_->ListNewest(10, 100, "", all);
+  ASSERT_OK(after);
+  EXPECT_EQ(ids(*after), (std::vector<std::string>{"d", "b", "c"}));
+  EXPECT_EQ(contexts_->ListNewest(10, 100, "garbage!", all).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A database written before the time index existed gets it built at start, once.
+TEST_F(ContextStoreTest, EnsureTimeIndexBuildsTheIndexOfAnOlderDatabase) {
+  for (const char* id : {"x", "y"}) {
+    v1::TaskContext context;
+    context.set_context_id(id);
+    ASSERT_OK(contexts_->Create(context));
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_OK(store_->RunTransaction([](storage::Transaction& txn) -> absl::Status {
+    for (const std::string& prefix :
+         {keys::ContextsByTimePrefix(), keys::DerivedBuilt("contexts-by-time")}) {
+      std::unique_ptr<storage::Iterator> it =
+          txn.NewIterator(ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
+      for (; it->Valid(); it->Next()) {
+        if (absl::Status s = txn.Delete(ColumnFamily::kIndex, it->key()); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }));
+  auto all = [](const v1::TaskContext&) { return true; };
+  EXPECT_TRUE(contexts_->ListNewest(10, 100, "", all)->contexts.empty());
+  absl::StatusOr<bool> built = ContextStore::EnsureTimeIndex(*store_);
+  ASSERT_OK(built);
+  EXPECT_TRUE(*built);
+  absl::StatusOr<ContextStore::NewestPage> page = contexts_->ListNewest(10, 100, "", all);
+  ASSERT_OK(page);
+  ASSERT_EQ(page->contexts.size(), 2u);
+  EXPECT_EQ(page->contexts[0].context_id(), "y");
+  built = ContextStore::EnsureTimeIndex(*store_);
+  ASSERT_OK(built);
+  EXPECT_FALSE(*built);
 }
 
 }  // namespace

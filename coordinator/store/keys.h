@@ -28,6 +28,7 @@ namespace coordinator::keys {
 enum class RecordType : uint8_t {
   kContextScoped = 0x10,    // family kContexts: one context's records (ContextRecord follows)
   kContextsByAgent = 0x20,  // family kIndex: contexts by agent
+  kContextsByTime = 0x21,   // family kIndex: contexts, newest first
   kTaskScoped = 0x30,       // family kTasks: one retry task's records (TaskRecord follows)
   kBlockedRegistry = 0x31,  // family kTasks: blocked tasks
   kBreakerLogMeta = 0x32,   // family kTasks: the breaker log's newest seq
@@ -40,7 +41,7 @@ enum class RecordType : uint8_t {
   kA2ADelivery = 0x53,      // family kA2A: messages still to be delivered to agents
   kA2APushPending = 0x54,   // family kA2A: webhook calls still to be made
   kTally = 0x60,            // family kIndex: one stripe of a running total (tallies.h)
-  kTalliesBuilt = 0x61,     // family kIndex: which totals the tallies hold
+  kDerivedBuilt = 0x61,     // family kIndex: which derived records (totals, indexes) are built
 };
 
 // What follows the context prefix (RecordType::kContextScoped).
@@ -81,11 +82,12 @@ enum class A2ATaskRecord : uint8_t {
 };
 
 inline constexpr RecordType kAllRecordTypes[] = {
-    RecordType::kContextScoped,   RecordType::kContextsByAgent, RecordType::kTaskScoped,
-    RecordType::kBlockedRegistry, RecordType::kBreakerLogMeta,  RecordType::kBreakerLog,
-    RecordType::kWorkRunScoped,   RecordType::kWorkLeases,      RecordType::kA2AAgent,
-    RecordType::kA2ATaskScoped,   RecordType::kA2ATasksByTime,  RecordType::kA2ADelivery,
-    RecordType::kA2APushPending,  RecordType::kTally,           RecordType::kTalliesBuilt,
+    RecordType::kContextScoped, RecordType::kContextsByAgent, RecordType::kContextsByTime,
+    RecordType::kTaskScoped,    RecordType::kBlockedRegistry, RecordType::kBreakerLogMeta,
+    RecordType::kBreakerLog,    RecordType::kWorkRunScoped,   RecordType::kWorkLeases,
+    RecordType::kA2AAgent,      RecordType::kA2ATaskScoped,   RecordType::kA2ATasksByTime,
+    RecordType::kA2ADelivery,   RecordType::kA2APushPending,  RecordType::kTally,
+    RecordType::kDerivedBuilt,
 };
 inline constexpr ContextRecord kAllContextRecords[] = {
     ContextRecord::kHeader,           ContextRecord::kCommand,
@@ -133,6 +135,8 @@ constexpr absl::string_view Name(RecordType type) {
       return "context";
     case RecordType::kContextsByAgent:
       return "contexts-by-agent";
+    case RecordType::kContextsByTime:
+      return "contexts-by-time";
     case RecordType::kTaskScoped:
       return "retry-task";
     case RecordType::kBlockedRegistry:
@@ -157,8 +161,8 @@ constexpr absl::string_view Name(RecordType type) {
       return "a2a-push-pending";
     case RecordType::kTally:
       return "tally";
-    case RecordType::kTalliesBuilt:
-      return "tallies-built";
+    case RecordType::kDerivedBuilt:
+      return "derived-built";
   }
   return "";
 }
@@ -229,6 +233,7 @@ constexpr absl::string_view Name(A2ATaskRecord record) {
 // The byte constants the code has always used; the enums above are their source.
 inline constexpr uint8_t kContextScoped = Byte(RecordType::kContextScoped);
 inline constexpr uint8_t kContextsByAgent = Byte(RecordType::kContextsByAgent);
+inline constexpr uint8_t kContextsByTime = Byte(RecordType::kContextsByTime);
 inline constexpr uint8_t kContextHeader = Byte(ContextRecord::kHeader);
 inline constexpr uint8_t kCommandRecord = Byte(ContextRecord::kCommand);
 inline constexpr uint8_t kConversationMeta = Byte(ContextRecord::kConversationMeta);
@@ -262,7 +267,7 @@ inline constexpr uint8_t kA2ATaskEvent = Byte(A2ATaskRecord::kEvent);
 inline constexpr uint8_t kA2ATaskPushConfig = Byte(A2ATaskRecord::kPushConfig);
 inline constexpr uint8_t kA2ATaskPushLog = Byte(A2ATaskRecord::kPushLog);
 inline constexpr uint8_t kTally = Byte(RecordType::kTally);
-inline constexpr uint8_t kTalliesBuilt = Byte(RecordType::kTalliesBuilt);
+inline constexpr uint8_t kDerivedBuilt = Byte(RecordType::kDerivedBuilt);
 
 // Every key of one record type: the prefix of a family-wide scan (all contexts, all runs, the
 // whole lease index, ...).
@@ -277,6 +282,7 @@ inline std::string TypePrefix(RecordType type) { return storage::KeyBuilder(Byte
 //   0x10 <context_id> 0x04 <request>   seq of the command it recorded  ContextStore
 //   0x10 <context_id> 0x05 <request>   seq of the message it appended  ConversationStore
 //   0x20 <agent> <context_id>          empty: contexts by agent        ContextStore
+//   0x21 <inverted_create_micros:u64> <context_id>  empty: newest first  ContextStore
 //
 // RecordCommand locks the header, AppendMessage the conversation meta; deleting locks both.
 inline std::string AllContextsPrefix() { return TypePrefix(RecordType::kContextScoped); }
@@ -339,11 +345,22 @@ inline std::string AgentIndexPrefix(absl::string_view agent) {
 inline std::string AgentIndex(absl::string_view agent, absl::string_view context_id) {
   return storage::KeyBuilder(kContextsByAgent).AddString(agent).AddString(context_id).key();
 }
+// The time index orders by the create time inverted, so the newest comes first (the A2A tasks'
+// index does the same); a time before the epoch counts as the epoch.
+inline std::string ContextsByTimePrefix() { return TypePrefix(RecordType::kContextsByTime); }
+inline std::string ContextByTime(int64_t create_unix_micros, absl::string_view context_id) {
+  return storage::KeyBuilder(kContextsByTime)
+      .AddUint64(std::numeric_limits<uint64_t>::max() -
+                 static_cast<uint64_t>(create_unix_micros < 0 ? 0 : create_unix_micros))
+      .AddString(context_id)
+      .key();
+}
 
 // ---- Running totals: family kIndex (see coordinator/store/tallies.h). ----
 //
 //   0x60 <tally:u8> <group> <stripe:u8>   StoredTally: one stripe of one group's total
-//   0x61                                   Int64Value: the kind of totals built (kTalliesVersion)
+//   0x61 <name>                            Int64Value: the version of the derived records <name>
+//                                          built ("tallies": kTalliesVersion; "contexts-by-time")
 //
 // A total is split over stripes so that writers of different records rarely share a lock; the
 // writer of a record locks the record first, then one stripe.
@@ -357,7 +374,10 @@ inline std::string TallyGroupPrefix(uint8_t tally, absl::string_view group) {
 inline std::string TallyStripe(uint8_t tally, absl::string_view group, uint8_t stripe) {
   return storage::KeyBuilder(kTally).AddByte(tally).AddString(group).AddByte(stripe).key();
 }
-inline std::string TalliesBuilt() { return TypePrefix(RecordType::kTalliesBuilt); }
+// Derived records are built from the records at start when their marker is missing.
+inline std::string DerivedBuilt(absl::string_view name) {
+  return storage::KeyBuilder(kDerivedBuilt).AddString(name).key();
+}
 
 // ---- A2A gateway: family kA2A (see docs/a2a.md). ----
 //

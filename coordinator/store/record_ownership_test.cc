@@ -59,6 +59,7 @@ struct TypeOwner {
 constexpr TypeOwner kTypeOwners[] = {
     {RecordType::kContextScoped, Owner::kContext, 0x10},
     {RecordType::kContextsByAgent, Owner::kContext, 0x20},
+    {RecordType::kContextsByTime, Owner::kContext, 0x21},
     {RecordType::kTaskScoped, Owner::kRetryTask, 0x30},
     {RecordType::kBlockedRegistry, Owner::kRetryTask, 0x31},
     {RecordType::kBreakerLogMeta, Owner::kShared, 0x32},  // the log's newest seq
@@ -71,7 +72,7 @@ constexpr TypeOwner kTypeOwners[] = {
     {RecordType::kA2ADelivery, Owner::kA2ATask, 0x53},
     {RecordType::kA2APushPending, Owner::kA2ATask, 0x54},
     {RecordType::kTally, Owner::kShared, 0x60},         // derived totals over every entity
-    {RecordType::kTalliesBuilt, Owner::kShared, 0x61},  // which totals are built
+    {RecordType::kDerivedBuilt, Owner::kShared, 0x61},  // which derived records are built
 };
 
 // The sub-type bytes under an entity's prefix, pinned.
@@ -303,8 +304,8 @@ TEST_F(RecordOwnershipTest, ContextPurgeDeletesEveryKindItWrites) {
   absl::StatusOr<int64_t> counted = ContextStore::CountPurge(*store_, "owned-ctx");
   ASSERT_OK(counted);
   auto always = [](const ContextStore::Life&) -> absl::StatusOr<bool> { return true; };
-  // Header, conversation meta and agent-index entry go together.
-  const int64_t deleted = PurgeInSteps(3, [&](storage::Transaction& txn, int64_t limit) {
+  // Header, its time-index entry, conversation meta and agent-index entry go together.
+  const int64_t deleted = PurgeInSteps(4, [&](storage::Transaction& txn, int64_t limit) {
     return ContextStore::PurgeStep(txn, "owned-ctx", limit, always);
   });
   EXPECT_EQ(KindsOf("owned-ctx"), std::set<Kind>());

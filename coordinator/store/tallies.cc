@@ -220,7 +220,7 @@ absl::StatusOr<std::map<std::string, TallyTotal>> Tallies::ReadGroups(storage::S
 }
 
 absl::StatusOr<bool> Tallies::Built(storage::Store& store) {
-  absl::StatusOr<std::string> raw = store.Get(kFamily, keys::TalliesBuilt());
+  absl::StatusOr<std::string> raw = store.Get(kFamily, keys::DerivedBuilt("tallies"));
   if (absl::IsNotFound(raw.status())) return false;
   RETURN_IF_ERROR(raw.status());
   google::protobuf::Int64Value version;
@@ -258,7 +258,7 @@ absl::Status Tallies::Rebuild(storage::Store& store) {
         return absl::OkStatus();
       }));
   return store.RunTransaction([&](Transaction& txn) -> absl::Status {
-    absl::StatusOr<std::string> marker = txn.GetForUpdate(kFamily, keys::TalliesBuilt());
+    absl::StatusOr<std::string> marker = txn.GetForUpdate(kFamily, keys::DerivedBuilt("tallies"));
     if (!marker.ok() && !absl::IsNotFound(marker.status())) return marker.status();
     const std::string prefix = keys::AllTalliesPrefix();
     std::unique_ptr<storage::Iterator> it =
@@ -275,7 +275,7 @@ absl::Status Tallies::Rebuild(storage::Store& store) {
     }
     google::protobuf::Int64Value version;
     version.set_value(kTalliesVersion);
-    return txn.Put(kFamily, keys::TalliesBuilt(), EncodeRecord(version));
+    return txn.Put(kFamily, keys::DerivedBuilt("tallies"), EncodeRecord(version));
   });
 }
 

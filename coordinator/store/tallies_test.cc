@@ -82,7 +82,7 @@ class TalliesTest : public ::testing::Test {
   // Deletes the totals and their marker, as in a database written before they were kept.
   void ForgetTallies() {
     ASSERT_OK(store_->RunTransaction([](storage::Transaction& txn) -> absl::Status {
-      for (const std::string& prefix : {keys::AllTalliesPrefix(), keys::TalliesBuilt()}) {
+      for (const std::string& prefix : {keys::AllTalliesPrefix(), keys::DerivedBuilt("tallies")}) {
         std::unique_ptr<storage::Iterator> it =
             txn.NewIterator(ColumnFamily::kIndex, prefix, storage::PrefixUpperBound(prefix));
         for (; it->Valid(); it->Next()) {

@@ -546,6 +546,27 @@ TEST_F(WorkStoreTest, PublishesEveryChange) {
   EXPECT_LT(events[1].item().version(), events[2].item().version());
 }
 
+// A new run's items are changes like any other: a watcher of every run (the web console's
+// feed) hears of a run created after it subscribed, with the run on the last event.
+TEST_F(WorkStoreTest, PublishesTheItemsOfANewRun) {
+  RecordingWatcher all;
+  ASSERT_TRUE(notifier_.Subscribe(WorkNotifier::kAllRuns, &all));
+  CreateRun("fresh", {"a:1", "b:1", "c:2:a"});
+  EXPECT_FALSE(work_->CreateRun(v1::CreateRunRequest()).ok());  // refused: nothing published
+  notifier_.Unsubscribe(&all);
+  std::vector<v1::RunEvent> events = all.events();
+  ASSERT_EQ(events.size(), 3u);
+  for (const v1::RunEvent& event : events) {
+    EXPECT_EQ(event.type(), v1::RunEvent::TYPE_CHANGED);
+    EXPECT_EQ(event.run_id(), "fresh");
+    EXPECT_EQ(event.item().status(), v1::ITEM_STATUS_PENDING);
+  }
+  EXPECT_EQ(events[0].item().item_id(), "a");
+  EXPECT_FALSE(events[0].has_run());
+  EXPECT_EQ(events[2].run().run_id(), "fresh");
+  EXPECT_EQ(events[2].run().counts().total(), 3);
+}
+
 }  // namespace
 }  // namespace coordinator
 

@@ -109,6 +109,8 @@ test('evaluations: the list and its filters', async () => {
   let text = await open('#/evaluations', 'evaluations');
   assert.match(text, /eval-done/);
   assert.match(text, /eval-run/);
+  // Newest first: eval-next was created last (by the overview's test).
+  assert.equal(await page.$eval('main tbody tr', (tr) => tr.dataset.id), 'eval-next');
   const done = await page.$eval('tr[data-id="eval-done"]', (tr) => tr.innerText);
   assert.match(done, /django-11099/);
   assert.match(done, /purple-gpt/);
@@ -144,6 +146,9 @@ test('leaderboard: mean and count by agent and by task', async () => {
   assert.match(text, /purple-gpt\s+0\.750\s+1/);
   assert.match(text, /purple-claude\s+0\.500\s+1/);
   assert.match(text, /django-11099\s+0\.625\s+2/);
+  // Task by agent: each agent's mean (count) on each task.
+  const row = await page.$eval('#matrix tr[data-id="django-11099"]', (tr) => tr.innerText);
+  assert.match(row, /0\.750 \(1\)\s+0\.500 \(1\)/);
   await shot('leaderboard');
 });
 

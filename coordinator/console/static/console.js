@@ -115,6 +115,7 @@ const views = {
     if (params.get('agent')) q.set('agent', params.get('agent'));
     if (params.get('purple')) q.set('purple', params.get('purple'));
     if (params.get('status')) q.set('status', params.get('status'));
+    if (params.get('page')) q.set('page', params.get('page'));
     const data = await api('/console/api/evaluations?' + q);
     const agent = h('input', { id: 'filter-agent', placeholder: 'green agent', value: params.get('agent') || '' });
     const purple = h('input', { id: 'filter-purple', placeholder: 'agent under test', value: params.get('purple') || '' });
@@ -142,11 +143,20 @@ const views = {
       h('td', { class: 'num' }, e.conversation ? (e.conversation.totalTokens || 0) : 0),
       h('td', { class: 'num' }, age(c.createTime)));
     });
+    // Newest first; a page ends after its rows or after the server read its share of the index.
+    const pages = h('div', { class: 'pages' });
+    if (params.get('page')) {
+      pages.append(h('a', { href: '#/evaluations' + filterQuery(params, null), id: 'newest' }, '← newest'), ' ');
+    }
+    if (data.next) {
+      pages.append(h('a', { href: '#/evaluations' + filterQuery(params, data.next), id: 'older' }, 'older →'));
+    }
     return [h('h2', {}, 'Evaluations'), h('div', { class: 'filters' }, agent, purple, status),
-      data.evaluations.length === 0 ? h('p', { class: 'muted' }, 'No evaluation matches.') :
+      data.evaluations.length === 0 ? h('p', { class: 'muted' },
+        data.next ? 'None among the newest; look at older ones.' : 'No evaluation matches.') :
         table(['Context', 'Task', 'Green agent', 'Purple agent', 'Status', { label: 'Score', num: 1 },
           { label: 'Commands', num: 1 }, { label: 'Failed', num: 1 }, { label: 'Tokens', num: 1 },
-          { label: 'Age', num: 1 }], rows)];
+          { label: 'Age', num: 1 }], rows), pages];
   },
 
   async evaluation(params, id) {
@@ -188,6 +198,12 @@ const views = {
         card(c.commandCount || 0, 'commands'), card(c.failedCommands || 0, 'failed commands'),
         card(e.conversation.totalTokens || 0, 'tokens'), card(labels.phase || '—', 'phase')),
       h('h2', {}, 'Timeline'),
+      // A long evaluation shows its newest commands and messages.
+      Number(c.commandCount || 0) > e.commands.length ||
+        Number(e.conversation.stepCount || 0) > e.conversation.messages.length ?
+        h('p', { class: 'muted', id: 'timeline-note' }, 'The newest ' + e.commands.length + ' of ' +
+          (c.commandCount || 0) + ' commands and ' + e.conversation.messages.length + ' of ' +
+          (e.conversation.stepCount || 0) + ' messages.') : null,
       entries.length === 0 ? h('p', { class: 'muted' }, 'Nothing happened yet.') :
         h('ol', { class: 'timeline', id: 'timeline' }, entries.map((x) =>
           h('li', { class: x.bad ? 'bad' : null }, h('span', { class: 't' }, time(x.t)),
@@ -205,7 +221,11 @@ const views = {
         table(hdr('Agent'), rows(data.byAgent)),
       h('h2', {}, 'By task'),
       data.byTask.length === 0 ? h('p', { class: 'muted' }, 'No scored evaluation yet.') :
-        table(hdr('Task'), rows(data.byTask))];
+        table(hdr('Task'), rows(data.byTask)),
+      // How the agents compare on each task: mean (count) per task and agent.
+      h('h2', {}, 'By task and agent'),
+      data.cells.length === 0 ? h('p', { class: 'muted' }, 'No scored evaluation yet.') :
+        matrix(data)];
   },
 
   async runs() {
@@ -285,6 +305,25 @@ const views = {
   },
 };
 
+// The leaderboard's task-by-agent table: agents in the board's order (best mean first).
+function matrix(data) {
+  const agents = data.byAgent.map((r) => r.key);
+  const tasks = data.byTask.map((r) => r.key);
+  const cell = new Map(data.cells.map((c) => [c.task + '\u0000' + c.agent, c]));
+  return h('table', { id: 'matrix' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Task'), agents.map((a) => h('th', { class: 'num' }, a)))),
+    h('tbody', {}, tasks.map((t) => h('tr', { 'data-id': t }, h('td', {}, t), agents.map((a) => {
+      const c = cell.get(t + '\u0000' + a);
+      return h('td', { class: 'num' }, c ? score(c.mean) + ' (' + c.count + ')' : '—');
+    })))));
+}
+// The evaluations' filters of `params` as a query, with `page` (null: from the newest).
+function filterQuery(params, page) {
+  const p = new URLSearchParams();
+  for (const k of ['agent', 'purple', 'status']) if (params.get(k)) p.set(k, params.get(k));
+  if (page) p.set('page', page);
+  return p.toString() ? '?' + p : '';
+}
 function card(n, label) { return h('div', { class: 'card' }, h('div', { class: 'n' }, n), h('div', { class: 'l' }, label)); }
 function partsText(parts) {
   return (parts || []).map((p) => p.text !== undefined ? p.text :
