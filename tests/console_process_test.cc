@@ -216,6 +216,7 @@ TEST_F(ConsoleProcessTest, MalformedAndHostileRequestsGetClearErrors) {
       {"/console/api/evaluations?limit=99999999999999999999", 400, "limit must be"},
       {"/console/api/evaluations?limit=1&limit=2", 400, "given twice"},
       {"/console/api/evaluations?agent=a%00b", 400, "agent"},
+      {"/console/api/evaluations?page=not-a-token", 400, "page"},
       {"/console/api/runs?limit=-5", 400, "limit must be"},
       {"/console/api/overview?x=1", 400, "takes none"},
       {"/console/api/evaluations/" + long_id, 400, "evaluation id"},
