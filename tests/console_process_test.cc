@@ -13,6 +13,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -148,6 +149,22 @@ TEST_F(ConsoleProcessTest, JsonEndpointsShowWhatWasStored) {
   EXPECT_LT(list->body.find(R"("contextId":"eval-run")"),
             list->body.find(R"("contextId":"eval-done")"));
   EXPECT_THAT(list->body, HasSubstr(R"("next":"")"));
+  // A page at a time: the newest, then from the token on.
+  httplib::Result newest = Get("/console/api/evaluations?limit=1");
+  ASSERT_TRUE(newest);
+  ASSERT_EQ(newest->status, 200) << newest->body;
+  EXPECT_THAT(newest->body, HasSubstr("eval-run"));
+  EXPECT_THAT(newest->body, Not(HasSubstr("eval-done")));
+  const size_t at = newest->body.find(R"("next":")");
+  ASSERT_NE(at, std::string::npos);
+  std::string token = newest->body.substr(at + 8, newest->body.find('"', at + 8) - at - 8);
+  ASSERT_FALSE(token.empty());
+  absl::StrReplaceAll({{"=", "%3D"}}, &token);
+  httplib::Result older = Get("/console/api/evaluations?limit=1&page=" + token);
+  ASSERT_TRUE(older);
+  ASSERT_EQ(older->status, 200) << older->body;
+  EXPECT_THAT(older->body, HasSubstr("eval-done"));
+  EXPECT_THAT(older->body, Not(HasSubstr("eval-run")));
 
   httplib::Result filtered = Get("/console/api/evaluations?status=active&agent=green");
   ASSERT_TRUE(filtered);
@@ -217,6 +234,8 @@ TEST_F(ConsoleProcessTest, MalformedAndHostileRequestsGetClearErrors) {
       {"/console/api/evaluations?limit=1&limit=2", 400, "given twice"},
       {"/console/api/evaluations?agent=a%00b", 400, "agent"},
       {"/console/api/evaluations?page=not-a-token", 400, "page"},
+      {"/console/api/runs?page=not-a-token", 400, "page"},
+      {"/console/api/retry?page=not-a-token", 400, "page"},
       {"/console/api/runs?limit=-5", 400, "limit must be"},
       {"/console/api/overview?x=1", 400, "takes none"},
       {"/console/api/evaluations/" + long_id, 400, "evaluation id"},
@@ -395,17 +414,22 @@ TEST_F(ConsoleProcessTest, AnOpenEventStreamEndsWhenTheCoordinatorStops) {
   EXPECT_THAT(text, HasSubstr("event: hello"));
 }
 
+// ?after= replays what came after a change. Consecutive changes of one record are kept as one,
+// the newest (a reader reads the record again anyway).
 TEST_F(ConsoleProcessTest, EventStreamReplaysFromACursor) {
   Start();
   Coordctl(coordinator_->target(), {"context", "put", "first", "--agent", "green"});
+  Coordctl(coordinator_->target(), {"context", "put", "second", "--agent", "green"});
   Coordctl(coordinator_->target(),
-           {"context", "command", "first", "--exit-code", "0", "--", "true"});
+           {"context", "command", "second", "--exit-code", "0", "--", "true"});
   const std::string text =
       ReadEvents(http_port_, "/console/api/events?after=0", nullptr, [](const std::string& t) {
-        return absl::StrContains(t, R"("seq":2,"kind":"context","id":"first")");
+        return absl::StrContains(t, R"("seq":3,"kind":"context","id":"second")");
       });
   EXPECT_THAT(text, HasSubstr(R"("seq":1,"kind":"context","id":"first")"));
-  EXPECT_THAT(text, HasSubstr(R"("seq":2,"kind":"context","id":"first")"));
+  EXPECT_THAT(text, Not(HasSubstr(R"("seq":2,)")));  // kept as seq 3
+  EXPECT_THAT(text, HasSubstr(R"("seq":3,"kind":"context","id":"second")"));
+  EXPECT_THAT(text, Not(HasSubstr("event: resync")));
 }
 
 TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {

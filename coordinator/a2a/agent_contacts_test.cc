@@ -83,6 +83,7 @@ TEST(AgentContactsTest, ACallRecordsItsOutcomeAndWhenTheAgentWasLastSeen) {
 
   contacts.RecordCall("echo", "delivery", absl::OkStatus());
   EXPECT_EQ(changes.size(), 1u);  // nothing a reader shows changed
+  seen = contacts.Get("echo");
 
   contacts.RecordCall("echo", "delivery", absl::UnavailableError("connection refused"));
   AgentContact lost = contacts.Get("echo");

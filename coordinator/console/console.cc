@@ -418,10 +418,12 @@ void Console::Install(httplib::Server& server) {
   // Runs, and one run with all of its items.
   server.Get("/console/api/runs",
              json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
+               // A page of runs in run_id order; `page` is the previous nextPageToken.
+               ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
                ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
                v1::ListRunsRequest list;
                list.set_page_size(limit);
+               list.set_page_token(params["page"]);
                ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
                return ToJson(runs);
              }));
@@ -443,10 +445,12 @@ void Console::Install(httplib::Server& server) {
   // blocked task's break summary.
   server.Get("/console/api/retry",
              json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               ASSIGN_OR_RETURN(auto params, Params(req, {"limit"}));
+               // A page of tasks in task_id order; `page` is the previous "next".
+               ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
                ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
                v1::ListTasksRequest list;
                list.set_page_size(limit);
+               list.set_page_token(params["page"]);
                ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
                // Each task's state with the breaker's analysis of it (read only: a page view
                // writes no breaker log entry).
@@ -476,7 +480,8 @@ void Console::Install(httplib::Server& server) {
                return absl::StrCat(
                    "{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
                    absl::StrJoin(states, ","), "],\"blocked\":[", absl::StrJoin(blocked, ","),
-                   "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true", "}");
+                   "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true",
+                   ",\"next\":", Quote(tasks.next_page_token()), "}");
              }));
 
   // Server-Sent Events: "change" events ({"seq", "kind", "id"}) after `after` (default: from

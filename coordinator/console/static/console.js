@@ -228,18 +228,19 @@ const views = {
         matrix(data)];
   },
 
-  async runs() {
-    const data = await api('/console/api/runs');
+  async runs(params) {
+    const page = params.get('page');
+    const data = await api('/console/api/runs' + (page ? '?page=' + encodeURIComponent(page) : ''));
     const runs = data.runs || [];
     const out = [h('h2', {}, 'Runs')];
-    if (runs.length === 0) return out.concat(h('p', { class: 'muted' }, 'No run.'));
+    if (runs.length === 0) return out.concat(h('p', { class: 'muted' }, 'No run.'), pager('runs', page, ''));
     out.push(table(['Run', 'Kind', 'Status', { label: 'Items', num: 1 }, { label: 'Age', num: 1 }],
       runs.map((r) => h('tr', { class: 'click', 'data-id': r.runId,
         onclick: () => { location.hash = '#/runs/' + encodeURIComponent(r.runId); } },
       h('td', {}, r.runId), h('td', {}, String(r.kind || '').replace('RUN_KIND_', '').toLowerCase()),
       h('td', {}, badge(r.status)), h('td', { class: 'num' }, itemCount(r.counts)),
       h('td', { class: 'num' }, age(r.createTime))))));
-    return out;
+    return out.concat(pager('runs', page, data.nextPageToken));
   },
 
   async run(params, id) {
@@ -266,8 +267,9 @@ const views = {
             item.progress ? h('div', { class: 'muted' }, 'progress: ', item.progress) : null)))))];
   },
 
-  async retry() {
-    const data = await api('/console/api/retry');
+  async retry(params) {
+    const page = params.get('page');
+    const data = await api('/console/api/retry' + (page ? '?page=' + encodeURIComponent(page) : ''));
     const ladder = data.ladder;
     const rows = data.tasks.map(({ state: t, analysis: a }) => {
       const failures = t.failures || [];
@@ -295,6 +297,7 @@ const views = {
       rows.length === 0 ? h('p', { class: 'muted' }, 'No task.') :
         table(['Task', 'Description', 'Tier ladder', { label: 'Attempts', num: 1 },
           'Failures', 'Breaker analysis', ''], rows),
+      pager('retry', page, data.next),
       h('h2', {}, 'Blocked by the breaker'),
       data.blocked.length === 0 ? h('p', { class: 'muted' }, 'Nothing is blocked.') :
         h('div', { id: 'blocked' }, data.blocked.map((b) => h('div', { class: 'card', 'data-id': b.task.taskId },
@@ -305,6 +308,13 @@ const views = {
   },
 };
 
+// Links to the first page of `view` (when not on it) and to the next one (`next`, when there is).
+function pager(view, page, next) {
+  const out = h('div', { class: 'pages' });
+  if (page) out.append(h('a', { href: '#/' + view, class: 'first' }, '← first'), ' ');
+  if (next) out.append(h('a', { href: '#/' + view + '?page=' + encodeURIComponent(next), class: 'next' }, 'more →'));
+  return out;
+}
 // The leaderboard's task-by-agent table: agents in the board's order (best mean first).
 function matrix(data) {
   const agents = data.byAgent.map((r) => r.key);
