@@ -461,6 +461,26 @@ absl::Status EtcdStore::CheckSchema() {
         return absl::DataLossError(absl::StrFormat(
             "etcd prefix %s has an invalid schema version %d", options_.prefix, version));
       }
+      if (version == 1) {
+        // 1 -> 2, as RocksStore::CheckSchema: nothing of the layout moves (the coordinator
+        // builds its running totals at start); the version goes up so that a binary that does
+        // not keep them refuses the data set. One compare-and-put: of replicas opening together
+        // one moves it, the others read it again.
+        etcdserverpb::TxnRequest upgrade;
+        etcdserverpb::Compare* same = upgrade.add_compare();
+        same->set_result(etcdserverpb::Compare::EQUAL);
+        same->set_target(etcdserverpb::Compare::VALUE);
+        same->set_key(key);
+        same->set_value(*stored);
+        etcdserverpb::PutRequest* put = upgrade.add_success()->mutable_request_put();
+        put->set_key(key);
+        std::string encoded;
+        AppendUint32BigEndian(2, &encoded);
+        put->set_value(encoded);
+        ASSIGN_OR_RETURN(etcdserverpb::TxnResponse response, impl_->client().Txn(upgrade));
+        if (!response.succeeded()) continue;
+        version = 2;
+      }
       schema_version_ = version;
       return absl::OkStatus();
     }

@@ -185,6 +185,30 @@ TEST_F(EtcdStoreTest, ReplicasOpeningTogetherRecordOneSchema) {
   EXPECT_EQ(opened.load(), 4);
 }
 
+// A data set of the first layout moves to the current one on open, once, whichever replica of
+// several opening together does it.
+TEST_F(EtcdStoreTest, SchemaVersionOneIsUpgradedByReplicasOpeningTogether) {
+  std::string one;
+  AppendUint32BigEndian(1, &one);
+  RawPut(options_.prefix + "default/\x01schema_version", one);
+  std::vector<std::thread> threads;
+  std::atomic<int> opened{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+      EXPECT_TRUE(store.ok()) << store.status();
+      if (store.ok() && (*store)->schema_version() == kSchemaVersion) ++opened;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(opened.load(), 4);
+  absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::string current;
+  AppendUint32BigEndian(kSchemaVersion, &current);
+  EXPECT_EQ(*(*store)->Get(CF::kDefault, "\x01schema_version"), current);
+}
+
 // A cluster of this test's own (it kills members or turns authentication on).
 class OwnCluster {
  public:

@@ -482,19 +482,27 @@ absl::StatusOr<bool> ContextStore::EnsureTimeIndex(storage::Store& store) {
   } else if (!absl::IsNotFound(raw.status())) {
     return raw.status();
   }
-  // One entry per context, written in batches (the index is only read by the web console, and
-  // an entry written twice is the same entry), then the marker.
-  std::vector<std::string> batch;
+  // One entry per context, written in batches, then the marker. An entry written twice is the
+  // same entry, so replicas of an etcd data set starting together may both write them; each
+  // batch writes the entries of contexts that still exist (their headers read in the same
+  // transaction), so a context deleted meanwhile leaves no entry behind.
+  std::vector<std::pair<std::string, std::string>> batch;  // context id, entry
   auto flush = [&]() -> absl::Status {
     RETURN_IF_ERROR(store.RunTransaction([&](Transaction& txn) -> absl::Status {
-      for (const std::string& key : batch) RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex, key, ""));
+      for (const auto& [id, key] : batch) {
+        absl::StatusOr<std::string> header =
+            txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(id));
+        if (absl::IsNotFound(header.status())) continue;
+        RETURN_IF_ERROR(header.status());
+        RETURN_IF_ERROR(txn.Put(ColumnFamily::kIndex, key, ""));
+      }
       return absl::OkStatus();
     }));
     batch.clear();
     return absl::OkStatus();
   };
   RETURN_IF_ERROR(ForEachContextHeader(store, [&](const TaskContext& context) -> absl::Status {
-    batch.push_back(TimeIndexKey(context));
+    batch.emplace_back(context.context_id(), TimeIndexKey(context));
     return batch.size() >= 1000 ? flush() : absl::OkStatus();
   }));
   RETURN_IF_ERROR(flush());

@@ -228,7 +228,13 @@ absl::StatusOr<bool> Tallies::Built(storage::Store& store) {
   return version.value() >= kTalliesVersion;
 }
 
-absl::Status Tallies::Rebuild(storage::Store& store) {
+namespace {
+
+// Computes every total from the records and, in one transaction, replaces the stored ones with
+// them and records kTalliesVersion. Unless `force`, the transaction first looks at the marker
+// and changes nothing when it is there: another replica of an etcd data set, starting at the
+// same time, built them first (and may serve writes already). Whether it built them.
+absl::StatusOr<bool> Build(storage::Store& store, bool force) {
   // Every total, summed in memory first: as many entries as there are groups, not records.
   std::map<std::pair<Tally, std::string>, TallyTotal> totals;
   auto add = [&](const std::vector<Delta>& deltas) {
@@ -257,9 +263,17 @@ absl::Status Tallies::Rebuild(storage::Store& store) {
         add({Delta{Tally::kDeliveriesQueued, delivery.tenant(), 1, 0}});
         return absl::OkStatus();
       }));
-  return store.RunTransaction([&](Transaction& txn) -> absl::Status {
+  bool built = false;
+  RETURN_IF_ERROR(store.RunTransaction([&](Transaction& txn) -> absl::Status {
+    built = false;
     absl::StatusOr<std::string> marker = txn.GetForUpdate(kFamily, keys::DerivedBuilt("tallies"));
     if (!marker.ok() && !absl::IsNotFound(marker.status())) return marker.status();
+    if (marker.ok() && !force) {
+      google::protobuf::Int64Value version;
+      RETURN_IF_ERROR(DecodeRecord(*marker, &version));
+      if (version.value() >= kTalliesVersion) return absl::OkStatus();
+    }
+    built = true;
     const std::string prefix = keys::AllTalliesPrefix();
     std::unique_ptr<storage::Iterator> it =
         txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
@@ -276,14 +290,20 @@ absl::Status Tallies::Rebuild(storage::Store& store) {
     google::protobuf::Int64Value version;
     version.set_value(kTalliesVersion);
     return txn.Put(kFamily, keys::DerivedBuilt("tallies"), EncodeRecord(version));
-  });
+  }));
+  return built;
+}
+
+}  // namespace
+
+absl::Status Tallies::Rebuild(storage::Store& store) {
+  return Build(store, /*force=*/true).status();
 }
 
 absl::StatusOr<bool> Tallies::EnsureBuilt(storage::Store& store) {
   ASSIGN_OR_RETURN(const bool built, Built(store));
   if (built) return false;
-  RETURN_IF_ERROR(Rebuild(store));
-  return true;
+  return Build(store, /*force=*/false);
 }
 
 }  // namespace coordinator

@@ -93,11 +93,12 @@ class Tallies {
   // Whether the tallies hold the totals of kTalliesVersion.
   [[nodiscard]] static absl::StatusOr<bool> Built(storage::Store& store);
   // Computes every total again from the context and run headers and the delivery queue, and
-  // records kTalliesVersion,
-  // in one transaction. It reads what is committed, so no writer may run meanwhile: call it
-  // before the store serves.
+  // writes them with kTalliesVersion's marker in one transaction (on etcd it must fit
+  // --etcd_max_txn_ops: a key per total). It reads what is committed, so no writer may run
+  // meanwhile: call it before the store serves.
   [[nodiscard]] static absl::Status Rebuild(storage::Store& store);
-  // Rebuild unless Built; whether it rebuilt.
+  // Rebuild unless Built; whether it built them. When replicas of one etcd data set start at
+  // once, the first to commit builds them and the others leave them be.
   [[nodiscard]] static absl::StatusOr<bool> EnsureBuilt(storage::Store& store);
 };
 

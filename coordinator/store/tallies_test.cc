@@ -16,7 +16,7 @@
 #include "coordinator/store/work_store.h"
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
-#include "storage/rocks_store.h"
+#include "storage/testing/test_store.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -28,11 +28,10 @@ using ::testing_util::TempDir;
 class TalliesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    storage::StoreOptions options;
-    options.path = dir_.path();
-    // Many records are written; durability is not what is tested here.
-    options.sync_writes = false;
-    absl::StatusOr<std::unique_ptr<storage::RocksStore>> store = storage::RocksStore::Open(options);
+    // Many records are written; durability is not what is tested here (RocksDB skips its
+    // fsyncs; on etcd they stay).
+    absl::StatusOr<std::unique_ptr<storage::Store>> store =
+        storage::testing::OpenTestStore(dir_.path(), /*sync_writes=*/false);
     ASSERT_OK(store);
     store_ = *std::move(store);
     contexts_ = std::make_unique<ContextStore>(store_.get(), Limits());
@@ -120,7 +119,7 @@ class TalliesTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  std::unique_ptr<storage::RocksStore> store_;
+  std::unique_ptr<storage::Store> store_;
   std::unique_ptr<ContextStore> contexts_;
   std::unique_ptr<WorkStore> work_;
 };
