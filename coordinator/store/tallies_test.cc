@@ -158,6 +158,9 @@ TEST_F(TalliesTest, ContextCountsFollowCreateUpdateAndDelete) {
 // The console's overview used to count contexts by reading at most 20,000 of them. The totals
 // have no such bound: past it they are still exact, from a few point reads.
 TEST_F(TalliesTest, CountsStayExactPastTwentyThousandContexts) {
+  // The totals are the same few keys on either backend; on etcd the 20,500 writes only make the
+  // same check three minutes long (the other tests here run there).
+  SKIP_ON_ETCD("the scale run: the same keys, read the same way, on both backends");
   constexpr int kContexts = 20500;
   for (int i = 0; i < kContexts; ++i) {
     Create(absl::StrCat("ctx-", i),
