@@ -394,6 +394,12 @@ TEST_F(ConsoleProcessTest, OverviewShowsWhichAgentsTheGatewayReached) {
   overview = Get("/console/api/overview");
   ASSERT_TRUE(overview);
   EXPECT_THAT(AgentRow(overview->body, "echo"), HasSubstr(R"("lastCallVia":"delivery")"));
+  EXPECT_THAT(AgentRow(overview->body, "echo"), HasSubstr(R"("queuedDeliveries":0)"));
+  // A message for the ghost stays queued (its deliveries fail and are retried): counted.
+  Coordctl(coordinator_->target(), {"send", "ghost", "anyone there?"});
+  overview = Get("/console/api/overview");
+  ASSERT_TRUE(overview);
+  EXPECT_THAT(AgentRow(overview->body, "ghost"), HasSubstr(R"("queuedDeliveries":1)"));
 }
 
 // SIGTERM with an event stream open: the stream ends and the coordinator exits cleanly (the

@@ -415,7 +415,7 @@ TEST_F(DataCareTest, GcDryRunListsThenGcDeletes) {
 
   ProcessResult dry = Ctl(t, {"gc", "--dry-run", "--older-than", "10ms"});
   EXPECT_EQ(dry.exit_code, 0) << dry.Describe();
-  EXPECT_THAT(dry.out, HasSubstr("dry run: would delete 3 records"));
+  EXPECT_THAT(dry.out, HasSubstr("dry run: would delete 4 records"));
   EXPECT_THAT(dry.out, HasSubstr("contexts (1): old"));
   EXPECT_EQ(Ctl(t, {"context", "get", "old"}).exit_code, 0);
 
@@ -423,8 +423,8 @@ TEST_F(DataCareTest, GcDryRunListsThenGcDeletes) {
   ASSERT_EQ(real.exit_code, 0) << real.Describe();
   v1::CollectGarbageResponse response;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(real.out, &response).ok());
-  // The header, the conversation meta and its one message.
-  EXPECT_EQ(response.records(), 3);
+  // The header, its entry in the contexts' time index, the conversation meta and its message.
+  EXPECT_EQ(response.records(), 4);
   ASSERT_EQ(response.context_ids_size(), 1);
   EXPECT_EQ(response.context_ids(0), "old");
   EXPECT_EQ(Ctl(t, {"context", "get", "old"}).exit_code, 1);
