@@ -1,11 +1,11 @@
 #include "coordinator/store/tallies.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <tuple>
 #include <vector>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/store/a2a_delivery_queue.h"
@@ -29,11 +29,22 @@ constexpr ColumnFamily kFamily = ColumnFamily::kIndex;
 
 uint8_t TallyByte(Tally tally) { return static_cast<uint8_t>(tally); }
 
-// The stripe a record's changes go to. Any stripe would keep the totals right (a reader adds
-// them all up); one per record spreads the writers of different records over the stripes.
+// The stripe a record's changes go to: FNV-1a of its id, the same in every process. Any stripe
+// would keep the totals right (a reader adds them all up, and a stripe may hold a change of a
+// record counted in another, such as a score changed after a rebuild put everything in stripe
+// 0); one per record spreads the writers of different records over the stripes.
 uint8_t StripeOf(absl::string_view record_id) {
-  return static_cast<uint8_t>(absl::Hash<absl::string_view>()(record_id) % kTallyStripes);
+  uint32_t hash = 2166136261u;
+  for (const char c : record_id) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 16777619u;
+  }
+  return static_cast<uint8_t>(hash % kTallyStripes);
 }
+
+// What a stripe's sum may be off zero by after adding and taking away the same scores (floating
+// point); a stripe with no records and no more than this goes.
+constexpr double kSumResidue = 1e-9;
 
 // One change of one total.
 struct Delta {
@@ -90,8 +101,9 @@ absl::Status Apply(Transaction& txn, std::vector<Delta> deltas, uint8_t stripe) 
     }
     stored.set_count(stored.count() + count);
     stored.set_sum(stored.sum() + sum);
-    // A stripe back at no records goes (what its sum kept is rounding left over).
-    if (stored.count() == 0) {
+    // A stripe back at no records and no sum goes. One at no records may still hold a sum: a
+    // score changed (count +0) of a record counted in another stripe.
+    if (stored.count() == 0 && std::abs(stored.sum()) <= kSumResidue) {
       RETURN_IF_ERROR(txn.Delete(kFamily, key));
     } else {
       RETURN_IF_ERROR(txn.Put(kFamily, key, EncodeRecord(stored)));

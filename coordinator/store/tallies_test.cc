@@ -251,6 +251,38 @@ TEST_F(TalliesTest, ScoresAddUpByTaskByAgentAndByBoth) {
   EXPECT_EQ(by_agent.count("gpt"), 0u);
 }
 
+// A rebuild puts every total in one stripe; a score changed afterwards moves the sum in the
+// context's own stripe (count unchanged there): the totals still add up.
+TEST_F(TalliesTest, AScoreChangedAfterARebuildKeepsTheSumRight) {
+  std::vector<v1::TaskContext> scored;
+  for (int i = 0; i < 6; ++i) {
+    scored.push_back(Create(absl::StrCat("e", i), v1::CONTEXT_STATUS_COMPLETED, "t", "gpt",
+                            R"({"score": 0.5})"));
+  }
+  ASSERT_OK(Tallies::Rebuild(*store_));
+  for (v1::TaskContext& context : scored) {
+    (*context.mutable_labels())["score"] = R"({"score": 1.0})";
+    context = Update(context);
+  }
+  absl::StatusOr<TallyTotal> total = Tallies::Read(*store_, Tally::kScoreByTask, "t");
+  ASSERT_OK(total);
+  EXPECT_EQ(total->count, 6);
+  EXPECT_DOUBLE_EQ(total->sum, 6.0);
+  // Taken away again: the stripes add up to nothing, and the group is off the board.
+  for (const v1::TaskContext& context : scored) {
+    ASSERT_OK(contexts_->Delete(context.context_id(), 0));
+  }
+  total = Tallies::Read(*store_, Tally::kScoreByTask, "t");
+  ASSERT_OK(total);
+  EXPECT_EQ(total->count, 0);
+  EXPECT_NEAR(total->sum, 0.0, 1e-9);
+  absl::StatusOr<std::map<std::string, TallyTotal>> groups =
+      Tallies::ReadGroups(*store_, Tally::kScoreByTask);
+  ASSERT_OK(groups);
+  EXPECT_TRUE(groups->empty());
+  EXPECT_EQ(Count(Tally::kContextsEnded), 0);
+}
+
 TEST_F(TalliesTest, RunCountsFollowTheRunsStatus) {
   CreateRun("r1", 2);
   CreateRun("r2", 1);
