@@ -1098,6 +1098,7 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::ImportBlockOnly(
     }
     return TxnPutImportedBlock(txn, request.block(), owner);
   }));
+  Changed(task_id);
   return response;
 }
 
