@@ -171,18 +171,23 @@ TEST_F(EtcdStoreTest, ANewerOrMalformedSchemaIsRefused) {
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
 }
 
-TEST_F(EtcdStoreTest, ReplicasOpeningTogetherRecordOneSchema) {
+// Opens the data set from `replicas` threads at once; how many saw the current schema.
+int OpenTogether(const EtcdStoreOptions& options, int replicas) {
   std::vector<std::thread> threads;
   std::atomic<int> opened{0};
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < replicas; ++i) {
     threads.emplace_back([&] {
-      absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
+      absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options);
       EXPECT_TRUE(store.ok()) << store.status();
       if (store.ok() && (*store)->schema_version() == kSchemaVersion) ++opened;
     });
   }
   for (std::thread& t : threads) t.join();
-  EXPECT_EQ(opened.load(), 4);
+  return opened.load();
+}
+
+TEST_F(EtcdStoreTest, ReplicasOpeningTogetherRecordOneSchema) {
+  EXPECT_EQ(OpenTogether(options_, 4), 4);
 }
 
 // A data set of the first layout moves to the current one on open, once, whichever replica of
@@ -191,17 +196,7 @@ TEST_F(EtcdStoreTest, SchemaVersionOneIsUpgradedByReplicasOpeningTogether) {
   std::string one;
   AppendUint32BigEndian(1, &one);
   RawPut(options_.prefix + "default/\x01schema_version", one);
-  std::vector<std::thread> threads;
-  std::atomic<int> opened{0};
-  for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&] {
-      absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
-      EXPECT_TRUE(store.ok()) << store.status();
-      if (store.ok() && (*store)->schema_version() == kSchemaVersion) ++opened;
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(opened.load(), 4);
+  EXPECT_EQ(OpenTogether(options_, 4), 4);
   absl::StatusOr<std::unique_ptr<EtcdStore>> store = EtcdStore::Open(options_);
   ASSERT_TRUE(store.ok()) << store.status();
   std::string current;

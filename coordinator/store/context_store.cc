@@ -79,6 +79,32 @@ std::string TimeIndexKey(const TaskContext& context) {
 constexpr int64_t kTimeIndexVersion = 1;
 constexpr char kTimeIndexName[] = "contexts-by-time";
 
+// Calls `visit` with the id of every context that has a record, in id order, and, when
+// `with_header`, its TaskContext (nullopt for a context with only a conversation); stops at the
+// first error `visit` returns.
+absl::Status WalkContexts(
+    storage::Store& store, bool with_header,
+    absl::FunctionRef<absl::Status(const std::string&, const std::optional<TaskContext>&)> visit) {
+  const std::string all_prefix = keys::AllContextsPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store.NewIterator(ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
+  while (it->Valid()) {
+    storage::KeyReader reader(it->key());
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    ASSIGN_OR_RETURN(std::string id, reader.ReadString());
+    // The header sorts first under the context's prefix.
+    std::optional<TaskContext> header;
+    if (with_header && it->key() == keys::ContextHeader(id)) {
+      header.emplace();
+      RETURN_IF_ERROR(DecodeRecord(it->value(), &*header));
+    }
+    // Straight past this context's records to the next context.
+    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
+    RETURN_IF_ERROR(visit(id, header));
+  }
+  return it->status();
+}
+
 absl::Status ValidateStatus(v1::ContextStatus status) {
   if (!v1::ContextStatus_IsValid(status)) {
     return absl::InvalidArgumentError(absl::StrCat("status ", status, " is not a known value"));
@@ -458,18 +484,9 @@ absl::StatusOr<ContextStore::Life> ContextStore::ReadLife(storage::Store& store,
 
 absl::Status ContextStore::ForEachContextId(
     storage::Store& store, absl::FunctionRef<absl::Status(const std::string&)> visit) {
-  const std::string all_prefix = keys::AllContextsPrefix();
-  std::unique_ptr<storage::Iterator> it =
-      store.NewIterator(ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
-  while (it->Valid()) {
-    storage::KeyReader reader(it->key());
-    RETURN_IF_ERROR(reader.ReadByte().status());
-    ASSIGN_OR_RETURN(std::string id, reader.ReadString());
-    // Straight past this context's records to the next context.
-    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
-    RETURN_IF_ERROR(visit(id));
-  }
-  return it->status();
+  return WalkContexts(
+      store, /*with_header=*/false,
+      [&](const std::string& id, const std::optional<TaskContext>&) { return visit(id); });
 }
 
 absl::StatusOr<bool> ContextStore::EnsureTimeIndex(storage::Store& store) {
@@ -548,24 +565,10 @@ absl::StatusOr<ContextStore::NewestPage> ContextStore::ListNewest(
 
 absl::Status ContextStore::ForEachContextHeader(
     storage::Store& store, absl::FunctionRef<absl::Status(const TaskContext&)> visit) {
-  const std::string all_prefix = keys::AllContextsPrefix();
-  std::unique_ptr<storage::Iterator> it =
-      store.NewIterator(ColumnFamily::kContexts, all_prefix, storage::PrefixUpperBound(all_prefix));
-  while (it->Valid()) {
-    storage::KeyReader reader(it->key());
-    RETURN_IF_ERROR(reader.ReadByte().status());
-    ASSIGN_OR_RETURN(std::string id, reader.ReadString());
-    // The header sorts first under the context's prefix; a context with only a conversation
-    // has none.
-    std::optional<TaskContext> header;
-    if (it->key() == keys::ContextHeader(id)) {
-      header.emplace();
-      RETURN_IF_ERROR(DecodeRecord(it->value(), &*header));
-    }
-    it->Seek(storage::PrefixUpperBound(keys::ContextPrefix(id)));
-    if (header.has_value()) RETURN_IF_ERROR(visit(*header));
-  }
-  return it->status();
+  return WalkContexts(store, /*with_header=*/true,
+                      [&](const std::string&, const std::optional<TaskContext>& header) {
+                        return header.has_value() ? visit(*header) : absl::OkStatus();
+                      });
 }
 
 absl::StatusOr<PurgeProgress> ContextStore::PurgeStep(Transaction& txn,
