@@ -109,7 +109,10 @@ TEST(ArialStateTest, VersionOneIsMigrated) {
 TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
   absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  // Named variables, not a structured binding: C++17 lambdas cannot capture those.
+  const auto created = AsCreated(*parsed);
+  const auto& run = created.first;
+  const auto& items = created.second;
   auto status_of = [&](const std::vector<WorkItem>& now) {
     return JsonObject(FormatArialState(run, now)).fields().at("status").string_value();
   };
