@@ -19,14 +19,7 @@ absl::StatusOr<std::unique_ptr<EtcdElection>> EtcdElection::Start(
   if (ttl < absl::Seconds(2)) {
     return absl::InvalidArgumentError("an election's lease TTL must be at least 2 s");
   }
-  EtcdClientOptions client_options;
-  client_options.endpoints = options.endpoints;
-  client_options.tls = options.tls;
-  client_options.ca_file = options.ca_file;
-  client_options.cert_file = options.cert_file;
-  client_options.key_file = options.key_file;
-  client_options.user = options.user;
-  client_options.password = options.password;
+  EtcdClientOptions client_options = ClientOptionsOf(options);
   // A call must give up well within the lease, so that a leader cut off steps down in time.
   client_options.request_timeout = ttl / 4;
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, EtcdClient::Connect(client_options));

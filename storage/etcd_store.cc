@@ -382,6 +382,19 @@ class EtcdSnapshot final : public Store {
 
 }  // namespace
 
+EtcdClientOptions ClientOptionsOf(const EtcdStoreOptions& options) {
+  EtcdClientOptions client_options;
+  client_options.endpoints = options.endpoints;
+  client_options.tls = options.tls;
+  client_options.ca_file = options.ca_file;
+  client_options.cert_file = options.cert_file;
+  client_options.key_file = options.key_file;
+  client_options.user = options.user;
+  client_options.password = options.password;
+  client_options.request_timeout = absl::Milliseconds(options.request_timeout_ms);
+  return client_options;
+}
+
 absl::Status ParseEtcdUrl(absl::string_view url, EtcdStoreOptions* options) {
   absl::string_view rest = url;
   bool tls = false;
@@ -416,15 +429,7 @@ absl::StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(EtcdStoreOptions opti
   if (options.page_size <= 0 || options.max_txn_ops <= 0 || options.max_request_bytes <= 0) {
     return absl::InvalidArgumentError("etcd page size and limits must be positive");
   }
-  EtcdClientOptions client_options;
-  client_options.endpoints = options.endpoints;
-  client_options.tls = options.tls;
-  client_options.ca_file = options.ca_file;
-  client_options.cert_file = options.cert_file;
-  client_options.key_file = options.key_file;
-  client_options.user = options.user;
-  client_options.password = options.password;
-  client_options.request_timeout = absl::Milliseconds(options.request_timeout_ms);
+  EtcdClientOptions client_options = ClientOptionsOf(options);
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, EtcdClient::Connect(client_options));
   auto impl = std::make_shared<Impl>(options, std::move(client));
   std::unique_ptr<EtcdStore> store(new EtcdStore(std::move(options), std::move(impl)));

@@ -66,6 +66,9 @@ struct EtcdStoreOptions {
   int64_t page_size = 256;
 };
 
+// The client options of a store's options: endpoints, TLS, credentials and request timeout.
+EtcdClientOptions ClientOptionsOf(const EtcdStoreOptions& options);
+
 // Parses a --store URL, etcd://host:port[,host:port...] or etcds:// (TLS), into
 // options.endpoints and options.tls. INVALID_ARGUMENT with the reason otherwise.
 [[nodiscard]] absl::Status ParseEtcdUrl(absl::string_view url, EtcdStoreOptions* options);

@@ -25,15 +25,7 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdWatch::Start(
     std::function<void(const std::vector<EtcdChange>&)> on_changes,
     std::function<void(int64_t compacted_revision)> on_gap) {
   if (families.empty()) return absl::InvalidArgumentError("a watch needs a column family");
-  EtcdClientOptions client_options;
-  client_options.endpoints = options.endpoints;
-  client_options.tls = options.tls;
-  client_options.ca_file = options.ca_file;
-  client_options.cert_file = options.cert_file;
-  client_options.key_file = options.key_file;
-  client_options.user = options.user;
-  client_options.password = options.password;
-  client_options.request_timeout = absl::Milliseconds(options.request_timeout_ms);
+  EtcdClientOptions client_options = ClientOptionsOf(options);
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, EtcdClient::Connect(client_options));
   if (after_revision == 0) {
     // From now: the revision the cluster is at.
