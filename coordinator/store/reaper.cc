@@ -1,11 +1,14 @@
 #include "coordinator/store/reaper.h"
 
+#include <utility>
+
 #include "common/log.h"
 #include "common/metrics.h"
 
 namespace coordinator {
 
-Reaper::Reaper(WorkStore* work, absl::Duration period) : work_(work), period_(period) {
+Reaper::Reaper(WorkStore* work, absl::Duration period, Clock monotonic)
+    : work_(work), period_(period), observations_(std::move(monotonic)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -26,7 +29,7 @@ void Reaper::Loop() {
                       "Work leases that expired and were taken back by the reaper.")
           ->WithLabels({});
   while (true) {
-    absl::StatusOr<int> reaped = work_->ReapExpired();
+    absl::StatusOr<int> reaped = work_->ReapExpired(&observations_);
     if (!reaped.ok()) {
       // A failed pass (a busy run, a disk error) is retried on the next tick.
       LOG_WARN("reaper: %s", reaped.status().ToString());

@@ -1,6 +1,7 @@
 #include "coordinator/store/work_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <random>
 #include <set>
@@ -565,9 +566,11 @@ absl::Status WriteItem(Transaction& txn, const WorkItem& before, WorkItem* item,
   return txn.Put(kFamily, keys::RunItem(run_id, item_id), EncodeRecord(*item));
 }
 
-// FAILED_PRECONDITION unless `lease` holds `item` now: the same epoch, the item running, and the
-// lease not expired.
-absl::Status CheckLease(const WorkItem& item, const v1::LeaseToken& lease, absl::Time now) {
+// FAILED_PRECONDITION unless `lease` holds `item` now: the same epoch, the item running, and
+// (under LeaseExpiry::kWallClock) the lease not expired on `now`. Under kObserved a lease holds
+// until the reaper takes it back, so no wall time is compared.
+absl::Status CheckLease(const WorkItem& item, const v1::LeaseToken& lease, absl::Time now,
+                        LeaseExpiry expiry) {
   if (lease.epoch() < item.epoch()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "lease on item %s of run %s is stale: it is for epoch %d, but the item was claimed again "
@@ -585,6 +588,7 @@ absl::Status CheckLease(const WorkItem& item, const v1::LeaseToken& lease, absl:
         absl::StrFormat("item %s of run %s is %s: the lease of epoch %d no longer holds it",
                         item.item_id(), item.run_id(), StatusWord(item.status()), lease.epoch()));
   }
+  if (expiry == LeaseExpiry::kObserved) return absl::OkStatus();
   const absl::Time expire = FromProtoTime(item.lease_expire_time());
   if (now >= expire) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -685,11 +689,20 @@ absl::StatusOr<v1::LeaseToken> DecodeLease(absl::string_view lease) {
   return token;
 }
 
-WorkStore::WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits, Clock clock)
+absl::Time MonotonicNow() {
+  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+LeaseObservations::LeaseObservations(Clock monotonic)
+    : clock_(monotonic != nullptr ? std::move(monotonic) : Clock(MonotonicNow)) {}
+
+WorkStore::WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits, Clock clock,
+                     LeaseExpiry expiry)
     : store_(store),
       notifier_(notifier),
       limits_(limits),
-      clock_(clock != nullptr ? std::move(clock) : Clock([] { return absl::Now(); })) {}
+      clock_(clock != nullptr ? std::move(clock) : Clock([] { return absl::Now(); })),
+      expiry_(expiry) {}
 
 void WorkStore::Publish(std::vector<v1::RunEvent> events) {
   if (notifier_ == nullptr || events.empty()) return;
@@ -1078,7 +1091,7 @@ absl::StatusOr<WorkItem> WorkStore::ChangeLeasedItem(
       result = before;
       return absl::OkStatus();
     }
-    RETURN_IF_ERROR(CheckLease(before, lease, now));
+    RETURN_IF_ERROR(CheckLease(before, lease, now, expiry_));
     result = before;
     change(locked.has_value() ? &locked->record : nullptr, now, &result);
     const bool released = result.status() != v1::ITEM_STATUS_RUNNING;
@@ -1138,7 +1151,15 @@ absl::StatusOr<v1::HeartbeatResponse> WorkStore::Heartbeat(const v1::HeartbeatRe
       ChangeLeasedItem(
           lease, access, LeasedChange{}, [&](const WorkRunRecord*, absl::Time now, WorkItem* item) {
             const absl::Duration length = ttl.value_or(FromProtoDuration(item->lease_ttl()));
-            *item->mutable_lease_expire_time() = ToProtoTime(now + length);
+            absl::Time expire = now + length;
+            // Under observed expiry a heartbeat must move the item's lease-index entry (that
+            // is how the reaper sees it), even when this replica's clock gives the same
+            // microsecond as the last stamp.
+            if (expiry_ == LeaseExpiry::kObserved &&
+                IndexMicros(ToProtoTime(expire)) == IndexMicros(item->lease_expire_time())) {
+              expire += absl::Microseconds(1);
+            }
+            *item->mutable_lease_expire_time() = ToProtoTime(expire);
             *item->mutable_lease_ttl() = ToProtoDuration(length);
             if (!request.progress().empty()) item->set_progress(request.progress());
             if (request.pid() != 0) item->set_pid(request.pid());
@@ -1451,7 +1472,100 @@ absl::StatusOr<v1::ListEventsResponse> WorkStore::ListEvents(const v1::ListEvent
   return response;
 }
 
-absl::StatusOr<int> WorkStore::ReapExpired() {
+absl::StatusOr<int> WorkStore::ReapExpired(LeaseObservations* observations) {
+  if (expiry_ == LeaseExpiry::kWallClock) return ReapByWallClock();
+  if (observations == nullptr) {
+    return absl::InvalidArgumentError(
+        "observed lease expiry needs the reaper's observations (LeaseObservations)");
+  }
+  return ReapObserved(*observations);
+}
+
+absl::Status WorkStore::TakeBackLease(const std::string& index_key, const std::string& run_id,
+                                      const std::string& item_id,
+                                      absl::FunctionRef<bool(const WorkItem&)> due,
+                                      std::optional<absl::Duration> observed_for, bool* taken_back,
+                                      bool* touched) {
+  std::vector<v1::RunEvent> events;
+  RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
+    events.clear();
+    *taken_back = false;
+    *touched = false;
+    const absl::Time now = Now();
+    // An entry whose run or item is gone is left over (never written that way): deleted.
+    absl::StatusOr<LockedRun> run = LockRun(txn, run_id);
+    absl::StatusOr<WorkItem> held =
+        run.ok() ? LockItem(txn, run_id, item_id) : absl::StatusOr<WorkItem>(run.status());
+    if (absl::IsNotFound(held.status())) {
+      absl::StatusOr<std::string> still = txn.GetForUpdate(kFamily, index_key);
+      if (still.ok()) {
+        RETURN_IF_ERROR(txn.Delete(kFamily, index_key));
+        *touched = true;
+      }
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(held.status());
+    LockedRun& locked = *run;
+    const WorkRunRecord& record = locked.record;
+    const WorkItem& before = *held;
+    if (!due(before)) {
+      // A heartbeat or a completion got there first and moved or removed the key; delete it
+      // only if it is left over (it never is while the indexes are in step).
+      if (before.status() != v1::ITEM_STATUS_RUNNING ||
+          keys::WorkLease(IndexMicros(before.lease_expire_time()), run_id, item_id) != index_key) {
+        absl::StatusOr<std::string> still = txn.GetForUpdate(kFamily, index_key);
+        if (still.ok()) {
+          RETURN_IF_ERROR(txn.Delete(kFamily, index_key));
+          *touched = true;
+        }
+      }
+      return absl::OkStatus();
+    }
+    const v1::RetryPolicy& policy = record.run().retry_policy();
+    WorkItem item = before;
+    if (observed_for.has_value()) {
+      item.set_last_error(absl::StrFormat(
+          "lease of worker %s expired: the reaper saw no heartbeat for %s (lease length %s; the "
+          "worker stopped heartbeating, attempt %d lost)",
+          before.worker_id(), absl::FormatDuration(*observed_for),
+          absl::FormatDuration(FromProtoDuration(before.lease_ttl())), before.attempts()));
+    } else {
+      item.set_last_error(absl::StrFormat(
+          "lease of worker %s expired at %s: the worker stopped heartbeating (attempt %d lost)",
+          before.worker_id(), TimeText(FromProtoTime(before.lease_expire_time())),
+          before.attempts()));
+    }
+    item.clear_lease_expire_time();
+    item.clear_pid();
+    if (before.attempts() >= policy.max_attempts()) {
+      item.set_status(v1::ITEM_STATUS_BLOCKED);
+      item.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
+                                             before.attempts(), policy.max_attempts(),
+                                             item.last_error()));
+    } else {
+      // Claimable again at once: a lost worker is not the item's fault, so no backoff.
+      item.set_status(v1::ITEM_STATUS_PENDING);
+    }
+    locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_HEARTBEAT_LOST, item, item.last_error()), now);
+    RecordTransition(&locked, before, item.status(), now);
+    ASSIGN_OR_RETURN(std::optional<v1::RunWorker> worker,
+                     LockWorker(txn, run_id, before.worker_id()));
+    if (worker.has_value()) {
+      worker->set_items_failed(worker->items_failed() + 1);
+      ReleaseItem(&locked, &*worker, item_id, v1::WORKER_STATUS_LOST, item.last_error(), now);
+      RETURN_IF_ERROR(PutWorker(txn, &*worker, now));
+    }
+    RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
+    RETURN_IF_ERROR(PutRun(txn, locked));
+    events.push_back(ChangeEvent(item, &locked.record.run()));
+    *taken_back = true;
+    return absl::OkStatus();
+  }));
+  Publish(std::move(events));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> WorkStore::ReapByWallClock() {
   const absl::Time now = Now();
   const uint64_t now_micros = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToUnixMicros(now)));
   const std::string lower = keys::WorkLeasesPrefix();
@@ -1474,76 +1588,104 @@ absl::StatusOr<int> WorkStore::ReapExpired() {
     RETURN_IF_ERROR(it->status());
     int changed = 0;
     for (const auto& entry : batch) {
-      // Named references, not structured bindings: the lambda below captures them, which clang
-      // before 16 refuses for bindings (the COORD_FUZZ build uses clang 14).
-      const std::string& index_key = entry.first;
-      const std::string& run_id = entry.second.first;
-      const std::string& item_id = entry.second.second;
-      std::vector<v1::RunEvent> events;
       bool taken_back = false;
       bool touched = false;
-      RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-        events.clear();
-        taken_back = false;
-        touched = false;
-        ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, run_id));
-        const WorkRunRecord& record = locked.record;
-        ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, item_id));
-        const bool expired = before.status() == v1::ITEM_STATUS_RUNNING &&
-                             FromProtoTime(before.lease_expire_time()) <= now;
-        if (!expired) {
-          // A heartbeat or a completion got there first and moved or removed the key; delete
-          // it only if it is left over (it never is while the indexes are in step).
-          if (before.status() != v1::ITEM_STATUS_RUNNING ||
-              keys::WorkLease(IndexMicros(before.lease_expire_time()), run_id, item_id) !=
-                  index_key) {
-            absl::StatusOr<std::string> still = txn.GetForUpdate(kFamily, index_key);
-            if (still.ok()) {
-              RETURN_IF_ERROR(txn.Delete(kFamily, index_key));
-              touched = true;
-            }
-          }
-          return absl::OkStatus();
-        }
-        const v1::RetryPolicy& policy = record.run().retry_policy();
-        WorkItem item = before;
-        item.set_last_error(absl::StrFormat(
-            "lease of worker %s expired at %s: the worker stopped heartbeating (attempt %d lost)",
-            before.worker_id(), TimeText(FromProtoTime(before.lease_expire_time())),
-            before.attempts()));
-        item.clear_lease_expire_time();
-        item.clear_pid();
-        if (before.attempts() >= policy.max_attempts()) {
-          item.set_status(v1::ITEM_STATUS_BLOCKED);
-          item.set_status_reason(absl::StrFormat("blocked after %d of %d attempts; last error: %s",
-                                                 before.attempts(), policy.max_attempts(),
-                                                 item.last_error()));
-        } else {
-          // Claimable again at once: a lost worker is not the item's fault, so no backoff.
-          item.set_status(v1::ITEM_STATUS_PENDING);
-        }
-        locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_HEARTBEAT_LOST, item, item.last_error()),
-                   now);
-        RecordTransition(&locked, before, item.status(), now);
-        ASSIGN_OR_RETURN(std::optional<v1::RunWorker> worker,
-                         LockWorker(txn, run_id, before.worker_id()));
-        if (worker.has_value()) {
-          worker->set_items_failed(worker->items_failed() + 1);
-          ReleaseItem(&locked, &*worker, item_id, v1::WORKER_STATUS_LOST, item.last_error(), now);
-          RETURN_IF_ERROR(PutWorker(txn, &*worker, now));
-        }
-        RETURN_IF_ERROR(WriteItem(txn, before, &item, now));
-        RETURN_IF_ERROR(PutRun(txn, locked));
-        events.push_back(ChangeEvent(item, &locked.record.run()));
-        taken_back = true;
-        return absl::OkStatus();
-      }));
-      Publish(std::move(events));
+      RETURN_IF_ERROR(TakeBackLease(
+          entry.first, entry.second.first, entry.second.second,
+          [now](const WorkItem& item) {
+            return item.status() == v1::ITEM_STATUS_RUNNING &&
+                   FromProtoTime(item.lease_expire_time()) <= now;
+          },
+          std::nullopt, &taken_back, &touched));
       if (taken_back) ++reaped;
       if (taken_back || touched) ++changed;
     }
     // A full batch that changed nothing would be scanned again forever.
     if (batch.size() < kReapBatch || changed == 0) break;
+  }
+  return reaped;
+}
+
+absl::StatusOr<int> WorkStore::ReapObserved(LeaseObservations& observations) {
+  using Seen = LeaseObservations::Seen;
+  struct Due {
+    std::string index_key;
+    std::string run_id;
+    std::string item_id;
+    Seen seen;
+  };
+  // One read of the whole index (one revision on etcd): what is in it now is remembered, from
+  // its first sighting; what left it is forgotten.
+  const absl::Time seen_now = observations.Now();
+  absl::flat_hash_map<std::string, Seen> next;
+  std::vector<Due> due;
+  const std::string prefix = keys::WorkLeasesPrefix();
+  std::unique_ptr<storage::Iterator> it =
+      store_->NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  for (; it->Valid(); it->Next()) {
+    std::string index_key(it->key());
+    storage::KeyReader reader(index_key);
+    RETURN_IF_ERROR(reader.ReadByte().status());
+    RETURN_IF_ERROR(reader.ReadUint64().status());
+    ASSIGN_OR_RETURN(std::string run_id, reader.ReadString());
+    ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
+    Seen seen;
+    auto known = observations.seen_.find(index_key);
+    if (known != observations.seen_.end()) {
+      seen = known->second;
+    } else {
+      // First sighting: the lease's length and epoch come from the item (a duration the
+      // granting replica stored, never compared with a time). An entry without its running
+      // item is left over: due at once, so the pass deletes it.
+      seen.first_seen = seen_now;
+      seen.ttl = absl::ZeroDuration();
+      absl::StatusOr<std::string> value = store_->Get(kFamily, keys::RunItem(run_id, item_id));
+      if (value.ok()) {
+        WorkItem item;
+        RETURN_IF_ERROR(DecodeRecord(*value, &item));
+        if (item.status() == v1::ITEM_STATUS_RUNNING) {
+          seen.ttl = item.has_lease_ttl() ? FromProtoDuration(item.lease_ttl()) : kDefaultLeaseTtl;
+          seen.epoch = item.epoch();
+        }
+      } else if (!absl::IsNotFound(value.status())) {
+        return value.status();
+      }
+    }
+    if (seen_now - seen.first_seen >= seen.ttl) {
+      due.push_back(Due{index_key, std::move(run_id), std::move(item_id), seen});
+    }
+    next.emplace(std::move(index_key), seen);
+  }
+  RETURN_IF_ERROR(it->status());
+  observations.seen_ = std::move(next);
+
+  int reaped = 0;
+  for (const Due& entry : due) {
+    const Seen& seen = entry.seen;
+    const std::string& index_key = entry.index_key;
+    const std::string& run_id = entry.run_id;
+    const std::string& item_id = entry.item_id;
+    bool taken_back = false;
+    bool touched = false;
+    bool restart = false;
+    RETURN_IF_ERROR(TakeBackLease(
+        index_key, run_id, item_id,
+        [&](const WorkItem& item) {
+          restart = false;
+          if (item.status() != v1::ITEM_STATUS_RUNNING ||
+              keys::WorkLease(IndexMicros(item.lease_expire_time()), run_id, item_id) !=
+                  index_key) {
+            return false;  // moved by a heartbeat or released since the scan
+          }
+          // The same entry under a new claim (possible only when two stamps fall on the same
+          // microsecond): a new lease, observed from now.
+          restart = item.epoch() != seen.epoch;
+          return !restart;
+        },
+        seen_now - seen.first_seen, &taken_back, &touched));
+    if (taken_back) ++reaped;
+    // Gone from the index, or (restart) a new lease under the same entry, seen afresh next pass.
+    if (taken_back || touched || restart) observations.seen_.erase(index_key);
   }
   return reaped;
 }

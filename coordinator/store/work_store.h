@@ -12,10 +12,13 @@
 #ifndef COORDINATOR_STORE_WORK_STORE_H_
 #define COORDINATOR_STORE_WORK_STORE_H_
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,6 +33,51 @@ namespace coordinator {
 
 // The time source; tests pass a fake one to exercise expiry and backoff without sleeping.
 using Clock = std::function<absl::Time()>;
+
+// The process's monotonic clock (std::chrono::steady_clock) as an absl::Time: only differences
+// between its readings mean anything.
+absl::Time MonotonicNow();
+
+// How a lease's expiry is judged (docs/work.md, "Leases and fencing").
+enum class LeaseExpiry {
+  // By wall clock: a lease ends at its lease_expire_time, on the clock of whichever process
+  // looks; CheckLease refuses an expired lease before the reaper has taken it back, and a
+  // restart takes back the leases that expired while the process was down. For one process (the
+  // embedded RocksDB store), the default.
+  kWallClock,
+  // By observation: a lease holds until the reaper takes it back, which it does once it has seen
+  // the lease's index entry unchanged for the lease's length on its own monotonic clock
+  // (LeaseObservations). No two processes' clocks are ever compared. For several replicas on one
+  // data set (etcd); lease_expire_time is then only an estimate.
+  kObserved,
+};
+
+// What one reaper has seen of the lease index under LeaseExpiry::kObserved: per index entry (a
+// heartbeat moves an item's entry), when the reaper first saw it on its own monotonic clock, and
+// the lease's length. It starts empty, so a new reaper (a restart, a failover) gives every lease
+// a full length from when it first sees it: a failover only ever extends leases. Each pass
+// forgets the entries that left the index, so it holds at most the live leases. Used by one
+// reaper at a time (not thread-safe).
+class LeaseObservations {
+ public:
+  // `monotonic` defaults to MonotonicNow; tests pass a fake one.
+  explicit LeaseObservations(Clock monotonic = nullptr);
+
+  // Index entries remembered (the live leases at the last pass).
+  size_t size() const { return seen_.size(); }
+
+ private:
+  friend class WorkStore;
+  struct Seen {
+    absl::Time first_seen;  // on clock_
+    absl::Duration ttl;     // the lease's length, as the item said when first seen
+    int64_t epoch = 0;      // the item's epoch then (a new claim restarts the observation)
+  };
+  absl::Time Now() const { return clock_(); }
+
+  const Clock clock_;
+  absl::flat_hash_map<std::string, Seen> seen_;
+};
 
 // Default and bounds of a lease's length.
 inline constexpr absl::Duration kDefaultLeaseTtl = absl::Seconds(30);
@@ -48,9 +96,12 @@ std::string EncodeLease(absl::string_view run_id, absl::string_view item_id, int
 
 class WorkStore {
  public:
-  // `notifier` may be null (no watchers); `clock` defaults to absl::Now.
-  WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits,
-            Clock clock = nullptr);
+  // `notifier` may be null (no watchers); `clock` (the wall clock: timestamps, backoff, and
+  // expiry under kWallClock) defaults to absl::Now.
+  WorkStore(storage::Store* store, WorkNotifier* notifier, WorkLimits limits, Clock clock = nullptr,
+            LeaseExpiry expiry = LeaseExpiry::kWallClock);
+
+  LeaseExpiry lease_expiry() const { return expiry_; }
 
   // The run's claimants are run.claimants (ImportTaskGraph: request.claimants), or
   // access.principal when that is empty (none without authentication).
@@ -105,7 +156,13 @@ class WorkStore {
 
   // Returns the items whose lease expired to pending (or blocks them when their attempts are
   // used up), counting the lost attempt. Returns how many were taken back.
-  [[nodiscard]] absl::StatusOr<int> ReapExpired();
+  //
+  // Under kWallClock a lease expired when its lease_expire_time is past on this process's wall
+  // clock, and `observations` is not used. Under kObserved `observations` is required
+  // (INVALID_ARGUMENT without): the pass reads the whole lease index, remembers the entries it
+  // has not seen before, forgets those that left, and takes back the items whose entry it has
+  // seen unchanged for at least the lease's length.
+  [[nodiscard]] absl::StatusOr<int> ReapExpired(LeaseObservations* observations = nullptr);
 
   // How many items hold a lease now, expired ones the reaper has not taken back included (a
   // scan of the lease index; for /metrics).
@@ -159,11 +216,24 @@ class WorkStore {
   // Hands `events` to the notifier once the change they describe is durable.
   void Publish(std::vector<v1::RunEvent> events);
   absl::Time Now() const { return clock_(); }
+  // ReapExpired's two ways.
+  [[nodiscard]] absl::StatusOr<int> ReapByWallClock();
+  [[nodiscard]] absl::StatusOr<int> ReapObserved(LeaseObservations& observations);
+  // In one transaction, takes back the item of lease-index entry `index_key` if `due` says its
+  // lease is over (`observed_for`: how long the reaper saw it unchanged, for the item's last
+  // error; nullopt under kWallClock), or deletes the entry when it is left over. Sets
+  // *taken_back and *touched (something was written).
+  [[nodiscard]] absl::Status TakeBackLease(const std::string& index_key, const std::string& run_id,
+                                           const std::string& item_id,
+                                           absl::FunctionRef<bool(const v1::WorkItem&)> due,
+                                           std::optional<absl::Duration> observed_for,
+                                           bool* taken_back, bool* touched);
 
   storage::Store* store_;   // not owned
   WorkNotifier* notifier_;  // not owned; may be null
   const WorkLimits limits_;
   const Clock clock_;
+  const LeaseExpiry expiry_;
 };
 
 }  // namespace coordinator

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "coordinator/store/keys.h"
 #include "coordinator/store/reaper.h"
 #include "coordinator/store/time_util.h"
 #include "gmock/gmock.h"
@@ -711,6 +712,204 @@ TEST_F(WorkStoreTest, ClaimantsDefaultToTheCreatorAndAreChecked) {
   EXPECT_THAT(graph->claimants(), ::testing::ElementsAre("purple"));
   claim.set_run_id("graph");
   EXPECT_OK(work_->Claim(claim, Access::Agent("purple")));
+}
+
+// Observed lease expiry (LeaseExpiry::kObserved, docs/work.md "Leases and fencing"): the store
+// as the coordinator opens it on etcd, with two more replicas of the same data set whose wall
+// clocks are an hour ahead and an hour behind. On etcd each replica has its own client; the
+// embedded RocksDB store is one process's, so there they share it. Reapers keep their
+// observations on `mono_`, a monotonic clock only the test moves.
+class ObservedLeaseTest : public WorkStoreTest {
+ protected:
+  void SetUp() override {
+    WorkStoreTest::SetUp();
+    work_ = std::make_unique<WorkStore>(
+        store_.get(), &notifier_, WorkLimits(), [this] { return clock_.Now(); },
+        LeaseExpiry::kObserved);
+    storage::Store* other = store_.get();
+    if (storage::testing::UseEtcd()) {
+      absl::StatusOr<std::unique_ptr<storage::Store>> second =
+          storage::testing::OpenTestStore(dir_.Sub("db"));
+      ASSERT_OK(second);
+      other_store_ = *std::move(second);
+      other = other_store_.get();
+    }
+    ahead_ = std::make_unique<WorkStore>(
+        other, nullptr, WorkLimits(), [this] { return clock_.Now() + absl::Hours(1); },
+        LeaseExpiry::kObserved);
+    behind_ = std::make_unique<WorkStore>(
+        other, nullptr, WorkLimits(), [this] { return clock_.Now() - absl::Hours(1); },
+        LeaseExpiry::kObserved);
+  }
+
+  Clock Mono() {
+    return [this] { return mono_.Now(); };
+  }
+
+  // One reaper pass of `replica` with `seen`; -1 on an error.
+  int Reap(WorkStore* replica, LeaseObservations* seen) {
+    absl::StatusOr<int> reaped = replica->ReapExpired(seen);
+    EXPECT_OK(reaped);
+    return reaped.ok() ? *reaped : -1;
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> HeartbeatThrough(WorkStore* replica,
+                                                         const std::string& lease) {
+    v1::HeartbeatRequest request;
+    request.set_lease(lease);
+    return replica->Heartbeat(request);
+  }
+
+  FakeClock mono_;
+  std::unique_ptr<storage::Store> other_store_;
+  std::unique_ptr<WorkStore> ahead_;
+  std::unique_ptr<WorkStore> behind_;
+};
+
+TEST_F(ObservedLeaseTest, ReplicasAnHourApartNeitherTakeBackNorRefuseALiveLease) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1");  // 10 s, stamped by work_'s clock
+  // The reaper on the replica an hour ahead: by its wall clock the lease expired 59 minutes
+  // ago, and wall-clock expiry would take it back at once. It has only just seen the lease.
+  LeaseObservations seen(Mono());
+  EXPECT_EQ(Reap(ahead_.get(), &seen), 0);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  for (int beat = 0; beat < 3; ++beat) {
+    mono_.Advance(absl::Seconds(8));
+    clock_.Advance(absl::Seconds(8));
+    // A heartbeat through the replica an hour behind stamps an expiry an hour before the one
+    // work_ stamped; it keeps the lease all the same.
+    absl::StatusOr<v1::HeartbeatResponse> beat_behind =
+        HeartbeatThrough(behind_.get(), claimed.lease());
+    ASSERT_OK(beat_behind);
+    EXPECT_LT(FromProtoTime(beat_behind->lease_expire_time()), clock_.Now());
+    EXPECT_EQ(Reap(ahead_.get(), &seen), 0);
+    EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  }
+  // work_, whose wall clock is past the expiry the replica behind stamped, still accepts the
+  // holder's calls: only the reaper ends a lease.
+  ASSERT_OK(Heartbeat(claimed.lease(), "still here"));
+  ASSERT_OK(Complete(claimed.lease(), "done"));
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(Reap(ahead_.get(), &seen), 0);
+  EXPECT_EQ(seen.size(), 0u);
+}
+
+TEST_F(ObservedLeaseTest, AStoppedWorkerLosesItsItemAfterTheLengthTheReaperObserved) {
+  CreateRun("r", {"a"});
+  v1::ClaimResponse claimed = MustClaim("r", "w1");  // 10 s
+  LeaseObservations seen(Mono());
+  EXPECT_EQ(Reap(work_.get(), &seen), 0);  // first sighting
+  EXPECT_EQ(seen.size(), 1u);
+  // Wall time means nothing to the reaper: a day later on every clock, the lease holds...
+  clock_.Advance(absl::Hours(24));
+  mono_.Advance(absl::Seconds(9));
+  EXPECT_EQ(Reap(work_.get(), &seen), 0);
+  EXPECT_EQ(Reap(ahead_.get(), &seen), 0);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  // ...until the reaper has seen it unchanged for its length.
+  mono_.Advance(absl::Seconds(1));
+  EXPECT_EQ(Reap(work_.get(), &seen), 1);
+  EXPECT_EQ(seen.size(), 0u);
+  const v1::WorkItem item = Item("r", "a");
+  EXPECT_EQ(item.status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_FALSE(item.has_lease_expire_time());
+  EXPECT_THAT(item.last_error(), HasSubstr("lease of worker w1 expired"));
+  EXPECT_THAT(item.last_error(), HasSubstr("no heartbeat for 10s"));
+  // Fencing is as under wall-clock expiry: the old holder is refused everywhere.
+  for (WorkStore* replica : {work_.get(), ahead_.get(), behind_.get()}) {
+    absl::StatusOr<v1::HeartbeatResponse> late = HeartbeatThrough(replica, claimed.lease());
+    EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  v1::ClaimResponse second = MustClaim("r", "w2");
+  EXPECT_EQ(second.epoch(), 2);
+  EXPECT_THAT(Complete(claimed.lease()).status().message(), HasSubstr("stale"));
+  ASSERT_OK(Complete(second.lease()));
+}
+
+TEST_F(ObservedLeaseTest, AHeartbeatRestartsTheObservation) {
+  CreateRun("r", {"a", "b"});
+  v1::ClaimResponse a = MustClaim("r", "w1");
+  v1::ClaimResponse b = MustClaim("r", "w2");
+  LeaseObservations seen(Mono());
+  EXPECT_EQ(Reap(work_.get(), &seen), 0);
+  EXPECT_EQ(seen.size(), 2u);
+  mono_.Advance(absl::Seconds(8));
+  // The wall clock has not moved: the heartbeat still moves the lease's index entry.
+  ASSERT_OK(Heartbeat(a.lease()));
+  EXPECT_EQ(Reap(work_.get(), &seen), 0);
+  EXPECT_EQ(seen.size(), 2u);  // a's old entry forgotten, its new one remembered
+  mono_.Advance(absl::Seconds(8));
+  // 16 s since the claims: b, silent, goes; a heartbeated 8 s ago and stays.
+  EXPECT_EQ(Reap(work_.get(), &seen), 1);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(Item("r", "b").status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(seen.size(), 1u);
+  mono_.Advance(absl::Seconds(2));
+  EXPECT_EQ(Reap(work_.get(), &seen), 1);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(seen.size(), 0u);
+}
+
+TEST_F(ObservedLeaseTest, AFailoverReaperStartsAfreshAndOnlyExtendsLeases) {
+  CreateRun("r", {"a"});
+  MustClaim("r", "w1");
+  {
+    LeaseObservations first(Mono());
+    EXPECT_EQ(Reap(work_.get(), &first), 0);
+    mono_.Advance(absl::Seconds(9));
+    EXPECT_EQ(Reap(work_.get(), &first), 0);
+  }  // the first reaper's replica loses its leadership 1 s before it would have taken it back
+  LeaseObservations second(Mono());
+  mono_.Advance(absl::Seconds(5));
+  EXPECT_EQ(Reap(ahead_.get(), &second), 0);  // first sighting for this reaper
+  mono_.Advance(absl::Seconds(9));
+  EXPECT_EQ(Reap(ahead_.get(), &second), 0);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+  mono_.Advance(absl::Seconds(1));
+  EXPECT_EQ(Reap(ahead_.get(), &second), 1);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+}
+
+TEST_F(ObservedLeaseTest, ALeftOverIndexEntryIsDeletedAndReapingNeedsObservations) {
+  CreateRun("r", {"a"});
+  MustClaim("r", "w1");
+  // An index entry whose item is gone (never written that way; an old bug's leftovers).
+  for (const std::string& stray :
+       {keys::WorkLease(123, "r", "gone"), keys::WorkLease(456, "no-such-run", "a")}) {
+    ASSERT_OK(store_->RunTransaction([&stray](storage::Transaction& txn) {
+      return txn.Put(storage::ColumnFamily::kWork, stray, "");
+    }));
+  }
+  absl::StatusOr<int64_t> leases = work_->CountLeases();
+  ASSERT_OK(leases);
+  EXPECT_EQ(*leases, 3);
+  LeaseObservations seen(Mono());
+  EXPECT_EQ(Reap(work_.get(), &seen), 0);
+  leases = work_->CountLeases();
+  ASSERT_OK(leases);
+  EXPECT_EQ(*leases, 1);
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_RUNNING);
+
+  absl::StatusOr<int> without = work_->ReapExpired();
+  EXPECT_EQ(without.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(without.status().message(), HasSubstr("observations"));
+}
+
+TEST_F(ObservedLeaseTest, TheReaperThreadObservesOnItsOwnClock) {
+  CreateRun("r", {"a"});
+  MustClaim("r", "w1");
+  Reaper reaper(work_.get(), absl::Milliseconds(5), Mono());
+  // The lease goes only once the reaper's clock has moved its length past its first sighting;
+  // move it a second per poll until then (bounded).
+  for (int i = 0; i < 3000 && Item("r", "a").status() != v1::ITEM_STATUS_PENDING; ++i) {
+    mono_.Advance(absl::Seconds(1));
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Item("r", "a").status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_THAT(Item("r", "a").last_error(), HasSubstr("no heartbeat for"));
+  reaper.Stop();
 }
 
 }  // namespace
