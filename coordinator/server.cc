@@ -201,7 +201,9 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   if (!work_notifier_->Subscribe(WorkNotifier::kAllRuns, console_run_watcher_.get())) {
     LOG_WARN("the console will not see run changes: the work notifier is closed");
   }
-  work_ = std::make_unique<WorkStore>(store, work_notifier_.get(), options.work_limits);
+  work_ = std::make_unique<WorkStore>(
+      store, work_notifier_.get(), options.work_limits, nullptr,
+      options.store_url.empty() ? LeaseExpiry::kWallClock : LeaseExpiry::kObserved);
   work_service_ = std::make_unique<WorkServiceImpl>(work_.get(), work_notifier_.get(), calls_.get(),
                                                     options.stream_queue_limit);
   work_service_->set_stream_slots(stream_slots_.get());
