@@ -28,6 +28,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -324,6 +325,57 @@ class ChaosWorker {
   std::unique_ptr<WorkService::Stub> stub_;
   std::mt19937 random_;
 };
+
+TEST(WorkProcessTest, OnEtcdOnlyTheReaperEndsALeaseOnRocksDbItsExpiryDoes) {
+  // The server picks the lease expiry from its store (docs/work.md, "When a lease expires"). A
+  // reaper that passes only at start (an hour's period) shows which: past the expiry stamped at
+  // the claim, the embedded store refuses the heartbeat; on etcd (observed expiry) only the
+  // reaper ends a lease, so the heartbeat keeps it.
+  TempDir dir;
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> coordinator =
+      CoordinatorProcess::Start(dir.Sub("data"), {"--reaper_period=1h"});
+  ASSERT_OK(coordinator);
+  auto stub = WorkService::NewStub(
+      grpc::CreateChannel((*coordinator)->target(), grpc::InsecureChannelCredentials()));
+  coordinator::v1::CreateRunRequest create;
+  create.mutable_run()->set_run_id("R");
+  create.mutable_run()->set_kind(coordinator::v1::RUN_KIND_WORKSTREAMS);
+  create.add_items()->set_item_id("a");
+  coordinator::v1::Run run;
+  grpc::Status s = stub->CreateRun(Context().get(), create, &run);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  coordinator::v1::ClaimRequest claim;
+  claim.set_run_id("R");
+  claim.set_worker_id("w1");
+  claim.mutable_lease_ttl()->set_nanos(100'000'000);
+  coordinator::v1::ClaimResponse claimed;
+  s = stub->Claim(Context().get(), claim, &claimed);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(claimed.has_item());
+  // Wait (bounded) until this machine's clock, the coordinator's too, is past the stamped expiry.
+  const absl::Time expire = absl::FromUnixSeconds(claimed.lease_expire_time().seconds()) +
+                            absl::Nanoseconds(claimed.lease_expire_time().nanos());
+  const absl::Time deadline = absl::Now() + kPatience;
+  while (absl::Now() <= expire + absl::Milliseconds(1) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  coordinator::v1::HeartbeatRequest beat;
+  beat.set_lease(claimed.lease());
+  coordinator::v1::HeartbeatResponse beat_response;
+  s = stub->Heartbeat(Context().get(), beat, &beat_response);
+  if (storage::testing::UseEtcd()) {
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    coordinator::v1::CompleteRequest complete;
+    complete.set_lease(claimed.lease());
+    WorkItem item;
+    s = stub->Complete(Context().get(), complete, &item);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(item.status(), coordinator::v1::ITEM_STATUS_DONE);
+  } else {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(s.error_message(), HasSubstr("expired"));
+  }
+}
 
 TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked) {
   TempDir dir;
