@@ -112,6 +112,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   RETURN_IF_ERROR(server->OpenStore(options));
   RETURN_IF_ERROR(server->BuildDerivedRecords());
   server->BuildParts(options);
+  RETURN_IF_ERROR(server->StartReplicaFeed());
   RETURN_IF_ERROR(server->Listen(options, tls, tokens));
   // The token file is read again when it changes and on SIGHUP, from here on.
   if (tokens != nullptr)
@@ -238,6 +239,18 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
                                                       exporter_.get(), retention_.get(),
                                                       options.retention, calls_.get());
   metrics_ = std::make_unique<ServerMetrics>(store, work_.get());
+}
+
+absl::Status CoordinatorServer::StartReplicaFeed() {
+  auto* etcd = dynamic_cast<storage::EtcdStore*>(store_.get());
+  if (etcd == nullptr) return absl::OkStatus();
+  ReplicaFeedListeners listeners;
+  listeners.a2a = a2a_notifier_.get();
+  listeners.gateway = gateway_.get();
+  listeners.work = work_notifier_.get();
+  listeners.console = console_feed_.get();
+  ASSIGN_OR_RETURN(replica_feed_, ReplicaFeed::Start(etcd, listeners));
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorServer::Listen(const ServerOptions& options,
@@ -405,6 +418,8 @@ CoordinatorServer::~CoordinatorServer() { Shutdown(absl::Seconds(5)); }
 void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // No other replica's change is told from here on.
+  replica_feed_.reset();
   // The reaper writes to the store, and watch streams never end on their own.
   if (reaper_ != nullptr) reaper_->Stop();
   if (retention_task_ != nullptr) retention_task_->Stop();

@@ -17,6 +17,7 @@
 #include "coordinator/a2a/service.h"
 #include "coordinator/console/console.h"
 #include "coordinator/console/console_feed.h"
+#include "coordinator/replica_feed.h"
 #include "coordinator/rpc/admin_service.h"
 #include "coordinator/rpc/agent_registry_service.h"
 #include "coordinator/rpc/auth.h"
@@ -153,6 +154,9 @@ class CoordinatorServer {
   // the store has none yet; before anything else writes.
   [[nodiscard]] absl::Status BuildDerivedRecords();
   void BuildParts(const ServerOptions& options);
+  // On an etcd store: hears what other replicas commit and tells this replica's listeners
+  // (replica_feed.h). Nothing on RocksDB.
+  [[nodiscard]] absl::Status StartReplicaFeed();
   [[nodiscard]] absl::Status Listen(const ServerOptions& options,
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<TokenSource> tokens);
@@ -199,6 +203,9 @@ class CoordinatorServer {
   std::unique_ptr<A2AHttpBindings> http_bindings_;
   std::unique_ptr<Console> console_;
   std::unique_ptr<HttpServer> card_http_;
+  // Tells the notifiers, the gateway and the console feed above of other replicas' commits;
+  // stopped first in Shutdown.
+  std::unique_ptr<ReplicaFeed> replica_feed_;
   std::unique_ptr<grpc::Server> server_;
   // Scrape-time figures of /metrics; reads the store, so it goes before it.
   std::unique_ptr<ServerMetrics> metrics_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -87,13 +89,34 @@ class EtcdStore::Impl {
     return response.header().revision();
   }
 
+  // The revisions of this store's own recent commits (EtcdStore::WroteRevision): a ring of the
+  // newest kOwnRevisions and a set for lookups.
+  void RecordOwnRevision(int64_t revision) {
+    absl::MutexLock lock(&own_mu_);
+    if (!own_set_.insert(revision).second) return;
+    own_ring_.push_back(revision);
+    if (own_ring_.size() > kOwnRevisions) {
+      own_set_.erase(own_ring_.front());
+      own_ring_.pop_front();
+    }
+  }
+  bool IsOwnRevision(int64_t revision) {
+    absl::MutexLock lock(&own_mu_);
+    return own_set_.contains(revision);
+  }
+
   std::atomic<uint64_t> conflicts{0};
   // Held by a transaction that runs again after losing (EtcdStore::RunTransaction).
   absl::Mutex retry_mu;
 
  private:
+  static constexpr size_t kOwnRevisions = 4096;
+
   const EtcdStoreOptions options_;
   const std::unique_ptr<EtcdClient> client_;
+  absl::Mutex own_mu_;
+  std::deque<int64_t> own_ring_ ABSL_GUARDED_BY(own_mu_);
+  absl::flat_hash_set<int64_t> own_set_ ABSL_GUARDED_BY(own_mu_);
 };
 
 namespace {
@@ -339,6 +362,7 @@ class EtcdTransaction final : public Transaction {
           bytes, options.max_request_bytes));
     }
     ASSIGN_OR_RETURN(etcdserverpb::TxnResponse response, impl_->client().Txn(request));
+    if (response.succeeded()) impl_->RecordOwnRevision(response.header().revision());
     return response.succeeded();
   }
 
@@ -441,6 +465,8 @@ EtcdStore::EtcdStore(EtcdStoreOptions options, std::shared_ptr<Impl> impl)
     : options_(std::move(options)), impl_(std::move(impl)) {}
 
 EtcdStore::~EtcdStore() = default;
+
+bool EtcdStore::WroteRevision(int64_t revision) const { return impl_->IsOwnRevision(revision); }
 
 uint64_t EtcdStore::transaction_conflicts() const {
   return impl_->conflicts.load(std::memory_order_relaxed);

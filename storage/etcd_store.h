@@ -96,6 +96,12 @@ class EtcdStore final : public Store {
   const EtcdStoreOptions& options() const { return options_; }
   // Transactions that lost to a concurrent writer and ran again, since the store opened.
   uint64_t transaction_conflicts() const;
+  // Whether `revision` is one this store's own transactions committed, among its most recent
+  // 4096 commits: a replica hears its own writes through its watch too, and has told its own
+  // listeners of them already. False for a revision not yet recorded (the watch may deliver a
+  // commit before the committing thread has read its answer): telling twice is harmless to
+  // every listener (they read the store again), missing one is not.
+  bool WroteRevision(int64_t revision) const;
 
   // What the store shares with its snapshots, transactions and scans (etcd_store.cc).
   class Impl;

@@ -25,6 +25,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "storage/testing/test_store.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -99,7 +100,8 @@ class EvaluationTest : public ::testing::Test {
   }
 
   std::unique_ptr<Process> StartAgent(const std::string& binary, std::vector<std::string> args) {
-    args.push_back(absl::StrCat("--coordinator=", coordinator_->target()));
+    args.push_back(absl::StrCat("--coordinator=",
+                                agent_target_.empty() ? coordinator_->target() : agent_target_));
     absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args);
     EXPECT_OK(p);
     if (!p.ok()) return nullptr;
@@ -248,6 +250,8 @@ class EvaluationTest : public ::testing::Test {
   std::unique_ptr<Process> green_;
   std::unique_ptr<Process> purple_;
   std::string purple_policy_;
+  // The agents' --coordinator when not coordinator_'s address (several replicas).
+  std::string agent_target_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<a2apb::A2AService::Stub> a2a_;
   std::unique_ptr<v1::ContextService::Stub> contexts_;
@@ -369,6 +373,50 @@ TEST_F(EvaluationTest, CoordinatorKilledMidEvaluation) {
     ASSERT_OK(coordinator_->Kill());
     StartCoordinator(port);
   });
+}
+
+// Issue 21's "done when": an evaluation finishes while the etcd member and the coordinator
+// replica it was using are killed. The cluster is the test's own (a member dies); two replicas
+// serve it, and the agents and this client are given both and use the first.
+TEST_F(EvaluationTest, EtcdMemberAndReplicaKilledMidEvaluation) {
+  if (!storage::testing::UseEtcd()) {
+    GTEST_SKIP() << "runs as etcd.EvaluationTest.* (on an etcd cluster of its own)";
+  }
+  absl::StatusOr<std::unique_ptr<testing_util::EtcdCluster>> cluster =
+      testing_util::EtcdCluster::Start(dir_.Sub("etcd"));
+  ASSERT_OK(cluster);
+  const std::vector<std::string> flags = {"--store=" + (*cluster)->url(),
+                                          "--etcd_prefix=/evaluation/",
+                                          "--http_listen=",
+                                          "--a2a_retry_initial_backoff=50ms",
+                                          "--a2a_retry_max_backoff=500ms",
+                                          "--a2a_delivery_max_attempts=1000"};
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> a =
+      CoordinatorProcess::Start(dir_.Sub("a"), flags);
+  ASSERT_OK(a);
+  absl::StatusOr<std::unique_ptr<CoordinatorProcess>> b =
+      CoordinatorProcess::Start(dir_.Sub("b"), flags);
+  ASSERT_OK(b);
+  coordinator_ = *std::move(a);
+  std::unique_ptr<CoordinatorProcess> survivor = *std::move(b);
+  agent_target_ = absl::StrCat(coordinator_->target(), ",", survivor->target());
+  grpc::ChannelArguments ch;
+  ch.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  ch.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  ch.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  channel_ =
+      grpc::CreateCustomChannel("ipv4:" + agent_target_, grpc::InsecureChannelCredentials(), ch);
+  a2a_ = a2apb::A2AService::NewStub(channel_);
+  contexts_ = v1::ContextService::NewStub(channel_);
+  conversations_ = v1::ConversationService::NewStub(channel_);
+  StartGreen();
+  StartPurple("script:" + SlowScript(dir_.path()));
+  RunEvaluation([&](const std::string&) {
+    // The replicas talk to the first member first; both it and the replica everyone uses die.
+    ASSERT_OK((*cluster)->Kill(0));
+    ASSERT_OK(coordinator_->Kill());
+  });
+  EXPECT_OK((*cluster)->Restart(0));
 }
 
 // A fake OpenAI-compatible endpoint: fails the first two calls, then answers like the script.

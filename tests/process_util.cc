@@ -438,4 +438,46 @@ absl::StatusOr<ProcessResult> RunCoordctl(const std::string& target,
   return RunProcess(BinaryPath("coordctl"), full, absl::Seconds(60), stdin_data);
 }
 
+namespace {
+
+std::string EtcdClusterScript() { return std::string(COORD_SOURCE_DIR) + "/tests/etcd_cluster.sh"; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(const std::string& dir,
+                                                                int members) {
+  absl::StatusOr<ProcessResult> started = RunProcess(
+      "/bin/bash", {EtcdClusterScript(), "start", dir, absl::StrCat(members)}, absl::Seconds(120));
+  if (!started.ok()) return started.status();
+  if (started->exit_code == 77) {
+    return absl::UnimplementedError(absl::StrCat("etcd is not installed: ", started->out));
+  }
+  if (started->exit_code != 0) {
+    return absl::InternalError(absl::StrCat("etcd_cluster.sh start: ", started->Describe()));
+  }
+  std::ifstream in(dir + "/url");
+  std::string url;
+  if (!in || !std::getline(in, url) || url.empty()) {
+    return absl::InternalError(absl::StrCat("etcd_cluster.sh wrote no URL to ", dir, "/url"));
+  }
+  return std::unique_ptr<EtcdCluster>(new EtcdCluster(dir, url));
+}
+
+EtcdCluster::~EtcdCluster() { (void)Run({"stop", dir_}); }
+
+absl::Status EtcdCluster::Kill(int i) { return Run({"kill", dir_, absl::StrCat(i)}); }
+
+absl::Status EtcdCluster::Restart(int i) { return Run({"restart", dir_, absl::StrCat(i)}); }
+
+absl::Status EtcdCluster::Run(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {EtcdClusterScript()};
+  all.insert(all.end(), args.begin(), args.end());
+  absl::StatusOr<ProcessResult> r = RunProcess("/bin/bash", all, absl::Seconds(120));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return absl::InternalError(absl::StrCat("etcd_cluster.sh ", args[0], ": ", r->Describe()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace testing_util

@@ -140,6 +140,33 @@ class CoordinatorProcess {
                                                         const std::vector<std::string>& args,
                                                         const std::string& stdin_data = "");
 
+// A 3-member (or N) etcd cluster of the test's own, for tests that kill members: ctest's shared
+// `etcd` fixture must stay whole for the other tests (tests/etcd_cluster.sh does the work).
+class EtcdCluster {
+ public:
+  // Starts `members` members with their data under `dir`. UNIMPLEMENTED when etcd is not
+  // installed (the caller skips).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<EtcdCluster>> Start(const std::string& dir,
+                                                                          int members = 3);
+  // Stops every member and removes `dir`.
+  ~EtcdCluster();
+  EtcdCluster(const EtcdCluster&) = delete;
+  EtcdCluster& operator=(const EtcdCluster&) = delete;
+
+  // etcd://127.0.0.1:P0,127.0.0.1:P1,...
+  const std::string& url() const { return url_; }
+  // kill -9 of member `i` (0-based), and its start again on its data and ports.
+  [[nodiscard]] absl::Status Kill(int i);
+  [[nodiscard]] absl::Status Restart(int i);
+
+ private:
+  EtcdCluster(std::string dir, std::string url) : dir_(std::move(dir)), url_(std::move(url)) {}
+  [[nodiscard]] absl::Status Run(const std::vector<std::string>& args);
+
+  const std::string dir_;
+  const std::string url_;
+};
+
 }  // namespace testing_util
 
 #endif  // TESTS_PROCESS_UTIL_H_

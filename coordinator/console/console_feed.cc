@@ -57,6 +57,14 @@ void ConsoleFeed::Wake() {
   absl::MutexLock lock(&mu_);
 }
 
+void ConsoleFeed::Resync() {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return;
+  // Every reader's cursor is now behind what the ring holds (nothing), so each gets `resync`.
+  dropped_through_ = ++last_seq_;
+  ring_.clear();
+}
+
 void ConsoleFeed::Close() {
   absl::MutexLock lock(&mu_);
   closed_ = true;

@@ -58,6 +58,9 @@ class ConsoleFeed {
   // The sequence number of the newest change (0 before the first).
   int64_t last_seq();
 
+  // Tells every reader to read everything again (changes were missed: ReplicaFeed::Gap).
+  void Resync();
+
   // Wakes every reader with `closed`; Publish is ignored from here on.
   void Close();
 

@@ -35,6 +35,17 @@ void TaskNotifier::Notify(const std::string& task_id) {
   if (observer_) observer_(task_id);
 }
 
+void TaskNotifier::NotifyAll() {
+  std::vector<Listener> to_call;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [task_id, listeners] : listeners_) {
+      for (const auto& [id, listener] : listeners) to_call.push_back(listener);
+    }
+  }
+  for (const Listener& listener : to_call) listener();
+}
+
 void TaskNotifier::SetObserver(std::function<void(const std::string&)> observer) {
   absl::MutexLock lock(&observer_mu_);
   observer_ = std::move(observer);

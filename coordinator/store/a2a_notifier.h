@@ -35,6 +35,9 @@ class TaskNotifier {
   void Unsubscribe(const std::string& task_id, uint64_t id);
   // Wakes the listeners of `task_id`: events were appended to its log.
   void Notify(const std::string& task_id);
+  // Wakes every listener of every task: changes may have been missed (ReplicaFeed::Gap), so
+  // each reads its task again.
+  void NotifyAll();
 
   // The one listener woken when a change queued webhook calls (the gateway's webhook loop);
   // nullptr for none. It runs under this notifier's lock, so once SetPushListener returns the

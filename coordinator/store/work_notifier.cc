@@ -49,4 +49,19 @@ void WorkNotifier::Close(const absl::Status& status) {
   runs_.clear();
 }
 
+void WorkNotifier::EndWatches(const absl::Status& status) {
+  absl::WriterMutexLock lock(&mu_);
+  for (auto it = watchers_.begin(); it != watchers_.end();) {
+    if (it->first == kAllRuns) {
+      ++it;
+      continue;
+    }
+    for (WorkWatcher* watcher : it->second) {
+      watcher->OnClose(status);
+      runs_.erase(watcher);
+    }
+    watchers_.erase(it++);
+  }
+}
+
 }  // namespace coordinator

@@ -44,6 +44,10 @@ class WorkNotifier {
   void Publish(const v1::RunEvent& event);
   // Calls OnClose on every watcher, drops them, and refuses new subscriptions.
   void Close(const absl::Status& status);
+  // Calls OnClose on the watchers of single runs and drops them; the watchers of every run
+  // (kAllRuns) stay, and new subscriptions are taken: changes were missed (ReplicaFeed::Gap),
+  // and a run's watcher must start again from a snapshot.
+  void EndWatches(const absl::Status& status);
 
  private:
   absl::Mutex mu_;
