@@ -34,6 +34,7 @@ int ServeUntilStopped(const common::StopSignals& stop_signals, RuntimeOptions ru
   }
   if (hooks.after_start) hooks.after_start();
   LOG_INFO("received %s; stopping", stop_signals.Wait());
+  if (hooks.before_shutdown) hooks.before_shutdown();
   (*server)->Shutdown();
   if (hooks.after_shutdown) hooks.after_shutdown();
   LOG_INFO("stopped cleanly");

@@ -33,6 +33,9 @@ void SetStandardCard(absl::string_view name, absl::string_view description, a2ap
 struct ServeHooks {
   // Runs once the server serves and is registered (e.g. resume unfinished work).
   std::function<void()> after_start;
+  // Runs when the stop signal came, before the server stops (e.g. tell the agent that the
+  // cancellations to come are the runtime abandoning its executions, not a client's).
+  std::function<void()> before_shutdown;
   // Runs after the server stopped (e.g. stop the agent's own loops).
   std::function<void()> after_shutdown;
 };

@@ -116,19 +116,9 @@ int main(int argc, char** argv) {
       "\"execute: <command>\" and \"submit\".",
       &runtime.card);
   runtime.card.add_default_output_modes("application/json");
-  // agent_runtime::ServeUntilStopped's order, with the agent told before the server stops that
-  // the cancellations to come are the runtime abandoning its executions, not a client's.
-  absl::StatusOr<std::unique_ptr<agent_runtime::AgentServer>> server =
-      agent_runtime::AgentServer::Start(std::move(runtime), &agent);
-  if (!server.ok()) {
-    LOG_ERROR("cannot start: %s", server.status().message());
-    return agent_runtime::kExitStartFailed;
-  }
-  agent.Start();  // the environment sweep, when configured
-  LOG_INFO("received %s; stopping", stop_signals.Wait());
-  agent.PrepareShutdown();
-  (*server)->Shutdown();
-  agent.Stop();
-  LOG_INFO("stopped cleanly");
-  return 0;
+  agent_runtime::ServeHooks hooks;
+  hooks.after_start = [&agent] { agent.Start(); };  // the environment sweep, when configured
+  hooks.before_shutdown = [&agent] { agent.PrepareShutdown(); };
+  hooks.after_shutdown = [&agent] { agent.Stop(); };
+  return agent_runtime::ServeUntilStopped(stop_signals, std::move(runtime), &agent, hooks);
 }
