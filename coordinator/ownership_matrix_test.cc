@@ -436,6 +436,20 @@ TEST_F(OwnershipMatrixTest, EveryPrincipalOnEveryResourceOfEveryRpc) {
          v1::Run a;
          return work_->ImportTaskGraph(ctx(t).get(), q, &a);
        }},
+      {"ImportRun", Kind::kAdminOnly, nullptr,
+       [&](const std::string& t, const Resource& r, bool*) {
+         v1::ImportRunRequest q;
+         q.mutable_run()->set_run_id("imported-" + r.run_id);
+         q.mutable_run()->set_kind(v1::RUN_KIND_WORKSTREAMS);
+         if (!r.owner.empty()) q.mutable_run()->add_claimants(r.owner);
+         v1::WorkItem* item = q.add_items();
+         item->set_item_id("a");
+         item->set_status(v1::ITEM_STATUS_RUNNING);
+         item->set_worker_id("w1");
+         item->set_attempts(1);
+         v1::ImportRunResponse a;
+         return work_->ImportRun(ctx(t).get(), q, &a);
+       }},
       {"GetRun", Kind::kRunRead, nullptr,
        [&](const std::string& t, const Resource& r, bool*) {
          v1::GetRunRequest q;
@@ -617,7 +631,7 @@ TEST_F(OwnershipMatrixTest, EveryPrincipalOnEveryResourceOfEveryRpc) {
       }
     }
   }
-  EXPECT_EQ(cells, 3 * 5 * 39);
+  EXPECT_EQ(cells, 3 * 5 * 40);
 }
 
 }  // namespace

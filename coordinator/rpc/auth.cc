@@ -92,7 +92,7 @@ constexpr MethodPermission kMethods[] = {
     {"/coordinator.v1.WorkService/ListWorkers", Permission::kRead},
     {"/coordinator.v1.WorkService/ListEvents", Permission::kRead},
     {"/coordinator.v1.WorkService/StopWorker", Permission::kAgent},  // a claimant (the store)
-    // CreateRun, ImportTaskGraph, Retry, AddItems, MergeLevel: admin.
+    // CreateRun, ImportTaskGraph, ImportRun, Retry, AddItems, MergeLevel: admin.
     {"/coordinator.v1.AgentRegistry/RegisterAgent", Permission::kAgent},  // its own name
     {"/coordinator.v1.AgentRegistry/GetAgent", Permission::kRead},
     {"/coordinator.v1.AgentRegistry/ListAgents", Permission::kRead},

@@ -202,6 +202,7 @@ TEST(PermissionTableTest, RolesAgainstMethods) {
       {"/coordinator.v1.WorkService/StopWorker", false, true},
       {"/coordinator.v1.WorkService/AddItems", false, false},
       {"/coordinator.v1.WorkService/MergeLevel", false, false},
+      {"/coordinator.v1.WorkService/ImportRun", false, false},
       {"/coordinator.v1.AgentRegistry/RegisterAgent", false, true},
       {"/coordinator.v1.AgentRegistry/ListAgents", true, true},
       {"/lf.a2a.v1.A2AService/SendMessage", false, true},

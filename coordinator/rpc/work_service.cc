@@ -165,6 +165,15 @@ grpc::ServerUnaryReactor* WorkServiceImpl::ImportTaskGraph(
                      });
 }
 
+grpc::ServerUnaryReactor* WorkServiceImpl::ImportRun(grpc::CallbackServerContext* context,
+                                                     const v1::ImportRunRequest* request,
+                                                     v1::ImportRunResponse* response) {
+  return HandleUnary(context, calls_, CallKind::kPool, response,
+                     [this, request](const Caller& caller) {
+                       return work_->ImportRun(*request, AccessOf(caller));
+                     });
+}
+
 grpc::ServerUnaryReactor* WorkServiceImpl::GetRun(grpc::CallbackServerContext* context,
                                                   const v1::GetRunRequest* request,
                                                   v1::Run* response) {

@@ -78,6 +78,9 @@ class WorkServiceImpl final : public v1::WorkService::CallbackService {
   grpc::ServerUnaryReactor* ListEvents(grpc::CallbackServerContext* context,
                                        const v1::ListEventsRequest* request,
                                        v1::ListEventsResponse* response) override;
+  grpc::ServerUnaryReactor* ImportRun(grpc::CallbackServerContext* context,
+                                      const v1::ImportRunRequest* request,
+                                      v1::ImportRunResponse* response) override;
 
  private:
   WorkStore* work_;         // not owned

@@ -2,9 +2,11 @@
 // adapter and required capabilities; the worker registry; level states and MergeLevel; adding
 // items to a run; the status filter; the event log (written with each change, paged, purged with
 // the run); and runs stored before these existed. A fake clock, no sleeping.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -723,6 +725,260 @@ TEST_F(WorkModelTest, RunsStoredBeforeTheModelAreReadAndUpgraded) {
   ASSERT_OK(raw);
   ASSERT_OK(DecodeRecord(*raw, &record));
   EXPECT_EQ(record.layout(), 1);
+}
+
+// ---- Importing a run under way (ImportRun). ----
+
+// An imported item: ItemSpec's inputs with a status, worker and attempts.
+v1::WorkItem ImportedItem(const std::string& spec, v1::ItemStatus status,
+                          const std::string& worker = "", int attempts = 0) {
+  v1::WorkItem item = ItemSpec(spec);
+  item.set_status(status);
+  item.set_worker_id(worker);
+  item.set_attempts(attempts);
+  return item;
+}
+
+class ImportRunTest : public WorkModelTest {
+ protected:
+  // A run under way: level 0 done and merged, level 1 with a running, a pending and a blocked
+  // item; workers w1 (holding b) and w2 (stopped).
+  v1::ImportRunRequest UnderWay() {
+    v1::ImportRunRequest request;
+    v1::Run* run = request.mutable_run();
+    run->set_run_id("r");
+    run->set_kind(v1::RUN_KIND_TASK_GRAPH);
+    run->set_feature("f");
+    v1::LevelState* merged = run->add_level_states();
+    merged->set_level(0);
+    merged->set_status(v1::LEVEL_STATUS_MERGED);
+    merged->set_merge_commit("abc123");
+    v1::WorkItem a = ImportedItem("a:0", v1::ITEM_STATUS_DONE, "w1", 1);
+    *a.mutable_start_time() = ToProtoTime(absl::FromUnixSeconds(1'600'000'000));
+    *a.mutable_complete_time() = ToProtoTime(absl::FromUnixSeconds(1'600'000'300));
+    a.set_summary("did a");
+    *request.add_items() = a;
+    v1::WorkItem b = ImportedItem("b:1:a", v1::ITEM_STATUS_RUNNING, "w1", 2);
+    *b.mutable_start_time() = ToProtoTime(absl::FromUnixSeconds(1'600'000'400));
+    b.set_pid(4242);
+    b.set_checkpoint("half way");
+    *request.add_items() = b;
+    *request.add_items() = ImportedItem("c:1", v1::ITEM_STATUS_PENDING);
+    v1::WorkItem d = ImportedItem("d:1", v1::ITEM_STATUS_BLOCKED, "w2", 3);
+    d.set_last_error("boom");
+    *request.add_items() = d;
+    v1::RunWorker* w1 = request.add_workers();
+    w1->set_worker_id("w1");
+    w1->set_items_completed(1);
+    *w1->mutable_last_heartbeat_time() = ToProtoTime(absl::FromUnixSeconds(1'600'000'500));
+    v1::RunWorker* w2 = request.add_workers();
+    w2->set_worker_id("w2");
+    w2->set_status(v1::WORKER_STATUS_STOPPED);
+    w2->set_items_failed(3);
+    *request.mutable_lease_ttl() = ToProtoDuration(absl::Minutes(2));
+    return request;
+  }
+};
+
+TEST_F(ImportRunTest, ARunUnderWayKeepsItsStatesAndItsWorkerGoesOnWithTheLease) {
+  const absl::Time now = clock_.Now();
+  absl::StatusOr<v1::ImportRunResponse> imported = work_->ImportRun(UnderWay());
+  ASSERT_OK(imported);
+  ASSERT_EQ(imported->leases_size(), 1);
+  const v1::ImportedLease& lease = imported->leases(0);
+  EXPECT_EQ(lease.item_id(), "b");
+  EXPECT_EQ(lease.worker_id(), "w1");
+  EXPECT_EQ(lease.epoch(), 2);
+  EXPECT_EQ(FromProtoTime(lease.lease_expire_time()), now + absl::Minutes(2));
+
+  const v1::Run run = GetRun("r");
+  EXPECT_EQ(run.status(), v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(run.counts().total(), 4);
+  EXPECT_EQ(run.counts().done(), 1);
+  EXPECT_EQ(run.counts().running(), 1);
+  EXPECT_EQ(run.counts().pending(), 1);
+  EXPECT_EQ(run.counts().blocked(), 1);
+  EXPECT_EQ(run.current_level(), 1);
+  ASSERT_EQ(run.level_states_size(), 2);
+  EXPECT_EQ(run.level_states(0).status(), v1::LEVEL_STATUS_MERGED);
+  EXPECT_EQ(run.level_states(0).merge_commit(), "abc123");
+  EXPECT_EQ(FromProtoTime(run.level_states(0).complete_time()),
+            absl::FromUnixSeconds(1'600'000'300));
+  EXPECT_EQ(run.level_states(1).status(), v1::LEVEL_STATUS_RUNNING);
+  EXPECT_EQ(FromProtoTime(run.level_states(1).start_time()), absl::FromUnixSeconds(1'600'000'400));
+
+  const v1::WorkItem a = Item("r", "a");
+  EXPECT_EQ(a.status(), v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(a.summary(), "did a");
+  EXPECT_EQ(FromProtoTime(a.complete_time()), absl::FromUnixSeconds(1'600'000'300));
+  EXPECT_EQ(a.version(), 1);
+  const v1::WorkItem b = Item("r", "b");
+  EXPECT_EQ(b.status(), v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(b.worker_id(), "w1");
+  EXPECT_EQ(b.attempts(), 2);
+  EXPECT_EQ(b.epoch(), 2);
+  EXPECT_EQ(b.pid(), 4242);
+  EXPECT_EQ(b.checkpoint(), "half way");
+  EXPECT_EQ(FromProtoTime(b.lease_expire_time()), now + absl::Minutes(2));
+  EXPECT_EQ(Item("r", "d").last_error(), "boom");
+
+  std::map<std::string, v1::RunWorker> workers = Workers("r");
+  ASSERT_EQ(workers.size(), 2u);
+  EXPECT_EQ(workers["w1"].status(), v1::WORKER_STATUS_BUSY);
+  EXPECT_EQ(workers["w1"].current_item(), "b");
+  EXPECT_THAT(workers["w1"].held_items(), ElementsAre("b"));
+  EXPECT_EQ(workers["w1"].items_completed(), 1);
+  EXPECT_EQ(FromProtoTime(workers["w1"].last_heartbeat_time()),
+            absl::FromUnixSeconds(1'600'000'500));
+  EXPECT_EQ(workers["w2"].status(), v1::WORKER_STATUS_STOPPED);
+  EXPECT_EQ(workers["w2"].items_failed(), 3);
+  EXPECT_THAT(EventWords("r"),
+              ElementsAre("run_created", "created a", "created b", "created c", "created d"));
+
+  // The living worker goes on with the lease; another worker takes the pending item.
+  clock_.Advance(absl::Minutes(1));
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_lease(lease.lease());
+  ASSERT_OK(work_->Heartbeat(heartbeat));
+  EXPECT_EQ(MustClaim("r", "w3").item().item_id(), "c");
+  absl::StatusOr<v1::WorkItem> done = Complete(lease.lease(), "did b");
+  ASSERT_OK(done);
+  EXPECT_EQ(done->status(), v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(Workers("r")["w1"].status(), v1::WORKER_STATUS_IDLE);
+  // A lease of another epoch is refused as for any claimed item.
+  EXPECT_EQ(Complete(EncodeLease("r", "b", 1)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ImportRunTest, TheReaperTakesBackAnImportedItemNobodyHeartbeats) {
+  ASSERT_OK(work_->ImportRun(UnderWay()));
+  clock_.Advance(absl::Minutes(1));
+  absl::StatusOr<int> reaped = work_->ReapExpired();
+  ASSERT_OK(reaped);
+  EXPECT_EQ(*reaped, 0);
+  clock_.Advance(absl::Minutes(1) + absl::Seconds(1));
+  reaped = work_->ReapExpired();
+  ASSERT_OK(reaped);
+  EXPECT_EQ(*reaped, 1);
+  const v1::WorkItem b = Item("r", "b");
+  EXPECT_EQ(b.status(), v1::ITEM_STATUS_PENDING);  // 2 of 3 attempts used
+  EXPECT_EQ(Workers("r")["w1"].status(), v1::WORKER_STATUS_LOST);
+  // The lease is refused, and the item goes to the next worker, at the next epoch.
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_lease(EncodeLease("r", "b", 2));
+  EXPECT_EQ(work_->Heartbeat(heartbeat).status().code(), absl::StatusCode::kFailedPrecondition);
+  const v1::ClaimResponse next = MustClaim("r", "w4");
+  EXPECT_EQ(next.item().item_id(), "b");
+  EXPECT_EQ(next.epoch(), 3);
+}
+
+TEST_F(ImportRunTest, BadImportsCreateNothing) {
+  const auto expect_refused = [&](const v1::ImportRunRequest& request, absl::StatusCode code,
+                                  const std::string& text) {
+    absl::StatusOr<v1::ImportRunResponse> imported = work_->ImportRun(request);
+    EXPECT_EQ(imported.status().code(), code) << imported.status();
+    EXPECT_THAT(imported.status().message(), HasSubstr(text));
+    EXPECT_EQ(work_->GetRun("r").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(work_->CountLeases().value_or(-1), 0);
+  };
+  using Edit = std::function<void(v1::ImportRunRequest*)>;
+  const std::vector<std::tuple<Edit, absl::StatusCode, std::string>> cases = {
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(2)->set_status(static_cast<v1::ItemStatus>(99));
+       },
+       absl::StatusCode::kInvalidArgument, "task c has status 99, which is not an item status"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(3)->set_attempts(4); },
+       absl::StatusCode::kInvalidArgument,
+       "task d has used 4 attempts; the run's retry policy allows 3"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(2)->set_attempts(-1); },
+       absl::StatusCode::kInvalidArgument, "task c has -1 attempts"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(1)->clear_worker_id(); },
+       absl::StatusCode::kInvalidArgument, "task b is running but names no worker_id"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(1)->set_worker_id("bad\nworker"); },
+       absl::StatusCode::kInvalidArgument, "worker_id of task b"},
+      {[](v1::ImportRunRequest* r) { *r->add_items() = ImportedItem("c:1", v1::ITEM_STATUS_DONE); },
+       absl::StatusCode::kInvalidArgument, "task c appears more than once"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(2)->add_dependencies("ghost"); },
+       absl::StatusCode::kInvalidArgument, "task c depends on unknown task ghost"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(1)->add_dependencies("c");
+         r->mutable_run()->clear_level_states();
+       },
+       absl::StatusCode::kInvalidArgument, "task b is running but its dependency c is pending"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(0)->set_status(v1::ITEM_STATUS_RUNNING);
+         r->mutable_items(0)->clear_complete_time();
+         r->mutable_run()->clear_level_states();
+       },
+       absl::StatusCode::kInvalidArgument, "task b is running but its dependency a is running"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(0)->set_status(v1::ITEM_STATUS_FAILED);
+         r->mutable_items(0)->clear_complete_time();
+         r->mutable_items(1)->clear_dependencies();
+         r->mutable_run()->clear_level_states();
+       },
+       absl::StatusCode::kInvalidArgument,
+       "task b (level 1) is running but level 0 has tasks not done"},
+      {[](v1::ImportRunRequest* r) {
+         *r->mutable_items(2)->mutable_complete_time() = ToProtoTime(absl::FromUnixSeconds(1));
+       },
+       absl::StatusCode::kInvalidArgument, "task c is pending but has a complete_time"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(2)->mutable_start_time()->set_seconds(int64_t{1} << 60);
+       },
+       absl::StatusCode::kInvalidArgument, "start_time of task c is not a valid time"},
+      {[](v1::ImportRunRequest* r) { r->mutable_items(1)->set_pid(-5); },
+       absl::StatusCode::kInvalidArgument, "pid -5 is not a process id"},
+      {[](v1::ImportRunRequest* r) { r->mutable_run()->mutable_level_states(0)->set_level(1); },
+       absl::StatusCode::kInvalidArgument,
+       "level 1 is marked merged but is running (0 of 3 tasks done)"},
+      {[](v1::ImportRunRequest* r) { r->mutable_run()->mutable_level_states(0)->set_level(7); },
+       absl::StatusCode::kInvalidArgument, "level 7 has no tasks (the run's levels: 0, 1)"},
+      {[](v1::ImportRunRequest* r) {
+         *r->mutable_run()->add_level_states() = r->run().level_states(0);
+       },
+       absl::StatusCode::kInvalidArgument, "level 0 appears more than once"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_run()->mutable_level_states(0)->set_status(static_cast<v1::LevelStatus>(42));
+       },
+       absl::StatusCode::kInvalidArgument, "level 0 has status 42"},
+      {[](v1::ImportRunRequest* r) { *r->add_workers() = r->workers(0); },
+       absl::StatusCode::kInvalidArgument, "worker w1 appears more than once"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_workers(1)->set_status(static_cast<v1::WorkerStatus>(9));
+       },
+       absl::StatusCode::kInvalidArgument, "worker w2 has status 9"},
+      {[](v1::ImportRunRequest* r) { r->mutable_workers(1)->set_status(v1::WORKER_STATUS_BUSY); },
+       absl::StatusCode::kInvalidArgument, "worker w2 is busy but holds no running task"},
+      {[](v1::ImportRunRequest* r) { r->mutable_workers(1)->set_worker_id(""); },
+       absl::StatusCode::kInvalidArgument, "worker_id"},
+      {[](v1::ImportRunRequest* r) {
+         r->mutable_items(3)->set_last_error(std::string(65 << 10, 'x'));
+       },
+       absl::StatusCode::kResourceExhausted, "last_error of task d"},
+      {[](v1::ImportRunRequest* r) { *r->mutable_lease_ttl() = ToProtoDuration(absl::Hours(48)); },
+       absl::StatusCode::kInvalidArgument, "lease_ttl must be between"},
+  };
+  for (const auto& [edit, code, text] : cases) {
+    SCOPED_TRACE(text);
+    v1::ImportRunRequest request = UnderWay();
+    edit(&request);
+    expect_refused(request, code, text);
+  }
+
+  // Beyond the run's item limit.
+  WorkLimits small;
+  small.max_items = 3;
+  WorkStore limited(store_.get(), nullptr, small, [this] { return clock_.Now(); });
+  EXPECT_EQ(limited.ImportRun(UnderWay()).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(work_->GetRun("r").status().code(), absl::StatusCode::kNotFound);
+
+  // A run id taken: nothing of the import is written over it.
+  CreateRun("r", {"x:0"});
+  const v1::Run before = GetRun("r");
+  EXPECT_EQ(work_->ImportRun(UnderWay()).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(GetRun("r").SerializeAsString(), before.SerializeAsString());
+  EXPECT_TRUE(Workers("r").empty());
 }
 
 }  // namespace

@@ -154,6 +154,17 @@ class WorkStore {
   [[nodiscard]] absl::StatusOr<v1::ListEventsResponse> ListEvents(
       const v1::ListEventsRequest& request);
 
+  // Creates a run with its items' states, levels and workers as another tool left them (a run
+  // under way), all or nothing: the checks of CreateRun, and INVALID_ARGUMENT for an unknown
+  // status, attempts beyond the policy's max_attempts, a running task without a worker, a
+  // running or done task whose dependency is not done, a running task above a level not done, a
+  // merged level that is not complete (or above one not merged), a worker listed twice, ... Each
+  // running item is held by its worker under a fresh lease of request.lease_ttl (its epoch is its
+  // attempts); the reaper takes it back after that like any other unless the worker heartbeats
+  // with the lease returned.
+  [[nodiscard]] absl::StatusOr<v1::ImportRunResponse> ImportRun(const v1::ImportRunRequest& request,
+                                                                const Access& access = {});
+
   // Returns the items whose lease expired to pending (or blocks them when their attempts are
   // used up), counting the lost attempt. Returns how many were taken back.
   //
@@ -213,6 +224,10 @@ class WorkStore {
   [[nodiscard]] absl::StatusOr<v1::Run> CreateRunFromItems(v1::Run settings,
                                                            std::vector<v1::WorkItem> items,
                                                            const Access& access);
+  // CreateRunFromItems, with the imported states of `state` when not null (ImportRun).
+  [[nodiscard]] absl::StatusOr<v1::ImportRunResponse> CreateRunWithState(
+      v1::Run settings, std::vector<v1::WorkItem> items, const v1::ImportRunRequest* state,
+      const Access& access);
   // Hands `events` to the notifier once the change they describe is durable.
   void Publish(std::vector<v1::RunEvent> events);
   absl::Time Now() const { return clock_(); }
