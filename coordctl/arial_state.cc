@@ -330,6 +330,23 @@ std::string ReplayArialRunStatus(const std::string& start,
   return status;
 }
 
+coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed) {
+  coordinator::v1::ImportRunRequest request;
+  *request.mutable_run() = parsed.run;
+  for (const WorkItem& parsed_item : parsed.items) {
+    WorkItem* item = request.add_items();
+    *item = parsed_item;
+    if (item->status() != coordinator::v1::ITEM_STATUS_PENDING) item->set_attempts(1);
+    if (item->status() == coordinator::v1::ITEM_STATUS_RUNNING) {
+      item->set_worker_id(item->pid() != 0 ? absl::StrCat("arial-", item->pid()) : "arial");
+    } else {
+      item->set_pid(0);
+    }
+    if (item->status() != coordinator::v1::ITEM_STATUS_DONE) item->clear_complete_time();
+  }
+  return request;
+}
+
 std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
                              const std::vector<coordinator::v1::WorkEvent>* events) {
   const Struct& run_meta = Meta(run.metadata());
@@ -385,7 +402,11 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
                                   {"completedAt", &item->complete_time()}}) {
       const bool set =
           std::string(key) == "startedAt" ? item->has_start_time() : item->has_complete_time();
-      if (!set) continue;
+      if (!set) {
+        // Imported with it (completedAt of a workstream that is not done), and not changed.
+        if (const Value* v = Get(meta, key); v != nullptr && as_imported) Put(&w, key, *v);
+        continue;
+      }
       // The text it was imported with when it names the same time; else as Arial writes one.
       const std::string original = GetString(meta, key);
       absl::StatusOr<absl::Time> parsed = ParseIsoTime(key, original);

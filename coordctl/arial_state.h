@@ -46,6 +46,13 @@ struct ArialRun {
 // ".."), the same id twice.
 [[nodiscard]] absl::StatusOr<ArialRun> ParseArialState(absl::string_view json);
 
+// The ImportRun request of a run under way (coordctl import arial when a workstream is not
+// pending): a workstream that left pending counts one attempt (the retries before stay in its
+// retryCount); a running one is held by the worker "arial-<pid>" ("arial" without a pid) under
+// a fresh lease, with its pid; completedAt is the complete time of a done one only (the export
+// gives the others' back as imported).
+coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed);
+
 // The state.json Arial would have written for `run` and its `items` (any order): version 2,
 // the run's status derived from the workstreams as Arial's updateRunStatus does (the previous
 // status kept when no rule applies), workstreams in their imported order and then by id. Live

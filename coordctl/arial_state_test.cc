@@ -296,5 +296,61 @@ TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {
   }
 }
 
+// A run under way: what ImportRun is asked to keep, and the export of the run as imported (its
+// items carry those states now) is still the file.
+TEST(ArialStateTest, ARunUnderWayIsImportedWithItsStates) {
+  const std::string text = ReadTestData("state-full.json");
+  absl::StatusOr<ArialRun> parsed = ParseArialState(text);
+  ASSERT_OK(parsed);
+  const coordinator::v1::ImportRunRequest request = ArialImportRequest(*parsed);
+  ASSERT_EQ(request.items_size(), 4);
+  const WorkItem& auth = request.items(0);
+  EXPECT_EQ(auth.status(), coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(auth.attempts(), 1);  // its retryCount stays in the metadata
+  EXPECT_TRUE(auth.has_complete_time());
+  const WorkItem& payment = request.items(1);
+  EXPECT_EQ(payment.status(), coordinator::v1::ITEM_STATUS_FAILED);
+  EXPECT_EQ(payment.attempts(), 1);
+  EXPECT_EQ(payment.last_error(), "npm test exited with code 1");
+  EXPECT_TRUE(payment.worker_id().empty());
+  const WorkItem& search = request.items(2);
+  EXPECT_EQ(search.status(), coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(search.worker_id(), "arial-48213");
+  EXPECT_EQ(search.pid(), 48213);
+  const WorkItem& docs = request.items(3);
+  EXPECT_EQ(docs.status(), coordinator::v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(docs.attempts(), 0);
+  EXPECT_TRUE(request.workers().empty());
+
+  // A running workstream without a pid is held by "arial".
+  ArialRun no_pid = *parsed;
+  no_pid.items[2].set_pid(0);
+  EXPECT_EQ(ArialImportRequest(no_pid).items(2).worker_id(), "arial");
+
+  // As the coordinator keeps them (version 1): the export is the file, retryCount included.
+  ArialRun imported = *parsed;
+  for (int i = 0; i < request.items_size(); ++i) imported.items[i] = request.items(i);
+  auto [run, items] = AsCreated(imported);
+  ExpectSameJson(FormatArialState(run, items), text);
+}
+
+// A failed workstream's completedAt (Arial may write one) comes back on an unchanged export,
+// though the coordinator keeps a complete time only for done items.
+TEST(ArialStateTest, CompletedAtOfAFailedWorkstreamComesBackAsImported) {
+  const std::string text = absl::StrReplaceAll(
+      ReadTestData("state-full.json"),
+      {{R"("status":"failed","branch":"arial/payment-flow","worktreePath":".arial/worktrees/payment-flow","startedAt":"2025-03-02T08:00:05.301Z",)",
+        R"("status":"failed","branch":"arial/payment-flow","worktreePath":".arial/worktrees/payment-flow","startedAt":"2025-03-02T08:00:05.301Z","completedAt":"2025-03-02T08:30:00.000Z",)"}});
+  ASSERT_NE(text, ReadTestData("state-full.json"));
+  absl::StatusOr<ArialRun> parsed = ParseArialState(text);
+  ASSERT_OK(parsed);
+  const coordinator::v1::ImportRunRequest request = ArialImportRequest(*parsed);
+  EXPECT_FALSE(request.items(1).has_complete_time());
+  ArialRun imported = *parsed;
+  for (int i = 0; i < request.items_size(); ++i) imported.items[i] = request.items(i);
+  auto [run, items] = AsCreated(imported);
+  ExpectSameJson(FormatArialState(run, items), text);
+}
+
 }  // namespace
 }  // namespace coordctl

@@ -1,7 +1,9 @@
 #include "coordctl/mahabharatha_state.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -10,6 +12,7 @@
 #include "coordctl/aria_state_json.h"
 #include "coordctl/import_json.h"
 #include "coordctl/json_write.h"
+#include "coordctl/run_commands.h"
 
 namespace coordctl {
 namespace {
@@ -116,6 +119,12 @@ const Value* Get(const Struct& s, const std::string& key) {
   return it == s.fields().end() ? nullptr : &it->second;
 }
 
+// The string at `key`, or "" when it is missing or not a string.
+std::string GetString(const Struct& s, const std::string& key) {
+  const Value* v = Get(s, key);
+  return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
+}
+
 Value StructValue(Struct s) {
   Value v;
   *v.mutable_struct_value() = std::move(s);
@@ -160,7 +169,8 @@ absl::Status CheckNumberKeys(const Struct& object, const std::string& where) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object) {
+absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object,
+                                   bool* levels_known) {
   const JsonObject t(object, absl::StrCat("tasks.", id));
   WorkItem item;
   item.set_item_id(id);
@@ -173,6 +183,7 @@ absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object) 
   absl::StatusOr<std::optional<int64_t>> level = t.Integer("level", false, 0, INT32_MAX);
   if (!level.ok()) return level.status();
   item.set_level(level->value_or(1));
+  if (level->has_value()) *levels_known = true;
   absl::StatusOr<std::optional<std::vector<std::string>>> deps = t.Strings("dependencies", false);
   if (!deps.ok()) return deps.status();
   for (const std::string& d : deps->value_or(std::vector<std::string>{})) item.add_dependencies(d);
@@ -284,7 +295,7 @@ absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json) {
     if (value.kind_case() != Value::kStructValue) {
       return absl::InvalidArgumentError(absl::StrCat("tasks.", id, " must be an object"));
     }
-    absl::StatusOr<WorkItem> item = ParseTask(id, value.struct_value());
+    absl::StatusOr<WorkItem> item = ParseTask(id, value.struct_value(), &out.levels_known);
     if (!item.ok()) return item.status();
     out.items.push_back(*std::move(item));
   }
@@ -294,6 +305,140 @@ absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json) {
   Put(&meta, "state", StructValue(std::move(state)));
   Put(run.mutable_metadata(), kMetaKey, StructValue(std::move(meta)));
   return out;
+}
+
+absl::Status JoinMahabharathaTaskGraph(absl::string_view task_graph_json, MahabharathaRun* run) {
+  absl::StatusOr<Struct> top = ParseJsonObject(task_graph_json);
+  if (!top.ok()) return top.status();
+  const std::string feature = GetString(*top, "feature");
+  if (!feature.empty() && feature != run->run.feature()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task-graph.json is for feature \"", feature.substr(0, 256),
+                     "\", the state file for \"", run->run.feature(), "\""));
+  }
+  absl::StatusOr<std::vector<WorkItem>> graph = ParseItemsJson(task_graph_json, kMaxSpecFiles);
+  if (!graph.ok()) return graph.status();
+  std::map<std::string, WorkItem*> by_id;
+  for (WorkItem& item : run->items) by_id[item.item_id()] = &item;
+  std::map<std::string, WorkItem> joined;
+  for (WorkItem& task : *graph) {
+    if (joined.count(task.item_id()) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("task-graph.json has task ", task.item_id(), " twice"));
+    }
+    auto it = by_id.find(task.item_id());
+    if (it == by_id.end()) {  // not started: as the graph has it
+      joined.emplace(task.item_id(), std::move(task));
+      continue;
+    }
+    WorkItem item = *it->second;
+    if (!task.title().empty()) item.set_title(task.title());
+    if (!task.description().empty()) item.set_description(task.description());
+    item.set_level(task.level());
+    *item.mutable_dependencies() = task.dependencies();
+    *item.mutable_files() = task.files();
+    *item.mutable_owned_files() = task.owned_files();
+    *item.mutable_verification() = task.verification();
+    for (const auto& field : task.metadata().fields()) {
+      if (field.first != kMetaKey)
+        (*item.mutable_metadata()->mutable_fields())[field.first] = field.second;
+    }
+    joined.emplace(item.item_id(), std::move(item));
+  }
+  for (const WorkItem& item : run->items) {
+    if (joined.count(item.item_id()) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tasks.", item.item_id(), " is in the state file but not in task-graph.json"));
+    }
+  }
+  run->items.clear();
+  for (auto& entry : joined) run->items.push_back(std::move(entry.second));
+  run->levels_known = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
+    const MahabharathaRun& parsed) {
+  coordinator::v1::ImportRunRequest request;
+  *request.mutable_run() = parsed.run;
+  const Struct& state = Meta(parsed.run.metadata(), "state");
+  // Which worker's current_task each task is.
+  std::map<std::string, std::string> current_of;
+  if (const Value* v = Get(state, "workers"); v != nullptr && v->has_struct_value()) {
+    std::vector<std::string> keys;
+    for (const auto& entry : v->struct_value().fields()) keys.push_back(entry.first);
+    std::sort(keys.begin(), keys.end());
+    for (const std::string& key : keys) {
+      const Struct& w = v->struct_value().fields().at(key).struct_value();
+      RunWorker* worker = request.add_workers();
+      worker->set_worker_id(key);
+      const std::string status = GetString(w, "status");
+      if (status == "crashed" || status == "stalled") {
+        worker->set_status(coordinator::v1::WORKER_STATUS_LOST);
+      } else if (status == "stopping" || status == "stopped") {
+        worker->set_status(coordinator::v1::WORKER_STATUS_STOPPED);
+      } else {
+        worker->set_status(coordinator::v1::WORKER_STATUS_IDLE);
+      }
+      worker->set_status_reason(status.empty() ? "" : absl::StrCat("imported as ", status));
+      if (const Value* t = Get(w, "current_task"); t != nullptr && t->has_string_value()) {
+        current_of.emplace(t->string_value(), key);
+      }
+      if (const Value* t = Get(w, "health_check_at"); t != nullptr && t->has_string_value()) {
+        absl::StatusOr<absl::Time> time = ParseIsoTime("health_check_at", t->string_value());
+        if (time.ok()) *worker->mutable_last_heartbeat_time() = ToTimestamp(*time);
+      }
+      if (const Value* n = Get(w, "tasks_completed");
+          n != nullptr && n->kind_case() == Value::kNumberValue && n->number_value() >= 0 &&
+          n->number_value() < 1e15) {
+        worker->set_items_completed(static_cast<int64_t>(n->number_value()));
+      }
+    }
+  }
+  for (const WorkItem& parsed_item : parsed.items) {
+    WorkItem* item = request.add_items();
+    *item = parsed_item;
+    if (item->status() != coordinator::v1::ITEM_STATUS_PENDING) item->set_attempts(1);
+    if (item->status() == coordinator::v1::ITEM_STATUS_RUNNING && item->worker_id().empty()) {
+      auto it = current_of.find(item->item_id());
+      if (it == current_of.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tasks.", item->item_id(),
+                         " is running but has no worker_id, and no worker's current_task is it"));
+      }
+      item->set_worker_id(it->second);
+    }
+    if (item->status() != coordinator::v1::ITEM_STATUS_DONE) item->clear_complete_time();
+  }
+  if (parsed.levels_known) {
+    if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
+      std::vector<std::pair<int64_t, const Struct*>> levels;
+      for (const auto& entry : v->struct_value().fields()) {
+        int64_t n = 0;
+        if (absl::SimpleAtoi(entry.first, &n)) levels.emplace_back(n, &entry.second.struct_value());
+      }
+      std::sort(levels.begin(), levels.end());
+      for (const auto& entry : levels) {
+        const Struct& l = *entry.second;
+        if (GetString(l, "status") != "merged") continue;
+        coordinator::v1::LevelState* level = request.mutable_run()->add_level_states();
+        level->set_level(entry.first);
+        level->set_status(coordinator::v1::LEVEL_STATUS_MERGED);
+        level->set_merge_commit(GetString(l, "merge_commit"));
+        for (const char* key : {"started_at", "completed_at", "merge_completed_at"}) {
+          const std::string text = GetString(l, key);
+          if (text.empty()) continue;
+          absl::StatusOr<absl::Time> time = ParseIsoTime(key, text);
+          if (!time.ok()) continue;
+          const std::string k = key;
+          *(k == "started_at"     ? level->mutable_start_time()
+            : k == "completed_at" ? level->mutable_complete_time()
+                                  : level->mutable_merge_time()) = ToTimestamp(*time);
+        }
+      }
+    }
+  }
+  return request;
 }
 
 std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
@@ -394,6 +539,12 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       Struct entry;
       if (const Value* v = Get(map, w.worker_id()); v != nullptr && v->has_struct_value()) {
         entry = v->struct_value();
+        // Registered by the import (with the run) and not changed since: as it was imported.
+        if (w.has_create_time() &&
+            w.create_time().SerializeAsString() == run.create_time().SerializeAsString() &&
+            w.update_time().SerializeAsString() == w.create_time().SerializeAsString()) {
+          continue;
+        }
       }
       Put(&entry, "worker_id", WorkerIdValue(w.worker_id()));
       Put(&entry, "status", JsonString(WorkerStatusName(w.status())));
@@ -417,6 +568,41 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
     Put(&state, "workers", StructValue(std::move(map)));
   }
   return WriteJson(StructValue(std::move(state)), 2, KeyOrder());
+}
+
+std::string FormatMahabharathaAssignments(const Run& run, const std::vector<WorkItem>& items,
+                                          const std::vector<RunWorker>& workers, absl::Time now) {
+  std::vector<const WorkItem*> held;
+  std::set<std::string> holders;
+  for (const RunWorker& w : workers) holders.insert(w.worker_id());
+  const size_t registered = holders.size();
+  for (const WorkItem& item : items) {
+    if (item.worker_id().empty()) continue;
+    held.push_back(&item);
+    holders.insert(item.worker_id());
+  }
+  std::stable_sort(held.begin(), held.end(), [](const WorkItem* a, const WorkItem* b) {
+    return a->level() != b->level() ? a->level() < b->level() : a->item_id() < b->item_id();
+  });
+  Value assignments;
+  assignments.mutable_list_value();
+  for (const WorkItem* item : held) {
+    Struct entry;
+    Put(&entry, "task_id", JsonString(item->item_id()));
+    Put(&entry, "worker_id", WorkerIdValue(item->worker_id()));
+    // save_to_file writes these two constants ("Would need task data for actual level").
+    Put(&entry, "level", JsonNumber(0));
+    Put(&entry, "estimated_minutes", JsonNumber(15));
+    *assignments.mutable_list_value()->add_values() = StructValue(std::move(entry));
+  }
+  Struct out;
+  Put(&out, "feature", JsonString(run.feature()));
+  Put(&out, "worker_count", JsonNumber(static_cast<double>(std::max(registered, holders.size()))));
+  Put(&out, "assignments", std::move(assignments));
+  Put(&out, "generated_at", JsonString(PythonIsoTime(now)));
+  return WriteJson(StructValue(std::move(out)), 2,
+                   {"feature", "worker_count", "assignments", "generated_at", "task_id",
+                    "worker_id", "level", "estimated_minutes"});
 }
 
 }  // namespace coordctl

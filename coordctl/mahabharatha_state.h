@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "coordinator/v1/work.pb.h"
 
 namespace coordctl {
@@ -31,6 +32,10 @@ inline constexpr size_t kMaxMahabharathaStateBytes = 4 << 20;
 struct MahabharathaRun {
   coordinator::v1::Run run;
   std::vector<coordinator::v1::WorkItem> items;  // in task id order
+  // Whether the tasks' levels are known (a task has a "level" key): the StateManager writes
+  // none, so a state file alone puts every task at level 1, and its levels map cannot be
+  // matched to the tasks.
+  bool levels_known = false;
 };
 
 // Parses the text of a state file: feature (required), tasks (an object: task id -> {status,
@@ -44,12 +49,44 @@ struct MahabharathaRun {
 // path separator, "." or ".."), a worker or level key that is not a number.
 [[nodiscard]] absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json);
 
+// Joins `run`, parsed from a state file, with the text of the feature's task-graph.json
+// (.gsd/specs/<feature>/task-graph.json), which has what the state file lacks: each task's
+// title, description, level, dependencies, files and verification (other keys of a task go to
+// its metadata). A task of the graph that the state lacks is added pending. INVALID_ARGUMENT
+// when the graph is malformed (ParseItemsJson), is for another feature, or lacks a task the
+// state has. The tasks' levels are known afterwards.
+[[nodiscard]] absl::Status JoinMahabharathaTaskGraph(absl::string_view task_graph_json,
+                                                     MahabharathaRun* run);
+
+// The ImportRun request of a feature under way (coordctl import mahabharatha when a task is not
+// pending): every task that left pending counts one attempt (the retries before stay in its
+// retry_count); an in_progress, claimed or verifying task is held by its worker_id (else by the
+// worker whose current_task it is) under a fresh lease; the workers map becomes the registry
+// (crashed and stalled: lost; stopping and stopped: stopped; the rest idle, or busy while they
+// hold a task; health_check_at is the last heartbeat, tasks_completed the items completed); and,
+// when the levels are known, a merged level stays merged (merge_commit, merge_completed_at).
+// INVALID_ARGUMENT for a running task that no worker holds.
+[[nodiscard]] absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
+    const MahabharathaRun& parsed);
+
 // The state file the StateManager would have written for `run`, its `items` and its `workers`
-// (the run's worker registry; may be empty). Laid out as json.dump(indent=2) writes it, with
+// (the run's worker registry; may be empty). A worker the import registered and nothing changed
+// since is written as it was imported. Laid out as json.dump(indent=2) writes it, with
 // no final newline.
 std::string FormatMahabharathaState(const coordinator::v1::Run& run,
                                     const std::vector<coordinator::v1::WorkItem>& items,
                                     const std::vector<coordinator::v1::RunWorker>& workers);
+
+// worker-assignments.json (.gsd/specs/<feature>/), as MAHABHARATHA's
+// WorkerAssignment.save_to_file writes it (json.dump(indent=2), no final newline): feature,
+// worker_count (the registry's workers, or the distinct holders when more), one assignment per
+// task that has a worker (its worker_id; level 0 and estimated_minutes 15, the constants
+// save_to_file writes), lowest level first, then by id; generated_at, `now` as isoformat() of
+// UTC.
+std::string FormatMahabharathaAssignments(const coordinator::v1::Run& run,
+                                          const std::vector<coordinator::v1::WorkItem>& items,
+                                          const std::vector<coordinator::v1::RunWorker>& workers,
+                                          absl::Time now);
 
 }  // namespace coordctl
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "coordctl/import_json.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -173,6 +174,184 @@ TEST(MahabharathaStateTest, BadFilesAreRefusedWithWhatIsWrong) {
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(parsed.status().message(), HasSubstr(message)) << text;
   }
+}
+
+// user-auth.json (written by the StateManager): level 1 merged, a task in progress on worker 0,
+// worker 1 crashed, a task failed.
+TEST(MahabharathaStateTest, AFeatureUnderWayIsImportedWithItsStates) {
+  const std::string text = ReadTestData("user-auth.json");
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
+  ASSERT_OK(parsed);
+  EXPECT_FALSE(parsed->levels_known);
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  ASSERT_EQ(request->items_size(), 4);
+  EXPECT_EQ(request->items(0).status(), coordinator::v1::ITEM_STATUS_DONE);
+  EXPECT_EQ(request->items(0).attempts(), 1);
+  EXPECT_TRUE(request->items(0).has_complete_time());
+  EXPECT_EQ(request->items(2).item_id(), "AUTH-L2-001");
+  EXPECT_EQ(request->items(2).status(), coordinator::v1::ITEM_STATUS_RUNNING);
+  EXPECT_EQ(request->items(2).worker_id(), "0");
+  EXPECT_EQ(request->items(3).status(), coordinator::v1::ITEM_STATUS_FAILED);
+  EXPECT_EQ(request->items(3).last_error(), "pytest: 2 failed");
+  ASSERT_EQ(request->workers_size(), 2);
+  EXPECT_EQ(request->workers(0).worker_id(), "0");
+  EXPECT_EQ(request->workers(0).status(), coordinator::v1::WORKER_STATUS_IDLE);  // busy: server
+  EXPECT_EQ(request->workers(0).items_completed(), 1);
+  EXPECT_EQ(request->workers(1).status(), coordinator::v1::WORKER_STATUS_LOST);
+  EXPECT_EQ(request->workers(1).status_reason(), "imported as crashed");
+  // Without the tasks' levels every task is at level 1: the file's levels are not matched.
+  EXPECT_TRUE(request->run().level_states().empty());
+
+  // The run as imported, its workers registered with it and unchanged: the export is the file.
+  MahabharathaRun imported = *parsed;
+  for (int i = 0; i < request->items_size(); ++i) imported.items[i] = request->items(i);
+  auto [run, items] = AsCreated(imported);
+  std::vector<coordinator::v1::RunWorker> workers(request->workers().begin(),
+                                                  request->workers().end());
+  for (coordinator::v1::RunWorker& w : workers) {
+    *w.mutable_create_time() = run.create_time();
+    *w.mutable_update_time() = run.create_time();
+  }
+  workers[0].set_status(coordinator::v1::WORKER_STATUS_BUSY);
+  ExpectSameJson(FormatMahabharathaState(run, items, workers), text);
+  // A worker that changed since is written as the registry has it.
+  workers[1].mutable_update_time()->set_seconds(run.create_time().seconds() + 5);
+  workers[1].set_status(coordinator::v1::WORKER_STATUS_IDLE);
+  const google::protobuf::Struct state = JsonObject(FormatMahabharathaState(run, items, workers));
+  EXPECT_EQ(state.fields()
+                .at("workers")
+                .struct_value()
+                .fields()
+                .at("1")
+                .struct_value()
+                .fields()
+                .at("status")
+                .string_value(),
+            "idle");
+}
+
+TEST(MahabharathaStateTest, KnownLevelsKeepTheirMerge) {
+  // Each task names its level: level 1's merge is kept.
+  const std::string text = absl::StrReplaceAll(
+      ReadTestData("user-auth.json"), {{R"("AUTH-L1-001": {)", R"("AUTH-L1-001": {"level": 1,)"},
+                                       {R"("AUTH-L1-002": {)", R"("AUTH-L1-002": {"level": 1,)"},
+                                       {R"("AUTH-L2-001": {)", R"("AUTH-L2-001": {"level": 2,)"},
+                                       {R"("AUTH-L2-002": {)", R"("AUTH-L2-002": {"level": 2,)"}});
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
+  ASSERT_OK(parsed);
+  EXPECT_TRUE(parsed->levels_known);
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  ASSERT_EQ(request->run().level_states_size(), 1);
+  const coordinator::v1::LevelState& level = request->run().level_states(0);
+  EXPECT_EQ(level.level(), 1);
+  EXPECT_EQ(level.status(), coordinator::v1::LEVEL_STATUS_MERGED);
+  EXPECT_EQ(level.merge_commit(), "4f2a9c1");
+  EXPECT_TRUE(level.has_merge_time());
+}
+
+TEST(MahabharathaStateTest, ARunningTaskNoWorkerHoldsIsRefused) {
+  const std::string text =
+      absl::StrReplaceAll(ReadTestData("user-auth.json"),
+                          {{R"("worker_id": 0,
+      "claimed_at": "2026-11-24T11:18:45.138071",)",
+                            R"("claimed_at": "2026-11-24T11:18:45.138071",)"},
+                           {R"("current_task": "AUTH-L2-001")", R"("current_task": null)"}});
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
+  ASSERT_OK(parsed);
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(request.status().message(),
+              HasSubstr("tasks.AUTH-L2-001 is running but has no worker_id, and no worker's "
+                        "current_task is it"));
+  // Its worker's current_task is enough.
+  const std::string held = absl::StrReplaceAll(text, {{R"("current_task": null,
+      "port": 49152)",
+                                                       R"("current_task": "AUTH-L2-001",
+      "port": 49152)"}});
+  ASSERT_NE(held, text);
+  parsed = ParseMahabharathaState(held);
+  ASSERT_OK(parsed);
+  request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  EXPECT_EQ(request->items(2).worker_id(), "0");
+}
+
+// user-auth-assignments.json was written by MAHABHARATHA's WorkerAssignment.save_to_file for
+// the tasks and workers of user-auth.json (make_assignments.py): the export is that file, byte
+// for byte, given its generated_at.
+TEST(MahabharathaStateTest, WorkerAssignmentsAreWrittenAsSaveToFileWritesThem) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  ASSERT_OK(parsed);
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  std::vector<WorkItem> items(request->items().begin(), request->items().end());
+  std::vector<coordinator::v1::RunWorker> workers(request->workers().begin(),
+                                                  request->workers().end());
+  const std::string expected = ReadTestData("user-auth-assignments.json");
+  const google::protobuf::Struct file = JsonObject(expected);
+  absl::StatusOr<absl::Time> generated =
+      ParseIsoTime("generated_at", file.fields().at("generated_at").string_value());
+  ASSERT_OK(generated);
+  EXPECT_EQ(FormatMahabharathaAssignments(request->run(), items, workers, *generated), expected);
+
+  // A task nobody took has no assignment; a holder the registry lacks still counts.
+  items[3].clear_worker_id();
+  items[1].set_worker_id("7");
+  const google::protobuf::Struct out =
+      JsonObject(FormatMahabharathaAssignments(request->run(), items, {}, *generated));
+  EXPECT_EQ(out.fields().at("worker_count").number_value(), 2);
+  const auto& list = out.fields().at("assignments").list_value();
+  ASSERT_EQ(list.values_size(), 3);
+  EXPECT_EQ(list.values(1).struct_value().fields().at("worker_id").number_value(), 7);
+}
+
+TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  ASSERT_OK(parsed);
+  ASSERT_OK(JoinMahabharathaTaskGraph(ReadTestData("user-auth-task-graph.json"), &*parsed));
+  EXPECT_TRUE(parsed->levels_known);
+  ASSERT_EQ(parsed->items.size(), 5u);
+  const WorkItem& login = parsed->items[2];
+  EXPECT_EQ(login.item_id(), "AUTH-L2-001");
+  EXPECT_EQ(login.level(), 2);
+  EXPECT_EQ(login.title(), "Login endpoint");
+  EXPECT_THAT(login.dependencies(), ::testing::ElementsAre("AUTH-L1-001", "AUTH-L1-002"));
+  EXPECT_EQ(login.verification().command(), "pytest tests/test_login.py");
+  EXPECT_EQ(login.status(), coordinator::v1::ITEM_STATUS_RUNNING);  // the state's
+  EXPECT_EQ(login.worker_id(), "0");
+  const WorkItem& expiry = parsed->items[4];
+  EXPECT_EQ(expiry.item_id(), "AUTH-L3-001");
+  EXPECT_EQ(expiry.level(), 3);
+  EXPECT_EQ(expiry.status(), coordinator::v1::ITEM_STATUS_UNSPECIFIED);  // pending
+  // With the levels known, level 1's merge is kept.
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  ASSERT_EQ(request->run().level_states_size(), 1);
+  EXPECT_EQ(request->run().level_states(0).merge_commit(), "4f2a9c1");
+}
+
+TEST(MahabharathaStateTest, ATaskGraphThatDoesNotFitIsRefused) {
+  const std::string state = ReadTestData("user-auth.json");
+  const std::string graph = ReadTestData("user-auth-task-graph.json");
+  const auto join = [&](const std::string& text) {
+    absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(state);
+    EXPECT_OK(parsed);
+    return parsed.ok() ? JoinMahabharathaTaskGraph(text, &*parsed) : parsed.status();
+  };
+  EXPECT_THAT(
+      join(absl::StrReplaceAll(graph, {{R"("feature": "user-auth")", R"("feature": "billing")"}}))
+          .message(),
+      HasSubstr("task-graph.json is for feature \"billing\", the state file for "
+                "\"user-auth\""));
+  EXPECT_THAT(
+      join(absl::StrReplaceAll(graph, {{R"("id": "AUTH-L2-002")", R"("id": "AUTH-L2-009")"}}))
+          .message(),
+      HasSubstr("tasks.AUTH-L2-002 is in the state file but not in task-graph.json"));
+  EXPECT_EQ(join("{\"tasks\": [").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(join(R"({"tasks": [{"id": "AUTH-L1-001", "level": "high"}]})").code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -10,12 +10,13 @@
 #include <filesystem>
 #include <iostream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "coordctl/aria_state_json.h"
 #include "coordctl/arial_state.h"
 #include "coordctl/cli.h"
 #include "coordctl/mahabharatha_state.h"
+#include "coordctl/run_commands.h"
 #include "coordinator/v1/work.grpc.pb.h"
 
 namespace coordctl {
@@ -24,31 +25,27 @@ namespace {
 using coordinator::v1::WorkItem;
 using coordinator::v1::WorkService;
 
-// What an item that is not pending would need: the coordinator creates every item pending and
-// changes its state only through claims, so such an item would be run again.
-absl::Status CheckAllPending(const std::vector<WorkItem>& items, const char* noun,
-                             bool as_pending) {
-  if (as_pending) return absl::OkStatus();
+bool AllPending(const std::vector<WorkItem>& items) {
   for (const WorkItem& item : items) {
-    if (item.status() == coordinator::v1::ITEM_STATUS_PENDING) continue;
-    return absl::FailedPreconditionError(absl::StrCat(
-        noun, " ", item.item_id(), " is ",
-        absl::AsciiStrToLower(coordinator::v1::ItemStatus_Name(item.status()).substr(12)),
-        ": this coordinator creates every item pending, so it would be run again; import the "
-        "state before the run starts, or pass --as-pending to run every ",
-        noun, " again. Nothing imported"));
+    if (item.status() != coordinator::v1::ITEM_STATUS_PENDING) return false;
   }
-  return absl::OkStatus();
+  return true;
 }
 
+// --run-id and --claimant on the run to create.
+void ApplyRunArgs(const ParsedArgs& args, coordinator::v1::Run* run) {
+  run->set_run_id(args.get("run-id"));
+  // The principals whose agents may claim the items (none: the caller).
+  if (auto it = args.options.find("claimant"); it != args.options.end()) {
+    for (const std::string& name : it->second) run->add_claimants(name);
+  }
+}
+
+// A plan (every item pending, or --as-pending): one CreateRun, every item pending.
 int CreateImportedRun(const Env& env, const ParsedArgs& args, coordinator::v1::Run run,
                       std::vector<WorkItem> items) {
   coordinator::v1::CreateRunRequest request;
-  run.set_run_id(args.get("run-id"));
-  // The principals whose agents may claim the items (none: the caller).
-  if (auto it = args.options.find("claimant"); it != args.options.end()) {
-    for (const std::string& name : it->second) run.add_claimants(name);
-  }
+  ApplyRunArgs(args, &run);
   *request.mutable_run() = std::move(run);
   for (WorkItem& item : items) *request.add_items() = std::move(item);
   coordinator::v1::Run created;
@@ -56,6 +53,29 @@ int CreateImportedRun(const Env& env, const ParsedArgs& args, coordinator::v1::R
       WorkService::NewStub(env.channel)->CreateRun(env.NewContext().get(), request, &created);
   if (!s.ok()) return ReportRpcError(env, s);
   *env.out << created.run_id() << std::endl;
+  return kExitOk;
+}
+
+// A run under way: one ImportRun with the items' states. Prints the run id, then a line per
+// running item: its id, its worker and the lease the worker goes on with, tab-separated.
+int ImportRunUnderWay(const Env& env, const ParsedArgs& args,
+                      coordinator::v1::ImportRunRequest request) {
+  absl::StatusOr<absl::Duration> ttl = ParseDurationArg("ttl", args.get("ttl", "30s"));
+  if (!ttl.ok()) return Fail(env, std::string(ttl.status().message()), kExitUsage);
+  if (*ttl <= absl::ZeroDuration()) return Fail(env, "--ttl takes a positive duration", kExitUsage);
+  request.mutable_lease_ttl()->set_seconds(absl::ToInt64Seconds(*ttl));
+  request.mutable_lease_ttl()->set_nanos(
+      static_cast<int32_t>(absl::ToInt64Nanoseconds(*ttl % absl::Seconds(1))));
+  ApplyRunArgs(args, request.mutable_run());
+  coordinator::v1::ImportRunResponse response;
+  grpc::Status s =
+      WorkService::NewStub(env.channel)->ImportRun(env.NewContext().get(), request, &response);
+  if (!s.ok()) return ReportRpcError(env, s);
+  *env.out << response.run().run_id() << "\n";
+  for (const coordinator::v1::ImportedLease& lease : response.leases()) {
+    *env.out << lease.item_id() << "\t" << lease.worker_id() << "\t" << lease.lease() << "\n";
+  }
+  env.out->flush();
   return kExitOk;
 }
 
@@ -70,11 +90,10 @@ int RunImportArial(const Env& env, const ParsedArgs& args) {
     return Fail(env,
                 absl::StrCat(path.string(), ": ", parsed.status().message(), "; nothing imported"));
   }
-  if (absl::Status s = CheckAllPending(parsed->items, "workstream", args.flag("as-pending"));
-      !s.ok()) {
-    return Fail(env, absl::StrCat(path.string(), ": ", s.message()));
+  if (args.flag("as-pending") || AllPending(parsed->items)) {
+    return CreateImportedRun(env, args, std::move(parsed->run), std::move(parsed->items));
   }
-  return CreateImportedRun(env, args, std::move(parsed->run), std::move(parsed->items));
+  return ImportRunUnderWay(env, args, ArialImportRequest(*parsed));
 }
 
 int RunImportMahabharatha(const Env& env, const ParsedArgs& args) {
@@ -85,10 +104,33 @@ int RunImportMahabharatha(const Env& env, const ParsedArgs& args) {
   if (!parsed.ok()) {
     return Fail(env, absl::StrCat(path, ": ", parsed.status().message(), "; nothing imported"));
   }
-  if (absl::Status s = CheckAllPending(parsed->items, "task", args.flag("as-pending")); !s.ok()) {
-    return Fail(env, absl::StrCat(path, ": ", s.message()));
+  // The feature's task-graph.json: --task-graph, or where MAHABHARATHA keeps it beside
+  // .mahabharatha/state/<feature>.json (.gsd/specs/<feature>/task-graph.json).
+  std::string graph_path = args.get("task-graph");
+  if (graph_path.empty()) {
+    const std::filesystem::path state_dir = std::filesystem::absolute(path).parent_path();
+    if (state_dir.filename() == "state" && state_dir.parent_path().filename() == ".mahabharatha") {
+      const std::filesystem::path beside = state_dir.parent_path().parent_path() / ".gsd" /
+                                           "specs" / parsed->run.feature() / "task-graph.json";
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(beside, ec)) graph_path = beside.string();
+    }
   }
-  return CreateImportedRun(env, args, std::move(parsed->run), std::move(parsed->items));
+  if (!graph_path.empty()) {
+    absl::StatusOr<std::string> graph = ReadBoundedFile(graph_path, kMaxTaskGraphBytes);
+    if (!graph.ok()) return Fail(env, absl::StrCat(graph_path, ": ", graph.status().message()));
+    if (absl::Status s = JoinMahabharathaTaskGraph(*graph, &*parsed); !s.ok()) {
+      return Fail(env, absl::StrCat(graph_path, ": ", s.message(), "; nothing imported"));
+    }
+  }
+  if (args.flag("as-pending") || AllPending(parsed->items)) {
+    return CreateImportedRun(env, args, std::move(parsed->run), std::move(parsed->items));
+  }
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  if (!request.ok()) {
+    return Fail(env, absl::StrCat(path, ": ", request.status().message(), "; nothing imported"));
+  }
+  return ImportRunUnderWay(env, args, *std::move(request));
 }
 
 // Writes `text` to `path` as the tools did: a temporary file beside it, then a rename, so a
@@ -125,8 +167,8 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& tex
 
 int RunExport(const Env& env, const ParsedArgs& args) {
   const std::string format = args.get("format");
-  if (format != "arial" && format != "mahabharatha") {
-    return Fail(env, "--format takes arial or mahabharatha", kExitUsage);
+  if (format != "arial" && format != "mahabharatha" && format != "mahabharatha-assignments") {
+    return Fail(env, "--format takes arial, mahabharatha or mahabharatha-assignments", kExitUsage);
   }
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::GetRunRequest get;
@@ -179,7 +221,9 @@ int RunExport(const Env& env, const ParsedArgs& args) {
       for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
       list_workers.set_page_token(page.next_page_token());
     } while (!list_workers.page_token().empty());
-    text = FormatMahabharathaState(run, items, workers);
+    text = format == "mahabharatha"
+               ? FormatMahabharathaState(run, items, workers)
+               : FormatMahabharathaAssignments(run, items, workers, absl::Now());
   }
   if (!args.has("output")) {
     *env.out << text << std::endl;
@@ -196,31 +240,39 @@ int RunExport(const Env& env, const ParsedArgs& args) {
 void AddRunIoCommands(std::vector<Command>* commands) {
   commands->push_back({{"import", "arial"},
                        "<.arial dir or state.json> [--run-id ID] [--claimant NAME ...] "
-                       "[--as-pending]",
-                       "create a workstreams run from Arial's .arial/state.json (version 1 or 2); "
-                       "prints the run id. Refused, with nothing created, when a workstream is "
-                       "not pending, unless --as-pending (run them all again)",
-                       {"run-id", "claimant"},
+                       "[--ttl 30s] [--as-pending]",
+                       "create a workstreams run from Arial's .arial/state.json (version 1 or 2), "
+                       "with the workstreams' states; prints the run id, then a line per running "
+                       "workstream: id, worker and the lease it goes on with (for --ttl). "
+                       "--as-pending: every workstream pending (run them all again)",
+                       {"run-id", "claimant", "ttl"},
                        {"as-pending"},
                        1,
                        1,
                        false,
                        RunImportArial});
   commands->push_back({{"import", "mahabharatha"},
-                       "<state json> [--run-id ID] [--claimant NAME ...] [--as-pending]",
+                       "<state json> [--task-graph FILE] [--run-id ID] [--claimant NAME ...] "
+                       "[--ttl 30s] [--as-pending]",
                        "create a task-graph run from MAHABHARATHA's "
-                       ".mahabharatha/state/<feature>.json; prints the run id. Refused, with "
-                       "nothing created, when a task is not pending, unless --as-pending",
-                       {"run-id", "claimant"},
+                       ".mahabharatha/state/<feature>.json, with the tasks', levels' and "
+                       "workers' states; prints the run id, then a line per running task: id, "
+                       "worker and the lease it goes on with (for --ttl). --as-pending: every "
+                       "task pending. The tasks' levels, dependencies and files come from "
+                       "--task-graph, or from .gsd/specs/<feature>/task-graph.json beside "
+                       ".mahabharatha/state/ when it is there",
+                       {"run-id", "claimant", "ttl", "task-graph"},
                        {"as-pending"},
                        1,
                        1,
                        false,
                        RunImportMahabharatha});
   commands->push_back({{"run", "export"},
-                       "<run> --format arial|mahabharatha [--output FILE]",
-                       "write the run as Arial's state.json or MAHABHARATHA's state file, as "
-                       "those tools would have written it (to stdout, or to FILE by a rename)",
+                       "<run> --format arial|mahabharatha|mahabharatha-assignments "
+                       "[--output FILE]",
+                       "write the run as Arial's state.json, MAHABHARATHA's state file or its "
+                       "worker-assignments.json, as those tools would have written it (to "
+                       "stdout, or to FILE by a rename)",
                        {"format", "output"},
                        {},
                        1,

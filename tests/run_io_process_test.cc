@@ -4,6 +4,7 @@
 // The state files are in tests/testdata/arial and tests/testdata/mahabharatha (their READMEs
 // say which were written by the tools' own code).
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
@@ -115,19 +117,133 @@ TEST_F(RunIoProcessTest, MahabharathaPlanRoundTrips) {
   ExpectSameJson(Ok({"run", "export", run, "--format", "mahabharatha"}), ReadWholeFile(path));
 }
 
-TEST_F(RunIoProcessTest, StateThatIsNotPendingIsRefusedUnlessAsked) {
-  const std::string before = Ok({"run", "list"});
-  const std::string full = ArialDir(ReadWholeFile(TestData("arial", "state-full.json")));
-  Expect(3, {"import", "arial", full}, "workstream auth-system is done");
-  Expect(3, {"import", "mahabharatha", TestData("mahabharatha", "user-auth.json")},
-         "task AUTH-L1-001 is done");
-  EXPECT_EQ(Ok({"run", "list"}), before);
-  const std::string run = Id(Ok({"import", "arial", full, "--as-pending"}));
+// A run under way keeps its states; the running item's worker goes on with the printed lease.
+TEST_F(RunIoProcessTest, ArialRunUnderWayIsImportedAndItsWorkerGoesOn) {
+  const std::string text = ReadWholeFile(TestData("arial", "state-full.json"));
+  const std::string out =
+      Ok({"import", "arial", ArialDir(text), "--run-id", "under", "--ttl", "5m"});
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0], "under");
+  const std::vector<std::string> held = absl::StrSplit(lines[1], '\t');
+  ASSERT_EQ(held.size(), 3u) << lines[1];
+  EXPECT_EQ(held[0], "search-index");
+  EXPECT_EQ(held[1], "arial-48213");
+  ExpectSameJson(Ok({"run", "export", "under", "--format", "arial"}), text);
+  const google::protobuf::Struct item = JsonObject(Ok({"run", "status", "under", "--json"}));
+  EXPECT_EQ(item.fields().at("run").struct_value().fields().at("status").string_value(),
+            "RUN_STATUS_FAILED")
+      << Ok({"run", "status", "under", "--json"});
+
+  Ok({"run", "heartbeat", held[2], "--progress", "indexing"});
+  Ok({"run", "complete", held[2], "--summary", "search done"});
   const google::protobuf::Struct state =
-      JsonObject(Ok({"run", "export", run, "--format", "arial"}));
-  for (const auto& w : state.fields().at("workstreams").list_value().values()) {
+      JsonObject(Ok({"run", "export", "under", "--format", "arial"}));
+  const auto& search = state.fields().at("workstreams").list_value().values(2).struct_value();
+  EXPECT_EQ(search.fields().at("status").string_value(), "done");
+  EXPECT_EQ(search.fields().at("summary").string_value(), "search done");
+  EXPECT_EQ(search.fields().at("retryCount").number_value(), 0);
+  // --as-pending still runs every workstream again.
+  const std::string again = Id(Ok({"import", "arial", ArialDir(text), "--as-pending"}));
+  const google::protobuf::Struct pending =
+      JsonObject(Ok({"run", "export", again, "--format", "arial"}));
+  for (const auto& w : pending.fields().at("workstreams").list_value().values()) {
     EXPECT_EQ(w.struct_value().fields().at("status").string_value(), "pending");
   }
+}
+
+// user-auth.json, written by MAHABHARATHA's StateManager: a task in progress on worker 0,
+// worker 1 crashed.
+TEST_F(RunIoProcessTest, MahabharathaFeatureUnderWayIsImportedAndItsWorkerGoesOn) {
+  const std::string path = TestData("mahabharatha", "user-auth.json");
+  const std::string out = Ok({"import", "mahabharatha", path, "--run-id", "auth"});
+  const std::vector<std::string> lines = absl::StrSplit(out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0], "auth");
+  const std::vector<std::string> held = absl::StrSplit(lines[1], '\t');
+  ASSERT_EQ(held.size(), 3u) << lines[1];
+  EXPECT_EQ(held[0], "AUTH-L2-001");
+  EXPECT_EQ(held[1], "0");
+  ExpectSameJson(Ok({"run", "export", "auth", "--format", "mahabharatha"}), ReadWholeFile(path));
+  const std::string workers = Ok({"run", "workers", "auth"});
+  EXPECT_THAT(workers, HasSubstr("busy"));
+  EXPECT_THAT(workers, HasSubstr("lost"));
+  Ok({"run", "complete", held[2]});
+  const google::protobuf::Struct state =
+      JsonObject(Ok({"run", "export", "auth", "--format", "mahabharatha"}));
+  const auto& task =
+      state.fields().at("tasks").struct_value().fields().at("AUTH-L2-001").struct_value();
+  EXPECT_EQ(task.fields().at("status").string_value(), "complete");
+  const auto& worker = state.fields().at("workers").struct_value().fields().at("0").struct_value();
+  EXPECT_EQ(worker.fields().at("current_task").kind_case(), google::protobuf::Value::kNullValue);
+}
+
+// Where MAHABHARATHA keeps them: .mahabharatha/state/<feature>.json and
+// .gsd/specs/<feature>/task-graph.json. The import joins the two; the assignments export is
+// what MAHABHARATHA's save_to_file wrote for the same tasks and workers.
+TEST_F(RunIoProcessTest, MahabharathaStateIsJoinedWithTheTaskGraphBesideIt) {
+  const std::string root = dir_.Sub("project");
+  std::filesystem::create_directories(root + "/.mahabharatha/state");
+  std::filesystem::create_directories(root + "/.gsd/specs/user-auth");
+  const std::string state = root + "/.mahabharatha/state/user-auth.json";
+  std::filesystem::copy_file(TestData("mahabharatha", "user-auth.json"), state);
+  std::filesystem::copy_file(TestData("mahabharatha", "user-auth-task-graph.json"),
+                             root + "/.gsd/specs/user-auth/task-graph.json");
+  const std::string out = Ok({"import", "mahabharatha", state, "--run-id", "joined"});
+  EXPECT_THAT(out, HasSubstr("AUTH-L2-001\t0\t"));
+  const std::string status = Ok({"run", "status", "joined", "--json"});
+  EXPECT_THAT(status, HasSubstr("4f2a9c1"));
+  EXPECT_THAT(status, HasSubstr("LEVEL_STATUS_MERGED"));
+  EXPECT_THAT(status, HasSubstr("AUTH-L3-001"));
+  EXPECT_THAT(status, HasSubstr("pytest tests/test_login.py"));
+
+  google::protobuf::Struct assignments =
+      JsonObject(Ok({"run", "export", "joined", "--format", "mahabharatha-assignments"}));
+  google::protobuf::Struct theirs =
+      JsonObject(ReadWholeFile(TestData("mahabharatha", "user-auth-assignments.json")));
+  EXPECT_FALSE(assignments.fields().at("generated_at").string_value().empty());
+  assignments.mutable_fields()->erase("generated_at");
+  theirs.mutable_fields()->erase("generated_at");
+  EXPECT_EQ(assignments.DebugString(), theirs.DebugString());
+
+  // A graph that does not fit the state (given with --task-graph) imports nothing.
+  const std::string before = Ok({"run", "list"});
+  const std::string other = dir_.Sub("other-graph.json");
+  std::ofstream(other, std::ios::binary)
+      << R"({"feature": "user-auth", "tasks": [{"id": "AUTH-L1-001", "level": 1}]})";
+  Expect(3, {"import", "mahabharatha", state, "--task-graph", other},
+         "tasks.AUTH-L1-002 is in the state file but not in task-graph.json; nothing imported");
+  Expect(3, {"import", "mahabharatha", state, "--task-graph", dir_.Sub("none.json")},
+         "cannot open");
+  EXPECT_EQ(Ok({"run", "list"}), before);
+}
+
+TEST_F(RunIoProcessTest, BadRunsUnderWayCreateNothing) {
+  const std::string before = Ok({"run", "list"});
+  const std::string full = ReadWholeFile(TestData("arial", "state-full.json"));
+  // Running before its dependency is done.
+  Expect(3,
+         {"import", "arial",
+          ArialDir(absl::StrReplaceAll(
+              full, {{R"("pid":48213,)", R"("pid":48213,"dependencies":["docs"],)"}}))},
+         "task search-index is running but its dependency docs is pending");
+  // A status Arial does not have.
+  Expect(3,
+         {"import", "arial",
+          ArialDir(absl::StrReplaceAll(full, {{R"("status":"running")", R"("status":"zombie")"}}))},
+         "zombie");
+  // A task in progress that no worker holds.
+  const std::string auth = ReadWholeFile(TestData("mahabharatha", "user-auth.json"));
+  const std::string orphan = dir_.Sub("orphan.json");
+  std::ofstream(orphan, std::ios::binary) << absl::StrReplaceAll(
+      auth, {{R"("worker_id": 0,
+      "claimed_at": "2026-11-24T11:18:45.138071",)",
+              R"("claimed_at": "2026-11-24T11:18:45.138071",)"},
+             {R"("current_task": "AUTH-L2-001")", R"("current_task": null)"}});
+  Expect(3, {"import", "mahabharatha", orphan}, "no worker's current_task is it");
+  Expect(2, {"import", "arial", ArialDir(full), "--ttl", "soon"}, "ttl");
+  Expect(3, {"import", "arial", ArialDir(full), "--ttl", "48h"}, "lease_ttl must be between");
+  EXPECT_EQ(Ok({"run", "list"}), before);
 }
 
 TEST_F(RunIoProcessTest, BadFilesCreateNothing) {
@@ -156,7 +272,8 @@ TEST_F(RunIoProcessTest, BadFilesCreateNothing) {
   Expect(3, {"import", "arial", dir_.Sub("missing")}, "cannot open");
   Expect(3, {"import", "mahabharatha", ArialDir("{\"feature\": \"x\"}") + "/state.json"},
          "tasks is missing");
-  Expect(2, {"run", "export", "nope", "--format", "yaml"}, "--format takes arial or mahabharatha");
+  Expect(2, {"run", "export", "nope", "--format", "yaml"},
+         "--format takes arial, mahabharatha or mahabharatha-assignments");
   Expect(1, {"run", "export", "nope", "--format", "arial"}, "not found");
   EXPECT_EQ(Ok({"run", "list"}), before);
 }
