@@ -51,8 +51,16 @@ std::string Slug(absl::string_view name) {
   return slug.empty() ? "spec" : slug;
 }
 
+absl::StatusOr<Naming> ParseNaming(absl::string_view word) {
+  if (word == "coordinator") return Naming::kCoordinator;
+  if (word == "arial") return Naming::kArial;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--naming takes coordinator or arial, not \"", word.substr(0, 40), "\""));
+}
+
 absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_dir,
-                                                      const std::string& worktree_root) {
+                                                      const std::string& worktree_root,
+                                                      Naming naming) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(fs::path(specs_dir), ec);
@@ -84,7 +92,7 @@ absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_d
     std::string id = Slug(spec.stem().string());
     for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(spec.stem().string()), "-", n);
     used.insert(id);
-    absl::StatusOr<WorkItem> item = ReadSpecItem(spec.string(), id, root.string());
+    absl::StatusOr<WorkItem> item = ReadSpecItem(spec.string(), id, root.string(), naming);
     if (!item.ok()) return item.status();
     items.push_back(*std::move(item));
   }
@@ -92,7 +100,7 @@ absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_d
 }
 
 absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::string& id,
-                                      const std::string& worktree_root) {
+                                      const std::string& worktree_root, Naming naming) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path spec = fs::weakly_canonical(fs::path(spec_path), ec);
@@ -117,8 +125,13 @@ absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::s
   item.set_item_id(id);
   item.set_title(title);
   item.set_description(spec.string());
-  item.set_branch(id);
-  item.set_worktree((root / id).string());
+  if (naming == Naming::kArial) {
+    item.set_branch(absl::StrCat("arial/", id));
+    item.set_worktree(absl::StrCat(".arial/worktrees/", id));
+  } else {
+    item.set_branch(id);
+    item.set_worktree((root / id).string());
+  }
   return item;
 }
 
@@ -366,8 +379,10 @@ int RunCreate(const Env& env, const ParsedArgs& args) {
     return Fail(env, "--workstreams <specs dir> is required", kExitUsage);
   absl::StatusOr<coordinator::v1::RetryPolicy> policy = ParsePolicy(args);
   if (!policy.ok()) return Fail(env, std::string(policy.status().message()), kExitUsage);
+  absl::StatusOr<Naming> naming = ParseNaming(args.get("naming", "coordinator"));
+  if (!naming.ok()) return Fail(env, std::string(naming.status().message()), kExitUsage);
   absl::StatusOr<std::vector<WorkItem>> items =
-      ReadWorkstreams(args.get("workstreams"), args.get("worktree-root"));
+      ReadWorkstreams(args.get("workstreams"), args.get("worktree-root"), *naming);
   if (!items.ok()) return Fail(env, std::string(items.status().message()));
   coordinator::v1::CreateRunRequest request;
   coordinator::v1::Run* run = request.mutable_run();
@@ -945,7 +960,8 @@ int RunAdd(const Env& env, const ParsedArgs& args) {
   if (from_file == from_specs) {
     return Fail(env, "give either --items <file> or --spec <file.md> (repeatable)", kExitUsage);
   }
-  for (const char* spec_only : {"level", "depends-on", "adapter", "capability", "worktree-root"}) {
+  for (const char* spec_only :
+       {"level", "depends-on", "adapter", "capability", "worktree-root", "naming"}) {
     if (from_file && args.has(spec_only)) {
       return Fail(env, absl::StrCat("--", spec_only, " goes with --spec; put it in the items file"),
                   kExitUsage);
@@ -973,13 +989,15 @@ int RunAdd(const Env& env, const ParsedArgs& args) {
       if (!n.ok() || *n < 0) return Fail(env, "--level takes a number 0 or more", kExitUsage);
       level = *n;
     }
+    absl::StatusOr<Naming> naming = ParseNaming(args.get("naming", "coordinator"));
+    if (!naming.ok()) return Fail(env, std::string(naming.status().message()), kExitUsage);
     absl::flat_hash_set<std::string> used;
     for (const std::string& spec : args.options.at("spec")) {
       const std::string stem = std::filesystem::path(spec).stem().string();
       std::string id = Slug(stem);
       for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(stem), "-", n);
       used.insert(id);
-      absl::StatusOr<WorkItem> item = ReadSpecItem(spec, id, args.get("worktree-root"));
+      absl::StatusOr<WorkItem> item = ReadSpecItem(spec, id, args.get("worktree-root"), *naming);
       if (!item.ok()) return Fail(env, std::string(item.status().message()));
       item->set_level(level);
       item->set_adapter(args.get("adapter"));
@@ -1094,11 +1112,13 @@ void AddRunCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"run", "create"},
        "--workstreams <specs dir> [--base-branch main] [--run-id ID] [--worktree-root DIR] "
+       "[--naming coordinator|arial] "
        "[--max-attempts N] [--backoff-base 10s] [--backoff-max 5m] [--non-retryable TEXT ...] "
        "[--claimant PRINCIPAL ...] [--json]",
        "create a run with one workstream per spec file (*.md); prints the run id. Only the "
        "claimants' agents (default: your principal) and admins may claim its items",
-       WithPolicyOptions({"workstreams", "base-branch", "run-id", "worktree-root", "claimant"}),
+       WithPolicyOptions(
+           {"workstreams", "base-branch", "run-id", "worktree-root", "naming", "claimant"}),
        {"json"},
        0,
        0,
@@ -1238,10 +1258,11 @@ void AddRunCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"run", "add"},
        "<run> (--items <file.json> | --spec <file.md> ... [--level N] [--depends-on ID ...] "
-       "[--adapter NAME] [--capability NAME ...] [--worktree-root DIR]) [--json]",
+       "[--adapter NAME] [--capability NAME ...] [--worktree-root DIR] "
+       "[--naming coordinator|arial]) [--json]",
        "add items to a run that has not ended, all or none: from a JSON array of items (or a "
        "task graph's \"tasks\"), or one workstream per spec file; prints the new ids",
-       {"items", "spec", "level", "depends-on", "adapter", "capability", "worktree-root"},
+       {"items", "spec", "level", "depends-on", "adapter", "capability", "worktree-root", "naming"},
        {"json"},
        1,
        1,

@@ -22,16 +22,31 @@ inline constexpr size_t kMaxTaskGraphBytes = 4 << 20;
 // characters; "spec" when nothing is left.
 std::string Slug(absl::string_view name);
 
-// One item per *.md file of `specs_dir` (sorted by name): id and branch are the slug of the
-// file name (made unique with -2, -3, ...), the title is the file's first "# " heading (or its
-// name), the description is the spec's path, and the worktree is <worktree_root>/<slug>. An
-// empty `worktree_root` means <parent of specs_dir>/.worktrees.
+// How a workstream's branch and worktree are named (`--naming`).
+enum class Naming {
+  // The branch is the id; the worktree <worktree_root>/<id>.
+  kCoordinator,
+  // As Arial names them: the branch arial/<id>, the worktree .arial/worktrees/<id> (relative,
+  // as in its state.json); `worktree_root` is not used.
+  kArial,
+};
+
+// "coordinator" or "arial"; INVALID_ARGUMENT otherwise.
+[[nodiscard]] absl::StatusOr<Naming> ParseNaming(absl::string_view word);
+
+// One item per *.md file of `specs_dir` (sorted by name): the id is the slug of the file name
+// (made unique with -2, -3, ...), the title is the file's first "# " heading (or its name), the
+// description is the spec's path; the branch and worktree are named per `naming` (kCoordinator:
+// the branch is the id and the worktree <worktree_root>/<slug>; an empty `worktree_root` means
+// <parent of specs_dir>/.worktrees).
 [[nodiscard]] absl::StatusOr<std::vector<coordinator::v1::WorkItem>> ReadWorkstreams(
-    const std::string& specs_dir, const std::string& worktree_root);
+    const std::string& specs_dir, const std::string& worktree_root,
+    Naming naming = Naming::kCoordinator);
 
 // The items of one spec file, as ReadWorkstreams makes them, with id `id`.
 [[nodiscard]] absl::StatusOr<coordinator::v1::WorkItem> ReadSpecItem(
-    const std::string& spec_path, const std::string& id, const std::string& worktree_root);
+    const std::string& spec_path, const std::string& id, const std::string& worktree_root,
+    Naming naming = Naming::kCoordinator);
 
 // The items of `json`, the text of `run add --items`: a JSON array of items, or an object with
 // a "tasks" array (task-graph.json's shape). Each item is an object with WorkItem's input fields

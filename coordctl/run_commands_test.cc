@@ -72,6 +72,30 @@ TEST(RunCommandsTest, OneWorkstreamPerSpecFile) {
   EXPECT_THAT(ReadWorkstreams(dir.Sub("empty"), "").status().message(), HasSubstr("no spec"));
 }
 
+// --naming arial: the names of Arial's state.json (branch arial/<id>, worktree
+// .arial/worktrees/<id>), so that an export reads like a run Arial planned.
+TEST(RunCommandsTest, ArialNamingNamesBranchesAndWorktreesAsArialDoes) {
+  testing_util::TempDir dir;
+  const std::string specs = dir.Sub("specs");
+  std::filesystem::create_directory(specs);
+  WriteFile(specs + "/auth-system.md", "# Implement Authentication\n");
+  absl::StatusOr<std::vector<coordinator::v1::WorkItem>> items =
+      ReadWorkstreams(specs, "/srv/ignored", Naming::kArial);
+  ASSERT_OK(items);
+  ASSERT_EQ(items->size(), 1u);
+  EXPECT_EQ((*items)[0].item_id(), "auth-system");
+  EXPECT_EQ((*items)[0].branch(), "arial/auth-system");
+  EXPECT_EQ((*items)[0].worktree(), ".arial/worktrees/auth-system");
+  absl::StatusOr<coordinator::v1::WorkItem> one =
+      ReadSpecItem(specs + "/auth-system.md", "auth", "", Naming::kArial);
+  ASSERT_OK(one);
+  EXPECT_EQ(one->branch(), "arial/auth");
+  EXPECT_EQ(ParseNaming("coordinator").value_or(Naming::kArial), Naming::kCoordinator);
+  EXPECT_EQ(ParseNaming("arial").value_or(Naming::kCoordinator), Naming::kArial);
+  EXPECT_THAT(ParseNaming("gitflow").status().message(),
+              HasSubstr("--naming takes coordinator or arial, not \"gitflow\""));
+}
+
 TEST(RunCommandsTest, CommandLinesParse) {
   std::vector<Command> commands;
   AddRunCommands(&commands);
