@@ -872,6 +872,24 @@ TEST_F(ImportRunTest, TheReaperTakesBackAnImportedItemNobodyHeartbeats) {
   EXPECT_EQ(next.epoch(), 3);
 }
 
+// Under observed expiry (etcd) an imported lease is judged like a claimed one: a full length
+// from when the reaper first sees it, on the reaper's own clock.
+TEST_F(ImportRunTest, UnderObservedExpiryTheReaperTakesItBackAfterALengthItSaw) {
+  WorkStore observed(
+      store_.get(), nullptr, WorkLimits(), [this] { return clock_.Now(); }, LeaseExpiry::kObserved);
+  ASSERT_OK(observed.ImportRun(UnderWay()));
+  FakeClock mono;
+  LeaseObservations seen([&mono] { return mono.Now(); });
+  EXPECT_EQ(observed.ReapExpired(&seen).value_or(-1), 0);  // first seen now
+  EXPECT_EQ(seen.size(), 1u);
+  mono.Advance(absl::Minutes(2) - absl::Seconds(1));
+  EXPECT_EQ(observed.ReapExpired(&seen).value_or(-1), 0);
+  mono.Advance(absl::Seconds(2));
+  EXPECT_EQ(observed.ReapExpired(&seen).value_or(-1), 1);
+  EXPECT_EQ(Item("r", "b").status(), v1::ITEM_STATUS_PENDING);
+  EXPECT_EQ(Workers("r")["w1"].status(), v1::WORKER_STATUS_LOST);
+}
+
 TEST_F(ImportRunTest, BadImportsCreateNothing) {
   const auto expect_refused = [&](const v1::ImportRunRequest& request, absl::StatusCode code,
                                   const std::string& text) {
