@@ -207,6 +207,68 @@ TEST_F(DeliveryTest, MessagesQueuedBehindOneAtTheAgentFollowItInOrder) {
   EXPECT_EQ(State(id), a2apb::TASK_STATE_INPUT_REQUIRED);
 }
 
+// The active part can be switched any number of times (a replica that loses and wins the
+// election again, docs/storage.md). Passive, a message stays queued whatever asks for it; once
+// active, the queue scan sends it.
+TEST_F(DeliveryTest, APassiveGatewaySendsNothingAndTheQueuedMessageGoesOnceActive) {
+  gateway_->SetActive(false);
+  gateway_->SetActive(false);  // already passive: nothing to do
+  EXPECT_FALSE(gateway_->active());
+  const A2ATasks::Change change = Send("done");  // Accepted: refused a delivery thread
+  const std::string id = change.header.task().id();
+  v1::PendingDelivery delivery;
+  delivery.set_task_id(id);
+  delivery.set_tenant("rec");
+  delivery.set_history_seq(1);
+  EXPECT_FALSE(gateway_->Dispatch(delivery));
+  gateway_->Kick();
+  gateway_->AgentRegistered("rec");  // store work only; sends nothing either
+  EXPECT_TRUE(Queued(id, 1));
+  EXPECT_TRUE(recorder_.texts().empty());
+
+  gateway_->SetActive(true);
+  gateway_->SetActive(true);  // already active
+  EXPECT_TRUE(gateway_->active());
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_COMPLETED && !Queued(id, 1); }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"done"}));
+
+  // And once more, passive then active: still one gateway, working.
+  gateway_->SetActive(false);
+  gateway_->SetActive(true);
+  const A2ATasks::Change next = Send("done");
+  ASSERT_TRUE(
+      WaitFor([&] { return State(next.header.task().id()) == a2apb::TASK_STATE_COMPLETED; }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"done", "done"}));
+
+  // After Stop nothing turns it on again.
+  gateway_->Stop();
+  gateway_->SetActive(true);
+  EXPECT_FALSE(gateway_->active());
+}
+
+// Turning passive while the agent works on a message: SetActive(false) returns only once the
+// call is cancelled ("hold" holds until then, so a call left running would hang this test), and
+// the message stays queued with no attempt counted against it. Active again, the gateway takes
+// it up again: this agent runtime keeps no tasks to read back, so the message goes again.
+TEST_F(DeliveryTest, TurningPassiveMidDeliveryCancelsTheCallAndTheMessageStaysQueued) {
+  const A2ATasks::Change change = Send("hold");
+  const std::string id = change.header.task().id();
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_WORKING; }));
+  ASSERT_EQ(recorder_.texts(), (std::vector<std::string>{"hold"}));
+
+  gateway_->SetActive(false);
+  absl::StatusOr<v1::PendingDelivery> queued = deliveries_->GetDelivery(id, 1);
+  ASSERT_OK(queued);
+  EXPECT_EQ(queued->attempts(), 0);
+  EXPECT_EQ(State(id), a2apb::TASK_STATE_WORKING);
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"hold"}));
+
+  gateway_->SetActive(true);
+  ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 2; }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"hold", "hold"}));
+  EXPECT_TRUE(Queued(id, 1));
+}
+
 // An agent that answers in one go: INPUT_REQUIRED, then (against the protocol) 300 artifact
 // chunks after it, all written at once, so many wait in the gateway while it stores the first.
 class RudeAgent : public a2apb::A2AService::Service {

@@ -137,23 +137,60 @@ A2AGateway::~A2AGateway() {
   Stop();
 }
 
-void A2AGateway::Start() {
-  delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
+void A2AGateway::Start() { SetActive(true); }
+
+void A2AGateway::SetActive(bool active) {
+  absl::MutexLock switching(&switch_mu_);
+  if (active) {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || active_) return;
+    // Under mu_: Dispatch reads the pool under it.
+    delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
+    active_ = true;
+    kicked_ = false;  // the loop's first pass scans the queue anyway
+  } else {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!active_) return;
+      active_ = false;
+      deferred_.clear();
+      for (AgentCall* call : calls_) call->Cancel();
+    }
+    JoinActivePart();
+    return;
+  }
   delivery_thread_ = std::thread([this] { DeliveryLoop(); });
   push_thread_ = std::thread([this] { PushLoop(); });
 }
 
+bool A2AGateway::active() {
+  absl::MutexLock lock(&mu_);
+  return active_;
+}
+
+void A2AGateway::JoinActivePart() {
+  if (delivery_thread_.joinable()) delivery_thread_.join();
+  if (push_thread_.joinable()) push_thread_.join();
+  // The loops are gone, so nothing schedules on the pool any more; Dispatch sees !active_.
+  std::unique_ptr<common::ThreadPool> pool;
+  {
+    absl::MutexLock lock(&mu_);
+    pool = std::move(delivery_pool_);
+  }
+  pool.reset();  // joins the deliveries, whose calls were cancelled
+}
+
 void A2AGateway::Stop() {
+  absl::MutexLock switching(&switch_mu_);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
+    active_ = false;
     for (AgentCall* call : calls_) call->Cancel();
   }
   contacts_->Stop();
-  if (delivery_thread_.joinable()) delivery_thread_.join();
-  if (push_thread_.joinable()) push_thread_.join();
-  delivery_pool_.reset();  // joins the deliveries, whose calls were cancelled
+  JoinActivePart();
 }
 
 void A2AGateway::Accepted(const A2ATasks::Change& change) {
@@ -171,7 +208,7 @@ void A2AGateway::Accepted(const A2ATasks::Change& change) {
 
 bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
   absl::MutexLock lock(&mu_);
-  if (stopping_ || delivery_pool_ == nullptr) return false;
+  if (!active_ || delivery_pool_ == nullptr) return false;
   if (!in_flight_.insert(delivery.task_id()).second) {
     deferred_.insert(delivery.task_id());
     return false;
@@ -215,7 +252,7 @@ void A2AGateway::DeliveryLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      if (!active_) return;
       kicked_ = false;
     }
     absl::Time wake = absl::Now() + kIdleWake;
@@ -237,7 +274,7 @@ void A2AGateway::DeliveryLoop() {
         }
         {
           absl::MutexLock lock(&mu_);
-          if (stopping_) return;
+          if (!active_) return;
           // In flight: its end wakes this loop when more of the task waits.
           if (!in_flight_.insert(d.task_id()).second) continue;
         }
@@ -245,7 +282,7 @@ void A2AGateway::DeliveryLoop() {
       }
     }
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || stopping_; };
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return kicked_ || !active_; };
     mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
   }
 }
@@ -303,9 +340,10 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
 void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result) {
   const std::string& task_id = delivery.task_id();
   {
-    // A delivery cut short by our own shutdown is not the agent's failure: it stays queued.
+    // A delivery cut short by our own shutdown, or by this replica turning passive, is not the
+    // agent's failure: it stays queued, its attempts unchanged.
     absl::MutexLock lock(&mu_);
-    if (stopping_) return;
+    if (!active_) return;
   }
   const int attempts = delivery.attempts() + 1;
   // Errors without a retryable code are the agent's definite answer: no point retrying.
@@ -344,7 +382,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   ASSIGN_OR_RETURN(std::unique_ptr<AgentTransport> transport, transports_.For(*agent));
   {
     absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::CancelledError("coordinator is stopping");
+    if (!active_) return absl::CancelledError("the gateway is stopping or passive");
   }
   // The agent answered this very message before the attempt ended (the coordinator restarted,
   // or the stream broke, in the middle of the answer): the agent has it, and may have finished
@@ -361,7 +399,7 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   {
     absl::MutexLock lock(&mu_);
     calls_.insert(reader.get());
-    if (stopping_) reader->Cancel();  // Stop ran before the call was registered
+    if (!active_) reader->Cancel();  // Stop or SetActive(false) ran before it was registered
   }
   auto unregister = [&] {
     absl::MutexLock lock(&mu_);
@@ -587,7 +625,7 @@ void A2AGateway::PushLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      if (!active_) return;
       push_kicked_ = false;
     }
     absl::Time wake = absl::Now() + kIdleWake;
@@ -598,7 +636,7 @@ void A2AGateway::PushLoop() {
       for (const v1::PushDelivery& push : *pending) {
         {
           absl::MutexLock lock(&mu_);
-          if (stopping_) return;
+          if (!active_) return;
         }
         const absl::Time due = FromProtoTime(push.next_attempt_time());
         if (due > absl::Now()) {
@@ -610,7 +648,7 @@ void A2AGateway::PushLoop() {
       }
     }
     absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return push_kicked_ || stopping_; };
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return push_kicked_ || !active_; };
     mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
   }
 }

@@ -65,8 +65,23 @@ class A2AGateway {
   // Stops the loops and waits for in-flight deliveries to end (their calls are cancelled).
   ~A2AGateway();
 
-  // Starts the delivery and webhook loops. Deliveries left queued by a previous run resume.
+  // The gateway's active part is the delivery loop (with the deliveries it and Dispatch start)
+  // and the webhook loop: one replica of a data set runs it (the elected one on etcd;
+  // docs/storage.md). Start() is SetActive(true).
+  //
+  // SetActive(true) starts the loops; deliveries left queued (by a previous run, another
+  // replica, or this one while passive) resume, an agent's half-answered ones read back
+  // (Attempt). SetActive(false) makes the gateway passive and returns once nothing of the active
+  // part runs: in-flight agent calls are cancelled and their messages stay queued, their
+  // attempts unchanged; a webhook POST in progress ends first (bounded by push_timeout). Either
+  // may be called any number of times, in any order; after Stop() neither does anything.
+  // While passive, Accepted, Dispatch and Kick start no delivery (the active replica's queue
+  // scan takes the message); CancelTask, ResolveRegistration, AgentRegistered and the agent
+  // probes work in either state.
   void Start();
+  void SetActive(bool active);
+  bool active();
+  // Stops everything for good (the active part, the probes). Idempotent.
   void Stop();
 
   TaskNotifier* notifier() { return notifier_; }
@@ -83,7 +98,7 @@ class A2AGateway {
   // view (a scan that read the queue before the delivery was done) sends nothing twice.
   bool Dispatch(v1::PendingDelivery delivery);
   // Wakes the delivery loop's queue scan now (an agent registered, a message waits behind
-  // another of its task).
+  // another of its task). Cheap, and safe in any state: passive or stopped, it does nothing.
   void Kick();
   // An agent (re)registered: its queued deliveries are due now.
   void AgentRegistered(const std::string& name);
@@ -98,6 +113,8 @@ class A2AGateway {
   [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request) const;
 
  private:
+  // Joins the loops, then the deliveries (the caller cancelled their calls). Under switch_mu_.
+  void JoinActivePart() ABSL_EXCLUSIVE_LOCKS_REQUIRED(switch_mu_);
   void DeliveryLoop();
   void Deliver(v1::PendingDelivery seen);
   // Records a failed attempt: retried later, or given up and the task FAILED.
@@ -138,8 +155,12 @@ class A2AGateway {
   TaskNotifier* notifier_;        // not owned
   const GatewayOptions options_;
 
+  // Held by SetActive and Stop throughout, so that one switch (thread starts and joins) ends
+  // before the next begins. Taken before mu_, never while holding it.
+  absl::Mutex switch_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Stop ran: never active again
+  bool active_ ABSL_GUARDED_BY(mu_) = false;
   bool kicked_ ABSL_GUARDED_BY(mu_) = false;
   bool push_kicked_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
@@ -153,9 +174,10 @@ class A2AGateway {
   // After transports_: its probes use them, and Stop ends the probes first.
   std::unique_ptr<AgentContacts> contacts_;
 
+  // Set and taken under mu_ (Dispatch schedules on it); present while active.
   std::unique_ptr<common::ThreadPool> delivery_pool_;
-  std::thread delivery_thread_;
-  std::thread push_thread_;
+  std::thread delivery_thread_ ABSL_GUARDED_BY(switch_mu_);
+  std::thread push_thread_ ABSL_GUARDED_BY(switch_mu_);
 };
 
 }  // namespace coordinator
