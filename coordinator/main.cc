@@ -41,6 +41,13 @@ ABSL_FLAG(int64_t, etcd_max_txn_ops, 10000,
 ABSL_FLAG(
     int64_t, etcd_max_request_bytes, 8 << 20,
     "the cluster's --max-request-bytes: larger transactions are refused before they are sent");
+ABSL_FLAG(absl::Duration, election_ttl, absl::Seconds(10),
+          "with --store=etcd://...: TTL of the lease through which one replica is elected to run "
+          "the background jobs (reaper, retention, A2A deliveries and webhooks); whole seconds, "
+          "2s to 300s: how long the jobs may go without a runner after their replica dies");
+ABSL_FLAG(std::string, replica_name, "",
+          "with --store=etcd://...: this replica's name in that election (default "
+          "<hostname>:<gRPC port>)");
 ABSL_FLAG(std::string, restore_from, "",
           "a backup directory (coordctl backup) to copy into --data_dir before starting; the data "
           "dir must be absent or empty; empty (the default) restores nothing");
@@ -176,6 +183,8 @@ int main(int argc, char** argv) {
   options.etcd.max_txn_ops = absl::GetFlag(FLAGS_etcd_max_txn_ops);
   options.etcd.request_timeout_ms = absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_etcd_timeout));
   options.etcd.max_request_bytes = absl::GetFlag(FLAGS_etcd_max_request_bytes);
+  options.election_ttl = absl::GetFlag(FLAGS_election_ttl);
+  options.replica_name = absl::GetFlag(FLAGS_replica_name);
   if (!absl::GetFlag(FLAGS_etcd_password_file).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_etcd_password_file));
     if (!in || !std::getline(in, options.etcd.password)) {

@@ -1,5 +1,8 @@
 #include "coordinator/server.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <utility>
 
@@ -58,6 +61,13 @@ absl::Status CheckAndShareOptions(ServerOptions& options) {
   if (options.reaper_period <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("reaper_period must be positive");
   }
+  if (options.election_ttl < absl::Seconds(2) || options.election_ttl > absl::Seconds(300) ||
+      options.election_ttl != absl::Seconds(absl::ToInt64Seconds(options.election_ttl))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--election_ttl must be whole seconds from 2s to 300s, not ",
+                     absl::FormatDuration(options.election_ttl)));
+  }
+  RETURN_IF_ERROR(common::ValidateOptionalId("--replica_name", options.replica_name));
   RETURN_IF_ERROR(ValidateTierLadder(options.task_state.tier_ladder));
   RETURN_IF_ERROR(ValidateBreakerOptions(options.breaker));
   if (options.limits.max_page_size < 1 || options.max_streams < 1 ||
@@ -124,7 +134,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
       tls.has_value() ? absl::StrCat("https://", server->address_) : server->address_;
   addresses.bearer_auth = tokens != nullptr;
   server->a2a_service_->set_card_addresses(addresses);
-  server->StartBackgroundJobs(options);
+  RETURN_IF_ERROR(server->StartBackgroundJobs(options));
   if (!options.http_listen.empty()) server->ServeHttp(options, tls, tokens);
   return server;
 }
@@ -143,6 +153,7 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
                      storage::EtcdStore::Open(std::move(etcd)));
     LOG_INFO("opened etcd store %s under prefix %s (schema version %d)", options.store_url,
              store->options().prefix, store->schema_version());
+    etcd_options_ = store->options();
     store_ = std::move(store);
     return absl::OkStatus();
   }
@@ -238,7 +249,8 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   admin_service_ = std::make_unique<AdminServiceImpl>(store, options.data_dir, options.backup_root,
                                                       exporter_.get(), retention_.get(),
                                                       options.retention, calls_.get());
-  metrics_ = std::make_unique<ServerMetrics>(store, work_.get());
+  metrics_ =
+      std::make_unique<ServerMetrics>(store, work_.get(), [this] { return runs_jobs_.load(); });
 }
 
 absl::Status CoordinatorServer::StartReplicaFeed() {
@@ -336,13 +348,57 @@ void CoordinatorServer::LogRecordsWithoutOwner() {
       *tasks, runs);
 }
 
-void CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
-  // Its first pass takes back the leases that expired while the coordinator was down.
-  reaper_ = std::make_unique<Reaper>(work_.get(), options.reaper_period);
-  // Runs only when --retention_terminal_ttl is set.
-  retention_task_ = std::make_unique<RetentionTask>(retention_.get(), options.retention);
-  // Deliveries queued before a restart resume here.
-  gateway_->Start();
+absl::Status CoordinatorServer::StartBackgroundJobs(const ServerOptions& options) {
+  reaper_period_ = options.reaper_period;
+  retention_options_ = options.retention;
+  if (!etcd_options_.has_value()) {
+    RunBackgroundJobs(true);  // the one process of the data set
+    return absl::OkStatus();
+  }
+  // Several replicas may serve this prefix: the jobs run on the one the election picks, and
+  // move to another within the TTL when it dies (docs/storage.md, "Several replicas").
+  std::string candidate = options.replica_name;
+  if (candidate.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+      std::snprintf(host, sizeof(host), "coordinator");
+    }
+    candidate = absl::StrCat(host, ":", port_);
+  }
+  LOG_INFO("replica %s campaigns for the background jobs (election TTL %s)", candidate,
+           absl::FormatDuration(options.election_ttl));
+  ASSIGN_OR_RETURN(election_, storage::EtcdElection::Start(
+                                  *etcd_options_, "background", candidate, options.election_ttl,
+                                  [this](bool leader) { RunBackgroundJobs(leader); }));
+  return absl::OkStatus();
+}
+
+void CoordinatorServer::RunBackgroundJobs(bool run) {
+  absl::MutexLock lock(&jobs_mu_);
+  if (jobs_closed_ || runs_jobs_.load() == run) return;
+  if (run) {
+    // Its first pass takes back the leases that expired while no replica ran it.
+    reaper_ = std::make_unique<Reaper>(work_.get(), reaper_period_);
+    // Runs only when --retention_terminal_ttl is set.
+    retention_task_ = std::make_unique<RetentionTask>(retention_.get(), retention_options_);
+    // Deliveries left queued (by a previous run, or by any replica) resume here.
+    gateway_->SetActive(true);
+  } else {
+    // In-flight agent calls are cancelled; their messages stay queued for the next leader.
+    gateway_->SetActive(false);
+    reaper_.reset();
+    retention_task_.reset();
+  }
+  runs_jobs_.store(run);
+  if (etcd_options_.has_value()) {
+    LOG_INFO("%s", run ? "this replica now runs the background jobs (reaper, retention, A2A "
+                         "deliveries and webhooks)"
+                       : "this replica no longer runs the background jobs");
+  }
+}
+
+void CoordinatorServer::AbandonElectionForTest() {
+  if (election_ != nullptr) election_->AbandonForTest();
 }
 
 void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
@@ -420,9 +476,14 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   shut_down_ = true;
   // No other replica's change is told from here on.
   replica_feed_.reset();
-  // The reaper writes to the store, and watch streams never end on their own.
-  if (reaper_ != nullptr) reaper_->Stop();
-  if (retention_task_ != nullptr) retention_task_->Stop();
+  // The reaper writes to the store, and watch streams never end on their own. The jobs never
+  // start again from here on (the election may still call RunBackgroundJobs).
+  {
+    absl::MutexLock lock(&jobs_mu_);
+    jobs_closed_ = true;
+    if (reaper_ != nullptr) reaper_->Stop();
+    if (retention_task_ != nullptr) retention_task_->Stop();
+  }
   if (work_notifier_ != nullptr) {
     work_notifier_->Close(
         absl::UnavailableError("the coordinator is shutting down; watch again once it is back"));
@@ -437,6 +498,9 @@ void CoordinatorServer::Shutdown(absl::Duration grace) {
   if (card_http_ != nullptr) card_http_->Stop();
   // Cancels in-flight agent calls (their messages stay queued for the next start).
   if (gateway_ != nullptr) gateway_->Stop();
+  runs_jobs_.store(false);
+  // Only now that no job runs here: resigning lets another replica take the jobs at once.
+  election_.reset();
   // No scrape reads the store from here on.
   metrics_.reset();
   pool_.reset();  // runs what is queued, joins the workers

@@ -4,6 +4,7 @@
 #ifndef COORDINATOR_SERVER_H_
 #define COORDINATOR_SERVER_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@
 #include "coordinator/store/limits.h"
 #include "coordinator/store/reaper.h"
 #include "grpcpp/grpcpp.h"
+#include "storage/etcd_election.h"
 #include "storage/etcd_store.h"
 #include "storage/rocks_store.h"
 
@@ -81,6 +83,14 @@ struct ServerOptions {
   BreakerOptions breaker;
   // How often the reaper takes back work items whose lease expired (default 1s).
   absl::Duration reaper_period = absl::Seconds(1);
+  // With an etcd store, the background jobs (the reaper, retention, the A2A gateway's deliveries
+  // and webhooks) run on one replica, elected through an etcd lease of this TTL (default 10s;
+  // whole seconds, 2s to 300s): how long the jobs may go without a runner after their replica
+  // dies. Unused on RocksDB, where the one process runs them.
+  absl::Duration election_ttl = absl::Seconds(10);
+  // This replica's name in the election (what the log and etcd show as the leader). Default
+  // empty: <hostname>:<gRPC port>.
+  std::string replica_name;
   // Bounds on work runs: items per run, text and metadata sizes (see WorkLimits).
   WorkLimits work_limits;
   // HTTP address of the A2A JSON-RPC and HTTP+JSON bindings, the agent cards and /metrics;
@@ -145,6 +155,14 @@ class CoordinatorServer {
   // Blocks until Shutdown has been called and the server has stopped.
   void Wait();
 
+  // Whether this replica runs the background jobs now: always on RocksDB (until Shutdown), the
+  // elected replica on etcd. Also the /metrics gauge coordinator_background_jobs_leader.
+  bool runs_background_jobs() const { return runs_jobs_.load(); }
+  // For tests: this replica leaves the election as a killed process would (its lease is not
+  // revoked, so another replica takes over only once it expires); its jobs stop. Nothing on
+  // RocksDB.
+  void AbandonElectionForTest();
+
  private:
   CoordinatorServer() = default;
 
@@ -160,7 +178,10 @@ class CoordinatorServer {
   [[nodiscard]] absl::Status Listen(const ServerOptions& options,
                                     const std::optional<ServerTls>& tls,
                                     std::shared_ptr<TokenSource> tokens);
-  void StartBackgroundJobs(const ServerOptions& options);
+  // On RocksDB runs the background jobs; on etcd campaigns for them (RunBackgroundJobs).
+  [[nodiscard]] absl::Status StartBackgroundJobs(const ServerOptions& options);
+  // Starts (true) or stops the reaper, the retention task and the gateway's active part.
+  void RunBackgroundJobs(bool run);
   // Logs how many retry tasks and runs have no owner, when there are any (authentication on).
   void LogRecordsWithoutOwner();
   // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
@@ -209,6 +230,19 @@ class CoordinatorServer {
   std::unique_ptr<grpc::Server> server_;
   // Scrape-time figures of /metrics; reads the store, so it goes before it.
   std::unique_ptr<ServerMetrics> metrics_;
+  // Set by OpenStore on an etcd store: what the election connects with.
+  std::optional<storage::EtcdStoreOptions> etcd_options_;
+  // What RunBackgroundJobs needs to start the jobs.
+  absl::Duration reaper_period_;
+  RetentionOptions retention_options_;
+  // Serialises the jobs' starts and stops (the election's thread, Shutdown); once closed
+  // (Shutdown), they never start again.
+  absl::Mutex jobs_mu_;
+  bool jobs_closed_ ABSL_GUARDED_BY(jobs_mu_) = false;
+  std::atomic<bool> runs_jobs_{false};
+  // Campaigns for the background jobs on an etcd store; destroyed (resigning) in Shutdown,
+  // after the jobs stopped.
+  std::unique_ptr<storage::EtcdElection> election_;
   int port_ = 0;
   std::string address_;
   bool shut_down_ = false;

@@ -1,6 +1,7 @@
 #include "coordinator/rpc/server_metrics.h"
 
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -90,7 +91,8 @@ grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerIntercep
   return new MetricsInterceptor(info);
 }
 
-ServerMetrics::ServerMetrics(storage::Store* store, WorkStore* work) {
+ServerMetrics::ServerMetrics(storage::Store* store, WorkStore* work,
+                             std::function<bool()> runs_background_jobs) {
   common::MetricsRegistry& registry = common::MetricsRegistry::Default();
   using common::CallbackSample;
   using common::MetricType;
@@ -135,6 +137,13 @@ ServerMetrics::ServerMetrics(storage::Store* store, WorkStore* work) {
         absl::StatusOr<int64_t> count = work->CountLeases();
         return count.ok() ? std::vector<CallbackSample>{{{}, static_cast<double>(*count)}}
                           : std::vector<CallbackSample>{};
+      }));
+  callbacks_.push_back(registry.AddCallback(
+      MetricType::kGauge, "coordinator_background_jobs_leader",
+      "1 while this replica runs the background jobs (work-lease reaper, retention, A2A "
+      "deliveries and webhooks): always on RocksDB, the elected replica on etcd.",
+      {}, [leads = std::move(runs_background_jobs)] {
+        return std::vector<CallbackSample>{{{}, leads() ? 1.0 : 0.0}};
       }));
 }
 
