@@ -5,10 +5,8 @@
 # $REPLICA_LISTEN), the green and purple agents, one sample evaluation through the first replica
 # and what the second replica sees of it; then serves until Ctrl-C, which stops everything
 # (the cluster's data stays; `tests/etcd_cluster.sh stop $DATA_DIR/etcd` removes it).
-# The background jobs (A2A deliveries included) run on the replica the election picked; until
-# change notifications are shared between replicas (issue 21), A2A streams see live only what
-# their own replica wrote, so the agents use the first replica (docs/storage.md, "Several
-# replicas").
+# The background jobs (A2A deliveries included) run on the replica the election picked; every
+# call, A2A included, may go to either replica (docs/storage.md, "Several replicas").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -191,6 +191,19 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
   for (const std::string& text : sent) EXPECT_EQ(count(text), 1) << text;
   EXPECT_THAT((*b)->process().stderr_text(), ::testing::Not(HasSubstr(kLeads)));
 
+  // A blocking send through the replica that does not deliver gets the agent's answer, which
+  // the leader stored (the replica feed wakes the waiting call).
+  a2apb::SendMessageRequest blocking;
+  blocking.set_tenant("rpc");
+  blocking.mutable_message()->set_message_id("e-blocking");
+  blocking.mutable_message()->set_role(a2apb::ROLE_USER);
+  blocking.mutable_message()->add_parts()->set_text("blocking");
+  a2apb::SendMessageResponse answer;
+  grpc::Status answered = stub_b->SendMessage(A2AContext().get(), blocking, &answer);
+  ASSERT_TRUE(answered.ok()) << answered.error_message();
+  EXPECT_EQ(answer.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  sent.push_back("blocking");
+
   // Two messages the agent holds (WORKING), one sent through each replica.
   const std::string held_a = SendTo(*stub_a, "hold");
   ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, held_a) == a2apb::TASK_STATE_WORKING; }));
