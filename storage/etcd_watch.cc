@@ -131,9 +131,14 @@ void EtcdWatch::Stream() {
         }
       }
       for (auto& [revision, changes] : commits) {
+        // Counted before the call, so that whoever the call tells (a test waiting on it) reads
+        // a delivered_revision() that includes it. The call cannot fail, and this thread alone
+        // resumes the stream, so nothing is skipped by counting first.
+        {
+          absl::MutexLock lock(&mu_);
+          delivered_ = revision;
+        }
         on_changes_(changes);
-        absl::MutexLock lock(&mu_);
-        delivered_ = revision;
       }
     }
   }
