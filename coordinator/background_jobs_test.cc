@@ -25,15 +25,7 @@ constexpr absl::Duration kTtl = absl::Seconds(2);
 // Beyond the TTL: the survivor's campaign rounds (TTL/4) and a loaded machine.
 constexpr absl::Duration kMargin = absl::Seconds(15);
 
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
+using testing_util::WaitFor;
 
 class BackgroundJobsTest : public ::testing::Test {
  protected:

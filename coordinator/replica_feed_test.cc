@@ -31,15 +31,7 @@ using storage::EtcdChange;
 
 constexpr absl::Duration kWait = absl::Seconds(30);
 
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
+using testing_util::WaitFor;
 
 EtcdChange Put(ColumnFamily cf, std::string key, std::string value, int64_t revision) {
   EtcdChange change;
@@ -341,13 +333,15 @@ TEST_F(ReplicaFeedAcrossReplicas, ASubscriptionOnOneReplicaSeesATaskEndThroughTh
   grpc::Status s = on_a->SendMessage(Context().get(), send, &sent);
   ASSERT_TRUE(s.ok()) << s.error_message();
   const std::string task_id = sent.task().id();
-  ASSERT_TRUE(WaitFor([&] {
-    a2apb::GetTaskRequest get;
-    get.set_id(task_id);
-    a2apb::Task task;
-    return on_b->GetTask(Context().get(), get, &task).ok() &&
-           task.status().state() == a2apb::TASK_STATE_WORKING;
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        a2apb::GetTaskRequest get;
+        get.set_id(task_id);
+        a2apb::Task task;
+        return on_b->GetTask(Context().get(), get, &task).ok() &&
+               task.status().state() == a2apb::TASK_STATE_WORKING;
+      },
+      kWait));
 
   // B streams the task; A cancels it; the agent's CANCELED, stored by A, must reach B's stream.
   auto subscribe_context = Context();

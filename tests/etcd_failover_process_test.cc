@@ -43,15 +43,7 @@ constexpr int kItems = 2000;
 constexpr absl::Duration kPhase = absl::Seconds(3);
 constexpr absl::Duration kWait = absl::Seconds(60);
 
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return pred();
-}
+using testing_util::WaitFor;
 
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout = absl::Seconds(10)) {
   auto c = std::make_unique<grpc::ClientContext>();

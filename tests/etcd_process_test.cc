@@ -110,15 +110,7 @@ namespace a2apb = ::lf::a2a::v1;
 constexpr absl::Duration kWait = absl::Seconds(60);
 constexpr char kLeads[] = "this replica now runs the background jobs";
 
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
+using testing_util::WaitFor;
 
 std::unique_ptr<grpc::ClientContext> A2AContext() {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -186,7 +178,8 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
     ids.push_back(SendTo(i % 2 == 0 ? *stub_a : *stub_b, sent.back()));
   }
   for (const std::string& id : ids) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; })) << id;
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+        << id;
   }
   for (const std::string& text : sent) EXPECT_EQ(count(text), 1) << text;
   EXPECT_THAT((*b)->process().stderr_text(), ::testing::Not(HasSubstr(kLeads)));
@@ -206,9 +199,11 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
 
   // Two messages the agent holds (WORKING), one sent through each replica.
   const std::string held_a = SendTo(*stub_a, "hold");
-  ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, held_a) == a2apb::TASK_STATE_WORKING; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return StateOf(*stub_b, held_a) == a2apb::TASK_STATE_WORKING; }, kWait));
   const std::string held_b = SendTo(*stub_b, "hold");
-  ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, held_b) == a2apb::TASK_STATE_WORKING; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return StateOf(*stub_b, held_b) == a2apb::TASK_STATE_WORKING; }, kWait));
   EXPECT_EQ(count("hold"), 2);
 
   // The leader dies; messages sent meanwhile wait in the queue for the next leader.
@@ -221,19 +216,23 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
   ASSERT_TRUE((*b)->process().WaitForStderrLine(kLeads, kWait).ok())
       << (*b)->process().stderr_text();
   for (const std::string& id : queued) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; })) << id;
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+        << id;
   }
   // The held tasks are read back and subscribed to, not sent again; the agent finishes them.
   std::vector<std::string> subscribed;
-  ASSERT_TRUE(WaitFor([&] {
-    subscribed.clear();
-    for (const std::string& call : agent.calls()) {
-      if (absl::StartsWith(call, "SubscribeToTask ")) subscribed.push_back(call.substr(16));
-    }
-    std::sort(subscribed.begin(), subscribed.end());
-    subscribed.erase(std::unique(subscribed.begin(), subscribed.end()), subscribed.end());
-    return subscribed.size() == 2;
-  })) << absl::StrJoin(agent.calls(), "; ");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        subscribed.clear();
+        for (const std::string& call : agent.calls()) {
+          if (absl::StartsWith(call, "SubscribeToTask ")) subscribed.push_back(call.substr(16));
+        }
+        std::sort(subscribed.begin(), subscribed.end());
+        subscribed.erase(std::unique(subscribed.begin(), subscribed.end()), subscribed.end());
+        return subscribed.size() == 2;
+      },
+      kWait))
+      << absl::StrJoin(agent.calls(), "; ");
   // One subscription per held task: one replica resumed them, once.
   const std::vector<std::string> calls = agent.calls();
   EXPECT_EQ(
@@ -243,7 +242,8 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
       << absl::StrJoin(calls, "; ");
   for (const std::string& id : subscribed) agent.Complete(id);
   for (const std::string& id : {held_a, held_b}) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; })) << id;
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+        << id;
   }
   EXPECT_EQ(count("hold"), 2);
   for (const std::string& text : sent) EXPECT_EQ(count(text), 1) << text;

@@ -1,5 +1,5 @@
-// Helpers shared by every test: status assertions that print the status on failure, and a
-// temporary directory removed at the end of the test.
+// Helpers shared by every test: status assertions that print the status on failure, a bounded
+// wait for a condition, and a temporary directory removed at the end of the test.
 #ifndef TESTS_TEST_UTIL_H_
 #define TESTS_TEST_UTIL_H_
 
@@ -8,6 +8,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace testing_util {
@@ -18,6 +20,18 @@ inline const absl::Status& GetStatus(const absl::Status& s) { return s; }
 template <typename T>
 const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
   return s.status();
+}
+
+// Asks `pred` every 20 ms until it holds or `timeout` passes; its last answer. How tests wait
+// for something another thread or process does, never a sleep of a guessed length.
+template <typename Pred>
+bool WaitFor(Pred pred, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return pred();
 }
 
 // A fresh directory under the test temp dir, removed (recursively) on destruction.
