@@ -26,6 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "storage/testing/test_store.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -60,11 +61,10 @@ std::string TokenFileJson() {
 class A2AIsolationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string tokens = dir_.Sub("tokens.json");
-    std::ofstream(tokens) << TokenFileJson();
-    ::chmod(tokens.c_str(), 0600);
+    std::ofstream(tokens_) << TokenFileJson();
+    ::chmod(tokens_.c_str(), 0600);
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
-        CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + tokens});
+        CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + tokens_});
     ASSERT_OK(c);
     coordinator_ = *std::move(c);
     channel_ = grpc::CreateChannel(coordinator_->target(), grpc::InsecureChannelCredentials());
@@ -194,8 +194,21 @@ class A2AIsolationTest : public ::testing::Test {
     return ids;
   }
 
+  // On etcd: a second replica of the same data set (the same prefix) with the same tokens, and
+  // a2a_ pointed at it.
+  void CallThroughASecondReplica() {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
+        CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + tokens_});
+    ASSERT_OK(c);
+    replica_ = *std::move(c);
+    a2a_ = a2apb::A2AService::NewStub(
+        grpc::CreateChannel(replica_->target(), grpc::InsecureChannelCredentials()));
+  }
+
   TempDir dir_;
+  const std::string tokens_ = dir_.Sub("tokens.json");
   std::unique_ptr<CoordinatorProcess> coordinator_;
+  std::unique_ptr<CoordinatorProcess> replica_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<a2apb::A2AService::Stub> a2a_;
   int sent_ = 0;
@@ -349,6 +362,49 @@ TEST_F(A2AIsolationTest, TheJsonBindingsAnswerTheSame) {
   httplib::Result rest_list = http.Get("/tasks", auth("purple"));
   ASSERT_TRUE(rest_list);
   EXPECT_TRUE(absl::StrContains(rest_list->body, green_task)) << rest_list->body;
+}
+
+// On etcd, every replica applies the rules to every replica's records: tasks made through one
+// replica are read, changed and listed through a second, over gRPC and the JSON-RPC binding.
+TEST_F(A2AIsolationTest, ASecondReplicaAppliesTheSameRules) {
+  if (!storage::testing::UseEtcd()) {
+    GTEST_SKIP() << "runs as etcd.A2AIsolationTest.* (two replicas of one data set)";
+  }
+  const std::string green_task = NewTask("green", "purple");
+  const std::string nobody_task = NewTask("ops", "other");
+  ASSERT_NO_FATAL_FAILURE(CallThroughASecondReplica());
+  EXPECT_EQ(GetTask("green", green_task), kOk);
+  EXPECT_EQ(GetTask("purple", green_task), kOk);
+  EXPECT_EQ(GetTask("mallory", green_task), kNotFound);
+  EXPECT_EQ(GetTask("green", nobody_task), kNotFound);
+  EXPECT_EQ(GetTask("dash", nobody_task), kOk);
+  EXPECT_EQ(Cancel("purple", green_task), kDenied);
+  EXPECT_EQ(Cancel("mallory", green_task), kNotFound);
+  EXPECT_EQ(GetPush("mallory", green_task), kNotFound);
+  std::set<int> totals;
+  EXPECT_TRUE(ListIds("mallory", 10, &totals).empty());
+  EXPECT_THAT(ListIds("green", 10, &totals), UnorderedElementsAreArray({green_task}));
+  EXPECT_THAT(ListIds("ops", 10, &totals), UnorderedElementsAreArray({green_task, nobody_task}));
+
+  absl::StatusOr<int> port = replica_->HttpPort();
+  ASSERT_OK(port);
+  httplib::Client http("127.0.0.1", *port);
+  const std::string get = absl::StrCat(
+      R"({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":")", green_task, R"("}})");
+  for (const std::string principal : {"green", "mallory"}) {
+    SCOPED_TRACE(principal);
+    httplib::Result rpc =
+        http.Post("/",
+                  httplib::Headers{{"Authorization", "Bearer " + Tokens().at(principal)},
+                                   {"A2A-Version", "1.0"}},
+                  get, "application/json");
+    ASSERT_TRUE(rpc);
+    if (principal == "mallory") {
+      EXPECT_TRUE(absl::StrContains(rpc->body, "-32001")) << rpc->body;
+    } else {
+      EXPECT_TRUE(absl::StrContains(rpc->body, green_task)) << rpc->body;
+    }
+  }
 }
 
 // ExportContext opens to a context's owner and parties (and readers), each seeing the A2A tasks
