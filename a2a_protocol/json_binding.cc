@@ -1,6 +1,8 @@
 // The JSON bindings' envelopes and error mapping (see json_binding.h).
 #include "a2a_protocol/json_binding.h"
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -300,7 +302,16 @@ absl::Status StatusFromJsonRpcError(absl::string_view error_object_json) {
   std::optional<std::string> reason;
   std::optional<absl::StatusCode> named_code;
   ReadDetails(Field(error, "data"), &reason, &named_code);
-  const int code = code_value == nullptr ? 0 : static_cast<int>(code_value->number_value());
+  // A code is a JSON number the agent chose: one that is no integer an int holds (1e34, 1.5,
+  // a string) names no known error, like an absent one; converting it would be undefined.
+  int code = 0;
+  if (code_value != nullptr && code_value->has_number_value()) {
+    const double number = code_value->number_value();
+    if (std::isfinite(number) && number == std::trunc(number) &&
+        number >= std::numeric_limits<int>::min() && number <= std::numeric_limits<int>::max()) {
+      code = static_cast<int>(number);
+    }
+  }
   for (const A2AErrorCode& a2a : kA2AErrors) {
     if (code == a2a.json_rpc_code) reason = a2a.reason;
   }

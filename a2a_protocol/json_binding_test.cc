@@ -156,6 +156,22 @@ TEST(JsonRpcErrorTest, GarbledPeerAnswersAreInvalidAgentResponses) {
   EXPECT_EQ(odd.code(), absl::StatusCode::kUnknown);
   EXPECT_EQ(odd.message(), "odd");
   EXPECT_EQ(StatusFromJsonRpcError(R"({"code":-32601})").code(), absl::StatusCode::kUnimplemented);
+  // A code no int holds, or no integer at all, names no error (fuzz_json_binding found the
+  // first: converting -1e34 to int is undefined behaviour); the details still decide.
+  for (const char* code : {"-9999999999999999999999999999932001", "-32601.5", "\"-32601\"",
+                           "2147483648", "-2147483649"}) {
+    SCOPED_TRACE(code);
+    const absl::Status status =
+        StatusFromJsonRpcError(absl::StrCat(R"({"code":)", code, R"(,"message":"m"})"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnknown);
+    EXPECT_EQ(status.message(), "m");
+  }
+  EXPECT_EQ(StatusFromJsonRpcError(
+                R"({"code":-1e34,"message":"task nope not found","data":[{"@type":)"
+                R"("type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND",)"
+                R"("domain":"a2a-protocol.org"}]})")
+                .code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(HttpErrorTest, StatusesMapToTheSpecificationsHttpCodes) {
