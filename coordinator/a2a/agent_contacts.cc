@@ -51,15 +51,18 @@ AgentContact AgentContacts::Get(const std::string& agent) {
   return it == contacts_.end() ? AgentContact() : it->second;
 }
 
-void AgentContacts::ProbeIfStale(const v1::Agent& agent) {
+AgentContact AgentContacts::ProbeIfStale(const v1::Agent& agent) {
   absl::MutexLock lock(&mu_);
-  if (stopping_ || in_flight_ >= options_.max_probes_in_flight) return;
   AgentContact& contact = contacts_[agent.name()];
-  if (contact.probing || absl::Now() - contact.last_call < options_.probe_interval) return;
+  if (stopping_ || in_flight_ >= options_.max_probes_in_flight || contact.probing ||
+      absl::Now() - contact.last_call < options_.probe_interval) {
+    return contact;
+  }
   contact.probing = true;
   ++in_flight_;
   // Queued under mu_, so never on a pool that Stop is already tearing down.
   pool_->Schedule([this, agent] { RunProbe(agent); });
+  return contact;
 }
 
 void AgentContacts::RunProbe(const v1::Agent& agent) {

@@ -92,9 +92,11 @@ class AgentContacts {
   AgentContact Get(const std::string& agent);
 
   // Queues a probe of `agent` unless one is queued or running, its last call is younger than
-  // probe_interval, max_probes_in_flight are out, or the contacts are stopping. Quick: the probe
-  // runs on the contacts' threads.
-  void ProbeIfStale(const v1::Agent& agent);
+  // probe_interval, max_probes_in_flight are out, or the contacts are stopping, and returns what
+  // was known of it then (`probing` set when a probe is queued or running). Quick: the probe runs
+  // on the contacts' threads, so a Get after this call may already see its outcome; a reader that
+  // shows "unknown, probing" uses the returned snapshot.
+  AgentContact ProbeIfStale(const v1::Agent& agent);
 
   // Called with the agent's name when what is known of it changes in a way a reader shows: its
   // first call, reached turning into not reached or back, a probe starting or ending. On the

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "a2a_protocol/errors.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
@@ -162,6 +163,32 @@ TEST(AgentContactsTest, ProbesAreBoundedAndCached) {
   contacts.RecordCall("d", "delivery", absl::OkStatus());
   contacts.ProbeIfStale(Named("d"));
   EXPECT_FALSE(contacts.Get("d").probing);
+}
+
+// The answer to ProbeIfStale is what was known when the probe was asked for, however quickly
+// the probe ends: a reader shows "unknown, probing" and learns the outcome as a change (the
+// console's overview read the contact after queuing the probe and could see its outcome).
+TEST(AgentContactsTest, ProbeIfStaleAnswersWhatWasKnownBeforeTheProbe) {
+  AgentContacts contacts([](const v1::Agent&, absl::Time) {
+    return AgentContacts::OutcomeOf(absl::UnavailableError("connection refused"));
+  });
+  Changes changes;
+  contacts.set_on_change(changes.Hook());
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = absl::StrCat("agent-", i);
+    const AgentContact before = contacts.ProbeIfStale(Named(name));
+    EXPECT_TRUE(before.probing) << name;
+    EXPECT_EQ(before.last_call, absl::InfinitePast()) << name;
+    changes.WaitFor(name, 1);
+    const AgentContact after = contacts.Get(name);
+    EXPECT_FALSE(after.probing) << name;
+    EXPECT_EQ(after.via, "probe") << name;
+    EXPECT_FALSE(after.reached) << name;
+    // Fresh word now: asking again changes nothing and says what the probe found.
+    const AgentContact again = contacts.ProbeIfStale(Named(name));
+    EXPECT_FALSE(again.probing) << name;
+    EXPECT_EQ(again.error, "connection refused") << name;
+  }
 }
 
 TEST(AgentContactsTest, StopRefusesNewProbes) {

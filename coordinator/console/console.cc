@@ -263,10 +263,9 @@ void Console::Install(httplib::Server& server) {
         std::vector<std::string> agent_json;
         for (v1::Agent agent : agents.agents()) {
           AgentContact contact;
-          if (parts->contacts != nullptr) {
-            parts->contacts->ProbeIfStale(agent);
-            contact = parts->contacts->Get(agent.name());
-          }
+          // What was known when the probe was asked for: the probe may end before this row is
+          // written, and its outcome comes as the change.
+          if (parts->contacts != nullptr) contact = parts->contacts->ProbeIfStale(agent);
           const bool known = contact.last_call != absl::InfinitePast();
           ASSIGN_OR_RETURN(const TallyTotal queued,
                            Tallies::Read(store, Tally::kDeliveriesQueued, agent.name()));
