@@ -4,8 +4,10 @@
   report.py redis-csv <concurrency>           redis-benchmark --csv on stdin -> JSON lines
   report.py latencies <name> <tasks> <concurrency> <seconds> <files...>
                                                per-update latencies (us, one a line) -> a line
-  report.py render <results.jsonl> <out dir>  writes RESULTS.md, throughput.dat and, with
-                                               gnuplot, throughput.png
+  report.py render <results.jsonl> <out dir> [<baseline results.jsonl>]
+                                               writes RESULTS.md and, with gnuplot,
+                                               throughput.png; the baseline (the committed run
+                                               this one replaces) gives the no-regression targets
 
 Standard library only (Debian's /usr/bin/python3).
 """
@@ -120,12 +122,18 @@ def best(series):
     return max(rs, key=lambda r: r["throughput"]) if rs else None
 
 
-def render(path, out_dir):
+def fsync_reference(res):
+    """The disk's best durable append of a run: the faster of the probe's two ways."""
+    probes = [r for r in res.lines if r.get("workload") == "fsync"]
+    return min(probes, key=lambda r: r["p50_us"]) if probes else {}
+
+
+def render(path, out_dir, baseline=None):
     res = Results(path)
+    base = Results(baseline) if baseline and os.path.exists(baseline) else None
     machine = res.find("machine") or {}
     probes = [r for r in res.lines if r.get("workload") == "fsync"]
-    # The reference is the faster way of the two: the disk's best durable append.
-    fsync = min(probes, key=lambda r: r["p50_us"]) if probes else {}
+    fsync = fsync_reference(res)
     w1 = res.series("fail", system="coordinator")
     w2 = res.series("attempt", system="coordinator")
     w3 = res.series("history", system="coordinator")
@@ -183,12 +191,18 @@ def render(path, out_dir):
         r = series.get(c)
         return r["throughput"] if r else None
 
+    # Issue 16's targets.
     w1_64, incr_64 = w1.get(64), redis["incr"].get(64)
     if w1_64 and incr_64:
         rr = w1_64["throughput"] / incr_64["throughput"]
-        target("W1 @64 >= 0.8x Redis INCR @64 (appendfsync always)", f"{rr:.2f}x", rr >= 0.8)
+        target("W1 @64 >= 0.5x Redis INCR @64 (appendfsync always)", f"{rr:.2f}x", rr >= 0.5)
     if w1_64:
-        target("W1 @64 p99 <= 5 ms", f"{ms(w1_64['p99_us'])} ms", w1_64["p99_us"] <= 5000)
+        target("W1 @64 p99 <= 10 ms", f"{ms(w1_64['p99_us'])} ms", w1_64["p99_us"] <= 10000)
+    w1_1 = w1.get(1)
+    if w1_1 and fsync.get("p50_us"):
+        rr = w1_1["p50_us"] / fsync["p50_us"]
+        target("W1 @1 p50 <= 2x the disk's fsync p50",
+               f"{ms(w1_1['p50_us'])} ms = {rr:.2f}x of {ms(fsync['p50_us'])} ms", rr <= 2)
     for label, peer, want in (("shell+jq", jq, 300), ("Python JSON", py, 50)):
         for n in (50, 1000):
             b = best(peer[n])
@@ -196,34 +210,77 @@ def render(path, out_dir):
                 rr = w1_64["throughput"] / b["throughput"]
                 target(f"W1 @64 >= {want}x {label} ({n} tasks, its best concurrency)",
                        f"{rr:,.0f}x", rr >= want)
-    w1_1 = w1.get(1)
-    if w1_1 and fsync.get("p50_us"):
-        rr = w1_1["p50_us"] / fsync["p50_us"]
-        target("W1 @1 p50 within 2x of the disk's fsync p50",
-               f"{ms(w1_1['p50_us'])} ms = {rr:.2f}x of {ms(fsync['p50_us'])} ms", rr <= 2)
-    if len(points) >= 2:
-        rr = points[-1]["p50_us"] / points[0]["p50_us"]
-        target(f"W3 p50 @{points[-1]['history']:,} <= 1.2x p50 @{points[0]['history']:,} messages",
-               f"{rr:.2f}x", rr <= 1.2)
-    for c in CONCURRENCIES:
+    for c in (16, 64):
         if w5.get(c) and js.get(c) and js[c]["throughput"]:
             rr = w5[c]["throughput"] / js[c]["throughput"]
-            target(f"W5 @{c} >= 4x the JavaScript SDK's in-memory server", f"{rr:.2f}x", rr >= 4)
+            target(f"W5 @{c} >= 1.5x the JavaScript SDK's in-memory server", f"{rr:.2f}x",
+                   rr >= 1.5)
     for c in (16, 64):
         if w5.get(c) and js_pg.get(c) and js_pg[c]["throughput"]:
             rr = w5[c]["throughput"] / js_pg[c]["throughput"]
             target(f"W5 @{c} >= 3x the JavaScript SDK on PostgreSQL", f"{rr:.2f}x", rr >= 3)
-    for c in CONCURRENCIES:
+    for c in (16, 64):
         if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
             cost = 1 - w5[c]["throughput"] / direct[c]["throughput"]
-            target(f"W5 @{c}: the gateway costs <= 35% of direct throughput",
-                   f"{cost * 100:.0f}%", cost <= 0.35)
+            target(f"W5 @{c}: the gateway costs <= 60% of direct throughput",
+                   f"{cost * 100:.0f}%", cost <= 0.6)
+    if len(points) >= 2:
+        rr = points[-1]["p50_us"] / points[0]["p50_us"]
+        target(f"W3 p50 @{points[-1]['history']:,} <= 1.2x p50 @{points[0]['history']:,} messages",
+               f"{rr:.2f}x", rr <= 1.2)
     if rss:
         target(f"{rss['contexts']:,} contexts: peak RSS <= 500 MB",
                f"{rss['hwm_kb'] / 1024:.0f} MB", rss["hwm_kb"] / 1024 <= 500)
     if serving:
         target(f"{disk.get('contexts', 0):,} contexts: serving within 2 s of start",
                f"{serving['serving_ms'] / 1000:.2f} s", serving["serving_ms"] <= 2000)
+
+    # No regression against the committed run this one replaces: the same ratio against the
+    # same peer at 64 streams, and the 1,000,000-context figures. A peer's own speed moves with
+    # the disk (Redis with appendfsync always follows the fsync latency), so each line shows
+    # both runs' fsync p50; 10% is allowed for the machine's noise.
+    if base is not None:
+        base_fsync = fsync_reference(base)
+        base_note = (f"committed run `{(base.find('machine') or {}).get('commit', '?')}`, fsync p50 "
+                     f"{ms(base_fsync.get('p50_us', 0))} ms; this run {ms(fsync.get('p50_us', 0))}"
+                     " ms")
+
+        def at64(r, workload, **match):
+            return r.series(workload, **match).get(64)
+
+        for name, ours, peer in (
+                ("W2 IncrementAttempt @64 / Redis INCR @64", ("attempt", {"system": "coordinator"}),
+                 ("redis_incr", {})),
+                ("W3 AppendMessage @64 / Redis RPUSH @64", ("history", {"system": "coordinator"}),
+                 ("redis_rpush", {})),
+                ("W4 GetContext @64 / Redis GET @64", ("get", {"system": "coordinator"}),
+                 ("redis_get", {}))):
+            now = (at64(res, ours[0], **ours[1]), at64(res, peer[0], **peer[1]))
+            then = (at64(base, ours[0], **ours[1]), at64(base, peer[0], **peer[1]))
+            if all(now) and all(then) and now[1]["throughput"] and then[1]["throughput"]:
+                rr_now = now[0]["throughput"] / now[1]["throughput"]
+                rr_then = then[0]["throughput"] / then[1]["throughput"]
+                target(f"no regression: {name} >= 0.9x the committed run's",
+                       f"{rr_now:.2f}x ({base_note}: {rr_then:.2f}x)", rr_now >= 0.9 * rr_then)
+        base_rss, base_disk, base_serving = (base.find("rss") or {}, base.find("disk") or {},
+                                             base.find("serving") or {})
+        if rss and base_rss:
+            target("no regression: 1,000,000 contexts' peak RSS <= 1.1x the committed run's",
+                   f"{rss['hwm_kb'] / 1024:.0f} MB (committed {base_rss['hwm_kb'] / 1024:.0f} MB)",
+                   rss["hwm_kb"] <= 1.1 * base_rss["hwm_kb"])
+        if disk.get("contexts") and base_disk.get("contexts"):
+            now_b, then_b = (disk["bytes"] / disk["contexts"],
+                             base_disk["bytes"] / base_disk["contexts"])
+            target("no regression: bytes per context <= 1.1x the committed run's",
+                   f"{now_b:.0f} (committed {then_b:.0f})", now_b <= 1.1 * then_b)
+        if serving and base_serving:
+            # A start is a few hundred ms: 10% of it is below the machine's noise, so the bound
+            # is the larger of 1.1x and 0.1 s more.
+            bound = max(1.1 * base_serving["serving_ms"], base_serving["serving_ms"] + 100)
+            target("no regression: time to serve 1,000,000 contexts <= the committed run's "
+                   "(+10% or 0.1 s)",
+                   f"{serving['serving_ms'] / 1000:.2f} s (committed "
+                   f"{base_serving['serving_ms'] / 1000:.2f} s)", serving["serving_ms"] <= bound)
 
     md += ["## Targets", "", "| target | this run | met? |", "| --- | --- | --- |"]
     for name, value_text, met, _ in targets:
@@ -398,8 +455,8 @@ def main():
     elif len(sys.argv) >= 6 and sys.argv[1] == "latencies":
         latencies(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]),
                   sys.argv[6:])
-    elif len(sys.argv) == 4 and sys.argv[1] == "render":
-        render(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "render":
+        render(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)

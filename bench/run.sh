@@ -336,6 +336,9 @@ fi
 # --- the report
 log "writing $out_dir/RESULTS.md and $out_dir/throughput.png"
 mkdir -p "$out_dir"
+# The run this one replaces is the baseline of the no-regression targets.
+baseline="$work/baseline.jsonl"
+if [ -s "$out_dir/results.jsonl" ]; then cp "$out_dir/results.jsonl" "$baseline"; fi
 cp "$results" "$out_dir/results.jsonl"
-"$py" "$root/bench/report.py" render "$out_dir/results.jsonl" "$out_dir"
+"$py" "$root/bench/report.py" render "$out_dir/results.jsonl" "$out_dir" "$baseline"
 log "done"
