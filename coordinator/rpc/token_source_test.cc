@@ -155,6 +155,38 @@ TEST_F(TokenSourceTest, StreamsEndWhenTheirTokenIsRevokedReassignedOrExpires) {
   EXPECT_EQ(dropped_ended.load(), 0);
 }
 
+// Rotation: a principal's new token is added beside the old one; during the overlap both
+// authenticate as the same principal and a stream opened with the old one stays open; when the
+// old one leaves the file it is refused and only its own streams end.
+TEST_F(TokenSourceTest, RotationKeepsOldAndNewValidDuringTheOverlap) {
+  constexpr char kGreenNext[] = "green-next-token-0123456789abcdef";
+  WriteTokens(path_, Entry(kGreen, "green"));
+  absl::StatusOr<std::unique_ptr<TokenSource>> source = TokenSource::Open(path_);
+  ASSERT_OK(source);
+  absl::StatusOr<Caller> old_caller = As(**source, kGreen);
+  ASSERT_OK(old_caller);
+  std::atomic<int> old_ended{0}, new_ended{0};
+  auto old_watch = (*source)->OnRevoke(*old_caller, [&] { ++old_ended; });
+
+  WriteTokens(path_, absl::StrCat(Entry(kGreen, "green"), ",", Entry(kGreenNext, "green")));
+  ASSERT_OK((*source)->Reload());
+  absl::StatusOr<Caller> new_caller = As(**source, kGreenNext);
+  ASSERT_OK(new_caller);
+  EXPECT_EQ(new_caller->principal, "green");
+  absl::StatusOr<Caller> still_old = As(**source, kGreen);
+  ASSERT_OK(still_old);
+  EXPECT_EQ(still_old->principal, "green");
+  EXPECT_EQ(old_ended.load(), 0);
+  auto new_watch = (*source)->OnRevoke(*new_caller, [&] { ++new_ended; });
+
+  WriteTokens(path_, Entry(kGreenNext, "green"));
+  ASSERT_OK((*source)->Reload());
+  EXPECT_EQ(As(**source, kGreen).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_OK(As(**source, kGreenNext));
+  EXPECT_EQ(old_ended.load(), 1);
+  EXPECT_EQ(new_ended.load(), 0);
+}
+
 TEST_F(TokenSourceTest, FixedTokensHaveNothingToReload) {
   TokenSource fixed(nullptr);
   EXPECT_EQ(fixed.Reload().code(), absl::StatusCode::kFailedPrecondition);
