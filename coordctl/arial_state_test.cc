@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "coordctl/import_json.h"
+#include "coordctl/import_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -27,26 +28,13 @@ std::string ReadTestData(const std::string& name) {
   return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name));
 }
 
-// What the coordinator answers for a run created from `parsed` and not changed since: the run
-// and items as created (version 1), with the times it stamps.
-std::pair<coordinator::v1::Run, std::vector<WorkItem>> AsCreated(ArialRun parsed) {
-  parsed.run.set_run_id("r1");
-  parsed.run.mutable_create_time()->set_seconds(1767225600);  // 2026-01-01
-  *parsed.run.mutable_update_time() = parsed.run.create_time();
-  for (WorkItem& item : parsed.items) {
-    item.set_version(1);
-    *item.mutable_update_time() = parsed.run.create_time();
-  }
-  return {parsed.run, parsed.items};
-}
-
 class ArialRoundTripTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ArialRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
   const std::string text = ReadTestData(GetParam());
   absl::StatusOr<ArialRun> parsed = ParseArialState(text);
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   ExpectSameJson(FormatArialState(run, items), text);
 }
 
@@ -90,7 +78,7 @@ TEST(ArialStateTest, VersionOneIsMigrated) {
   EXPECT_EQ(parsed->items[0].worktree(), ".arial/worktrees/cli-parser");
   EXPECT_EQ(parsed->items[1].branch(), "feature/config-file");  // as it was
   // The export is what Arial writes after loading it: version 2, the defaults filled in.
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   google::protobuf::Struct expected = JsonObject(text);
   (*expected.mutable_fields())["version"].set_number_value(2);
   auto& list = *(*expected.mutable_fields())["workstreams"].mutable_list_value();
@@ -110,7 +98,7 @@ TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
   absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
   ASSERT_OK(parsed);
   // Named variables, not a structured binding: C++17 lambdas cannot capture those.
-  const auto created = AsCreated(*parsed);
+  const auto created = AsCreated(parsed->run, parsed->items);
   const auto& run = created.first;
   const auto& items = created.second;
   auto status_of = [&](const std::vector<WorkItem>& now) {
@@ -168,7 +156,7 @@ TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
   // The export uses it once an item changed.
   absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   items[0].set_version(3);
   items[0].set_status(coordinator::v1::ITEM_STATUS_DONE);
   std::vector<Event> log(events.begin(), events.begin() + 5);  // ..., a done
@@ -185,7 +173,7 @@ TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
 TEST(ArialStateTest, ExportWritesWhatChangedAsArialWouldHave) {
   absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   // search-index completed here after a second claim; docs started.
   WorkItem& search = items[2];
   search.set_version(5);
@@ -330,7 +318,7 @@ TEST(ArialStateTest, ARunUnderWayIsImportedWithItsStates) {
   // As the coordinator keeps them (version 1): the export is the file, retryCount included.
   ArialRun imported = *parsed;
   for (int i = 0; i < request.items_size(); ++i) imported.items[i] = request.items(i);
-  auto [run, items] = AsCreated(imported);
+  auto [run, items] = AsCreated(imported.run, imported.items);
   ExpectSameJson(FormatArialState(run, items), text);
 }
 
@@ -348,7 +336,7 @@ TEST(ArialStateTest, CompletedAtOfAFailedWorkstreamComesBackAsImported) {
   EXPECT_FALSE(request.items(1).has_complete_time());
   ArialRun imported = *parsed;
   for (int i = 0; i < request.items_size(); ++i) imported.items[i] = request.items(i);
-  auto [run, items] = AsCreated(imported);
+  auto [run, items] = AsCreated(imported.run, imported.items);
   ExpectSameJson(FormatArialState(run, items), text);
 }
 

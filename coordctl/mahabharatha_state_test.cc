@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "coordctl/import_json.h"
+#include "coordctl/import_test_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -27,17 +28,6 @@ std::string ReadTestData(const std::string& name) {
   return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/mahabharatha/", name));
 }
 
-std::pair<coordinator::v1::Run, std::vector<WorkItem>> AsCreated(MahabharathaRun parsed) {
-  parsed.run.set_run_id("r1");
-  parsed.run.mutable_create_time()->set_seconds(1767225600);
-  *parsed.run.mutable_update_time() = parsed.run.create_time();
-  for (WorkItem& item : parsed.items) {
-    item.set_version(1);
-    *item.mutable_update_time() = parsed.run.create_time();
-  }
-  return {parsed.run, parsed.items};
-}
-
 class MahabharathaRoundTripTest : public ::testing::TestWithParam<const char*> {};
 
 // plan-only.json and user-auth.json were written by MAHABHARATHA's own StateManager.
@@ -45,7 +35,7 @@ TEST_P(MahabharathaRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
   const std::string text = ReadTestData(GetParam());
   absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   const std::string out = FormatMahabharathaState(run, items, {});
   ExpectSameJson(out, text);
 }
@@ -74,7 +64,7 @@ TEST(MahabharathaStateTest, ReadsTasksAsItems) {
 TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
   absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
   ASSERT_OK(parsed);
-  auto [run, items] = AsCreated(*parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
   // Worker "3" took DOCS-L1-001 and completed it; level 1 runs.
   WorkItem& done = items[0];
   done.set_version(3);
@@ -206,7 +196,7 @@ TEST(MahabharathaStateTest, AFeatureUnderWayIsImportedWithItsStates) {
   // The run as imported, its workers registered with it and unchanged: the export is the file.
   MahabharathaRun imported = *parsed;
   for (int i = 0; i < request->items_size(); ++i) imported.items[i] = request->items(i);
-  auto [run, items] = AsCreated(imported);
+  auto [run, items] = AsCreated(imported.run, imported.items);
   std::vector<coordinator::v1::RunWorker> workers(request->workers().begin(),
                                                   request->workers().end());
   for (coordinator::v1::RunWorker& w : workers) {

@@ -21,6 +21,7 @@
 #include "coordinator/v1/work.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "storage/testing/test_store.h"
+#include "tests/a2a_test_util.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -355,14 +356,8 @@ TEST_F(ReplicaFeedAcrossReplicas, ASubscriptionOnOneReplicaSeesATaskEndThroughTh
   a2apb::Task canceled;
   s = on_a->CancelTask(Context().get(), cancel, &canceled);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  a2apb::TaskState last = a2apb::TASK_STATE_UNSPECIFIED;
-  a2apb::StreamResponse response;
-  while (reader->Read(&response)) {
-    if (response.has_status_update()) last = response.status_update().status().state();
-    if (response.has_task()) last = response.task().status().state();
-  }
+  EXPECT_EQ(testing_util::ReadToEndForLastState(*reader), a2apb::TASK_STATE_CANCELED);
   EXPECT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(last, a2apb::TASK_STATE_CANCELED);
 }
 
 }  // namespace

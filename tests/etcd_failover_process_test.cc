@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "storage/testing/test_store.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -358,14 +359,8 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
   a2apb::Task canceled;
   grpc::Status s = a2a_on_survivor->CancelTask(Ctx().get(), cancel, &canceled);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  a2apb::TaskState last = a2apb::TASK_STATE_UNSPECIFIED;
-  a2apb::StreamResponse response;
-  while (subscription->Read(&response)) {
-    if (response.has_status_update()) last = response.status_update().status().state();
-    if (response.has_task()) last = response.task().status().state();
-  }
+  EXPECT_EQ(testing_util::ReadToEndForLastState(*subscription), a2apb::TASK_STATE_CANCELED);
   EXPECT_TRUE(subscription->Finish().ok());
-  EXPECT_EQ(last, a2apb::TASK_STATE_CANCELED);
 }
 
 }  // namespace
