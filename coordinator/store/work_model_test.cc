@@ -18,6 +18,7 @@
 #include "coordinator/store/record_codec.h"
 #include "coordinator/store/time_util.h"
 #include "coordinator/store/work_store.h"
+#include "coordinator/store/work_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
@@ -29,40 +30,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class FakeClock {
- public:
-  absl::Time Now() {
-    absl::MutexLock lock(&mu_);
-    return now_;
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    now_ += d;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
-};
-
-// An item spec: "id:level:dep1,dep2:cap1,cap2".
-v1::WorkItem ItemSpec(const std::string& spec) {
-  std::vector<std::string> parts = absl::StrSplit(spec, ':');
-  v1::WorkItem item;
-  item.set_item_id(parts[0]);
-  if (parts.size() > 1) item.set_level(std::stoi(parts[1]));
-  if (parts.size() > 2) {
-    for (absl::string_view dep : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
-      item.add_dependencies(std::string(dep));
-    }
-  }
-  if (parts.size() > 3) {
-    for (absl::string_view cap : absl::StrSplit(parts[3], ',', absl::SkipEmpty())) {
-      item.add_required_capabilities(std::string(cap));
-    }
-  }
-  return item;
-}
+using ::testing_util::FakeClock;
 
 class WorkModelTest : public ::testing::Test {
  protected:

@@ -13,6 +13,7 @@
 #include "coordinator/store/keys.h"
 #include "coordinator/store/reaper.h"
 #include "coordinator/store/time_util.h"
+#include "coordinator/store/work_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
@@ -24,22 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A clock that only moves when the test says so.
-class FakeClock {
- public:
-  absl::Time Now() {
-    absl::MutexLock lock(&mu_);
-    return now_;
-  }
-  void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
-    now_ += d;
-  }
-
- private:
-  absl::Mutex mu_;
-  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
-};
+using ::testing_util::FakeClock;
 
 // Collects what the notifier publishes.
 class RecordingWatcher : public WorkWatcher {
@@ -86,17 +72,7 @@ class WorkStoreTest : public ::testing::Test {
     request.mutable_run()->set_run_id(run_id);
     request.mutable_run()->set_kind(v1::RUN_KIND_TASK_GRAPH);
     *request.mutable_run()->mutable_retry_policy() = policy;
-    for (const std::string& spec : items) {
-      std::vector<std::string> parts = absl::StrSplit(spec, ':');
-      v1::WorkItem* item = request.add_items();
-      item->set_item_id(parts[0]);
-      if (parts.size() > 1) item->set_level(std::stoi(parts[1]));
-      if (parts.size() > 2) {
-        for (absl::string_view dep : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
-          item->add_dependencies(std::string(dep));
-        }
-      }
-    }
+    for (const std::string& spec : items) *request.add_items() = ItemSpec(spec);
     absl::StatusOr<v1::Run> run = work_->CreateRun(request);
     EXPECT_OK(run);
     return run.ok() ? *run : v1::Run();
