@@ -449,7 +449,12 @@ TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {
   httplib::Result page = Get("/");
   ASSERT_TRUE(page);
   EXPECT_EQ(page->status, 200);
-  for (const char* path : {"/console/api/overview", "/console/api/events"}) {
+  // Every route of the API: an agent's token opens none of them (the console shows every
+  // agent's records), whatever the route would have answered.
+  for (const char* path :
+       {"/console/api/overview", "/console/api/events", "/console/api/evaluations",
+        "/console/api/evaluations/ctx-1", "/console/api/leaderboard", "/console/api/runs",
+        "/console/api/runs/run-1", "/console/api/retry"}) {
     httplib::Result none = Get(path);
     ASSERT_TRUE(none) << path;
     EXPECT_EQ(none->status, 401) << path << ": " << none->body;
