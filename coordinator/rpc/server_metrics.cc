@@ -1,10 +1,15 @@
 #include "coordinator/rpc/server_metrics.h"
 
+#include <array>
+#include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
@@ -45,17 +50,64 @@ const CallFamilies& Calls() {
   return families;
 }
 
+// The metric children of one method, found once per method: a family's WithLabels builds label
+// vectors and takes the family's lock, about 30 allocations and two shared locks per call, which
+// a call must not pay (bench/analysis.md, allocation counts).
+struct MethodMetrics {
+  std::string service;
+  std::string method;
+  common::Histogram* latency = nullptr;
+  common::Gauge* open_streams = nullptr;
+  // By status code (0-16; others count as UNKNOWN), made on the first call that ends with it.
+  std::array<std::atomic<common::Counter*>, 17> requests{};
+
+  common::Counter* Requests(grpc::StatusCode code) {
+    const size_t i = code >= 0 && static_cast<size_t>(code) < requests.size()
+                         ? static_cast<size_t>(code)
+                         : static_cast<size_t>(grpc::StatusCode::UNKNOWN);
+    common::Counter* counter = requests[i].load(std::memory_order_acquire);
+    if (counter == nullptr) {
+      // Two calls may both look it up: WithLabels gives both the same child.
+      counter = Calls().requests->WithLabels(
+          {service, method, CodeName(static_cast<grpc::StatusCode>(i))});
+      requests[i].store(counter, std::memory_order_release);
+    }
+    return counter;
+  }
+};
+
+// The MethodMetrics of "/package.Service/Method", made on its first call. Lives as long as the
+// process, as the families' children do.
+MethodMetrics& ForMethod(absl::string_view full) {
+  static absl::Mutex mu;
+  static auto* by_method = new absl::flat_hash_map<std::string, std::unique_ptr<MethodMetrics>>();
+  {
+    absl::ReaderMutexLock lock(&mu);
+    auto it = by_method->find(full);
+    if (it != by_method->end()) return *it->second;
+  }
+  absl::MutexLock lock(&mu);
+  std::unique_ptr<MethodMetrics>& slot = (*by_method)[full];
+  if (slot == nullptr) {
+    auto metrics = std::make_unique<MethodMetrics>();
+    absl::string_view name = full;
+    if (!name.empty() && name[0] == '/') name.remove_prefix(1);
+    const size_t slash = name.find('/');
+    metrics->service = std::string(name.substr(0, slash));
+    metrics->method = slash == absl::string_view::npos ? "" : std::string(name.substr(slash + 1));
+    metrics->latency = Calls().latency->WithLabels({metrics->service, metrics->method});
+    metrics->open_streams = Calls().open_streams->WithLabels({metrics->service, metrics->method});
+    slot = std::move(metrics);
+  }
+  return *slot;
+}
+
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit MetricsInterceptor(grpc::experimental::ServerRpcInfo* info) : start_(absl::Now()) {
-    // "/package.Service/Method"
-    absl::string_view full = info->method() != nullptr ? info->method() : "";
-    if (!full.empty() && full[0] == '/') full.remove_prefix(1);
-    const size_t slash = full.find('/');
-    service_ = std::string(full.substr(0, slash));
-    method_ = slash == absl::string_view::npos ? "" : std::string(full.substr(slash + 1));
+  explicit MetricsInterceptor(grpc::experimental::ServerRpcInfo* info)
+      : start_(absl::Now()), metrics_(ForMethod(info->method() != nullptr ? info->method() : "")) {
     if (info->type() != grpc::experimental::ServerRpcInfo::Type::UNARY) {
-      stream_ = Calls().open_streams->WithLabels({service_, method_});
+      stream_ = metrics_.open_streams;
       stream_->Add(1);
     }
   }
@@ -67,19 +119,15 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (!counted_ && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       counted_ = true;
-      const grpc::Status status = methods->GetSendStatus();
-      Calls().requests->WithLabels({service_, method_, CodeName(status.error_code())})->Increment();
-      Calls()
-          .latency->WithLabels({service_, method_})
-          ->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
+      metrics_.Requests(methods->GetSendStatus().error_code())->Increment();
+      metrics_.latency->Observe(absl::ToDoubleSeconds(absl::Now() - start_));
     }
     methods->Proceed();
   }
 
  private:
   const absl::Time start_;
-  std::string service_;
-  std::string method_;
+  MethodMetrics& metrics_;
   common::Gauge* stream_ = nullptr;
   bool counted_ = false;
 };
