@@ -631,7 +631,9 @@ TEST_F(OwnershipMatrixTest, EveryPrincipalOnEveryResourceOfEveryRpc) {
         const std::string cell = CellName(owner, p, rpc.name);
         SCOPED_TRACE(cell);
         Resource& r = resources_.at(cell);
-        if (rpc.setup) ASSERT_NO_FATAL_FAILURE(rpc.setup(r));
+        if (rpc.setup) {
+          ASSERT_NO_FATAL_FAILURE(rpc.setup(r));
+        }
         const std::string before = Snapshot(r);
         bool listed = false;
         const grpc::Status status = rpc.call(p.token, r, &listed);
