@@ -49,13 +49,19 @@ class GrpcAgentCall final : public AgentCall,
     {
       absl::MutexLock lock(&mu_);
       got_any_ = true;
-      queue_.push_back(std::move(incoming_));
-      if (queue_.size() >= kMaxBurstEvents) {
-        // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
-        // pending, so that Take() may still start one; Take() or Finish() removes it.
-        paused_ = true;
-        AddHold();
-        return;
+      if (finishing_) {
+        // Finish() has run: nobody takes events any more, so none is kept and reading never
+        // pauses (a hold taken now would never be removed, and OnDone, which Finish() waits
+        // for, would never come). The reads end when the call does.
+      } else {
+        queue_.push_back(std::move(incoming_));
+        if (queue_.size() >= kMaxBurstEvents) {
+          // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
+          // pending, so that Take() may still start one; Take() or Finish() removes it.
+          paused_ = true;
+          AddHold();
+          return;
+        }
       }
     }
     incoming_.Clear();
@@ -112,6 +118,7 @@ class GrpcAgentCall final : public AgentCall,
       absl::MutexLock lock(&mu_);
       release = paused_;
       paused_ = false;
+      finishing_ = true;  // under mu_ with the check above: OnReadDone pauses before or never
     }
     if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
     finished_.WaitForNotification();
@@ -158,6 +165,7 @@ class GrpcAgentCall final : public AgentCall,
   bool got_any_ ABSL_GUARDED_BY(mu_) = false;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // Finish() was called
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Notification finished_;
