@@ -388,7 +388,8 @@ def render(path, out_dir, baseline=None):
                   "store code (`bench_bulk_load`, WAL sync skipped while loading, closed cleanly)"
                   + (f" at {big_load['rate']:,.0f} contexts/s" if big_load else ""))
         md.append(f"- on disk: {disk['bytes'] / 1e6:,.1f} MB, **{disk['bytes'] / disk['contexts']:.0f}"
-                  " bytes per context** (header, agent index entry and time index entry, uncompressed, before any "
+                  " bytes per context** (header, agent index entry and time index entry, "
+                  "uncompressed, before any "
                   "further compaction)")
     if serving:
         md.append(f"- from process start to a SERVING health check with that data: "
