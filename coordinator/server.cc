@@ -164,6 +164,7 @@ absl::Status CoordinatorServer::OpenStore(const ServerOptions& options) {
   storage::StoreOptions store_options;
   store_options.path = options.data_dir;
   store_options.sync_writes = options.sync_writes;
+  store_options.before_wal_sync = options.before_wal_sync;
   ASSIGN_OR_RETURN(std::unique_ptr<storage::RocksStore> store,
                    storage::RocksStore::Open(store_options));
   LOG_INFO("opened database %s (schema version %d, %s writes)", options.data_dir,

@@ -5,6 +5,7 @@
 #define COORDINATOR_SERVER_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,9 @@ struct ServerOptions {
   int64_t max_queued_calls = 4096;
   // Sync the write-ahead log before acknowledging (default true).
   bool sync_writes = true;
+  // For tests: runs before each WAL sync of the embedded store, which it may hold or fail
+  // (storage::StoreOptions::before_wal_sync). Unused with an etcd store.
+  std::function<absl::Status()> before_wal_sync;
   Limits limits;
   // Retry state: the tier ladder (default DefaultTierLadder()) and per-record limits.
   TaskStateOptions task_state;

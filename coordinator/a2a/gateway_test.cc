@@ -1,6 +1,8 @@
 // The A2A gateway end to end, in process: a real CoordinatorServer on 127.0.0.1:0 and echo
 // agents built on the agent runtime, talked to through the generated A2A client stub. No
 // sleeps: every wait polls with a bound.
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "storage/testing/test_store.h"
+#include "tests/sync_fakes.h"
 #include "tests/test_util.h"
 
 namespace coordinator {
@@ -65,6 +68,8 @@ class GatewayTest : public ::testing::Test {
     options.gateway.max_backoff = absl::Milliseconds(200);
     options.gateway.max_delivery_attempts = max_attempts;
     options.gateway.delivery_threads = 4;
+    options.before_wal_sync = before_wal_sync_;
+    on_etcd_ = !options.store_url.empty();
     options.a2a_store.push_initial_backoff = absl::Milliseconds(20);
     absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
     ASSERT_OK(server);
@@ -155,6 +160,9 @@ class GatewayTest : public ::testing::Test {
 
   TempDir dir_;
   agent_runtime::EchoAgent echo_;
+  // Given to the coordinator started next (ServerOptions::before_wal_sync).
+  std::function<absl::Status()> before_wal_sync_;
+  bool on_etcd_ = false;  // the coordinator runs on the test's etcd cluster
   std::unique_ptr<CoordinatorServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<a2apb::A2AService::Stub> stub_;
@@ -226,6 +234,65 @@ TEST_F(GatewayTest, CallsCancelledWhileTheMessageIsStoredEndCleanly) {
   grpc::Status s = stub_->SendMessage(Context().get(), Send("after"), &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+}
+
+// Answers as the echo agent does, counting the messages it was given.
+class CountingEcho : public agent_runtime::AgentExecutor {
+ public:
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    received_.fetch_add(1);
+    echo_.Execute(request, events);
+  }
+  int received() const { return received_.load(); }
+
+ private:
+  agent_runtime::EchoAgent echo_;
+  std::atomic<int> received_{0};
+};
+
+// SendMessage accepts a message without a thread waiting for the disk (on RocksDB, on the gRPC
+// thread, and goes on from the sync's completion): still, nothing is answered and nothing is
+// sent to the agent before the WAL sync that makes the acceptance durable has returned, and a
+// failed sync fails the call. The test holds and fails the embedded store's syncs; etcd, which
+// answers a write once a quorum has synced it, has no such hook.
+TEST_F(GatewayTest, AMessageGoesToTheAgentOnlyOnceItsAcceptanceIsDurable) {
+  StopCoordinator();
+  testing_util::HeldSync sync;
+  before_wal_sync_ = sync.Hook();
+  StartCoordinator();
+  if (on_etcd_) GTEST_SKIP() << "the embedded store's WAL hook";
+  CountingEcho counting;
+  auto agent = StartAgent("echo", &counting);
+  ASSERT_NE(agent, nullptr);
+
+  sync.Hold();
+  const int syncs_before = sync.started();
+  const a2apb::SendMessageRequest request = Send("held");
+  a2apb::SendMessageResponse response;
+  auto context = Context();
+  absl::Notification done;
+  grpc::Status status;
+  stub_->async()->SendMessage(context.get(), &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  sync.WaitForStarted(syncs_before + 1);  // the acceptance is committed; its sync is held
+  EXPECT_FALSE(WaitFor([&] { return counting.received() > 0; }, absl::Milliseconds(300)))
+      << "the agent got a message whose acceptance was not durable yet";
+  EXPECT_FALSE(done.HasBeenNotified());
+  sync.Release();
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kWait));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(counting.received(), 1);
+
+  // The next sync fails: the call whose acceptance it covered fails with its status.
+  sync.FailNext(absl::DataLossError("injected WAL sync failure"));
+  const grpc::Status failed = stub_->SendMessage(Context().get(), Send("lost"), &response);
+  EXPECT_FALSE(failed.ok());
+  EXPECT_TRUE(absl::StrContains(failed.error_message(), "injected WAL sync failure"))
+      << failed.error_code() << " " << failed.error_message();
 }
 
 TEST_F(GatewayTest, StreamingSendStreamsTheTaskThenItsEvents) {

@@ -15,6 +15,8 @@
 #include "common/stream_writer.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/unary_handler.h"
+#include "storage/durability_scope.h"
+#include "storage/store.h"
 
 namespace coordinator {
 namespace {
@@ -70,8 +72,14 @@ class TaskSubscription {
   std::string task_id_ ABSL_GUARDED_BY(mu_);
 };
 
-// A blocking (or immediate) SendMessage. Owns itself from creation to OnDone; pool jobs and the
-// notifier listener hold references, and `finished_` keeps late ones from touching the call.
+// A blocking (or immediate) SendMessage. Owns itself from creation to OnDone; pool jobs, the
+// durability completion and the notifier listener hold references, and `finished_` keeps late
+// ones from touching the call.
+//
+// Accepting the message is a short transaction: while the store's writes do not block, it runs
+// on the gRPC thread that received the call, in a DurabilityScope (it commits without waiting for
+// the WAL sync), and the call goes on from the sync's completion: no pool hop and no thread
+// waiting for the disk. Otherwise it runs on the work pool, which waits for the sync.
 class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from_this<SendCall> {
  public:
   SendCall(A2AServiceImpl* service, grpc::CallbackServerContext* context,
@@ -81,6 +89,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
         request_(request),
         response_(response),
         history_length_(HistoryLength(*request)),
+        return_immediately_(request->configuration().return_immediately()),
         subscription_(service->gateway()->notifier()) {}
 
   static SendCall* Begin(A2AServiceImpl* service, grpc::CallbackServerContext* context,
@@ -88,19 +97,27 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
                          a2apb::SendMessageResponse* response) {
     auto call = std::make_shared<SendCall>(service, context, request, response);
     call->self_ = call;
-    // A new call: refused at once when the work pool's queue is full (--max_queued_calls).
-    if (absl::Status queued = service->pool()->TrySchedule([call] { call->Run(); }); !queued.ok()) {
+    // A new call: refused at once when --max_queued_calls calls already wait for a worker or
+    // for the disk.
+    absl::Status admitted = service->calls()->Admit();
+    if (admitted.ok() && !service->calls()->store()->WritesMayBlock()) {
+      call->AcceptHere();
+      return call.get();
+    }
+    if (admitted.ok()) admitted = service->pool()->TrySchedule([call] { call->Run(); });
+    if (!admitted.ok()) {
       {
         absl::MutexLock lock(&call->mu_);
-        call->accepting_ = false;  // Run() never runs
+        call->accepting_ = false;  // nothing accepts
       }
-      call->FinishOnce(queued);
+      call->FinishOnce(admitted);
     }
     return call.get();
   }
 
-  // While Run() still reads the request and the context, finishing would let gRPC free them
-  // under it: the cancel is then left for Run() to apply once it is done with them.
+  // While the message is being accepted the request and the context are still read, and
+  // finishing would let gRPC free them: the cancel is then left for the acceptance to apply once
+  // it is done with them.
   void OnCancel() override {
     {
       absl::MutexLock lock(&mu_);
@@ -118,15 +135,51 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   }
 
  private:
+  // On the gRPC thread: the acceptance commits without waiting for the sync; the rest follows
+  // from the sync's completion (on the store's syncer thread, or here when already durable).
+  void AcceptHere() {
+    storage::Store* store = service_->calls()->store();
+    storage::DurabilityScope scope(store);
+    absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *request_);
+    scope.Close();
+    const bool cancelled = DoneAccepting();
+    CallRunner* calls = service_->calls();
+    calls->BeginDiskWait();
+    store->WhenDurable(scope.needed(),
+                       [call = shared_from_this(), calls, cancelled, change = std::move(change),
+                        actions = scope.TakeActions()](absl::Status durable) mutable {
+                         calls->EndDiskWait();
+                         // An outcome may rest on a write that was not made durable: a failed sync
+                         // fails it.
+                         if (!durable.ok()) {
+                           call->FinishOnce(durable);
+                           return;
+                         }
+                         for (storage::DurabilityScope::Action& action : actions)
+                           std::move(action)();
+                         call->Accepted(std::move(change), cancelled, /*on_pool=*/false);
+                       });
+  }
+
+  // On the work pool: the acceptance waits for the sync on this thread.
   void Run() {
     absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *request_);
-    const bool return_immediately = request_->configuration().return_immediately();
-    bool cancelled;
-    {
-      absl::MutexLock lock(&mu_);
-      accepting_ = false;  // from here on nothing reads request_ or context_
-      cancelled = cancelled_;
-    }
+    const bool cancelled = DoneAccepting();
+    Accepted(std::move(change), cancelled, /*on_pool=*/true);
+  }
+
+  // From here on nothing reads request_ or context_. True when the client cancelled meanwhile.
+  bool DoneAccepting() {
+    absl::MutexLock lock(&mu_);
+    accepting_ = false;
+    return cancelled_;
+  }
+
+  // The acceptance is durable: its delivery is dispatched, and the call answers at once
+  // (return_immediately) or once the agent's turn has ended. Reads of the store run on the work
+  // pool (`on_pool`: already there), never on the syncer that runs this as a completion.
+  void Accepted(absl::StatusOr<A2ATasks::Change> change, bool cancelled, bool on_pool) {
+    if (change.ok()) service_->gateway()->Accepted(*change);
     if (cancelled) {
       FinishOnce(absl::CancelledError("call cancelled by the client"));
       return;
@@ -140,16 +193,26 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       task_id_ = change->header.task().id();
       sent_seq_ = change->queued_delivery_seq;
     }
-    if (return_immediately) {
-      Respond(/*immediately=*/true);
+    std::shared_ptr<SendCall> self = shared_from_this();
+    if (return_immediately_) {
+      if (on_pool) {
+        RespondNow();
+      } else {
+        service_->pool()->Schedule([self] { self->RespondNow(); });
+      }
       return;
     }
-    std::weak_ptr<SendCall> weak = weak_from_this();
+    std::weak_ptr<SendCall> weak = self;
     const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
       if (auto call = weak.lock()) call->service_->pool()->Schedule([call] { call->Check(); });
     });
     if (!subscribed) return;  // gRPC is done with the call
-    Check();                  // the task may have moved on before the subscription
+    // The task may have moved on before the subscription.
+    if (on_pool) {
+      Check();
+    } else {
+      service_->pool()->Schedule([self] { self->Check(); });
+    }
   }
 
   void Check() {
@@ -162,25 +225,27 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
       FinishOnce(header.status());
       return;
     }
-    if (IsFinalOrInterrupted(header->task().status().state())) Respond(/*immediately=*/false);
+    if (!IsFinalOrInterrupted(header->task().status().state())) return;
+    // The turn has ended: the agent's answer, a Message or the task, from the header just read.
+    Respond(service_->tasks()->SendAnswer(*header, sent_seq_, history_length_));
+  }
+
+  // return_immediately: the task as stored now, even if the agent has already answered with a
+  // Message.
+  void RespondNow() {
+    absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
+    absl::StatusOr<a2apb::SendMessageResponse> answer;
+    if (task.ok()) {
+      *answer.emplace().mutable_task() = *std::move(task);
+    } else {
+      answer = task.status();
+    }
+    Respond(std::move(answer));
   }
 
   // May run in several pool jobs at once (one per notification); only the first finishes the
-  // call, after which gRPC frees the request: so nothing here reads request_. `immediately`
-  // (return_immediately): the task as stored now, even if the agent has already answered with a
-  // Message. Otherwise the turn has ended: the agent's answer, a Message or the task.
-  void Respond(bool immediately) {
-    absl::StatusOr<a2apb::SendMessageResponse> answer;
-    if (immediately) {
-      absl::StatusOr<a2apb::Task> task = service_->tasks()->GetTask("", task_id_, history_length_);
-      if (task.ok()) {
-        *answer.emplace().mutable_task() = *std::move(task);
-      } else {
-        answer = task.status();
-      }
-    } else {
-      answer = service_->tasks()->SendAnswer(task_id_, sent_seq_, history_length_);
-    }
+  // call, after which gRPC frees the request: so nothing here or in its callers reads request_.
+  void Respond(absl::StatusOr<a2apb::SendMessageResponse> answer) {
     absl::MutexLock lock(&mu_);
     if (finished_) return;
     finished_ = true;
@@ -201,13 +266,14 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   a2apb::SendMessageResponse* response_;
   // Copied from the request at the start: the request is gone once the call finished.
   const std::optional<int> history_length_;
+  const bool return_immediately_;
   std::shared_ptr<SendCall> self_;
   absl::Mutex mu_;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // Run() may still read request_ and context_
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;   // request_ and context_ may still be read
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // cancelled while accepting_
-  std::string task_id_;                          // set by Run under mu_, before any subscription
-  int64_t sent_seq_ = 0;                         // the message's history seq; as task_id_
+  std::string task_id_;   // set by Accepted under mu_, before any subscription
+  int64_t sent_seq_ = 0;  // the message's history seq; as task_id_
   TaskSubscription subscription_;
 };
 
@@ -285,6 +351,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
       absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *send);
       accepted = change.status();
       if (change.ok()) {
+        service_->gateway()->Accepted(*change);  // durable: this pool thread waited for it
         absl::MutexLock lock(&mu_);
         task_id_ = change->header.task().id();
         sent_seq_ = change->queued_delivery_seq;
@@ -462,10 +529,7 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
   if (request.configuration().has_task_push_notification_config()) {
     push = &request.configuration().task_push_notification_config();
   }
-  ASSIGN_OR_RETURN(A2ATasks::Change change,
-                   tasks_->AcceptMessage(tenant, request.message(), push, AccessOf(caller)));
-  gateway_->Accepted(change);  // the store published the change; this dispatches its delivery
-  return change;
+  return tasks_->AcceptMessage(tenant, request.message(), push, AccessOf(caller));
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::SendMessage(grpc::CallbackServerContext* context,

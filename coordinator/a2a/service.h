@@ -102,13 +102,16 @@ class A2AServiceImpl final : public a2apb::A2AService::CallbackService {
       const a2apb::DeleteTaskPushNotificationConfigRequest* request,
       google::protobuf::Empty* response) override;
 
-  // Stores a client's message and queues its delivery (shared by both send calls).
+  // Stores a client's message and queues its delivery (shared by both send calls). The caller
+  // then hands the change to gateway()->Accepted, which dispatches the delivery, once the change
+  // is durable (at once when this ran outside a DurabilityScope, which waited for it).
   [[nodiscard]] absl::StatusOr<A2ATasks::Change> Accept(const grpc::CallbackServerContext* context,
                                                         const a2apb::SendMessageRequest& request);
 
   A2ATasks* tasks() { return tasks_; }
   A2AGateway* gateway() { return gateway_; }
   common::ThreadPool* pool() { return calls_->pool(); }
+  CallRunner* calls() { return calls_; }
 
  private:
   A2ATasks* tasks_;                      // not owned

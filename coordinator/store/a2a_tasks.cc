@@ -413,7 +413,14 @@ absl::StatusOr<a2apb::SendMessageResponse> A2ATasks::SendAnswer(absl::string_vie
                                                                 int64_t sent_seq,
                                                                 std::optional<int> history_length) {
   RETURN_IF_ERROR(ValidateHistoryLength(history_length));
-  ASSIGN_OR_RETURN(v1::StoredTask header, ReadTask(store_, "", task_id));
+  ASSIGN_OR_RETURN(const v1::StoredTask header, ReadTask(store_, "", task_id));
+  return SendAnswer(header, sent_seq, history_length);
+}
+
+absl::StatusOr<a2apb::SendMessageResponse> A2ATasks::SendAnswer(const v1::StoredTask& header,
+                                                                int64_t sent_seq,
+                                                                std::optional<int> history_length) {
+  RETURN_IF_ERROR(ValidateHistoryLength(history_length));
   a2apb::SendMessageResponse response;
   std::optional<a2apb::Message> answer =
       AnswerTo(header.has_message_answer() ? &header.message_answer() : nullptr,

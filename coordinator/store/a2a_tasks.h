@@ -111,6 +111,10 @@ class A2ATasks {
   // stored either way; GetTask shows the answer as its status message.
   [[nodiscard]] absl::StatusOr<a2apb::SendMessageResponse> SendAnswer(
       absl::string_view task_id, int64_t sent_seq, std::optional<int> history_length);
+  // The same from the task's header as the caller just read it (GetHeader), which is not read
+  // again.
+  [[nodiscard]] absl::StatusOr<a2apb::SendMessageResponse> SendAnswer(
+      const v1::StoredTask& header, int64_t sent_seq, std::optional<int> history_length);
   // A logged event as SendStreamingMessage streams it to the client that sent history message
   // `sent_seq`: the status change that the agent's direct Message answer to that message made
   // becomes that Message (as SendAnswer gives it); any other event is served as logged.
