@@ -41,18 +41,31 @@ absl::StatusOr<common::HttpUrl> CheckWebhookUrl(absl::string_view url,
 
 namespace a2a_records {
 
-absl::Status PutPushConfig(Transaction& txn, const a2apb::TaskPushNotificationConfig& config) {
-  return txn.Put(ColumnFamily::kA2A, keys::A2APushConfig(config.task_id(), config.id()),
-                 EncodeRecord(config));
+absl::Status PutPushConfig(Transaction& txn, v1::StoredTask& header,
+                           const a2apb::TaskPushNotificationConfig& config) {
+  const std::string key = keys::A2APushConfig(config.task_id(), config.id());
+  if (header.has_push_config_count()) {
+    absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
+    if (absl::IsNotFound(existing.status())) {
+      header.set_push_config_count(header.push_config_count() + 1);
+    } else {
+      RETURN_IF_ERROR(existing.status());
+    }
+  }
+  return txn.Put(ColumnFamily::kA2A, key, EncodeRecord(config));
 }
 
-absl::StatusOr<bool> QueuePushCalls(Transaction& txn, const std::string& task_id,
+absl::StatusOr<bool> QueuePushCalls(Transaction& txn, v1::StoredTask& header,
                                     const v1::StoredEvent& event) {
+  if (header.has_push_config_count() && header.push_config_count() == 0) return false;
+  const std::string& task_id = header.task().id();
   bool queued = false;
+  int64_t configs = 0;
   const std::string prefix = keys::A2ATaskKindPrefix(task_id, keys::kA2ATaskPushConfig);
   std::unique_ptr<storage::Iterator> it =
       txn.NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
   for (; it->Valid(); it->Next()) {
+    ++configs;
     v1::PushDelivery push;
     RETURN_IF_ERROR(DecodeRecord(it->value(), push.mutable_config()));
     push.set_seq(static_cast<uint64_t>(event.seq()));
@@ -67,6 +80,7 @@ absl::StatusOr<bool> QueuePushCalls(Transaction& txn, const std::string& task_id
     queued = true;
   }
   RETURN_IF_ERROR(it->status());
+  header.set_push_config_count(configs);
   return queued;
 }
 
@@ -116,7 +130,10 @@ absl::StatusOr<a2apb::TaskPushNotificationConfig> A2APush::CreatePushConfig(
                                                        count, " push configs; the limit is ",
                                                        options_.max_push_configs_per_task));
     }
-    return a2a_records::PutPushConfig(txn, config);
+    header.set_push_config_count(replacing ? count : count + 1);
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kA2A, keys::A2APushConfig(config.task_id(), config.id()),
+                            EncodeRecord(config)));
+    return a2a_records::PutTaskHeader(txn, header);
   }));
   return config;
 }
@@ -176,7 +193,10 @@ absl::Status A2APush::DeletePushConfig(absl::string_view tenant, absl::string_vi
     // Idempotent (A2A 3.1.10): a config that is gone, or never was, is deleted already.
     if (absl::IsNotFound(raw.status())) return absl::OkStatus();
     RETURN_IF_ERROR(raw.status());
-    return txn.Delete(ColumnFamily::kA2A, key);
+    RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, key));
+    if (!header.has_push_config_count()) return absl::OkStatus();  // counted at its next change
+    header.set_push_config_count(std::max<int64_t>(header.push_config_count() - 1, 0));
+    return a2a_records::PutTaskHeader(txn, header);
   });
 }
 

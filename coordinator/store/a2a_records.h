@@ -28,6 +28,8 @@ std::string TaskIndexKey(const v1::StoredTask& header);
 // Reads the task header for update (the lock every change of the task takes first);
 // TASK_NOT_FOUND when there is none.
 absl::StatusOr<v1::StoredTask> LockTask(storage::Transaction& txn, absl::string_view task_id);
+// Writes the header alone, for a change that leaves its index entry as it is.
+absl::Status PutTaskHeader(storage::Transaction& txn, const v1::StoredTask& header);
 // Writes the header and moves its index entry. `old_index_key` is "" for a new task.
 absl::Status PutTask(storage::Transaction& txn, const v1::StoredTask& header,
                      const std::string& old_index_key);
@@ -60,12 +62,15 @@ absl::Status DropDeliveries(storage::Transaction& txn, v1::StoredTask& header);
 
 // --- Push records (a2a_push.cc). ---
 
-// Stores `config` (its task_id and id set) under its task.
-absl::Status PutPushConfig(storage::Transaction& txn,
+// Stores `config` (its task_id and id set) under the task of the locked `header`, and counts it
+// in header.push_config_count when it is new; the caller writes the header.
+absl::Status PutPushConfig(storage::Transaction& txn, v1::StoredTask& header,
                            const a2apb::TaskPushNotificationConfig& config);
-// Queues one webhook call carrying `event` (just appended to the log of `task_id`) per push
-// config of the task, due at the event's time. Whether it queued any.
-absl::StatusOr<bool> QueuePushCalls(storage::Transaction& txn, const std::string& task_id,
+// Queues one webhook call carrying `event` (just appended to the log of the locked `header`'s
+// task) per push config of the task, due at the event's time. Whether it queued any. Looks for
+// configs only when header.push_config_count says there are some, or is absent (a task stored
+// before it was kept: then it records the count; the caller writes the header).
+absl::StatusOr<bool> QueuePushCalls(storage::Transaction& txn, v1::StoredTask& header,
                                     const v1::StoredEvent& event);
 
 }  // namespace coordinator::a2a_records

@@ -65,7 +65,7 @@ absl::Status AppendEvent(Transaction& txn, v1::StoredTask& header, a2apb::Stream
       keys::A2ATaskSeqRecord(task_id, keys::kA2ATaskEvent, static_cast<uint64_t>(stored.seq())),
       EncodeRecord(stored)));
   if (stored.event().has_status_update()) {
-    ASSIGN_OR_RETURN(const bool queued, a2a_records::QueuePushCalls(txn, task_id, stored));
+    ASSIGN_OR_RETURN(const bool queued, a2a_records::QueuePushCalls(txn, header, stored));
     if (queued) change->pushes_queued = true;
   }
   change->events.push_back(std::move(stored));
@@ -219,10 +219,13 @@ absl::StatusOr<v1::StoredTask> LockTask(Transaction& txn, absl::string_view task
   return header;
 }
 
+absl::Status PutTaskHeader(Transaction& txn, const v1::StoredTask& header) {
+  return txn.Put(ColumnFamily::kA2A, keys::A2ATaskHeader(header.task().id()), EncodeRecord(header));
+}
+
 absl::Status PutTask(Transaction& txn, const v1::StoredTask& header,
                      const std::string& old_index_key) {
-  RETURN_IF_ERROR(
-      txn.Put(ColumnFamily::kA2A, keys::A2ATaskHeader(header.task().id()), EncodeRecord(header)));
+  RETURN_IF_ERROR(PutTaskHeader(txn, header));
   if (!old_index_key.empty()) RETURN_IF_ERROR(txn.Delete(ColumnFamily::kA2A, old_index_key));
   v1::TaskIndexEntry entry;
   entry.set_tenant(header.tenant());
@@ -350,6 +353,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       header.mutable_task()->set_context_id(new_context_id);
       header.set_tenant(std::string(tenant));
       header.set_owner(access.principal);
+      header.set_push_config_count(0);
       *header.mutable_create_time() = now;
     } else {
       ASSIGN_OR_RETURN(header, LockTask(txn, message.task_id()));
@@ -382,7 +386,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       if (config.id().empty()) config.set_id(common::NewUuid());
       config.set_task_id(header.task().id());
       config.set_tenant(header.tenant());
-      RETURN_IF_ERROR(a2a_records::PutPushConfig(txn, config));
+      RETURN_IF_ERROR(a2a_records::PutPushConfig(txn, header, config));
     }
     RETURN_IF_ERROR(PutTask(txn, header, old_index_key));
     change.header = std::move(header);
