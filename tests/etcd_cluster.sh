@@ -42,8 +42,8 @@ healthy() {
   if [ -e "$dir/tls/ca.pem" ]; then
     tls=(--cacert "$dir/tls/ca.pem" --cert "$dir/tls/client.pem" --key "$dir/tls/client.key")
   fi
-  ETCDCTL_API=3 etcdctl --endpoints="$url" "${tls[@]}" --command-timeout=2s endpoint health \
-    >/dev/null 2>&1
+  ETCDCTL_API=3 etcdctl --endpoints="$url" "${tls[@]}" --dial-timeout=1s --command-timeout=2s \
+    endpoint health >/dev/null 2>&1
 }
 
 # A CA, a server certificate for 127.0.0.1 and a client certificate under $1 (EC P-256, valid
@@ -79,11 +79,14 @@ make_certs() {
 }
 
 wait_healthy() {
-  for _ in $(seq 1 150); do
+  # Bounded by the clock, not a count of checks (one check may take its timeouts), so that a
+  # cluster that does not come up is reported with its logs before ctest's 120 s run out.
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
     healthy && return 0
     sleep 0.2
   done
-  echo "etcd_cluster.sh: the cluster in $dir did not become healthy in 30 s" >&2
+  echo "etcd_cluster.sh: the cluster in $dir did not become healthy in 60 s" >&2
   tail -n 20 "$dir"/m*.log >&2 || true
   return 1
 }
