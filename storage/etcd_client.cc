@@ -1,5 +1,6 @@
 #include "storage/etcd_client.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -14,13 +15,23 @@
 namespace storage {
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what) {
+// Reads a PEM file that must hold `block` ("CERTIFICATE", "PRIVATE KEY"): gRPC takes any bytes
+// and fails only later, when it connects, with nothing in the call's error to say which file.
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view what,
+                                    absl::string_view block) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return absl::InvalidArgumentError(absl::StrCat("cannot read the etcd ", what, " ", path));
   std::stringstream text;
   text << in.rdbuf();
-  return text.str();
+  const std::string pem = text.str();
+  // "-----BEGIN EC PRIVATE KEY-----" and "-----BEGIN RSA PRIVATE KEY-----" are keys too.
+  if (!absl::StrContains(pem, "-----BEGIN ") ||
+      !absl::StrContains(pem, absl::StrCat(block, "-----"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the etcd ", what, " ", path, " holds no PEM ", block));
+  }
+  return pem;
 }
 
 // Errors etcd gives before it proposes a request to Raft: the request was not applied, so it
@@ -95,19 +106,21 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdClientOption
   if (options.tls) {
     grpc::SslCredentialsOptions ssl;
     if (!options.ca_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA file"));
+      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(options.ca_file, "CA file", "CERTIFICATE"));
     }
     if (options.cert_file.empty() != options.key_file.empty()) {
       return absl::InvalidArgumentError(
           "an etcd client certificate needs both the certificate and the key file");
     }
     if (!options.cert_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadPem(options.cert_file, "certificate file"));
-      ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.key_file, "key file"));
+      ASSIGN_OR_RETURN(ssl.pem_cert_chain,
+                       ReadPem(options.cert_file, "certificate file", "CERTIFICATE"));
+      ASSIGN_OR_RETURN(ssl.pem_private_key, ReadPem(options.key_file, "key file", "PRIVATE KEY"));
     }
     credentials = grpc::SslCredentials(ssl);
   }
   std::unique_ptr<EtcdClient> client(new EtcdClient(std::move(options)));
+  client->credentials_ = credentials;
   for (const std::string& endpoint : client->options_.endpoints) {
     Member m;
     m.endpoint = endpoint;
@@ -120,9 +133,64 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(EtcdClientOption
     client->members_.push_back(std::move(m));
   }
   // One read proves a member answers (and, with a user, that the password is right).
-  ASSIGN_OR_RETURN(etcdserverpb::StatusResponse status, client->Status());
-  (void)status;
+  absl::StatusOr<etcdserverpb::StatusResponse> status = client->Status();
+  if (absl::IsUnavailable(status.status())) {
+    return absl::UnavailableError(
+        absl::StrCat(status.status().message(), client->WhyUnreachable()));
+  }
+  if (!status.ok()) return status.status();
   return client;
+}
+
+std::string EtcdClient::WhyUnreachable() {
+  for (const Member& member : members_) {
+    // A fresh channel's first call fails with the reason its connection failed (a channel's
+    // state has none). Its own subchannel: the members' channels may be between attempts,
+    // which ends the attempt this call would share without a reason.
+    grpc::ChannelArguments args = ChannelArgs();
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    std::unique_ptr<etcdserverpb::Maintenance::Stub> stub = etcdserverpb::Maintenance::NewStub(
+        grpc::CreateCustomChannel(member.endpoint, credentials_, args));
+    grpc::ClientContext context;
+    context.set_deadline(
+        absl::ToChronoTime(absl::Now() + std::min(options_.request_timeout, absl::Seconds(2))));
+    etcdserverpb::StatusResponse response;
+    const grpc::Status s = stub->Status(&context, etcdserverpb::StatusRequest(), &response);
+    if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE) continue;
+    const std::string& m = s.error_message();
+    std::string hint;
+    if (options_.tls) {
+      if (absl::StrContains(m, "certificate verify failed")) {
+        hint =
+            absl::StrCat("TLS: the member's certificate is not signed by ",
+                         options_.ca_file.empty() ? "a CA the system trusts (give the etcd CA file)"
+                                                  : absl::StrCat("the CA in ", options_.ca_file));
+      } else if (absl::StrContains(m, "not in peer certificate")) {
+        hint = "TLS: the member's certificate does not name the host or IP address in the URL";
+      } else if (absl::StrContains(m, "empty address list")) {
+        hint = "TLS: gRPC could not load the TLS files: is the key file the certificate's key?";
+      } else if (absl::StrContains(m, "Endpoint read failed") ||
+                 absl::StrContains(m, "Socket closed") ||
+                 absl::StrContains(m, "Connection reset by peer")) {
+        hint = absl::StrCat(
+            "TLS: the member closed the connection during the handshake: ",
+            options_.cert_file.empty()
+                ? "no client certificate was given, and a cluster run with --client-cert-auth "
+                  "refuses a client without one"
+                : absl::StrCat("it did not accept the client certificate ", options_.cert_file,
+                               ", which must be signed by a CA in the cluster's --trusted-ca-file"),
+            "; or it does not serve TLS, and then the URL is etcd://");
+      }
+    } else if (absl::StrContains(m, "Socket closed") ||
+               absl::StrContains(m, "Connection reset by peer")) {
+      hint =
+          "the member closed the connection, as one that serves TLS does to a plain client: use "
+          "etcds:// with the etcd CA file";
+    }
+    return absl::StrCat("; ", member.endpoint, " said: ", m, hint.empty() ? "" : " (", hint,
+                        hint.empty() ? "" : ")");
+  }
+  return "";
 }
 
 EtcdClient::~EtcdClient() = default;

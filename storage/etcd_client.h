@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "etcd/v3/rpc.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace storage {
 
@@ -102,8 +103,13 @@ class EtcdClient {
   // Gets a new token from `member`.
   [[nodiscard]] absl::Status Authenticate(Member& member, absl::Time deadline);
   void SetAuth(grpc::ClientContext& context, absl::Time deadline);
+  // Why the members did not answer, as gRPC says when asked once more, with a hint for the
+  // TLS mistakes it points to (wrong CA, no client certificate, TLS on one side only):
+  // "; <endpoint> said: ... (...)", or empty.
+  std::string WhyUnreachable();
 
   const EtcdClientOptions options_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
   std::vector<Member> members_;
   // The member that answered last: the next call starts there.
   std::atomic<size_t> current_{0};

@@ -1,7 +1,7 @@
 // What is particular to the etcd backend: its URL, its layout under a prefix, its limits, its
-// schema check, authentication, and losing a member under load. The Store contract itself is
+// schema check, authentication, TLS, and losing a member under load. The Store contract itself is
 // store_contract_test.cc. Tests that need a cluster use ctest's shared one (etcd.EtcdStore*) or,
-// when they kill members or turn authentication on, start one of their own with
+// when they kill members or turn authentication or TLS on, start one of their own with
 // tests/etcd_cluster.sh; without etcd they skip.
 #include "storage/etcd_store.h"
 
@@ -17,8 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/etcd_client.h"
+#include "storage/etcd_election.h"
 #include "storage/etcd_watch.h"
 #include "storage/key_codec.h"
 #include "storage/testing/test_store.h"
@@ -28,6 +30,7 @@ namespace storage {
 namespace {
 
 using CF = ColumnFamily;
+using ::testing::HasSubstr;
 
 TEST(EtcdUrl, ParsesEndpointsAndTls) {
   EtcdStoreOptions options;
@@ -204,12 +207,14 @@ TEST_F(EtcdStoreTest, SchemaVersionOneIsUpgradedByReplicasOpeningTogether) {
   EXPECT_EQ(*(*store)->Get(CF::kDefault, "\x01schema_version"), current);
 }
 
-// A cluster of this test's own (it kills members or turns authentication on).
+// A cluster of this test's own (it kills members, turns authentication on or serves TLS). With
+// `tls`, clients need TLS and a client certificate; tls_file() names the files
+// tests/etcd_cluster.sh made (ca.pem, client.pem, client.key, other-ca.pem, ...).
 class OwnCluster {
  public:
-  explicit OwnCluster(int members) : dir_(temp_.path() + "/etcd") {
-    const std::string cmd =
-        absl::StrCat(Script(), " start ", dir_, " ", members, " >", dir_, ".out 2>&1");
+  explicit OwnCluster(int members, bool tls = false) : dir_(temp_.path() + "/etcd") {
+    const std::string cmd = absl::StrCat(Script(), " start ", dir_, " ", members, tls ? " tls" : "",
+                                         " >", dir_, ".out 2>&1");
     const int rc = std::system(cmd.c_str());
     skipped_ = WEXITSTATUS(rc) == 77;
     ok_ = rc == 0;
@@ -223,6 +228,7 @@ class OwnCluster {
   bool skipped() const { return skipped_; }
   bool ok() const { return ok_; }
   const std::string& url() const { return url_; }
+  std::string tls_file(const std::string& name) const { return dir_ + "/tls/" + name; }
   void Kill(int member) { Run("kill", member); }
   void Restart(int member) { Run("restart", member); }
   std::string Log() const {
@@ -244,10 +250,11 @@ class OwnCluster {
   bool ok_ = false;
 };
 
-#define START_OWN_CLUSTER(var, members)                               \
-  if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStore*"; \
-  OwnCluster var(members);                                            \
-  if (var.skipped()) GTEST_SKIP() << "etcd is not installed";         \
+#define START_OWN_CLUSTER(var, ...)                                                \
+  if (!testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdStore*";              \
+  OwnCluster var(__VA_ARGS__);                                                     \
+  if (var.skipped())                                                               \
+    GTEST_SKIP() << "etcd (or, for TLS, openssl) is not installed: " << var.Log(); \
   ASSERT_TRUE(var.ok()) << var.Log()
 
 // Four writers keep incrementing their counters while the member they talk to is killed: every
@@ -383,6 +390,206 @@ TEST(EtcdStoreCluster, PasswordAuthenticationIsUsedAndAWrongPasswordRefused) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(*(*second)->Get(CF::kWork, "k"), "v");
   EXPECT_EQ(*(*store)->Get(CF::kWork, "k"), "v");
+}
+
+// TLS (etcds://) against a member that requires client certificates (etcd --client-cert-auth),
+// with a CA and certificates tests/etcd_cluster.sh makes with openssl.
+EtcdStoreOptions TlsOptions(const OwnCluster& cluster) {
+  EtcdStoreOptions options;
+  EXPECT_TRUE(ParseEtcdUrl(cluster.url(), &options).ok()) << cluster.url();
+  EXPECT_TRUE(options.tls) << cluster.url();
+  options.ca_file = cluster.tls_file("ca.pem");
+  options.cert_file = cluster.tls_file("client.pem");
+  options.key_file = cluster.tls_file("client.key");
+  // A refused connection is not going to be accepted later: fail the refusal tests soon.
+  options.request_timeout_ms = 1000;
+  return options;
+}
+
+TEST(EtcdStoreTls, TheCaAndAClientCertificateGiveAWorkingStoreWatchAndElection) {
+  START_OWN_CLUSTER(cluster, 1, /*tls=*/true);
+  EtcdStoreOptions options = TlsOptions(cluster);
+  options.request_timeout_ms = 10000;
+  absl::StatusOr<std::unique_ptr<EtcdStore>> opened = EtcdStore::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EtcdStore& store = **opened;
+  absl::Mutex mu;
+  std::vector<std::string> watched;
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> watch = EtcdWatch::Start(
+      options, {CF::kWork}, 0,
+      [&](const std::vector<EtcdChange>& commit) {
+        absl::MutexLock lock(&mu);
+        for (const EtcdChange& c : commit) watched.push_back(c.key);
+      },
+      nullptr);
+  ASSERT_TRUE(watch.ok()) << watch.status();
+
+  ASSERT_TRUE(store
+                  .RunTransaction([](Transaction& txn) -> absl::Status {
+                    for (const char* k : {"a", "b", "c"}) {
+                      absl::Status s = txn.Put(CF::kWork, k, absl::StrCat("v-", k));
+                      if (!s.ok()) return s;
+                    }
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  absl::StatusOr<std::string> b = store.Get(CF::kWork, "b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(*b, "v-b");
+  // A read-modify-write transaction.
+  ASSERT_TRUE(store
+                  .RunTransaction([](Transaction& txn) -> absl::Status {
+                    absl::StatusOr<std::string> a = txn.GetForUpdate(CF::kWork, "a");
+                    if (!a.ok()) return a.status();
+                    absl::Status s = txn.Put(CF::kWork, "a", *a + "+1");
+                    if (!s.ok()) return s;
+                    return txn.Delete(CF::kWork, "c");
+                  })
+                  .ok());
+  std::vector<std::pair<std::string, std::string>> scanned;
+  std::unique_ptr<Iterator> it = store.NewIterator(CF::kWork, "", "");
+  for (it->Seek(""); it->Valid(); it->Next()) {
+    scanned.emplace_back(std::string(it->key()), std::string(it->value()));
+  }
+  ASSERT_TRUE(it->status().ok()) << it->status();
+  EXPECT_EQ(scanned,
+            (std::vector<std::pair<std::string, std::string>>{{"a", "v-a+1"}, {"b", "v-b"}}));
+  {
+    // The watch saw both commits: a, b, c, then a and c's deletion.
+    absl::MutexLock lock(&mu);
+    auto all = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) { return watched.size() >= 5; };
+    mu.AwaitWithTimeout(absl::Condition(&all), absl::Seconds(30));
+    EXPECT_EQ(watched.size(), 5u);
+  }
+  // The election's own client takes the same TLS options.
+  std::atomic<bool> leads{false};
+  absl::StatusOr<std::unique_ptr<EtcdElection>> election = EtcdElection::Start(
+      options, "jobs", "tls-replica", absl::Seconds(5), [&](bool leader) { leads = leader; });
+  ASSERT_TRUE(election.ok()) << election.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!leads && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_TRUE(leads);
+  absl::StatusOr<std::string> leader = (*election)->Leader();
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  EXPECT_EQ(*leader, "tls-replica");
+}
+
+TEST(EtcdStoreTls, ACaThatDidNotSignTheMemberIsRefusedNamingTheCertificate) {
+  START_OWN_CLUSTER(cluster, 1, /*tls=*/true);
+  EtcdStoreOptions options = TlsOptions(cluster);
+  options.ca_file = cluster.tls_file("other-ca.pem");
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("certificate verify failed")) << s;
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr("TLS: the member's certificate is not signed by the CA in " + options.ca_file))
+      << s;
+}
+
+TEST(EtcdStoreTls, NoClientCertificateIsRefusedWhenTheClusterRequiresOne) {
+  START_OWN_CLUSTER(cluster, 1, /*tls=*/true);
+  EtcdStoreOptions options = TlsOptions(cluster);
+  options.cert_file.clear();
+  options.key_file.clear();
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("no client certificate was given, and a cluster run with "
+                        "--client-cert-auth refuses a client without one"))
+      << s;
+  // A certificate the cluster's CA did not sign is refused too.
+  options.cert_file = cluster.tls_file("other-ca.pem");
+  options.key_file = cluster.tls_file("other-ca.key");
+  s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("it did not accept the client certificate " + options.cert_file +
+                        ", which must be signed by a CA in the cluster's --trusted-ca-file"))
+      << s;
+}
+
+TEST(EtcdStoreTls, PlainEtcdAgainstATlsMemberFailsSayingToUseEtcds) {
+  START_OWN_CLUSTER(cluster, 1, /*tls=*/true);
+  EtcdStoreOptions options = TlsOptions(cluster);
+  ASSERT_TRUE(
+      ParseEtcdUrl(absl::StrCat("etcd://", absl::StripPrefix(cluster.url(), "etcds://")), &options)
+          .ok());
+  ASSERT_FALSE(options.tls);
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("as one that serves TLS does to a plain client: "
+                                                  "use etcds://"))
+      << s;
+  // And the other way round: etcds:// against ctest's shared cluster, which is plain.
+  absl::StatusOr<std::string> plain = testing::TestEtcdUrl();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  options = TlsOptions(cluster);
+  ASSERT_TRUE(
+      ParseEtcdUrl(absl::StrCat("etcds://", absl::StripPrefix(*plain, "etcd://")), &options).ok());
+  s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("or it does not serve TLS, and then the URL is "
+                                                  "etcd://"))
+      << s;
+}
+
+TEST(EtcdStoreTls, AKeyThatIsNotTheCertificatesOrAHostNotInItIsRefused) {
+  START_OWN_CLUSTER(cluster, 1, /*tls=*/true);
+  EtcdStoreOptions options = TlsOptions(cluster);
+  options.key_file = cluster.tls_file("other-ca.key");
+  absl::Status s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("TLS: gRPC could not load the TLS files: is the key file the "
+                        "certificate's key?"))
+      << s;
+  // The member's certificate names 127.0.0.1 only.
+  options = TlsOptions(cluster);
+  const std::string port = cluster.url().substr(cluster.url().rfind(':') + 1);
+  options.endpoints = {"localhost:" + port};
+  s = EtcdStore::Open(options).status();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("TLS: the member's certificate does not name"))
+      << s;
+}
+
+// Files that are not what they should be are refused before anything connects.
+TEST(EtcdStoreTlsFiles, MissingOrNonPemFilesAreRefusedNamingTheFile) {
+  ::testing_util::TempDir dir;
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.Sub(name)) << text;
+    return dir.Sub(name);
+  };
+  const std::string garbage = write("garbage.pem", "not a certificate\n");
+  const std::string cert =
+      write("cert.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
+  const std::string key =
+      write("key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+  const std::string huge = write("huge.pem", std::string(1 << 20, 'x'));
+  struct Case {
+    std::string ca, cert, key, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {dir.Sub("missing.pem"), "", "",
+            "cannot read the etcd CA file " + dir.Sub("missing.pem")},
+           {garbage, "", "", "the etcd CA file " + garbage + " holds no PEM CERTIFICATE"},
+           {huge, "", "", "the etcd CA file " + huge + " holds no PEM CERTIFICATE"},
+           {key, "", "", "the etcd CA file " + key + " holds no PEM CERTIFICATE"},
+           {cert, key, cert, "the etcd certificate file " + key + " holds no PEM CERTIFICATE"},
+           {cert, cert, cert, "the etcd key file " + cert + " holds no PEM PRIVATE KEY"},
+           {cert, cert, "", "needs both the certificate and the key file"},
+           {cert, "", key, "needs both the certificate and the key file"},
+       }) {
+    EtcdStoreOptions options;
+    ASSERT_TRUE(ParseEtcdUrl("etcds://127.0.0.1:1", &options).ok());
+    options.ca_file = c.ca;
+    options.cert_file = c.cert;
+    options.key_file = c.key;
+    absl::Status s = EtcdStore::Open(options).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.expected)) << s;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The coordinator binary on the etcd backend (--store=etcd://...): several replicas serving one
 // data set, a replica killed while the others go on, one replica elected to deliver A2A
-// messages, and the start-up refusals of bad store flags. Runs as etcd.EtcdProcessTest.* on
-// ctest's etcd fixture (tests/etcd_cluster.sh).
+// messages, the start-up refusals of bad store flags, and TLS to a cluster of the test's own.
+// Runs as etcd.EtcdProcessTest.* on ctest's etcd fixture (tests/etcd_cluster.sh).
 #include <algorithm>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -275,6 +276,55 @@ TEST_F(EtcdProcessTest, BadStoreFlagsStopTheStartWithTheReason) {
     EXPECT_NE(r->exit_code, 0) << r->Describe();
     EXPECT_THAT(r->err, HasSubstr(c.says)) << r->Describe();
   }
+}
+
+// The coordinator on a TLS cluster that requires client certificates (tests/etcd_cluster.sh's
+// tls option, a member of this test's own): --store=etcds:// with --etcd_ca_file,
+// --etcd_cert_file and --etcd_key_file serves; a CA that did not sign the member stops the start
+// naming the certificate.
+TEST_F(EtcdProcessTest, AnEtcdsStoreWithTheCaAndAClientCertificateServes) {
+  const std::string script = std::string(COORD_SOURCE_DIR) + "/tests/etcd_cluster.sh";
+  const std::string cluster = dir_.Sub("tls-etcd");
+  absl::StatusOr<ProcessResult> started =
+      RunProcess("/bin/bash", {script, "start", cluster, "1", "tls"}, absl::Seconds(120));
+  ASSERT_TRUE(started.ok()) << started.status();
+  if (started->exit_code == 77) GTEST_SKIP() << started->out;
+  struct StopCluster {
+    std::vector<std::string> args;
+    ~StopCluster() { (void)RunProcess("/bin/bash", args, absl::Seconds(60)); }
+  } stop{{script, "stop", cluster}};
+  ASSERT_EQ(started->exit_code, 0) << started->Describe();
+  std::ifstream in(cluster + "/url");
+  std::string url;
+  ASSERT_TRUE(std::getline(in, url) && absl::StartsWith(url, "etcds://")) << url;
+  std::vector<std::string> flags = {"--store=" + url, "--etcd_prefix=" + prefix_,
+                                    "--etcd_ca_file=" + cluster + "/tls/ca.pem",
+                                    "--etcd_cert_file=" + cluster + "/tls/client.pem",
+                                    "--etcd_key_file=" + cluster + "/tls/client.key"};
+  {
+    absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
+        CoordinatorProcess::Start(dir_.Sub("tls-replica"), flags);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_THAT((*c)->process().stderr_text(), HasSubstr("opened etcd store"));
+    Ok(RunCoordctl((*c)->target(), {"context", "put", "eval-tls", "--agent", "green"}));
+    absl::StatusOr<ProcessResult> got = RunCoordctl((*c)->target(), {"context", "get", "eval-tls"});
+    Ok(got);
+    EXPECT_THAT(got->out, HasSubstr("green"));
+    absl::StatusOr<ProcessResult> stopped = (*c)->Stop();
+    ASSERT_TRUE(stopped.ok()) << stopped.status();
+    EXPECT_EQ(stopped->exit_code, 0) << stopped->Describe();
+  }
+  flags[2] = "--etcd_ca_file=" + cluster + "/tls/other-ca.pem";
+  flags.push_back("--etcd_timeout=1s");
+  std::vector<std::string> args = {"--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                                   "--data_dir=" + dir_.Sub("unused")};
+  args.insert(args.end(), flags.begin(), flags.end());
+  absl::StatusOr<ProcessResult> r = RunProcess(BinaryPath("coordinator"), args, absl::Seconds(60));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NE(r->exit_code, 0) << r->Describe();
+  EXPECT_THAT(r->err, HasSubstr("TLS: the member's certificate is not signed by the CA in " +
+                                cluster + "/tls/other-ca.pem"))
+      << r->Describe();
 }
 
 }  // namespace
