@@ -508,6 +508,23 @@ TEST_F(RunIoProcessTest, FollowGivesUpWhenTheCoordinatorStaysAway) {
   ExpectSameJson(ReadWholeFile(out), text);
 }
 
+// A run deleted by retention ends the follower with exit 1, as `not found` ends any command.
+TEST_F(RunIoProcessTest, FollowEndsWhenTheRunIsDeleted) {
+  const std::string graph = dir_.Sub("graph.json");
+  std::ofstream(graph) << R"({"feature": "f", "tasks": [{"id": "a", "title": "A", "level": 1}]})";
+  const std::string run = Id(Ok({"run", "import", graph, "--run-id", "gone"}));
+  Ok({"run", "complete", Lease(Ok({"run", "claim", run, "--worker", "0"}))});
+  const std::string out = dir_.Sub("f.json");
+  std::unique_ptr<Process> follower = Follow({run, "--format", "mahabharatha", "--output", out});
+  ASSERT_NE(follower, nullptr);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kPatience));
+  EXPECT_THAT(Ok({"gc", "--older-than", "1ms"}), HasSubstr("gone"));
+  absl::StatusOr<ProcessResult> r = follower->Wait(kPatience);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->exit_code, 1) << r->Describe();
+  EXPECT_THAT(r->err, HasSubstr("not found: run gone not found")) << r->Describe();
+}
+
 // The lines of every file parse and carry what MAHABHARATHA's LogAggregator and `logs` command
 // read: ts, level, worker_id, feature, message, and for task events task_id, event and
 // data.level.
