@@ -16,7 +16,9 @@ using google::protobuf::Value;
 
 class Writer {
  public:
-  Writer(int indent, const std::vector<std::string>& key_order) : indent_(indent) {
+  // `spaced`: ", " and ": " on one line (Python's json.dumps); only with indent 0.
+  Writer(int indent, const std::vector<std::string>& key_order, bool spaced = false)
+      : indent_(indent), spaced_(spaced) {
     for (size_t i = 0; i < key_order.size(); ++i) rank_.emplace(key_order[i], i);
   }
 
@@ -72,12 +74,12 @@ class Writer {
     out->push_back('{');
     bool first = true;
     for (const auto& [unused, key] : keys) {
-      if (!first) out->push_back(',');
+      if (!first) absl::StrAppend(out, spaced_ ? ", " : ",");
       first = false;
       NewLine(depth + 1, out);
       Value name;
       name.set_string_value(*key);
-      absl::StrAppend(out, common::CompactJson(name), indent_ == 0 ? ":" : ": ");
+      absl::StrAppend(out, common::CompactJson(name), indent_ == 0 && !spaced_ ? ":" : ": ");
       Write(s.fields().at(*key), depth + 1, out);
     }
     NewLine(depth, out);
@@ -91,7 +93,7 @@ class Writer {
     }
     out->push_back('[');
     for (int i = 0; i < l.values_size(); ++i) {
-      if (i > 0) out->push_back(',');
+      if (i > 0) absl::StrAppend(out, spaced_ ? ", " : ",");
       NewLine(depth + 1, out);
       Write(l.values(i), depth + 1, out);
     }
@@ -100,6 +102,7 @@ class Writer {
   }
 
   const int indent_;
+  const bool spaced_;
   absl::flat_hash_map<std::string, size_t> rank_;
 };
 
@@ -108,6 +111,12 @@ class Writer {
 std::string WriteJson(const Value& value, int indent, const std::vector<std::string>& key_order) {
   std::string out;
   Writer(indent, key_order).Write(value, 0, &out);
+  return out;
+}
+
+std::string WriteJsonLine(const Value& value, const std::vector<std::string>& key_order) {
+  std::string out;
+  Writer(0, key_order, /*spaced=*/true).Write(value, 0, &out);
   return out;
 }
 

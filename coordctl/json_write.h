@@ -2,7 +2,8 @@
 // files: compact, as JavaScript's JSON.stringify (Arial), or indented by two, as Python's
 // json.dump(indent=2) (MAHABHARATHA). Protobuf's own printer sorts no keys and knows neither
 // layout; this one puts the keys a format names first, in its order, so an exported file reads
-// like one the tool wrote. Numbers that are whole print without a fraction.
+// like one the tool wrote. Numbers that are whole print without a fraction. Python's one-line
+// json.dumps layout (JSONL logs) is the third.
 #ifndef COORDCTL_JSON_WRITE_H_
 #define COORDCTL_JSON_WRITE_H_
 
@@ -19,6 +20,11 @@ namespace coordctl {
 // order, then the others by name. Ends without a newline.
 std::string WriteJson(const google::protobuf::Value& value, int indent,
                       const std::vector<std::string>& key_order);
+
+// `value` on one line as Python's json.dumps writes it by default: ", " between items and ": "
+// after keys (MAHABHARATHA's JSONL logs). Keys ordered as in WriteJson.
+std::string WriteJsonLine(const google::protobuf::Value& value,
+                          const std::vector<std::string>& key_order);
 
 }  // namespace coordctl
 

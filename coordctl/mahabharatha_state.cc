@@ -138,14 +138,7 @@ const Struct& Meta(const Struct& metadata, const char* key) {
   return v != nullptr && v->has_struct_value() ? v->struct_value() : Struct::default_instance();
 }
 
-// A worker id as MAHABHARATHA wrote it: a number when it is one.
-Value WorkerIdValue(const std::string& id) {
-  int64_t n = 0;
-  if (!id.empty() && absl::SimpleAtoi(id, &n) && absl::StrCat(n) == id) {
-    return JsonNumber(static_cast<double>(n));
-  }
-  return JsonString(id);
-}
+Value WorkerIdValue(const std::string& id) { return MahabharathaWorkerId(id); }
 
 absl::Status CheckTime(const JsonObject& o, const char* key) {
   absl::StatusOr<std::optional<std::string>> t = o.String(key, false, /*null_ok=*/true);
@@ -229,6 +222,14 @@ absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object,
 }
 
 }  // namespace
+
+Value MahabharathaWorkerId(const std::string& id) {
+  int64_t n = 0;
+  if (!id.empty() && absl::SimpleAtoi(id, &n) && absl::StrCat(n) == id) {
+    return JsonNumber(static_cast<double>(n));
+  }
+  return JsonString(id);
+}
 
 absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json) {
   absl::StatusOr<Struct> parsed = ParseJsonObject(json);

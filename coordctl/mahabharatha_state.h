@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "coordinator/v1/work.pb.h"
+#include "google/protobuf/struct.pb.h"
 
 namespace coordctl {
 
@@ -68,6 +69,9 @@ struct MahabharathaRun {
 // INVALID_ARGUMENT for a running task that no worker holds.
 [[nodiscard]] absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
     const MahabharathaRun& parsed);
+
+// A worker id as MAHABHARATHA writes it: a number when it is one ("3" is 3), else the string.
+google::protobuf::Value MahabharathaWorkerId(const std::string& id);
 
 // The state file the StateManager would have written for `run`, its `items` and its `workers`
 // (the run's worker registry; may be empty). A worker the import registered and nothing changed

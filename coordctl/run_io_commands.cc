@@ -1,6 +1,7 @@
 // coordctl import arial|mahabharatha and coordctl run export: the state files of the
 // orchestrators we replace, into a run and back out of one (arial_state.h,
-// mahabharatha_state.h). An import is one CreateRun: the coordinator validates the items as a
+// mahabharatha_state.h, mahabharatha_logs.h); `run export --follow` keeps them current
+// (run_follow.h). An import is one CreateRun: the coordinator validates the items as a
 // graph (unknown dependencies, cycles) and creates the run with all its items or nothing.
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,14 +10,19 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordctl/aria_state_json.h"
 #include "coordctl/arial_state.h"
 #include "coordctl/cli.h"
+#include "coordctl/mahabharatha_logs.h"
 #include "coordctl/mahabharatha_state.h"
 #include "coordctl/run_commands.h"
+#include "coordctl/run_follow.h"
 #include "coordinator/v1/work.grpc.pb.h"
 
 namespace coordctl {
@@ -133,13 +139,13 @@ int RunImportMahabharatha(const Env& env, const ParsedArgs& args) {
   return ImportRunUnderWay(env, args, *std::move(request));
 }
 
-// Writes `text` to `path` as the tools did: a temporary file beside it, then a rename, so a
-// reader never sees half a file.
+// Writes `text` to `path` as the tools did: a temporary file beside it, flushed to disk, then a
+// rename, so a reader never sees half a file.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string temp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot write ", temp, ": ", strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
   }
   size_t done = 0;
   while (done < text.size()) {
@@ -160,79 +166,268 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& tex
   if (rename(temp.c_str(), path.c_str()) != 0) {
     const int e = errno;
     unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename to ", path, ": ", strerror(e)));
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", temp, " to ", path, ": ", strerror(e)));
   }
   return absl::OkStatus();
 }
 
-int RunExport(const Env& env, const ParsedArgs& args) {
-  const std::string format = args.get("format");
-  if (format != "arial" && format != "mahabharatha" && format != "mahabharatha-assignments") {
-    return Fail(env, "--format takes arial, mahabharatha or mahabharatha-assignments", kExitUsage);
-  }
-  auto stub = WorkService::NewStub(env.channel);
-  coordinator::v1::GetRunRequest get;
-  get.set_run_id(args.positional[0]);
-  coordinator::v1::Run run;
-  grpc::Status s = stub->GetRun(env.NewContext().get(), get, &run);
-  if (!s.ok()) return ReportRpcError(env, s);
-  std::vector<WorkItem> items;
-  coordinator::v1::ListItemsRequest list;
-  list.set_run_id(run.run_id());
-  list.set_page_size(1000);
-  do {
-    coordinator::v1::ListItemsResponse page;
-    s = stub->ListItems(env.NewContext().get(), list, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (WorkItem& item : *page.mutable_items()) items.push_back(std::move(item));
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
+enum class ExportFormat { kArial, kMahabharatha, kMahabharathaAssignments, kMahabharathaLogs };
 
-  std::string text;
-  if (format == "arial") {
-    // Arial's status depends on the order of the changes: the run's event log has it.
-    std::vector<coordinator::v1::WorkEvent> events;
-    coordinator::v1::ListEventsRequest list_events;
-    list_events.set_run_id(run.run_id());
-    list_events.set_page_size(1000);
-    bool have_log = true;
+absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& word) {
+  if (word == "arial") return ExportFormat::kArial;
+  if (word == "mahabharatha") return ExportFormat::kMahabharatha;
+  if (word == "mahabharatha-assignments") return ExportFormat::kMahabharathaAssignments;
+  if (word == "mahabharatha-logs") return ExportFormat::kMahabharathaLogs;
+  return absl::InvalidArgumentError(
+      "--format takes arial, mahabharatha, mahabharatha-assignments or mahabharatha-logs");
+}
+
+// One run exported in one format. Kept across the refreshes of --follow: the event log is read
+// on from where the last refresh left it, and only what changed is written again.
+class RunExport {
+ public:
+  RunExport(const Env& env, std::string run_id, ExportFormat format, std::string output)
+      : env_(env),
+        stub_(WorkService::NewStub(env.channel)),
+        run_id_(std::move(run_id)),
+        format_(format),
+        output_(std::move(output)) {}
+
+  // Reads the run as it stands (what the format needs of it). A failed call's status; nothing
+  // read is kept then but the log entries read whole.
+  grpc::Status Read() {
+    coordinator::v1::GetRunRequest get;
+    get.set_run_id(run_id_);
+    coordinator::v1::Run run;
+    grpc::Status s = stub_->GetRun(env_.NewContext().get(), get, &run);
+    if (!s.ok()) return s;
+    run_ = std::move(run);
+    if (format_ == ExportFormat::kArial || format_ == ExportFormat::kMahabharathaLogs) {
+      s = ReadNewEvents();
+      if (!s.ok()) return s;
+    }
+    if (format_ == ExportFormat::kMahabharathaLogs) return grpc::Status::OK;
+    std::vector<WorkItem> items;
+    coordinator::v1::ListItemsRequest list;
+    list.set_run_id(run_id_);
+    list.set_page_size(1000);
     do {
-      coordinator::v1::ListEventsResponse page;
-      s = stub->ListEvents(env.NewContext().get(), list_events, &page);
-      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-        have_log = false;  // an older coordinator: derived from the items as they are
-        break;
-      }
-      if (!s.ok()) return ReportRpcError(env, s);
-      for (auto& e : *page.mutable_events()) events.push_back(std::move(e));
-      list_events.set_page_token(page.next_page_token());
-    } while (!list_events.page_token().empty());
-    text = FormatArialState(run, items, have_log ? &events : nullptr);
-  } else {
+      coordinator::v1::ListItemsResponse page;
+      s = stub_->ListItems(env_.NewContext().get(), list, &page);
+      if (!s.ok()) return s;
+      for (WorkItem& item : *page.mutable_items()) items.push_back(std::move(item));
+      list.set_page_token(page.next_page_token());
+    } while (!list.page_token().empty());
+    items_ = std::move(items);
+    if (format_ == ExportFormat::kArial) return grpc::Status::OK;
     std::vector<coordinator::v1::RunWorker> workers;
     coordinator::v1::ListWorkersRequest list_workers;
-    list_workers.set_run_id(run.run_id());
+    list_workers.set_run_id(run_id_);
     list_workers.set_page_size(1000);
     do {
       coordinator::v1::ListWorkersResponse page;
-      s = stub->ListWorkers(env.NewContext().get(), list_workers, &page);
+      s = stub_->ListWorkers(env_.NewContext().get(), list_workers, &page);
       if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;  // no registry there
-      if (!s.ok()) return ReportRpcError(env, s);
+      if (!s.ok()) return s;
       for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
       list_workers.set_page_token(page.next_page_token());
     } while (!list_workers.page_token().empty());
-    text = format == "mahabharatha"
-               ? FormatMahabharathaState(run, items, workers)
-               : FormatMahabharathaAssignments(run, items, workers, absl::Now());
+    workers_ = std::move(workers);
+    return grpc::Status::OK;
   }
-  if (!args.has("output")) {
-    *env.out << text << std::endl;
-    return kExitOk;
+
+  // Writes what Read() read: the file (stdout without --output), or the changed files of the
+  // logs directory. A single file whose text did not change is not written again.
+  absl::Status Write() {
+    if (format_ == ExportFormat::kMahabharathaLogs) return WriteLogs();
+    std::string text;
+    switch (format_) {
+      case ExportFormat::kArial:
+        text = FormatArialState(run_, items_, have_log_ ? &events_ : nullptr);
+        break;
+      case ExportFormat::kMahabharatha:
+        text = FormatMahabharathaState(run_, items_, workers_);
+        break;
+      default:
+        text = FormatMahabharathaAssignments(run_, items_, workers_, absl::Now());
+        break;
+    }
+    if (output_.empty()) {
+      *env_.out << text << std::endl;
+      return absl::OkStatus();
+    }
+    if (written_.has_value() && *written_ == text) return absl::OkStatus();
+    if (absl::Status w = WriteFileAtomically(output_, text); !w.ok()) return w;
+    written_ = std::move(text);
+    return absl::OkStatus();
   }
-  if (absl::Status w = WriteFileAtomically(args.get("output"), text); !w.ok()) {
-    return Fail(env, std::string(w.message()));
+
+  // The newest log entry of the run when it was last read.
+  int64_t last_event_seq() const { return run_.last_event_seq(); }
+
+ private:
+  // The log entries after the last one read (all of them the first time).
+  grpc::Status ReadNewEvents() {
+    if (!have_log_) return grpc::Status::OK;
+    coordinator::v1::ListEventsRequest list;
+    list.set_run_id(run_id_);
+    list.set_page_size(1000);
+    list.set_after_seq(events_read_);
+    do {
+      coordinator::v1::ListEventsResponse page;
+      grpc::Status s = stub_->ListEvents(env_.NewContext().get(), list, &page);
+      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+          format_ != ExportFormat::kMahabharathaLogs) {
+        have_log_ = false;  // an older coordinator: Arial's status from the items as they are
+        return grpc::Status::OK;
+      }
+      if (!s.ok()) return s;
+      for (coordinator::v1::WorkEvent& e : *page.mutable_events()) {
+        events_read_ = e.seq();
+        if (format_ == ExportFormat::kMahabharathaLogs) {
+          if (!logs_.has_value()) {
+            logs_.emplace(run_.feature().empty() ? run_.run_id() : run_.feature());
+          }
+          logs_->Add(e);
+        } else {
+          events_.push_back(std::move(e));
+        }
+      }
+      list.set_page_token(page.next_page_token());
+    } while (!list.page_token().empty());
+    return grpc::Status::OK;
   }
-  return kExitOk;
+
+  absl::Status WriteLogs() {
+    if (!logs_.has_value()) logs_.emplace(run_.feature().empty() ? run_.run_id() : run_.feature());
+    const std::filesystem::path root(output_);
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec || !std::filesystem::is_directory(root, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot make the logs directory ", output_, ": ",
+                       ec ? ec.message() : "a file of that name is in the way"));
+    }
+    for (const std::string& path : logs_->TakeChanged()) {
+      const std::filesystem::path file = root / path;
+      std::filesystem::create_directories(file.parent_path(), ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot make ", file.parent_path().string(), ": ", ec.message()));
+      }
+      if (absl::Status w = WriteFileAtomically(file.string(), logs_->files().at(path)); !w.ok()) {
+        return w;
+      }
+    }
+    // An id that cannot name a file is said once.
+    for (; unnamed_told_ < logs_->unnamed().size(); ++unnamed_told_) {
+      *env_.err << "coordctl: \"" << absl::CHexEscape(logs_->unnamed()[unnamed_told_])
+                << "\" cannot name a file, so it has none of its own: its lines are in the "
+                   "other logs (a worker's in workers/worker-orchestrator.jsonl)"
+                << std::endl;
+    }
+    return absl::OkStatus();
+  }
+
+  const Env env_;
+  const std::unique_ptr<WorkService::Stub> stub_;
+  const std::string run_id_;
+  const ExportFormat format_;
+  const std::string output_;  // empty: stdout
+  coordinator::v1::Run run_;
+  std::vector<WorkItem> items_;
+  std::vector<coordinator::v1::RunWorker> workers_;
+  bool have_log_ = true;
+  int64_t events_read_ = 0;
+  std::vector<coordinator::v1::WorkEvent> events_;  // kArial
+  std::optional<MahabharathaLogs> logs_;            // kMahabharathaLogs
+  size_t unnamed_told_ = 0;
+  std::optional<std::string> written_;  // the file's text as last written
+};
+
+// --follow: rewrites the export on every change of the run until SIGINT or SIGTERM (exit 0).
+int FollowExport(const Env& env, const std::string& run_id, RunExport& exporter,
+                 const FollowOptions& options) {
+  RunFollower follower(env, run_id, options);
+  auto stub = WorkService::NewStub(env.channel);
+  bool stale = false;  // a refresh failed: the next wake refreshes whatever it is
+  std::optional<absl::Time> failing_since;
+  while (true) {
+    const RunFollower::Wake wake = follower.Wait();
+    if (wake == RunFollower::Wake::kStop) return kExitOk;
+    if (wake == RunFollower::Wake::kFailed) return ReportRpcError(env, follower.error());
+    grpc::Status s;
+    if (wake == RunFollower::Wake::kPoll && !stale) {
+      // Changes that send no watch event (a level merged, a worker stopped) still log.
+      coordinator::v1::GetRunRequest get;
+      get.set_run_id(run_id);
+      coordinator::v1::Run run;
+      s = stub->GetRun(env.NewContext().get(), get, &run);
+      if (s.ok() && run.last_event_seq() == exporter.last_event_seq()) continue;
+    }
+    if (s.ok()) s = exporter.Read();
+    if (!s.ok()) {
+      if (!TransientStatus(s)) return ReportRpcError(env, s);
+      const absl::Time now = absl::Now();
+      if (!failing_since.has_value()) failing_since = now;
+      if (now - *failing_since >= options.patience) {
+        return ReportRpcError(env, GiveUpStatus(s, absl::StrCat("reading run ", run_id),
+                                                now - *failing_since, options.patience));
+      }
+      stale = true;
+      continue;
+    }
+    stale = false;
+    failing_since.reset();
+    if (absl::Status w = exporter.Write(); !w.ok()) return Fail(env, std::string(w.message()));
+  }
+}
+
+int RunExportCommand(const Env& env, const ParsedArgs& args) {
+  absl::StatusOr<ExportFormat> format = ParseExportFormat(args.get("format"));
+  if (!format.ok()) return Fail(env, std::string(format.status().message()), kExitUsage);
+  const std::string output = args.get("output");
+  if (args.has("output") && output.empty()) return Fail(env, "--output needs a path", kExitUsage);
+  const bool follow = args.flag("follow");
+  if (*format == ExportFormat::kMahabharathaLogs && output.empty()) {
+    return Fail(env,
+                "--format mahabharatha-logs writes a directory: give it with --output "
+                "(MAHABHARATHA's is .mahabharatha/logs)",
+                kExitUsage);
+  }
+  if (follow && output.empty()) {
+    return Fail(env, "--follow keeps a file current: give it with --output", kExitUsage);
+  }
+  if (!follow && (args.has("poll") || args.has("patience"))) {
+    return Fail(env, "--poll and --patience go with --follow", kExitUsage);
+  }
+  FollowOptions options;
+  for (auto [name, field] : {std::pair<const char*, absl::Duration*>{"poll", &options.poll},
+                             {"patience", &options.patience}}) {
+    if (!args.has(name)) continue;
+    absl::StatusOr<absl::Duration> d = ParseDurationArg(name, args.get(name));
+    if (!d.ok()) return Fail(env, std::string(d.status().message()), kExitUsage);
+    if (*d <= absl::ZeroDuration()) {
+      return Fail(env, absl::StrCat("--", name, " takes a positive duration"), kExitUsage);
+    }
+    *field = *d;
+  }
+  if (*format != ExportFormat::kMahabharathaLogs && !output.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(output, ec)) {
+      return Fail(
+          env,
+          absl::StrCat("--output ", output, " is a directory; give the path of the file to write"),
+          kExitUsage);
+    }
+  }
+  const std::string& run_id = args.positional[0];
+  RunExport exporter(env, run_id, *format, output);
+  if (grpc::Status s = exporter.Read(); !s.ok()) return ReportRpcError(env, s);
+  if (absl::Status w = exporter.Write(); !w.ok()) return Fail(env, std::string(w.message()));
+  if (!follow) return kExitOk;
+  return FollowExport(env, run_id, exporter, options);
 }
 
 }  // namespace
@@ -267,18 +462,22 @@ void AddRunIoCommands(std::vector<Command>* commands) {
                        1,
                        false,
                        RunImportMahabharatha});
-  commands->push_back({{"run", "export"},
-                       "<run> --format arial|mahabharatha|mahabharatha-assignments "
-                       "[--output FILE]",
-                       "write the run as Arial's state.json, MAHABHARATHA's state file or its "
-                       "worker-assignments.json, as those tools would have written it (to "
-                       "stdout, or to FILE by a rename)",
-                       {"format", "output"},
-                       {},
-                       1,
-                       1,
-                       false,
-                       RunExport});
+  commands->push_back(
+      {{"run", "export"},
+       "<run> --format arial|mahabharatha|mahabharatha-assignments|mahabharatha-logs "
+       "[--output PATH] [--follow [--poll 1s] [--patience 5m]]",
+       "write the run as Arial's state.json, MAHABHARATHA's state file, its "
+       "worker-assignments.json or its logs directory (.mahabharatha/logs: workers/*.jsonl, "
+       "tasks/<id>/execution.jsonl, from the run's event log), as those tools would have "
+       "written them (to stdout, or to PATH by a rename). --follow keeps PATH current: "
+       "rewritten on every change of the run until SIGINT or SIGTERM; the coordinator may be "
+       "unreachable for --patience before it gives up (exit 3)",
+       {"format", "output", "poll", "patience"},
+       {"follow"},
+       1,
+       1,
+       false,
+       RunExportCommand});
 }
 
 }  // namespace coordctl
