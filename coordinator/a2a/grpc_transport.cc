@@ -45,7 +45,11 @@ class GrpcAgentCall final : public AgentCall,
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream ended; OnDone follows
+    if (!ok) {  // the stream ended; OnDone follows
+      absl::MutexLock lock(&mu_);
+      reads_ended_ = true;
+      return;
+    }
     {
       absl::MutexLock lock(&mu_);
       got_any_ = true;
@@ -104,12 +108,16 @@ class GrpcAgentCall final : public AgentCall,
   }
 
   void Cancel() override {
+    bool ended;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
+      // The agent ended its stream (most do right after the event that ends their turn): the
+      // call ends by itself, and cancelling it would only cost gRPC a cancel batch.
+      ended = reads_ended_ || done_;
     }
-    context_.TryCancel();
-    unary_context_.TryCancel();
+    if (!ended) context_.TryCancel();
+    unary_context_.TryCancel();  // before its start (a flag) or during it
   }
 
   absl::Status Finish() override {
@@ -167,6 +175,7 @@ class GrpcAgentCall final : public AgentCall,
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // Finish() was called
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_ended_ ABSL_GUARDED_BY(mu_) = false;  // OnReadDone(false): no more events come
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Notification finished_;
 };
