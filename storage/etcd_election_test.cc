@@ -45,6 +45,13 @@ class EtcdElectionTest : public ::testing::Test {
     return e.ok() ? *std::move(e) : nullptr;
   }
 
+  // The candidates of `cs` as OneLeader takes them (nullptr for one already gone).
+  static std::vector<EtcdElection*> Views(const std::vector<std::unique_ptr<EtcdElection>>& cs) {
+    std::vector<EtcdElection*> v;
+    for (const auto& c : cs) v.push_back(c.get());
+    return v;
+  }
+
   // Waits (bounded) until exactly one of `es` leads; returns its index, or -1.
   static int OneLeader(const std::vector<EtcdElection*>& es) {
     const absl::Time deadline = absl::Now() + absl::Seconds(20);
@@ -82,20 +89,15 @@ TEST_F(EtcdElectionTest, OneOfSeveralCandidatesLeadsAndTheClusterNamesIt) {
 TEST_F(EtcdElectionTest, AResignationHandsOverAndADeadLeaderIsReplacedAfterItsLease) {
   std::vector<std::unique_ptr<EtcdElection>> cs;
   for (const char* n : {"a", "b", "c"}) cs.push_back(Candidate(n));
-  auto view = [&] {
-    std::vector<EtcdElection*> v;
-    for (auto& c : cs) v.push_back(c.get());
-    return v;
-  };
-  int leader = OneLeader(view());
+  int leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   cs[leader].reset();  // resigns: the lease is revoked
-  leader = OneLeader(view());
+  leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   cs[leader]->AbandonForTest();  // dies: nobody revokes, the lease runs out
   EXPECT_TRUE(cs[leader]->leader() == false);
   cs[leader].reset();
-  leader = OneLeader(view());
+  leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   EXPECT_FALSE(overlap_);
 }
@@ -107,25 +109,20 @@ constexpr absl::Duration kNoRound = absl::Minutes(10);
 TEST_F(EtcdElectionTest, ADeadLeadersRoleMovesWhenItsLeaseExpiresNotAtAFollowersRound) {
   std::vector<std::unique_ptr<EtcdElection>> cs;
   for (const char* n : {"a", "b", "c"}) cs.push_back(Candidate(n, absl::Seconds(2), kNoRound));
-  auto view = [&] {
-    std::vector<EtcdElection*> v;
-    for (auto& c : cs) v.push_back(c.get());
-    return v;
-  };
-  int leader = OneLeader(view());
+  int leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   // Dies: nobody revokes; etcd deletes the key when the lease expires. The followers' own
   // leases have lapsed too meanwhile (2 s, no round to keep them): they get new ones.
   cs[leader]->AbandonForTest();
   cs[leader].reset();
-  leader = OneLeader(view());
+  leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   absl::StatusOr<std::string> named = cs[leader]->Leader();
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_EQ(*named, std::string(1, static_cast<char>('a' + leader)));
   // And a resignation, the same way.
   cs[leader].reset();
-  leader = OneLeader(view());
+  leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
   EXPECT_FALSE(overlap_);
 }
