@@ -1,17 +1,23 @@
 #include "common/thread_pool.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/thread_name.h"
 
 namespace common {
 
-ThreadPool::ThreadPool(int num_threads, int64_t max_queued) : max_queued_(max_queued) {
+ThreadPool::ThreadPool(int num_threads, int64_t max_queued, absl::string_view name)
+    : max_queued_(max_queued) {
   num_threads = std::max(1, num_threads);
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
-    threads_.emplace_back([this] { WorkLoop(); });
+    threads_.emplace_back([this, name = std::string(name)] {
+      SetThreadName(name);
+      WorkLoop();
+    });
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace common {
@@ -26,9 +27,10 @@ class ThreadPool {
   // No bound on the queue for TrySchedule.
   static constexpr int64_t kUnbounded = 0;
 
-  // Starts `num_threads` workers (at least one). TrySchedule refuses work while `max_queued`
-  // closures wait (kUnbounded: never).
-  explicit ThreadPool(int num_threads, int64_t max_queued = kUnbounded);
+  // Starts `num_threads` workers (at least one), each named `name` (common::SetThreadName).
+  // TrySchedule refuses work while `max_queued` closures wait (kUnbounded: never).
+  explicit ThreadPool(int num_threads, int64_t max_queued = kUnbounded,
+                      absl::string_view name = "pool");
   // Runs every closure already queued, then joins the workers.
   ~ThreadPool();
 

@@ -1,8 +1,11 @@
 #include "common/thread_pool.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <memory>
 #include <set>
+#include <string>
 #include <thread>
 
 #include "absl/synchronization/barrier.h"
@@ -100,6 +103,25 @@ TEST(ThreadPoolTest, UnboundedTryScheduleNeverRefuses) {
     for (int i = 0; i < 10000; ++i) ASSERT_TRUE(pool.TrySchedule([&] { ++ran; }).ok());
   }
   EXPECT_EQ(ran.load(), 10000);
+}
+
+TEST(ThreadPoolTest, WorkersCarryThePoolsNameCutToWhatLinuxKeeps) {
+  auto name_of_worker = [](ThreadPool& pool) {
+    char name[32] = {};
+    absl::Notification read;
+    pool.Schedule([&] {
+      pthread_getname_np(pthread_self(), name, sizeof(name));
+      read.Notify();
+    });
+    read.WaitForNotification();
+    return std::string(name);
+  };
+  ThreadPool named(1, ThreadPool::kUnbounded, "rpc-work");
+  EXPECT_EQ(name_of_worker(named), "rpc-work");
+  ThreadPool long_name(1, ThreadPool::kUnbounded, "a-name-longer-than-fifteen-bytes");
+  EXPECT_EQ(name_of_worker(long_name), "a-name-longer-t");
+  ThreadPool unnamed(1);
+  EXPECT_EQ(name_of_worker(unnamed), "pool");
 }
 
 }  // namespace

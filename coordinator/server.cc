@@ -188,7 +188,8 @@ absl::Status CoordinatorServer::BuildDerivedRecords() {
 
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
-  pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls);
+  pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls,
+                                               "rpc-work");
   console_feed_ = std::make_shared<ConsoleFeed>();
   ConsoleFeed* feed = console_feed_.get();
   calls_ = std::make_unique<CallRunner>(pool_.get(), store, options.max_queued_calls);

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/etcd_client.h"
 
@@ -33,7 +34,10 @@ absl::StatusOr<std::unique_ptr<EtcdElection>> EtcdElection::Start(
   std::unique_ptr<EtcdElection> election(
       new EtcdElection(std::move(client), absl::StrCat(options.prefix, "election/", name),
                        candidate, ttl, follower_round, std::move(on_change)));
-  election->thread_ = std::thread([e = election.get()] { e->Run(); });
+  election->thread_ = std::thread([e = election.get()] {
+    common::SetThreadName("etcd-election");
+    e->Run();
+  });
   return election;
 }
 

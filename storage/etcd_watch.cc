@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/etcd_client.h"
 
@@ -38,7 +39,10 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdWatch::Start(
   std::unique_ptr<EtcdWatch> watch(new EtcdWatch(std::move(client), options.prefix,
                                                  std::move(families), after_revision,
                                                  std::move(on_changes), std::move(on_gap)));
-  watch->thread_ = std::thread([w = watch.get()] { w->Run(); });
+  watch->thread_ = std::thread([w = watch.get()] {
+    common::SetThreadName("etcd-watch");
+    w->Run();
+  });
   return watch;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/synchronization/notification.h"
+#include "common/thread_name.h"
 
 namespace storage {
 namespace {
@@ -114,6 +115,7 @@ absl::Status GroupCommit::SyncLocked(uint64_t* target, std::vector<Waiter>* cove
 // its sync covered, outside the lock.
 void GroupCommit::SyncLoop() {
   t_syncer_of = this;
+  common::SetThreadName("wal-sync");
   std::vector<Waiter> covered;
   mu_.Lock();
   while (true) {

@@ -15,8 +15,8 @@
 
 namespace testing_util {
 
-// A sync the test controls: while held, a sync waits; then it returns the next queued failure
-// (OK when none is queued). Thread-safe.
+// A sync the test controls: while held, a sync waits; then it returns the failure set with
+// FailAll, else the next queued failure (OK when none is queued). Thread-safe.
 class HeldSync {
  public:
   // The sync, to hand to the code under test (GroupCommit::Log::sync,
@@ -28,6 +28,7 @@ class HeldSync {
       started_cv_.SignalAll();
       mu_.Await(absl::Condition(
           +[](bool* held) { return !*held; }, &held_));
+      if (!failing_.ok()) return failing_;
       if (results_.empty()) return absl::OkStatus();
       absl::Status result = std::move(results_.front());
       results_.pop_front();
@@ -48,6 +49,11 @@ class HeldSync {
     absl::MutexLock lock(&mu_);
     results_.push_back(std::move(status));
   }
+  // Every sync from now on returns `status` (OK: they succeed again), before any queued one.
+  void FailAll(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    failing_ = std::move(status);
+  }
   // Syncs started so far.
   int started() {
     absl::MutexLock lock(&mu_);
@@ -65,6 +71,7 @@ class HeldSync {
   bool held_ ABSL_GUARDED_BY(mu_) = false;
   int started_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<absl::Status> results_ ABSL_GUARDED_BY(mu_);
+  absl::Status failing_ ABSL_GUARDED_BY(mu_);
 };
 
 // What one completion was told, once it ran.

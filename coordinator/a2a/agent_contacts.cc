@@ -10,7 +10,8 @@ namespace coordinator {
 AgentContacts::AgentContacts(ProbeCall probe, AgentContactsOptions options)
     : probe_(std::move(probe)),
       options_(options),
-      pool_(std::make_unique<common::ThreadPool>(options.probe_threads)) {}
+      pool_(std::make_unique<common::ThreadPool>(options.probe_threads,
+                                                 common::ThreadPool::kUnbounded, "agent-probe")) {}
 
 AgentContacts::~AgentContacts() { Stop(); }
 

@@ -1,5 +1,7 @@
 #include "coordinator/a2a/agent_transport.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "a2a_protocol/bindings.h"
@@ -23,6 +25,14 @@ size_t TakeBurst(std::deque<a2apb::StreamResponse>* queue,
     ++taken;
   }
   return taken;
+}
+
+bool OpeningComplete(const std::deque<a2apb::StreamResponse>& queue,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> holds,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> ends) {
+  if (queue.empty()) return false;
+  if (queue.size() >= kMaxBurstEvents || !holds(queue.front())) return true;
+  return std::any_of(std::next(queue.begin()), queue.end(), ends);
 }
 
 absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::Agent& agent) {

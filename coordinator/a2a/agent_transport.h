@@ -16,6 +16,7 @@
 #include "a2a/v1/a2a.pb.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -53,6 +54,17 @@ class AgentCall {
   // appended: 0 when the answer has ended (or the deadline passed) with none waiting.
   virtual size_t Take(std::vector<a2apb::StreamResponse>* out,
                       absl::Time deadline = absl::InfiniteFuture()) = 0;
+  // Take for the first burst of an answer, waking the taker once for what belongs together: when
+  // the first event waiting `holds` (an opening snapshot that changes nothing by itself), waits
+  // on until a later one `ends` the turn, kMaxBurstEvents wait, the answer ends, or
+  // `linger_until` passes, then takes them together. After `linger_until` with nothing waiting
+  // it is Take. This default is Take; a transport that reads ahead on its own threads overrides
+  // it to check the condition there as events arrive, so the taker is not woken per event.
+  virtual size_t TakeOpening(std::vector<a2apb::StreamResponse>* out, absl::Time /*linger_until*/,
+                             absl::FunctionRef<bool(const a2apb::StreamResponse&)> /*holds*/,
+                             absl::FunctionRef<bool(const a2apb::StreamResponse&)> /*ends*/) {
+    return Take(out);
+  }
   // Ends the call early, from any thread: the gateway has what it needs, or it is stopping.
   // Idempotent; Take then returns what still waits and 0 after it.
   virtual void Cancel() = 0;
@@ -119,6 +131,11 @@ class AgentTransports {
 // and about kMaxBurstBytes. Returns how many it moved. (Shared by the transports' read-ahead
 // queues.)
 size_t TakeBurst(std::deque<a2apb::StreamResponse>* queue, std::vector<a2apb::StreamResponse>* out);
+// Whether the events waiting in `queue` are a whole opening burst for TakeOpening: some wait,
+// and the first does not `hold`, or a later one `ends` the turn, or kMaxBurstEvents wait.
+bool OpeningComplete(const std::deque<a2apb::StreamResponse>& queue,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> holds,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> ends);
 
 }  // namespace coordinator
 

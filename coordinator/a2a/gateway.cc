@@ -12,10 +12,12 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/time_util.h"
 #include "google/protobuf/util/json_util.h"
+#include "storage/durability_scope.h"
 
 namespace coordinator {
 namespace {
@@ -145,7 +147,8 @@ void A2AGateway::SetActive(bool active) {
     absl::MutexLock lock(&mu_);
     if (stopping_ || active_) return;
     // Under mu_: Dispatch reads the pool under it.
-    delivery_pool_ = std::make_unique<common::ThreadPool>(options_.delivery_threads);
+    delivery_pool_ = std::make_unique<common::ThreadPool>(
+        options_.delivery_threads, common::ThreadPool::kUnbounded, "a2a-deliver");
     active_ = true;
     kicked_ = false;  // the loop's first pass scans the queue anyway
   } else {
@@ -159,8 +162,14 @@ void A2AGateway::SetActive(bool active) {
     JoinActivePart();
     return;
   }
-  delivery_thread_ = std::thread([this] { DeliveryLoop(); });
-  push_thread_ = std::thread([this] { PushLoop(); });
+  delivery_thread_ = std::thread([this] {
+    common::SetThreadName("a2a-queue-scan");
+    DeliveryLoop();
+  });
+  push_thread_ = std::thread([this] {
+    common::SetThreadName("a2a-push");
+    PushLoop();
+  });
 }
 
 bool A2AGateway::active() {
@@ -395,7 +404,8 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
     ASSIGN_OR_RETURN(reader, Resume(*header, *agent, *transport, delivery, remaining, &resume));
     if (resume && reader == nullptr) return absl::OkStatus();  // the task had ended: stored
   }
-  if (!resume) reader = transport->SendStreaming(request, absl::Now() + options_.stream_timeout);
+  const absl::Time sent_at = absl::Now();
+  if (!resume) reader = transport->SendStreaming(request, sent_at + options_.stream_timeout);
   {
     absl::MutexLock lock(&mu_);
     calls_.insert(reader.get());
@@ -418,13 +428,20 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // Every event that waits is stored in one transaction with the others (one durable write),
   // in order, and only then published (StoreBurst). The burst that ends the task (or asks for
   // input) also dequeues the delivery.
+  auto opens_quietly = [&](const a2apb::StreamResponse& first) {
+    return OpensQuietly(first, *header, follow_up);
+  };
   while (!reached_end) {
     burst.clear();
-    if (reader->Take(&burst) == 0) break;  // the stream ended
-    if (!got_any && OpensQuietly(burst[0], *header, follow_up)) {
-      // The agent's opening snapshot changes nothing a client sees (it names the agent's own
-      // task id): wait a moment for the events that follow it, up to the one that ends the
-      // turn, to store them together.
+    // The agent's opening snapshot changes nothing a client sees (it names the agent's own task
+    // id): it waits a moment for the events that follow it, up to the one that ends the turn,
+    // to store them together. The transport gathers them while this thread sleeps.
+    const size_t taken =
+        got_any ? reader->Take(&burst)
+                : reader->TakeOpening(&burst, sent_at + kOpeningLinger, opens_quietly, EndsTurn);
+    if (taken == 0) break;  // the stream ended
+    if (!got_any && opens_quietly(burst[0])) {
+      // The opening came late, or alone: what follows it is gathered here, event by event.
       const absl::Time until = absl::Now() + kOpeningLinger;
       while ((burst.size() == 1 || !EndsTurn(burst.back())) && burst.size() < kMaxBurstEvents &&
              reader->Take(&burst, until) > 0) {
@@ -546,8 +563,20 @@ absl::StatusOr<std::unique_ptr<AgentCall>> A2AGateway::Resume(
 absl::StatusOr<bool> A2AGateway::StoreBurst(const v1::PendingDelivery& delivery,
                                             absl::Span<const a2apb::StreamResponse> burst,
                                             std::optional<int64_t>* remaining) {
-  ASSIGN_OR_RETURN(A2ATasks::BurstResult applied,
-                   tasks_->ApplyAgentBurst(delivery.task_id(), burst, delivery.history_seq()));
+  // This thread does not wait for the burst's sync: nothing it does next shows the events to
+  // anyone. Those who do (a blocking SendMessage, a subscriber, the next delivery of the task)
+  // read them back, and a read waits for the durability of what it saw. What the store part
+  // publishes for after the sync runs from the sync's completion.
+  storage::Store* store = tasks_->store();
+  storage::DurabilityScope scope(store);
+  absl::StatusOr<A2ATasks::BurstResult> stored =
+      tasks_->ApplyAgentBurst(delivery.task_id(), burst, delivery.history_seq());
+  scope.Close();
+  store->WhenDurable(scope.needed(), [actions = scope.TakeActions()](absl::Status durable) mutable {
+    if (!durable.ok()) return;  // a failed sync is the store's to report
+    for (storage::DurabilityScope::Action& action : actions) std::move(action)();
+  });
+  ASSIGN_OR_RETURN(A2ATasks::BurstResult applied, std::move(stored));
   // Only a burst that leaves the task final or interrupted dequeues the delivery.
   if (applied.delivery_done) *remaining = applied.change.header.pending_deliveries();
   return IsFinalOrInterrupted(applied.change.header.task().status().state());

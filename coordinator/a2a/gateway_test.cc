@@ -295,6 +295,73 @@ TEST_F(GatewayTest, AMessageGoesToTheAgentOnlyOnceItsAcceptanceIsDurable) {
       << failed.error_code() << " " << failed.error_message();
 }
 
+// Holds its answer until the test opens the gate, then completes the task in one event.
+class GatedAgent : public agent_runtime::AgentExecutor {
+ public:
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    (void)request;
+    received_.Notify();
+    gate_.WaitForNotification();
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "answered");
+  }
+  absl::Notification& received() { return received_; }
+  void Open() { gate_.Notify(); }
+
+ private:
+  absl::Notification received_;
+  absl::Notification gate_;
+};
+
+// The agent's answer is stored without the delivery thread waiting for its sync, and a blocking
+// SendMessage reads it back without a thread waiting either (it answers from the sync's
+// completion): still the client gets the answer only once a sync that covers it has returned,
+// and a failed sync fails the call.
+TEST_F(GatewayTest, TheAnswerReachesTheClientOnlyOnceTheAgentsAnswerIsDurable) {
+  StopCoordinator();
+  testing_util::HeldSync sync;
+  before_wal_sync_ = sync.Hook();
+  StartCoordinator();
+  if (on_etcd_) GTEST_SKIP() << "the embedded store's WAL hook";
+  for (const bool fail : {false, true}) {
+    SCOPED_TRACE(fail ? "the syncs fail" : "the syncs are held");
+    const std::string name = fail ? "gated-fail" : "gated";
+    GatedAgent gated;
+    auto agent = StartAgent(name, &gated);
+    ASSERT_NE(agent, nullptr);
+    const a2apb::SendMessageRequest request = Send("answer me", name);
+    a2apb::SendMessageResponse response;
+    auto context = Context();
+    absl::Notification done;
+    grpc::Status status;
+    stub_->async()->SendMessage(context.get(), &request, &response, [&](grpc::Status s) {
+      status = std::move(s);
+      done.Notify();
+    });
+    // The acceptance is durable: the agent has the message. From here every sync is held (and,
+    // in the second round, fails), whichever of the gateway's writes it is for.
+    ASSERT_TRUE(gated.received().WaitForNotificationWithTimeout(kWait));
+    const int syncs_before = sync.started();
+    sync.Hold();
+    if (fail) sync.FailAll(absl::DataLossError("injected WAL sync failure"));
+    gated.Open();
+    sync.WaitForStarted(syncs_before + 1);
+    EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
+        << "the client got an answer that was not durable yet";
+    sync.Release();
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(kWait));
+    sync.FailAll(absl::OkStatus());
+    if (fail) {
+      EXPECT_FALSE(status.ok());
+      EXPECT_TRUE(absl::StrContains(status.error_message(), "injected WAL sync failure"))
+          << status.error_code() << " " << status.error_message();
+    } else {
+      ASSERT_TRUE(status.ok()) << status.error_message();
+      EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+    }
+  }
+}
+
 TEST_F(GatewayTest, StreamingSendStreamsTheTaskThenItsEvents) {
   auto agent = StartAgent();
   auto context = Context();

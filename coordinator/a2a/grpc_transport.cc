@@ -1,12 +1,14 @@
 #include "coordinator/a2a/grpc_transport.h"
 
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/grpc_errors.h"
 #include "a2a_protocol/version.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 
@@ -22,11 +24,9 @@ class GrpcAgentCall final : public AgentCall,
                             public grpc::ClientReadReactor<a2apb::StreamResponse> {
  public:
   GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, absl::Time deadline)
-      : stub_(a2apb::A2AService::NewStub(std::move(channel))) {
-    for (grpc::ClientContext* context : {&context_, &unary_context_}) {
-      context->set_deadline(absl::ToChronoTime(deadline));
-      a2a_protocol::AddVersion(context);
-    }
+      : stub_(a2apb::A2AService::NewStub(std::move(channel))), deadline_(deadline) {
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    a2a_protocol::AddVersion(&context_);
   }
 
   // SendStreamingMessage, with the unary SendMessage for an agent without streaming.
@@ -73,15 +73,20 @@ class GrpcAgentCall final : public AgentCall,
   }
 
   void OnDone(const grpc::Status& status) override {
-    bool unary;
+    grpc::ClientContext* unary = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      unary = sending_ && status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any_ &&
-              !cancelled_;
+      if (sending_ && status.error_code() == grpc::StatusCode::UNIMPLEMENTED && !got_any_ &&
+          !cancelled_) {
+        // Made only now (most agents stream): a context costs allocations, and its cancel a
+        // batch. A Cancel() from now on cancels it, before or after the call starts on it.
+        unary = &unary_context_.emplace();
+        unary->set_deadline(absl::ToChronoTime(deadline_));
+        a2a_protocol::AddVersion(unary);
+      }
     }
-    if (unary) {
-      // A Cancel() from now on cancels unary_context_ before or after the call starts on it.
-      stub_->async()->SendMessage(&unary_context_, &request_, &reply_,
+    if (unary != nullptr) {
+      stub_->async()->SendMessage(unary, &request_, &reply_,
                                   [this](grpc::Status s) { OnUnaryDone(s); });
       return;
     }
@@ -107,17 +112,37 @@ class GrpcAgentCall final : public AgentCall,
     return taken;
   }
 
+  size_t TakeOpening(std::vector<a2apb::StreamResponse>* out, absl::Time linger_until,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> holds,
+                     absl::FunctionRef<bool(const a2apb::StreamResponse&)> ends) override {
+    {
+      absl::MutexLock lock(&mu_);
+      // gRPC's threads evaluate this as they queue events (absl::Mutex checks a waiter's
+      // condition on unlock), so this thread sleeps until the burst is whole.
+      auto complete = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return done_ || OpeningComplete(queue_, holds, ends);
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&complete), linger_until);
+    }
+    // What waits now (all of it when the burst is whole); with nothing yet, the first event.
+    return Take(out, absl::InfiniteFuture());
+  }
+
   void Cancel() override {
     bool ended;
+    grpc::ClientContext* unary;
     {
       absl::MutexLock lock(&mu_);
       cancelled_ = true;
       // The agent ended its stream (most do right after the event that ends their turn): the
       // call ends by itself, and cancelling it would only cost gRPC a cancel batch.
       ended = reads_ended_ || done_;
+      unary = unary_context_.has_value() ? &*unary_context_ : nullptr;
     }
     if (!ended) context_.TryCancel();
-    unary_context_.TryCancel();  // before its start (a flag) or during it
+    // Made before cancelled_ was set, so its call may run: cancelled before its start (a flag)
+    // or during it. Outside mu_: gRPC may run OnUnaryDone on this thread.
+    if (unary != nullptr) unary->TryCancel();
   }
 
   absl::Status Finish() override {
@@ -165,7 +190,10 @@ class GrpcAgentCall final : public AgentCall,
   a2apb::SubscribeToTaskRequest subscribe_request_;  // otherwise
   bool sending_ = false;
   grpc::ClientContext context_;
-  grpc::ClientContext unary_context_;
+  const absl::Time deadline_;
+  // Made by OnDone, under mu_, for an agent that answers the stream with UNIMPLEMENTED; never
+  // reset, so a pointer taken under mu_ stays good for the call's life.
+  std::optional<grpc::ClientContext> unary_context_ ABSL_GUARDED_BY(mu_);
   a2apb::StreamResponse incoming_;    // written by gRPC while a read is pending
   a2apb::SendMessageResponse reply_;  // written by gRPC during the unary call
   absl::Mutex mu_;

@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/http_deadline.h"
+#include "common/thread_name.h"
 #include "google/protobuf/struct.pb.h"
 #include "httplib.h"
 
@@ -113,7 +114,10 @@ class HttpAgentCall final : public AgentCall {
   }
 
   void Start() {
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      common::SetThreadName("a2a-http-call");
+      Run();
+    });
   }
 
   size_t Take(std::vector<a2apb::StreamResponse>* out, absl::Time deadline) override {

@@ -215,19 +215,37 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     }
   }
 
+  // Reads in a DurabilityScope: the answer goes from the completion of the sync that covers
+  // what it read (at once when that is durable already), so this thread never waits for it.
   void Check() {
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
     }
+    storage::Store* store = service_->calls()->store();
+    storage::DurabilityScope scope(store);
     absl::StatusOr<v1::StoredTask> header = service_->tasks()->GetHeader(task_id_);
+    absl::StatusOr<a2apb::SendMessageResponse> answer;
     if (!header.ok()) {
-      FinishOnce(header.status());
-      return;
+      answer = header.status();  // the task was deleted meanwhile: shown once that is durable
+    } else if (!IsFinalOrInterrupted(header->task().status().state())) {
+      return;  // nothing to show yet
+    } else {
+      // The turn has ended: the agent's answer, a Message or the task, from the header read.
+      answer = service_->tasks()->SendAnswer(*header, sent_seq_, history_length_);
     }
-    if (!IsFinalOrInterrupted(header->task().status().state())) return;
-    // The turn has ended: the agent's answer, a Message or the task, from the header just read.
-    Respond(service_->tasks()->SendAnswer(*header, sent_seq_, history_length_));
+    scope.Close();
+    CallRunner* calls = service_->calls();
+    calls->BeginDiskWait();
+    store->WhenDurable(scope.needed(), [call = shared_from_this(), calls,
+                                        answer = std::move(answer)](absl::Status durable) mutable {
+      calls->EndDiskWait();
+      if (!durable.ok()) {
+        call->FinishOnce(durable);
+        return;
+      }
+      call->Respond(std::move(answer));
+    });
   }
 
   // return_immediately: the task as stored now, even if the agent has already answered with a

@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace coordinator {
 
@@ -87,7 +88,10 @@ absl::Status TokenSource::Reload() {
 
 void TokenSource::StartWatching(absl::Duration period, bool sighup) {
   if (path_.empty() || thread_.joinable()) return;
-  thread_ = std::thread([this, period, sighup] { Watch(period, sighup); });
+  thread_ = std::thread([this, period, sighup] {
+    common::SetThreadName("token-watch");
+    Watch(period, sighup);
+  });
 }
 
 void TokenSource::Watch(absl::Duration period, bool sighup) {

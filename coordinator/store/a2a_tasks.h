@@ -73,6 +73,9 @@ class A2ATasks {
     bool delivery_done = false;
   };
 
+  // The store the tasks live in (for callers that run these calls in a DurabilityScope).
+  storage::Store* store() const { return store_; }
+
   // Checks a client's message: message_id, role, at least one part with content, ids, size.
   [[nodiscard]] absl::Status ValidateMessage(const a2apb::Message& message) const;
 

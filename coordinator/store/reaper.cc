@@ -4,12 +4,16 @@
 
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/thread_name.h"
 
 namespace coordinator {
 
 Reaper::Reaper(WorkStore* work, absl::Duration period, Clock monotonic)
     : work_(work), period_(period), observations_(std::move(monotonic)) {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this] {
+    common::SetThreadName("work-reaper");
+    Loop();
+  });
 }
 
 Reaper::~Reaper() { Stop(); }

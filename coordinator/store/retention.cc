@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "coordinator/store/a2a_tasks.h"
 #include "coordinator/store/context_store.h"
 #include "coordinator/store/purge.h"
@@ -260,7 +261,11 @@ RetentionTask::RetentionTask(Retention* retention, RetentionOptions options,
               static_cast<double>(options.max_deletes_per_second) *
                   std::max(1.0, absl::ToDoubleSeconds(options.period)),
               now_()) {
-  if (options_.terminal_ttl > absl::ZeroDuration()) thread_ = std::thread([this] { Loop(); });
+  if (options_.terminal_ttl > absl::ZeroDuration())
+    thread_ = std::thread([this] {
+      common::SetThreadName("retention");
+      Loop();
+    });
 }
 
 absl::StatusOr<v1::CollectGarbageResponse> RetentionTask::RunOnce() {

@@ -1,0 +1,225 @@
+// The gRPC transport against a scripted agent served in this process: how an answer's opening
+// burst is gathered (TakeOpening), and the unary SendMessage for an agent without streaming.
+#include "coordinator/a2a/grpc_transport.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace coordinator {
+namespace {
+
+a2apb::StreamResponse Opening() {
+  a2apb::StreamResponse e;
+  e.mutable_task()->set_id("agent-task");
+  e.mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_SUBMITTED);
+  return e;
+}
+
+a2apb::StreamResponse Status(a2apb::TaskState state) {
+  a2apb::StreamResponse e;
+  e.mutable_status_update()->set_task_id("agent-task");
+  e.mutable_status_update()->mutable_status()->set_state(state);
+  return e;
+}
+
+// Writes `before_gate`, then waits for the gate, then writes `after_gate` and ends the stream.
+// Without streaming (`streams` false) it answers SendStreamingMessage with UNIMPLEMENTED and
+// SendMessage with a completed task.
+class ScriptedAgent final : public a2apb::A2AService::Service {
+ public:
+  ScriptedAgent(std::vector<a2apb::StreamResponse> before_gate,
+                std::vector<a2apb::StreamResponse> after_gate, bool streams = true)
+      : before_gate_(std::move(before_gate)),
+        after_gate_(std::move(after_gate)),
+        streams_(streams) {}
+
+  grpc::Status SendStreamingMessage(grpc::ServerContext* context,
+                                    const a2apb::SendMessageRequest* request,
+                                    grpc::ServerWriter<a2apb::StreamResponse>* writer) override {
+    (void)request;
+    if (!streams_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no streaming here");
+    for (const a2apb::StreamResponse& e : before_gate_) writer->Write(e);
+    {
+      absl::MutexLock lock(&mu_);
+      if (!wrote_before_gate_.HasBeenNotified()) wrote_before_gate_.Notify();
+    }
+    while (!gate_.WaitForNotificationWithTimeout(absl::Milliseconds(50))) {
+      if (context->IsCancelled()) return grpc::Status::CANCELLED;
+    }
+    for (const a2apb::StreamResponse& e : after_gate_) writer->Write(e);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SendMessage(grpc::ServerContext* context, const a2apb::SendMessageRequest* request,
+                           a2apb::SendMessageResponse* response) override {
+    (void)context;
+    (void)request;
+    unary_calls_.fetch_add(1);
+    response->mutable_task()->set_id("agent-task");
+    response->mutable_task()->mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+    return grpc::Status::OK;
+  }
+
+  absl::Notification& wrote_before_gate() { return wrote_before_gate_; }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    if (!gate_.HasBeenNotified()) gate_.Notify();
+  }
+  int unary_calls() const { return unary_calls_.load(); }
+
+ private:
+  const std::vector<a2apb::StreamResponse> before_gate_;
+  const std::vector<a2apb::StreamResponse> after_gate_;
+  const bool streams_;
+  absl::Mutex mu_;  // makes each Notify once, whoever comes first
+  absl::Notification wrote_before_gate_;
+  absl::Notification gate_;
+  std::atomic<int> unary_calls_{0};
+};
+
+bool Holds(const a2apb::StreamResponse& e) {
+  return e.has_task() && e.task().status().state() == a2apb::TASK_STATE_SUBMITTED;
+}
+
+bool Ends(const a2apb::StreamResponse& e) {
+  return e.has_status_update() &&
+         e.status_update().status().state() == a2apb::TASK_STATE_COMPLETED;
+}
+
+class GrpcTransportTest : public testing::Test {
+ protected:
+  void Serve(std::unique_ptr<ScriptedAgent> agent) {
+    agent_ = std::move(agent);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(agent_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    transport_ = std::make_unique<GrpcAgentTransport>(
+        NewAgentChannel("127.0.0.1:" + std::to_string(port)), "");
+  }
+
+  void TearDown() override {
+    if (agent_ != nullptr) agent_->Open();
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  }
+
+  std::unique_ptr<AgentCall> Send() {
+    a2apb::SendMessageRequest request;
+    request.mutable_message()->set_message_id("m1");
+    request.mutable_message()->set_role(a2apb::ROLE_USER);
+    request.mutable_message()->add_parts()->set_text("hello");
+    return transport_->SendStreaming(request, absl::Now() + absl::Seconds(60));
+  }
+
+  std::unique_ptr<ScriptedAgent> agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcAgentTransport> transport_;
+};
+
+// An opening that holds waits, with the taker asleep, for the events after it up to the one
+// that ends the turn, and comes back with all of them in one burst.
+TEST_F(GrpcTransportTest, AnOpeningWaitsForTheEventsUpToTheEndOfTheTurn) {
+  Serve(std::make_unique<ScriptedAgent>(
+      std::vector<a2apb::StreamResponse>{Opening()},
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING),
+                                         Status(a2apb::TASK_STATE_COMPLETED)}));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  std::atomic<bool> returned{false};
+  std::thread taker([&] {
+    call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), Holds, Ends);
+    returned = true;
+  });
+  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(200));  // the opening has arrived by now, most likely
+  EXPECT_FALSE(returned.load()) << "the opening came back without the events after it";
+  agent_->Open();
+  taker.join();
+  ASSERT_EQ(burst.size(), 3u);
+  EXPECT_TRUE(burst[0].has_task());
+  EXPECT_TRUE(Ends(burst[2]));
+  EXPECT_EQ(call->Take(&burst), 0u);
+  EXPECT_TRUE(call->Finish().ok());
+}
+
+// Nothing follows the opening by the linger: the opening comes back alone, and the rest later.
+TEST_F(GrpcTransportTest, AnOpeningAloneComesBackAtTheLinger) {
+  Serve(std::make_unique<ScriptedAgent>(
+      std::vector<a2apb::StreamResponse>{Opening()},
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_COMPLETED)}));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_EQ(call->TakeOpening(&burst, absl::Now() + absl::Milliseconds(100), Holds, Ends), 1u);
+  EXPECT_TRUE(burst[0].has_task());
+  agent_->Open();
+  burst.clear();
+  ASSERT_EQ(call->Take(&burst), 1u);
+  EXPECT_TRUE(Ends(burst[0]));
+  EXPECT_TRUE(call->Finish().ok());
+}
+
+// A first event that does not hold is taken at once, whatever the linger.
+TEST_F(GrpcTransportTest, AFirstEventThatDoesNotHoldIsTakenAtOnce) {
+  Serve(std::make_unique<ScriptedAgent>(
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING)},
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_COMPLETED)}));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  ASSERT_EQ(call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), Holds, Ends), 1u);
+  EXPECT_EQ(burst[0].status_update().status().state(), a2apb::TASK_STATE_WORKING);
+  agent_->Open();
+  call->Cancel();
+  (void)call->Finish();
+}
+
+// The stream ends after the opening: the opening comes back, then the end.
+TEST_F(GrpcTransportTest, AnAnswerThatEndsAfterItsOpeningGivesTheOpening) {
+  Serve(std::make_unique<ScriptedAgent>(std::vector<a2apb::StreamResponse>{Opening()},
+                                        std::vector<a2apb::StreamResponse>{}));
+  agent_->Open();
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  ASSERT_EQ(call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), Holds, Ends), 1u);
+  EXPECT_TRUE(burst[0].has_task());
+  EXPECT_EQ(call->Take(&burst), 0u);
+  EXPECT_TRUE(call->Finish().ok());
+}
+
+// An agent without streaming gets the unary SendMessage; its answer is the one event.
+TEST_F(GrpcTransportTest, AnAgentWithoutStreamingGetsTheUnaryCall) {
+  Serve(std::make_unique<ScriptedAgent>(std::vector<a2apb::StreamResponse>{},
+                                        std::vector<a2apb::StreamResponse>{},
+                                        /*streams=*/false));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  ASSERT_EQ(call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), Holds, Ends), 1u);
+  EXPECT_EQ(burst[0].task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_TRUE(call->Finish().ok());
+  EXPECT_EQ(agent_->unary_calls(), 1);
+
+  // Cancelled at once: before, during or after the unary call (the context made for it is
+  // cancelled too), the call ends.
+  std::unique_ptr<AgentCall> cancelled = Send();
+  cancelled->Cancel();
+  burst.clear();
+  EXPECT_LE(cancelled->Take(&burst), 1u);
+  (void)cancelled->Finish();
+}
+
+}  // namespace
+}  // namespace coordinator
