@@ -94,8 +94,7 @@ bool Holds(const a2apb::StreamResponse& e) {
 }
 
 bool Ends(const a2apb::StreamResponse& e) {
-  return e.has_status_update() &&
-         e.status_update().status().state() == a2apb::TASK_STATE_COMPLETED;
+  return e.has_status_update() && e.status_update().status().state() == a2apb::TASK_STATE_COMPLETED;
 }
 
 class GrpcTransportTest : public testing::Test {
