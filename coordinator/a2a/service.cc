@@ -176,8 +176,8 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
   }
 
   // The acceptance is durable: its delivery is dispatched, and the call answers at once
-  // (return_immediately) or once the agent's turn has ended. Reads of the store run on the work
-  // pool (`on_pool`: already there), never on the syncer that runs this as a completion.
+  // (return_immediately: its blocking reads on the work pool, never on the syncer that runs
+  // this as a completion) or once the agent's turn has ended (Check).
   void Accepted(absl::StatusOr<A2ATasks::Change> change, bool cancelled, bool on_pool) {
     if (change.ok()) service_->gateway()->Accepted(*change);
     if (cancelled) {
@@ -204,15 +204,26 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     }
     std::weak_ptr<SendCall> weak = self;
     const bool subscribed = subscription_.Subscribe(task_id_, [weak] {
-      if (auto call = weak.lock()) call->service_->pool()->Schedule([call] { call->Check(); });
+      if (auto call = weak.lock()) call->CheckSoon();
     });
     if (!subscribed) return;  // gRPC is done with the call
     // The task may have moved on before the subscription.
     if (on_pool) {
       Check();
     } else {
-      service_->pool()->Schedule([self] { self->Check(); });
+      CheckSoon();
     }
+  }
+
+  // Check where it costs least: on the thread that published the change (a delivery thread,
+  // gRPC's, a syncer running this call's completion), since its reads, in a DurabilityScope,
+  // never wait. On a store whose calls may block (etcd; RocksDB stalling), on the work pool.
+  void CheckSoon() {
+    if (service_->calls()->store()->WritesMayBlock()) {
+      service_->pool()->Schedule([call = shared_from_this()] { call->Check(); });
+      return;
+    }
+    Check();
   }
 
   // Reads in a DurabilityScope: the answer goes from the completion of the sync that covers
