@@ -65,8 +65,7 @@ void ElasticThreads::Work(std::shared_ptr<State> state, absl::AnyInvocable<void(
     auto ready = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) {
       return !state->handed.empty() || state->stopping;
     };
-    const bool woken =
-        state->mu.AwaitWithTimeout(absl::Condition(&ready), state->idle_exit);
+    const bool woken = state->mu.AwaitWithTimeout(absl::Condition(&ready), state->idle_exit);
     --state->idle;
     if (!woken || state->handed.empty()) {
       --state->threads;

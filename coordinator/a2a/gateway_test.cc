@@ -103,6 +103,26 @@ class GatewayTest : public ::testing::Test {
     return context;
   }
 
+  // A blocking SendMessage made without blocking the test, which waits on `done`.
+  struct PendingSend {
+    a2apb::SendMessageRequest request;
+    a2apb::SendMessageResponse response;
+    std::unique_ptr<grpc::ClientContext> context;
+    absl::Notification done;
+    grpc::Status status;
+  };
+  std::unique_ptr<PendingSend> SendAsync(a2apb::SendMessageRequest request) {
+    auto call = std::make_unique<PendingSend>();
+    call->request = std::move(request);
+    call->context = Context();
+    PendingSend* c = call.get();
+    stub_->async()->SendMessage(c->context.get(), &c->request, &c->response, [c](grpc::Status s) {
+      c->status = std::move(s);
+      c->done.Notify();
+    });
+    return call;
+  }
+
   static a2apb::SendMessageRequest Send(const std::string& text, const std::string& tenant = "echo",
                                         const std::string& task_id = "") {
     static int counter = 0;
@@ -204,20 +224,11 @@ TEST_F(GatewayTest, BlockingSendReturnsTheFinishedTaskAndItIsStored) {
 TEST_F(GatewayTest, CallsCancelledWhileTheMessageIsStoredEndCleanly) {
   auto agent = StartAgent();
   for (int i = 0; i < 100; ++i) {
-    grpc::ClientContext context;
-    a2a_protocol::AddVersion(&context);
-    const a2apb::SendMessageRequest request = Send(absl::StrCat("cancelled ", i));
-    a2apb::SendMessageResponse response;
-    absl::Notification done;
-    grpc::Status status;
-    stub_->async()->SendMessage(&context, &request, &response, [&](grpc::Status s) {
-      status = std::move(s);
-      done.Notify();
-    });
-    context.TryCancel();
-    done.WaitForNotification();
-    EXPECT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
-        << status.error_code() << " " << status.error_message();
+    std::unique_ptr<PendingSend> call = SendAsync(Send(absl::StrCat("cancelled ", i)));
+    call->context->TryCancel();
+    call->done.WaitForNotification();
+    EXPECT_TRUE(call->status.ok() || call->status.error_code() == grpc::StatusCode::CANCELLED)
+        << call->status.error_code() << " " << call->status.error_message();
 
     auto stream_context = Context();
     auto reader = stub_->SendStreamingMessage(stream_context.get(), Send("cancelled stream"));
@@ -268,28 +279,21 @@ TEST_F(GatewayTest, AMessageGoesToTheAgentOnlyOnceItsAcceptanceIsDurable) {
 
   sync.Hold();
   const int syncs_before = sync.started();
-  const a2apb::SendMessageRequest request = Send("held");
-  a2apb::SendMessageResponse response;
-  auto context = Context();
-  absl::Notification done;
-  grpc::Status status;
-  stub_->async()->SendMessage(context.get(), &request, &response, [&](grpc::Status s) {
-    status = std::move(s);
-    done.Notify();
-  });
+  std::unique_ptr<PendingSend> call = SendAsync(Send("held"));
   sync.WaitForStarted(syncs_before + 1);  // the acceptance is committed; its sync is held
   EXPECT_FALSE(WaitFor([&] { return counting.received() > 0; }, absl::Milliseconds(300)))
       << "the agent got a message whose acceptance was not durable yet";
-  EXPECT_FALSE(done.HasBeenNotified());
+  EXPECT_FALSE(call->done.HasBeenNotified());
   sync.Release();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(kWait));
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  ASSERT_TRUE(call->done.WaitForNotificationWithTimeout(kWait));
+  ASSERT_TRUE(call->status.ok()) << call->status.error_message();
+  EXPECT_EQ(call->response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
   EXPECT_EQ(counting.received(), 1);
 
   // The next sync fails: the call whose acceptance it covered fails with its status.
   sync.FailNext(absl::DataLossError("injected WAL sync failure"));
-  const grpc::Status failed = stub_->SendMessage(Context().get(), Send("lost"), &response);
+  a2apb::SendMessageResponse lost;
+  const grpc::Status failed = stub_->SendMessage(Context().get(), Send("lost"), &lost);
   EXPECT_FALSE(failed.ok());
   EXPECT_TRUE(absl::StrContains(failed.error_message(), "injected WAL sync failure"))
       << failed.error_code() << " " << failed.error_message();
@@ -329,15 +333,7 @@ TEST_F(GatewayTest, TheAnswerReachesTheClientOnlyOnceTheAgentsAnswerIsDurable) {
     GatedAgent gated;
     auto agent = StartAgent(name, &gated);
     ASSERT_NE(agent, nullptr);
-    const a2apb::SendMessageRequest request = Send("answer me", name);
-    a2apb::SendMessageResponse response;
-    auto context = Context();
-    absl::Notification done;
-    grpc::Status status;
-    stub_->async()->SendMessage(context.get(), &request, &response, [&](grpc::Status s) {
-      status = std::move(s);
-      done.Notify();
-    });
+    std::unique_ptr<PendingSend> call = SendAsync(Send("answer me", name));
     // The acceptance is durable: the agent has the message. From here every sync is held (and,
     // in the second round, fails), whichever of the gateway's writes it is for.
     ASSERT_TRUE(gated.received().WaitForNotificationWithTimeout(kWait));
@@ -346,18 +342,18 @@ TEST_F(GatewayTest, TheAnswerReachesTheClientOnlyOnceTheAgentsAnswerIsDurable) {
     if (fail) sync.FailAll(absl::DataLossError("injected WAL sync failure"));
     gated.Open();
     sync.WaitForStarted(syncs_before + 1);
-    EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
+    EXPECT_FALSE(call->done.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
         << "the client got an answer that was not durable yet";
     sync.Release();
-    ASSERT_TRUE(done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(call->done.WaitForNotificationWithTimeout(kWait));
     sync.FailAll(absl::OkStatus());
     if (fail) {
-      EXPECT_FALSE(status.ok());
-      EXPECT_TRUE(absl::StrContains(status.error_message(), "injected WAL sync failure"))
-          << status.error_code() << " " << status.error_message();
+      EXPECT_FALSE(call->status.ok());
+      EXPECT_TRUE(absl::StrContains(call->status.error_message(), "injected WAL sync failure"))
+          << call->status.error_code() << " " << call->status.error_message();
     } else {
-      ASSERT_TRUE(status.ok()) << status.error_message();
-      EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+      ASSERT_TRUE(call->status.ok()) << call->status.error_message();
+      EXPECT_EQ(call->response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
     }
   }
 }
