@@ -98,8 +98,32 @@ touch "$tmp/volumes"
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-export COORDINATOR_IMAGE=$IMAGE COORDINATOR_GRPC_PORT=$(free_port) COORDINATOR_HTTP_PORT=$(free_port)
+# A free port below the kernel's ephemeral range (ip_local_port_range): the coordinator's port
+# stays unbound between its container's kill and its start, and a port from that range could
+# be taken meanwhile by any connection or listener of the tests running beside this one.
+free_port() {
+  python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(max(1024, low - 12000), low)
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port below the ephemeral range")
+PY
+}
+COORDINATOR_GRPC_PORT=$(free_port)
+COORDINATOR_HTTP_PORT=$(free_port)
+while [[ $COORDINATOR_HTTP_PORT == "$COORDINATOR_GRPC_PORT" ]]; do COORDINATOR_HTTP_PORT=$(free_port); done
+export COORDINATOR_IMAGE=$IMAGE COORDINATOR_GRPC_PORT COORDINATOR_HTTP_PORT
 target=127.0.0.1:$COORDINATOR_GRPC_PORT
 
 # The purple agent follows the sample script with a slow step before its answer (as
