@@ -1,6 +1,7 @@
 #include "agent_runtime/agent_runtime.h"
 
 #include <functional>
+#include <thread>
 #include <utility>
 
 #include "a2a_protocol/errors.h"
@@ -10,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/elastic_threads.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/stream_writer.h"
@@ -197,16 +197,14 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
       ++threads_;
     }
     execution->Begin();
-    // An executor may block for any time (a model call; "hold" until cancelled), so each runs on
-    // a thread of its own, taken idle from the ones before it when it can be.
-    executions_.Run([this, execution] {
+    std::thread([this, execution] {
       executor_->Execute(execution->request(), *execution);
       execution->Close();
       absl::MutexLock lock(&mu_);
       auto it = running_.find(execution->request().task_id);
       if (it != running_.end() && it->second == execution) running_.erase(it);
       --threads_;
-    });
+    }).detach();
     return execution;
   }
 
@@ -320,8 +318,7 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
   const a2apb::AgentCard card_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int threads_ ABSL_GUARDED_BY(mu_) = 0;  // executions whose executor has not returned
-  common::ElasticThreads executions_{"agent-exec"};
+  int threads_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<Execution>> running_ ABSL_GUARDED_BY(mu_);
 };
 
