@@ -7,6 +7,7 @@
 #include "agent_runtime/echo_agent.h"
 #include "common/env_flags.h"
 #include "common/grpc_log.h"
+#include "common/mutex_mode.h"
 #include "common/stop_signals.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address to listen on; port 0 picks one");
@@ -15,6 +16,7 @@ ABSL_FLAG(std::string, coordinator, "",
           "coordinator address (host:port) to register with; empty: do not register");
 
 int main(int argc, char** argv) {
+  common::SkipMutexDeadlockGraph();
   common::InitFlags("ECHO_AGENT_",
                     "echo_agent: an A2A v1.0 example agent.\n"
                     "  echo_agent --coordinator=127.0.0.1:50051 [--name=echo]",

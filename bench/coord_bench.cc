@@ -36,6 +36,7 @@
 #include "absl/time/clock.h"
 #include "bench/loadgen.h"
 #include "bench/workloads.h"
+#include "common/mutex_mode.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
@@ -209,6 +210,7 @@ bool RunServing() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  common::SkipMutexDeadlockGraph();
   absl::SetProgramUsageMessage(
       "coord_bench --target=HOST:PORT --workload=fail|attempt|history|append|get|a2a|serving");
   absl::ParseCommandLine(argc, argv);

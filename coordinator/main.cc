@@ -13,6 +13,7 @@
 #include "common/env_flags.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/mutex_mode.h"
 #include "common/stop_signals.h"
 #include "common/url_allow_list.h"
 #include "coordinator/limit_flags.h"
@@ -131,10 +132,7 @@ ABSL_FLAG(absl::Duration, a2a_push_initial_backoff, absl::Seconds(1),
           "A2A push notifications: wait after the first failed POST; doubles with each failure");
 
 int main(int argc, char** argv) {
-  // Debian builds Abseil without NDEBUG, so by default every absl::Mutex acquisition (ours and
-  // gRPC's) also updates a process-wide lock-order graph to detect deadlocks: about 3% of the
-  // coordinator's CPU under load (bench/analysis.md). A debugging aid; the tests keep it.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  common::SkipMutexDeadlockGraph();
   common::InitFlags("COORDINATOR_",
                     "coordinator: durable state for multi-agent systems, over gRPC.\n"
                     "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",

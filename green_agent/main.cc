@@ -11,6 +11,7 @@
 #include "common/grpc_client.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/mutex_mode.h"
 #include "common/stop_signals.h"
 #include "green_agent/green_agent.h"
 
@@ -60,6 +61,7 @@ ABSL_FLAG(int64_t, output_cap, 64 << 10, "bytes of a command's output returned")
 ABSL_FLAG(absl::Duration, call_timeout, absl::Seconds(10), "deadline of one coordinator call");
 
 int main(int argc, char** argv) {
+  common::SkipMutexDeadlockGraph();
   common::InitFlags("GREEN_AGENT_",
                     "green_agent: hosts root-cause-analysis evaluations for an agent under test.\n"
                     "  green_agent --coordinator=127.0.0.1:50051 --tasks_dir=examples/tasks",

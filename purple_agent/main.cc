@@ -10,6 +10,7 @@
 #include "common/grpc_client.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
+#include "common/mutex_mode.h"
 #include "common/stop_signals.h"
 #include "purple_agent/policy.h"
 #include "purple_agent/purple_agent.h"
@@ -34,6 +35,7 @@ ABSL_FLAG(std::string, model_allow_hosts, "",
           "comma-separated; empty (the default) allows loopback only, * allows every host");
 
 int main(int argc, char** argv) {
+  common::SkipMutexDeadlockGraph();
   common::InitFlags("PURPLE_AGENT_",
                     "purple_agent: the agent under test of root-cause-analysis evaluations.\n"
                     "  purple_agent --coordinator=127.0.0.1:50051 --policy=script:examples/tasks",
