@@ -25,9 +25,8 @@ usage="usage: etcd_cluster.sh start|kill|restart|halt|resume|stop DIR [N [tls]|I
 cmd=${1:?$usage}
 dir=${2:?$usage}
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"  # free_port
 
 start_member() {
   local i=$1
@@ -119,8 +118,9 @@ case $cmd in
     declare -a client peer
     cluster=""
     for ((i = 0; i < members; i++)); do
-      client[i]=$(free_port)
-      peer[i]=$(free_port)
+      # Members restart on their ports (restart, resume), so the ports come from free_port.
+      client[i]=$(free_port "${client[@]}" "${peer[@]}")
+      peer[i]=$(free_port "${client[@]}" "${peer[@]}")
       cluster+="${cluster:+,}m$i=http://127.0.0.1:${peer[i]}"
     done
     url=""

@@ -1,5 +1,5 @@
 # Shell helpers of the scripts that start real processes (tests/interop/run.sh,
-# tests/console/run.sh, bench/run.sh). Sourced, not run. Messages start with "$LIB_WHO: " (set it
+# tests/console/run.sh, tests/stack_test.sh, tests/etcd_cluster.sh, bench/run.sh). Sourced, not run. Messages start with "$LIB_WHO: " (set it
 # first: "interop", "console", "bench").
 
 # npm_ci_locked <dir>: installs the packages of <dir>/package-lock.json into <dir>/node_modules
@@ -68,4 +68,32 @@ dump_logs() {
     echo "----- $(basename "$log") (last 60 lines)" >&2
     tail -n 60 "$log" >&2
   done
+}
+
+# free_port [taken...]: prints a port free on this machine now, below the kernel's ephemeral
+# range (ip_local_port_range) and none of `taken`. For a server that stops and starts again on
+# the same port (a killed container, an etcd member): while it is down, a port from the ephemeral
+# range could be taken by any connection or listener of the tests running beside it, and the
+# restart would fail with "address already in use".
+free_port() {
+  python3 - "$@" <<'PY'
+import random, socket, sys
+taken = {int(p) for p in sys.argv[1:]}
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(max(1024, low - 12000), low)
+    if port in taken:
+        continue
+    s = socket.socket()
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+else:
+    raise SystemExit("no free port below the ephemeral range")
+PY
 }

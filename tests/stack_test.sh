@@ -16,6 +16,8 @@ set -euo pipefail
 BIN=$(cd "$1" && pwd)
 IMAGE=${2:-}
 cd "$(dirname "$0")/.."
+# shellcheck source=tests/lib.sh
+. tests/lib.sh  # free_port
 source scripts/container_engine.sh
 
 skip() { echo "SKIPPED: $*"; exit 77; }
@@ -98,31 +100,9 @@ touch "$tmp/volumes"
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# A free port below the kernel's ephemeral range (ip_local_port_range): the coordinator's port
-# stays unbound between its container's kill and its start, and a port from that range could
-# be taken meanwhile by any connection or listener of the tests running beside this one.
-free_port() {
-  python3 - <<'PY'
-import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for _ in range(200):
-    port = random.randrange(max(1024, low - 12000), low)
-    s = socket.socket()
-    try:
-        s.bind(("0.0.0.0", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    break
-else:
-    raise SystemExit("no free port below the ephemeral range")
-PY
-}
+# The coordinator's ports stay unbound between its container's kill and its start.
 COORDINATOR_GRPC_PORT=$(free_port)
-COORDINATOR_HTTP_PORT=$(free_port)
-while [[ $COORDINATOR_HTTP_PORT == "$COORDINATOR_GRPC_PORT" ]]; do COORDINATOR_HTTP_PORT=$(free_port); done
+COORDINATOR_HTTP_PORT=$(free_port "$COORDINATOR_GRPC_PORT")
 export COORDINATOR_IMAGE=$IMAGE COORDINATOR_GRPC_PORT COORDINATOR_HTTP_PORT
 target=127.0.0.1:$COORDINATOR_GRPC_PORT
 
