@@ -93,10 +93,6 @@ log() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
 record() { jq -c --arg system "$1" '. + {system: $system}' | tee -a "$results" >&2; }
 
 
-free_port() {
-  "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # as_pg <command...>: runs a PostgreSQL command as the postgres user when we are root.
 as_pg() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi

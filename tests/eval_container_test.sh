@@ -98,9 +98,9 @@ bundle evc-no-id "$answer"
 bundle evc-stop-fails "$answer"
 bundle evc-stop-always-fails "$answer"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-grpc=127.0.0.1:$(free_port)
-http=127.0.0.1:$(free_port)
+grpc_port=$(free_port)
+grpc=127.0.0.1:$grpc_port
+http=127.0.0.1:$(free_port "$grpc_port")
 coordctl() { "$BIN/coordctl" --target "$grpc" --timeout 10s "$@"; }
 "$BIN/coordinator" --listen="$grpc" --http_listen="$http" --data_dir="$tmp/data" \
   2>"$tmp/coordinator.log" &
