@@ -92,7 +92,6 @@ log() { echo "bench: $(date -u +%H:%M:%S) $*" >&2; }
 # record <system> <json lines on stdin>: tags each line and appends it to the results.
 record() { jq -c --arg system "$1" '. + {system: $system}' | tee -a "$results" >&2; }
 
-
 # as_pg <command...>: runs a PostgreSQL command as the postgres user when we are root.
 as_pg() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi

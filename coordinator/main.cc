@@ -9,7 +9,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "common/env_flags.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
