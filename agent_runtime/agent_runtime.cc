@@ -1,7 +1,6 @@
 #include "agent_runtime/agent_runtime.h"
 
 #include <functional>
-#include <thread>
 #include <utility>
 
 #include "a2a_protocol/errors.h"
@@ -11,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/elastic_threads.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/stream_writer.h"
@@ -175,7 +175,7 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
   Service(AgentExecutor* executor, a2apb::AgentCard card)
       : executor_(executor), card_(std::move(card)) {}
 
-  // Starts executing `message` on a thread of its own; events go to `sink`.
+  // Starts executing `message` on a thread of its own while it runs; events go to `sink`.
   absl::StatusOr<std::shared_ptr<Execution>> Launch(const a2apb::Message& message,
                                                     Execution::Sink sink,
                                                     std::function<void()> on_abandon) {
@@ -197,14 +197,16 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
       ++threads_;
     }
     execution->Begin();
-    std::thread([this, execution] {
+    // An executor may block for any time (a model call; "hold" until cancelled), so each runs on
+    // a thread of its own, taken idle from the ones before it when it can be.
+    executions_.Run([this, execution] {
       executor_->Execute(execution->request(), *execution);
       execution->Close();
       absl::MutexLock lock(&mu_);
       auto it = running_.find(execution->request().task_id);
       if (it != running_.end() && it->second == execution) running_.erase(it);
       --threads_;
-    }).detach();
+    });
     return execution;
   }
 
@@ -318,8 +320,11 @@ class AgentServer::Service final : public a2apb::A2AService::CallbackService {
   const a2apb::AgentCard card_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int threads_ ABSL_GUARDED_BY(mu_) = 0;
+  int threads_ ABSL_GUARDED_BY(mu_) = 0;  // executions whose executor has not returned
   absl::flat_hash_map<std::string, std::shared_ptr<Execution>> running_ ABSL_GUARDED_BY(mu_);
+  // Last, so destroyed first: its threads end (joined) while what they touch is still here. Stop
+  // has already waited for the executions, so its own grace is short.
+  common::ElasticThreads executions_{"agent-exec", absl::Seconds(30), absl::Seconds(1)};
 };
 
 namespace {

@@ -48,8 +48,9 @@ class EventPublisher {
 class AgentExecutor {
  public:
   virtual ~AgentExecutor() = default;
-  // Runs one request on a thread of the runtime; may block. Returning without a terminal or
-  // interrupted state completes the task (or cancels it, when it was canceled meanwhile).
+  // Runs one request on a thread of the runtime, its own while it runs (an idle one reused, or a
+  // new one); may block. Returning without a terminal or interrupted state completes the task
+  // (or cancels it, when it was canceled meanwhile).
   virtual void Execute(const RequestContext& request, EventPublisher& events) = 0;
   // Called when a client cancels the running request (EventPublisher::cancelled() is already
   // true). The runtime publishes CANCELED; this only has to make Execute return soon.
