@@ -15,16 +15,6 @@ namespace common {
 struct ElasticThreads::State {
   State(absl::string_view name, absl::Duration idle_exit) : name(name), idle_exit(idle_exit) {}
 
-  // Joins the threads that have left Work (outside mu: a thread leaving takes it).
-  void JoinEnded() ABSL_LOCKS_EXCLUDED(mu) {
-    std::vector<std::thread> joinable;
-    {
-      absl::MutexLock lock(&mu);
-      joinable.swap(ended);
-    }
-    for (std::thread& t : joinable) t.join();
-  }
-
   const std::string name;
   const absl::Duration idle_exit;
   absl::Mutex mu;
@@ -44,6 +34,7 @@ ElasticThreads::ElasticThreads(absl::string_view name, absl::Duration idle_exit,
 
 ElasticThreads::~ElasticThreads() {
   State& s = *state_;
+  std::vector<std::thread> ended;
   {
     absl::MutexLock lock(&s.mu);
     s.stopping = true;  // idle threads leave now; busy ones after their closure
@@ -52,23 +43,29 @@ ElasticThreads::~ElasticThreads() {
     // A closure still running past the grace keeps its thread, which ends with it.
     for (auto& [id, thread] : s.live) thread.detach();
     s.live.clear();
+    ended.swap(s.ended);
   }
-  s.JoinEnded();
+  for (std::thread& thread : ended) thread.join();
 }
 
 void ElasticThreads::Run(absl::AnyInvocable<void() &&> fn) {
-  state_->JoinEnded();
-  absl::MutexLock lock(&state_->mu);
-  if (state_->idle > static_cast<int>(state_->handed.size())) {
-    state_->handed.push_back(std::move(fn));  // an idle thread takes it
-    return;
+  std::vector<std::thread> ended;
+  {
+    absl::MutexLock lock(&state_->mu);
+    ended.swap(state_->ended);
+    if (state_->idle > static_cast<int>(state_->handed.size())) {
+      state_->handed.push_back(std::move(fn));  // an idle thread takes it
+    } else {
+      std::thread thread([state = state_, fn = std::move(fn)]() mutable {
+        SetThreadName(state->name);
+        Work(state, std::move(fn));
+      });
+      const std::thread::id id = thread.get_id();
+      state_->live.emplace(id, std::move(thread));
+    }
   }
-  std::thread thread([state = state_, fn = std::move(fn)]() mutable {
-    SetThreadName(state->name);
-    Work(state, std::move(fn));
-  });
-  const std::thread::id id = thread.get_id();
-  state_->live.emplace(id, std::move(thread));
+  // Threads that ended idle since the last Run: they have left Work, so this is quick.
+  for (std::thread& thread : ended) thread.join();
 }
 
 int ElasticThreads::threads() const {
