@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "a2a/v1/a2a.pb.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -64,6 +66,25 @@ class AgentCall {
                              absl::FunctionRef<bool(const a2apb::StreamResponse&)> /*holds*/,
                              absl::FunctionRef<bool(const a2apb::StreamResponse&)> /*ends*/) {
     return Take(out);
+  }
+  // The asynchronous form of TakeOpening, for a transport that reads ahead on its own threads;
+  // returns false (keeping nothing) when the transport cannot. `ready` runs once, on one of the
+  // transport's threads (or on this one before WhenOpening returns), as soon as TakeOpening would
+  // return without waiting, or on the thread that calls LingerPassed first; it then takes what
+  // waits with Take (which does not wait then), and goes on with Take or ends the call with
+  // WhenFinished. The caller keeps the linger's time (one timer for all calls).
+  virtual bool WhenOpening(std::function<bool(const a2apb::StreamResponse&)> /*holds*/,
+                           std::function<bool(const a2apb::StreamResponse&)> /*ends*/,
+                           absl::AnyInvocable<void() &&> /*ready*/) {
+    return false;
+  }
+  // The opening's linger has passed: WhenOpening's `ready` runs now on this thread, unless it ran.
+  virtual void LingerPassed() {}
+  // Finish without waiting, after a WhenOpening that returned true: `done` runs once with how the
+  // call ended (as Finish reports it), on a transport thread when it ends, or on this thread when
+  // it has ended already. It is the transport's last touch of the call, which `done` may destroy.
+  virtual void WhenFinished(absl::AnyInvocable<void(absl::Status) &&> done) {
+    std::move(done)(Finish());
   }
   // Ends the call early, from any thread: the gateway has what it needs, or it is stopping.
   // Idempotent; Take then returns what still waits and 0 after it.

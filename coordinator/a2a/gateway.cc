@@ -1,6 +1,7 @@
 #include "coordinator/a2a/gateway.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -83,6 +84,8 @@ bool IsRetryable(absl::StatusCode code) {
 
 // How long the agent's opening snapshot of the task waits for the events after it.
 constexpr absl::Duration kOpeningLinger = absl::Milliseconds(20);
+// How often the asynchronous attempts' linger timer passes at most.
+constexpr absl::Duration kLingerPass = absl::Milliseconds(5);
 
 // Whether `response` ends the agent's turn: a final or interrupted status, or a direct message.
 bool EndsTurn(const a2apb::StreamResponse& response) {
@@ -170,6 +173,14 @@ void A2AGateway::SetActive(bool active) {
     common::SetThreadName("a2a-push");
     PushLoop();
   });
+  {
+    absl::MutexLock lock(&linger_mu_);
+    linger_stopping_ = false;
+  }
+  linger_thread_ = std::thread([this] {
+    common::SetThreadName("a2a-linger");
+    LingerLoop();
+  });
 }
 
 bool A2AGateway::active() {
@@ -187,6 +198,20 @@ void A2AGateway::JoinActivePart() {
     pool = std::move(delivery_pool_);
   }
   pool.reset();  // joins the deliveries, whose calls were cancelled
+  // Then the deliveries that went on asynchronously (those the pool started included): their
+  // calls were cancelled too, and none goes back to the pool now.
+  {
+    absl::MutexLock lock(&mu_);
+    auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return async_attempts_ == 0; };
+    mu_.Await(absl::Condition(&none));
+  }
+  // Last, the timer of their openings: a cancelled call ran its opening's callback as it ended.
+  {
+    absl::MutexLock lock(&linger_mu_);
+    linger_stopping_ = true;
+    lingering_.clear();
+  }
+  if (linger_thread_.joinable()) linger_thread_.join();
 }
 
 void A2AGateway::Stop() {
@@ -296,6 +321,31 @@ void A2AGateway::DeliveryLoop() {
   }
 }
 
+// One delivery attempt: what it read before calling the agent, the call, and what came back.
+// Shared by the thread that starts it and, for an attempt that goes on asynchronously, the
+// transport's threads (one at a time: each step hands the next to whoever runs it).
+struct A2AGateway::AttemptRun {
+  v1::PendingDelivery delivery;
+  uint64_t registrations = 0;  // the agent's registrations when the attempt began
+  v1::StoredTask header;
+  std::optional<v1::Agent> agent;
+  std::unique_ptr<AgentTransport> transport;
+  std::unique_ptr<AgentCall> reader;  // null: nothing to call (or nothing called yet)
+  bool resume = false;
+  bool follow_up = false;
+  absl::Time sent_at;
+  // On a follow-up turn, agents on the A2A JavaScript SDK (whose executors must publish the
+  // task first on every turn) open the stream with the task as they stored it: still
+  // INPUT_REQUIRED or AUTH_REQUIRED, the state this very message answers. That status is set
+  // aside and counts only if the stream ends cleanly with no other status after it.
+  std::optional<a2apb::TaskStatus> opening_status;
+  std::vector<a2apb::StreamResponse> burst;
+  bool got_any = false;
+  bool reached_end = false;
+  absl::Status apply_error;
+  std::optional<int64_t> remaining;
+};
+
 void A2AGateway::Deliver(v1::PendingDelivery seen) {
   const std::string task_id = seen.task_id();
   // Whether the queue scan should look again when this ends: more of the task's messages wait,
@@ -315,31 +365,44 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
   } else if (FromProtoTime(current->next_attempt_time()) > absl::Now()) {
     rescan = true;  // rescheduled since it was seen: the scan waits for it
   } else {
-    const v1::PendingDelivery& delivery = *current;
-    std::optional<int64_t> remaining;
-    const uint64_t registrations = Registrations(delivery.tenant());
-    const absl::Status result = Attempt(delivery, &remaining);
-    if (result.ok()) {
-      DeliveryMetrics().delivered->Increment();
-      if (!remaining.has_value()) {
-        absl::StatusOr<int64_t> done = deliveries_->DeliveryDone(task_id, delivery.history_seq());
-        if (done.ok()) {
-          remaining = *done;
-        } else {
-          common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                           "cannot dequeue a delivery: %s", done.status().message());
-        }
-      }
-      rescan = !remaining.has_value() || *remaining > 0;
-    } else {
-      rescan = true;
-      DeliveryFailed(delivery, result);
-      // The agent registered again while this attempt failed: its reschedule may have come
-      // before this failure's backoff was stored, which would then hold the message back for a
-      // whole backoff although the agent is there now.
-      if (Registrations(delivery.tenant()) != registrations) AgentRegistered(delivery.tenant());
+    auto run = std::make_shared<AttemptRun>();
+    run->delivery = *std::move(current);
+    run->registrations = Registrations(run->delivery.tenant());
+    absl::Status result = StartAttempt(*run);
+    if (result.ok() && run->reader != nullptr) {
+      if (GoOnAsync(run)) return;  // its end runs AttemptEnded and DeliveryEnded
+      result = RunBlocking(*run, /*have_burst=*/false);
     }
+    rescan = AttemptEnded(*run, result);
   }
+  DeliveryEnded(task_id, rescan);
+}
+
+bool A2AGateway::AttemptEnded(AttemptRun& run, const absl::Status& result) {
+  const v1::PendingDelivery& delivery = run.delivery;
+  const std::string& task_id = delivery.task_id();
+  if (result.ok()) {
+    DeliveryMetrics().delivered->Increment();
+    if (!run.remaining.has_value()) {
+      absl::StatusOr<int64_t> done = deliveries_->DeliveryDone(task_id, delivery.history_seq());
+      if (done.ok()) {
+        run.remaining = *done;
+      } else {
+        common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                         "cannot dequeue a delivery: %s", done.status().message());
+      }
+    }
+    return !run.remaining.has_value() || *run.remaining > 0;
+  }
+  DeliveryFailed(delivery, result);
+  // The agent registered again while this attempt failed: its reschedule may have come before
+  // this failure's backoff was stored, which would then hold the message back for a whole
+  // backoff although the agent is there now.
+  if (Registrations(delivery.tenant()) != run.registrations) AgentRegistered(delivery.tenant());
+  return true;
+}
+
+void A2AGateway::DeliveryEnded(const std::string& task_id, bool rescan) {
   absl::MutexLock lock(&mu_);
   in_flight_.erase(task_id);
   if (deferred_.erase(task_id) > 0) rescan = true;
@@ -369,26 +432,29 @@ void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl:
   }
 }
 
-absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
-                                 std::optional<int64_t>* remaining) {
+absl::Status A2AGateway::StartAttempt(AttemptRun& run) {
+  const v1::PendingDelivery& delivery = run.delivery;
   const std::string& task_id = delivery.task_id();
   absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(task_id);
   if (absl::IsNotFound(header.status())) return absl::OkStatus();  // nothing left to deliver
   RETURN_IF_ERROR(header.status());
-  if (IsTerminal(header->task().status().state())) return absl::OkStatus();
-  absl::StatusOr<v1::Agent> agent = agents_->Get(header->tenant());
+  run.header = *std::move(header);
+  if (IsTerminal(run.header.task().status().state())) return absl::OkStatus();
+  absl::StatusOr<v1::Agent> agent = agents_->Get(run.header.tenant());
   if (absl::IsNotFound(agent.status())) {
-    return absl::UnavailableError(absl::StrCat("agent ", header->tenant(), " is not registered"));
+    return absl::UnavailableError(
+        absl::StrCat("agent ", run.header.tenant(), " is not registered"));
   }
   RETURN_IF_ERROR(agent.status());
+  run.agent = *std::move(agent);
   ASSIGN_OR_RETURN(a2apb::Message message, tasks_->HistoryMessage(task_id, delivery.history_seq()));
   // The agent knows the task by its own id (none before its first answer).
-  message.set_task_id(header->agent_task_id());
-  message.set_context_id(header->task().context_id());
+  message.set_task_id(run.header.agent_task_id());
+  message.set_context_id(run.header.task().context_id());
   a2apb::SendMessageRequest request;
   *request.mutable_message() = std::move(message);
 
-  ASSIGN_OR_RETURN(std::unique_ptr<AgentTransport> transport, transports_.For(*agent));
+  ASSIGN_OR_RETURN(run.transport, transports_.For(*run.agent));
   {
     absl::MutexLock lock(&mu_);
     if (!active_) return absl::CancelledError("the gateway is stopping or passive");
@@ -397,125 +463,238 @@ absl::Status A2AGateway::Attempt(const v1::PendingDelivery& delivery,
   // or the stream broke, in the middle of the answer): the agent has it, and may have finished
   // it meanwhile. The message is not sent twice (an agent refuses a message for a task that has
   // ended, and would run it twice otherwise): the attempt resumes the agent's task instead.
+  run.resume = !run.header.agent_task_id().empty() &&
+               run.header.agent_answered_seq() >= delivery.history_seq();
   std::unique_ptr<AgentCall> reader;
-  bool resume =
-      !header->agent_task_id().empty() && header->agent_answered_seq() >= delivery.history_seq();
-  if (resume) {
-    ASSIGN_OR_RETURN(reader, Resume(*header, *agent, *transport, delivery, remaining, &resume));
-    if (resume && reader == nullptr) return absl::OkStatus();  // the task had ended: stored
+  if (run.resume) {
+    ASSIGN_OR_RETURN(reader, Resume(run.header, *run.agent, *run.transport, delivery,
+                                    &run.remaining, &run.resume));
+    if (run.resume && reader == nullptr) return absl::OkStatus();  // the task had ended: stored
   }
-  const absl::Time sent_at = absl::Now();
-  if (!resume) reader = transport->SendStreaming(request, sent_at + options_.stream_timeout);
+  run.follow_up = !run.resume && !run.header.agent_task_id().empty();
+  run.sent_at = absl::Now();
+  if (!run.resume) {
+    reader = run.transport->SendStreaming(request, run.sent_at + options_.stream_timeout);
+  }
+  run.reader = std::move(reader);
+  absl::MutexLock lock(&mu_);
+  calls_.insert(run.reader.get());
+  if (!active_) run.reader->Cancel();  // Stop or SetActive(false) ran before it was registered
+  return absl::OkStatus();
+}
+
+bool A2AGateway::GoOnAsync(const std::shared_ptr<AttemptRun>& run) {
+  // The agent's answer is stored on the transport's thread that completes it, as SendMessage's
+  // acceptance is on gRPC's: only while the store's writes do not block.
+  if (tasks_->store()->WritesMayBlock()) return false;
   {
     absl::MutexLock lock(&mu_);
-    calls_.insert(reader.get());
-    if (!active_) reader->Cancel();  // Stop or SetActive(false) ran before it was registered
+    ++async_attempts_;
   }
-  auto unregister = [&] {
+  {
+    // Armed first: the opening may be whole at once, and then this entry finds nothing to do.
+    absl::MutexLock lock(&linger_mu_);
+    lingering_.emplace_back(run->sent_at + kOpeningLinger, run);
+  }
+  AttemptRun* r = run.get();
+  const bool async = r->reader->WhenOpening(
+      [r](const a2apb::StreamResponse& first) {
+        return OpensQuietly(first, r->header, r->follow_up);
+      },
+      EndsTurn, [this, run] { OpeningArrived(run); });
+  if (!async) {
     absl::MutexLock lock(&mu_);
-    calls_.erase(reader.get());
+    --async_attempts_;
+  }
+  return async;
+}
+
+void A2AGateway::LingerLoop() {
+  absl::MutexLock lock(&linger_mu_);
+  absl::Time last_pass = absl::InfinitePast();
+  while (!linger_stopping_) {
+    auto armed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(linger_mu_) {
+      return !lingering_.empty() || linger_stopping_;
+    };
+    linger_mu_.Await(absl::Condition(&armed));
+    if (linger_stopping_) break;
+    // Passes at most every kLingerPass: the openings due meanwhile are taken together, a little
+    // late, instead of a wake-up for each.
+    const absl::Time due = std::max(lingering_.front().first, last_pass + kLingerPass);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(linger_mu_) { return linger_stopping_; };
+    if (linger_mu_.AwaitWithDeadline(absl::Condition(&stopping), due)) break;
+    last_pass = absl::Now();
+    std::vector<std::weak_ptr<AttemptRun>> passed;
+    while (!lingering_.empty() && lingering_.front().first <= last_pass) {
+      passed.push_back(std::move(lingering_.front().second));
+      lingering_.pop_front();
+    }
+    linger_mu_.Unlock();
+    for (std::weak_ptr<AttemptRun>& weak : passed) {
+      // Most have had their whole opening, or ended, long before: nothing happens then.
+      if (std::shared_ptr<AttemptRun> run = weak.lock()) run->reader->LingerPassed();
+    }
+    linger_mu_.Lock();
+  }
+}
+
+void A2AGateway::OpeningArrived(const std::shared_ptr<AttemptRun>& run) {
+  AttemptRun& r = *run;
+  r.burst.clear();
+  const size_t taken = r.reader->Take(&r.burst, absl::InfinitePast());
+  // The common answer: a whole turn at once (the agent's opening snapshot, if any, and what
+  // follows it up to the event that ends the turn), stored here. Anything else (a turn that
+  // goes on, an opening that came alone) goes on on a delivery thread, which may wait.
+  const bool whole = taken > 0 &&
+                     (r.burst.size() > 1 || !OpensQuietly(r.burst[0], r.header, r.follow_up)) &&
+                     EndsTurn(r.burst.back());
+  if (taken == 0) {
+    // Nothing yet when the linger passed (the thread on the pool waits for the first event, as
+    // TakeOpening does after its linger), or the answer ended with nothing (it finds that).
+    if (ContinueOnPool(run, /*have_burst=*/false)) return;
+    r.reader->Cancel();
+  } else if (!whole) {
+    if (ContinueOnPool(run, /*have_burst=*/true)) return;
+    // Stopping: what came is stored, the rest waits for the next attempt.
+    if (HandleBurst(r)) r.reader->Cancel();
+  } else if (HandleBurst(r)) {
+    // Stored, but the turn goes on after all (the store did not see it end).
+    if (ContinueOnPool(run, /*have_burst=*/false)) return;
+    r.reader->Cancel();
+  }
+  r.reader->WhenFinished([this, run](absl::Status status) {
+    const absl::Status result = FinishAttempt(*run, status);
+    const std::string task_id = run->delivery.task_id();
+    DeliveryEnded(task_id, AttemptEnded(*run, result));
+    absl::MutexLock lock(&mu_);
+    --async_attempts_;  // the gateway may go once this is unlocked: nothing touches it after
+  });
+}
+
+bool A2AGateway::ContinueOnPool(const std::shared_ptr<AttemptRun>& run, bool have_burst) {
+  absl::MutexLock lock(&mu_);
+  // Passive or stopping: the pool is going (JoinActivePart takes it before it waits for the
+  // asynchronous attempts), and nothing more is taken from the agent.
+  if (!active_ || delivery_pool_ == nullptr) return false;
+  delivery_pool_->Schedule([this, run, have_burst] {
+    const absl::Status result = RunBlocking(*run, have_burst);
+    DeliveryEnded(run->delivery.task_id(), AttemptEnded(*run, result));
+  });
+  --async_attempts_;  // a delivery on the pool from here on
+  return true;
+}
+
+absl::Status A2AGateway::RunBlocking(AttemptRun& run, bool have_burst) {
+  AgentCall& reader = *run.reader;
+  auto opens_quietly = [&run](const a2apb::StreamResponse& first) {
+    return OpensQuietly(first, run.header, run.follow_up);
   };
-  std::vector<a2apb::StreamResponse> burst;
-  bool reached_end = false;
-  bool got_any = false;
-  absl::Status apply_error;
-  // On a follow-up turn, agents on the A2A JavaScript SDK (whose executors must publish the task
-  // first on every turn) open the stream with the task as they stored it: still INPUT_REQUIRED
-  // or AUTH_REQUIRED, the state this very message answers. That status is set aside and counts
-  // only if the stream ends cleanly with no other status after it.
-  const bool follow_up = !resume && !header->agent_task_id().empty();
-  std::optional<a2apb::TaskStatus> opening_status;
+  while (!run.reached_end) {
+    if (!have_burst) {
+      run.burst.clear();
+      // The agent's opening snapshot changes nothing a client sees (it names the agent's own
+      // task id): it waits a moment for the events that follow it, up to the one that ends the
+      // turn, to store them together. The transport gathers them while this thread sleeps.
+      const size_t taken = run.got_any
+                               ? reader.Take(&run.burst)
+                               : reader.TakeOpening(&run.burst, run.sent_at + kOpeningLinger,
+                                                    opens_quietly, EndsTurn);
+      if (taken == 0) break;  // the stream ended
+    }
+    have_burst = false;
+    if (!run.got_any && opens_quietly(run.burst[0])) {
+      // The opening came late, or alone: what follows it is gathered here, event by event.
+      const absl::Time until = absl::Now() + kOpeningLinger;
+      while ((run.burst.size() == 1 || !EndsTurn(run.burst.back())) &&
+             run.burst.size() < kMaxBurstEvents && reader.Take(&run.burst, until) > 0) {
+      }
+    }
+    if (!HandleBurst(run)) break;
+  }
+  return FinishAttempt(run, reader.Finish());
+}
+
+bool A2AGateway::HandleBurst(AttemptRun& run) {
   // Every event that waits is stored in one transaction with the others (one durable write),
   // in order, and only then published (StoreBurst). The burst that ends the task (or asks for
   // input) also dequeues the delivery.
-  auto opens_quietly = [&](const a2apb::StreamResponse& first) {
-    return OpensQuietly(first, *header, follow_up);
-  };
-  while (!reached_end) {
-    burst.clear();
-    // The agent's opening snapshot changes nothing a client sees (it names the agent's own task
-    // id): it waits a moment for the events that follow it, up to the one that ends the turn,
-    // to store them together. The transport gathers them while this thread sleeps.
-    const size_t taken =
-        got_any ? reader->Take(&burst)
-                : reader->TakeOpening(&burst, sent_at + kOpeningLinger, opens_quietly, EndsTurn);
-    if (taken == 0) break;  // the stream ended
-    if (!got_any && opens_quietly(burst[0])) {
-      // The opening came late, or alone: what follows it is gathered here, event by event.
-      const absl::Time until = absl::Now() + kOpeningLinger;
-      while ((burst.size() == 1 || !EndsTurn(burst.back())) && burst.size() < kMaxBurstEvents &&
-             reader->Take(&burst, until) > 0) {
-      }
+  size_t valid = 0;
+  absl::Status invalid;
+  for (a2apb::StreamResponse& response : run.burst) {
+    const bool first = !run.got_any;
+    run.got_any = true;
+    if (first && run.follow_up && response.has_task() &&
+        IsInterrupted(response.task().status().state())) {
+      run.opening_status = response.task().status();
+      response.mutable_task()->clear_status();
+    } else if (response.has_status_update() || response.has_message() ||
+               (response.has_task() &&
+                response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
+      run.opening_status.reset();
     }
-    size_t valid = 0;
-    absl::Status invalid;
-    for (a2apb::StreamResponse& response : burst) {
-      const bool first = !got_any;
-      got_any = true;
-      if (first && follow_up && response.has_task() &&
-          IsInterrupted(response.task().status().state())) {
-        opening_status = response.task().status();
-        response.mutable_task()->clear_status();
-      } else if (response.has_status_update() || response.has_message() ||
-                 (response.has_task() &&
-                  response.task().status().state() != a2apb::TASK_STATE_UNSPECIFIED)) {
-        opening_status.reset();
-      }
-      invalid = A2ATasks::CheckAgentUpdate(response);
-      if (!invalid.ok()) break;  // what came before it is still stored
-      ++valid;
+    invalid = A2ATasks::CheckAgentUpdate(response);
+    if (!invalid.ok()) break;  // what came before it is still stored
+    ++valid;
+  }
+  if (valid > 0) {
+    absl::StatusOr<bool> ended =
+        StoreBurst(run.delivery, absl::MakeConstSpan(run.burst.data(), valid), &run.remaining);
+    if (!ended.ok()) {
+      run.apply_error = ended.status();
+      run.reader->Cancel();
+      return false;
     }
-    if (valid > 0) {
-      absl::StatusOr<bool> ended =
-          StoreBurst(delivery, absl::MakeConstSpan(burst.data(), valid), remaining);
-      if (!ended.ok()) {
-        apply_error = ended.status();
-        reader->Cancel();
-        break;
-      }
-      if (*ended) {
-        reached_end = true;
-        reader->Cancel();  // the agent's stream should end here; do not wait for it
-        break;
-      }
-    }
-    if (!invalid.ok()) {
-      apply_error = invalid;
-      reader->Cancel();
-      break;
+    if (*ended) {
+      run.reached_end = true;
+      run.reader->Cancel();  // the agent's stream should end here; do not wait for it
+      return false;
     }
   }
-  const absl::Status status = reader->Finish();
-  unregister();
+  if (!invalid.ok()) {
+    run.apply_error = invalid;
+    run.reader->Cancel();
+    return false;
+  }
+  return true;
+}
+
+absl::Status A2AGateway::FinishAttempt(AttemptRun& run, const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(run.reader.get());
+  }
+  const v1::Agent& agent = *run.agent;
+  const std::string& task_id = run.delivery.task_id();
   // What this call says of the agent's reachability: it answered when anything came back. A
   // call cut short by our own shutdown before any answer says nothing.
-  if (got_any || !absl::IsCancelled(status)) {
-    contacts_->Record(agent->name(), resume ? "read back" : "delivery",
-                      got_any || AgentContacts::Answered(status), status.message());
+  if (run.got_any || !absl::IsCancelled(status)) {
+    contacts_->Record(agent.name(), run.resume ? "read back" : "delivery",
+                      run.got_any || AgentContacts::Answered(status), status.message());
   }
-  if (!apply_error.ok()) return apply_error;
-  if (!got_any && (follow_up || resume) &&
+  if (!run.apply_error.ok()) return run.apply_error;
+  if (!run.got_any && (run.follow_up || run.resume) &&
       a2a_protocol::Reason(status) == a2a_protocol::kTaskNotFound) {
     // The agent no longer knows its own task (it restarted, and kept its tasks in memory): the
     // coordinator still holds the whole task, so the message goes again as a new task at the
     // agent instead of failing a task that nothing is wrong with.
-    RETURN_IF_ERROR(tasks_->ForgetAgentTaskId(task_id, header->agent_task_id()));
-    return absl::UnavailableError(
-        absl::StrCat("agent ", agent->name(), " no longer knows its task ", header->agent_task_id(),
-                     " (it restarted?): the message goes again as a new task at the agent"));
+    RETURN_IF_ERROR(tasks_->ForgetAgentTaskId(task_id, run.header.agent_task_id()));
+    return absl::UnavailableError(absl::StrCat(
+        "agent ", agent.name(), " no longer knows its task ", run.header.agent_task_id(),
+        " (it restarted?): the message goes again as a new task at the agent"));
   }
-  if (status.ok() && !reached_end && opening_status.has_value()) {
+  if (status.ok() && !run.reached_end && run.opening_status.has_value()) {
     // Nothing came after the opening snapshot: it was the agent's answer after all.
     a2apb::StreamResponse update;
-    *update.mutable_task()->mutable_status() = *std::move(opening_status);
-    RETURN_IF_ERROR(StoreBurst(delivery, absl::MakeConstSpan(&update, 1), remaining).status());
+    *update.mutable_task()->mutable_status() = *std::move(run.opening_status);
+    RETURN_IF_ERROR(
+        StoreBurst(run.delivery, absl::MakeConstSpan(&update, 1), &run.remaining).status());
   }
-  if (reached_end || status.ok()) return absl::OkStatus();
-  if (IsRetryable(status.code()) || (resume && !got_any)) {
+  if (run.reached_end || status.ok()) return absl::OkStatus();
+  if (IsRetryable(status.code()) || (run.resume && !run.got_any)) {
     // A subscription refused before any event: the task most likely ended between GetTask and
     // SubscribeToTask (agents refuse to subscribe to an ended task). The next attempt reads it.
-    return absl::UnavailableError(absl::StrCat("agent ", agent->name(), " at ", agent->endpoint(),
-                                               " (", agent->protocol_binding(),
+    return absl::UnavailableError(absl::StrCat("agent ", agent.name(), " at ", agent.endpoint(),
+                                               " (", agent.protocol_binding(),
                                                "): ", status.message()));
   }
   return status;  // the agent's definite answer, its A2A reason kept

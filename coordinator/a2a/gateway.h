@@ -8,10 +8,12 @@
 #define COORDINATOR_A2A_GATEWAY_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -71,8 +73,8 @@ class A2AGateway {
   //
   // SetActive(true) starts the loops; deliveries left queued (by a previous run, another
   // replica, or this one while passive) resume, an agent's half-answered ones read back
-  // (Attempt). SetActive(false) makes the gateway passive and returns once nothing of the active
-  // part runs: in-flight agent calls are cancelled and their messages stay queued, their
+  // (StartAttempt). SetActive(false) makes the gateway passive and returns once nothing of the
+  // active part runs: in-flight agent calls are cancelled and their messages stay queued, their
   // attempts unchanged; a webhook POST in progress ends first (bounded by push_timeout). Either
   // may be called any number of times, in any order; after Stop() neither does anything.
   // While passive, Accepted, Dispatch and Kick start no delivery (the active replica's queue
@@ -116,13 +118,46 @@ class A2AGateway {
   // Joins the loops, then the deliveries (the caller cancelled their calls). Under switch_mu_.
   void JoinActivePart() ABSL_EXCLUSIVE_LOCKS_REQUIRED(switch_mu_);
   void DeliveryLoop();
+  // Delivers one queued message: reads it back from the queue, starts an attempt and, when the
+  // attempt ends (here, or on the transport's threads for one that went on asynchronously),
+  // records its outcome (AttemptEnded) and ends the task's delivery (DeliveryEnded).
   void Deliver(v1::PendingDelivery seen);
   // Records a failed attempt: retried later, or given up and the task FAILED.
   void DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result);
-  // One attempt; OK when the message reached the agent and the agent answered. Sets
-  // `*remaining` to the task's deliveries still queued when this one left the queue in the same
-  // transaction as the agent's answer.
-  absl::Status Attempt(const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining);
+
+  // One attempt is in steps, so that it may wait for the agent on a thread of its own
+  // (RunBlocking) or on none (GoOnAsync: the agent's answer is stored from the transport's
+  // thread that completes it). Its result is OK when the message reached the agent and the agent
+  // answered; `remaining` is the task's deliveries still queued when this one left the queue in
+  // the same transaction as the agent's answer.
+  struct AttemptRun;
+  // Reads the task, the agent and the message and calls the agent (or resumes its task), leaving
+  // the call in run.reader; no call (null) when there is nothing to deliver.
+  absl::Status StartAttempt(AttemptRun& run);
+  // Goes on asynchronously when the transport and the store allow it: true when it does.
+  bool GoOnAsync(const std::shared_ptr<AttemptRun>& run);
+  // The transport's WhenOpening callback: stores a whole turn there and ends the attempt, or
+  // hands what came to a delivery thread (ContinueOnPool).
+  void OpeningArrived(const std::shared_ptr<AttemptRun>& run);
+  // Runs the rest of an asynchronous attempt on the delivery pool; false when the gateway is
+  // passive or stopping (nothing then).
+  bool ContinueOnPool(const std::shared_ptr<AttemptRun>& run, bool have_burst);
+  // Takes and stores the agent's answer burst by burst on this thread, waiting for it, then
+  // finishes the call. `have_burst`: run.burst holds one taken and not yet handled.
+  absl::Status RunBlocking(AttemptRun& run, bool have_burst);
+  // Checks and stores run.burst (StoreBurst). False when the attempt reads no more: the turn
+  // ended, or an error (run.apply_error); the call is then cancelled.
+  bool HandleBurst(AttemptRun& run);
+  // The attempt's result, from what it stored and how the call ended (`status`).
+  absl::Status FinishAttempt(AttemptRun& run, const absl::Status& status);
+  // Counts, dequeues or fails the delivery after its attempt; whether the queue scan should
+  // look again.
+  bool AttemptEnded(AttemptRun& run, const absl::Status& result);
+  // The task's delivery is no longer in flight.
+  void DeliveryEnded(const std::string& task_id, bool rescan);
+  // The timer of the asynchronous attempts' openings (AgentCall::LingerPassed), one thread for
+  // all of them; runs with the active part.
+  void LingerLoop();
   // An attempt at a message the agent has already answered (header.agent_answered_seq): reads
   // the agent's task back. Ended or interrupted: stores it as the answer (dequeuing the
   // delivery, setting `*remaining`) and returns null. Still running: returns the subscription
@@ -135,7 +170,7 @@ class A2AGateway {
       const v1::PendingDelivery& delivery, std::optional<int64_t>* remaining, bool* resumed);
   // Stores a burst of the agent's answer to `delivery` (A2ATasks::ApplyAgentBurst, which
   // publishes it), dequeuing the delivery when the burst ends the turn; then sets `*remaining`
-  // as Attempt does. Whether the task is final or interrupted afterwards.
+  // as an attempt does. Whether the task is final or interrupted afterwards.
   absl::StatusOr<bool> StoreBurst(const v1::PendingDelivery& delivery,
                                   absl::Span<const a2apb::StreamResponse> burst,
                                   std::optional<int64_t>* remaining);
@@ -170,6 +205,15 @@ class A2AGateway {
   absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
   // The agent calls in flight, cancelled by Stop.
   absl::flat_hash_set<AgentCall*> calls_ ABSL_GUARDED_BY(mu_);
+  // Attempts going on asynchronously (not on the pool): JoinActivePart waits for them.
+  int async_attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  // Openings of asynchronous attempts by the time their linger passes; one constant linger, so
+  // in the order they were armed. Taken after mu_ when both are held.
+  absl::Mutex linger_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::deque<std::pair<absl::Time, std::weak_ptr<AttemptRun>>> lingering_
+      ABSL_GUARDED_BY(linger_mu_);
+  bool linger_stopping_ ABSL_GUARDED_BY(linger_mu_) = false;
+  std::thread linger_thread_ ABSL_GUARDED_BY(switch_mu_);
   AgentTransports transports_;
   // After transports_: its probes use them, and Stop ends the probes first.
   std::unique_ptr<AgentContacts> contacts_;

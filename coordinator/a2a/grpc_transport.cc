@@ -1,6 +1,8 @@
 #include "coordinator/a2a/grpc_transport.h"
 
 #include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -50,6 +52,8 @@ class GrpcAgentCall final : public AgentCall,
       reads_ended_ = true;
       return;
     }
+    absl::AnyInvocable<void() &&> ready;  // WhenOpening's, once the opening is whole
+    bool paused = false;
     {
       absl::MutexLock lock(&mu_);
       got_any_ = true;
@@ -59,17 +63,26 @@ class GrpcAgentCall final : public AgentCall,
         // for, would never come). The reads end when the call does.
       } else {
         queue_.push_back(std::move(incoming_));
+        if (opening_ready_ != nullptr && OpeningComplete(queue_, holds_, ends_)) {
+          ready = std::move(opening_ready_);
+          opening_ready_ = nullptr;
+        }
         if (queue_.size() >= kMaxBurstEvents) {
           // Take() reads on. The hold keeps gRPC from ending the call (OnDone) while no read is
           // pending, so that Take() may still start one; Take() or Finish() removes it.
           paused_ = true;
+          paused = true;
           AddHold();
-          return;
         }
       }
     }
-    incoming_.Clear();
-    StartRead(&incoming_);
+    if (!paused) {
+      incoming_.Clear();
+      StartRead(&incoming_);
+    }
+    // Last: it may take the events, store them and end the call (gRPC holds the call until
+    // this reaction returns).
+    if (ready != nullptr) std::move(ready)();
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -128,6 +141,52 @@ class GrpcAgentCall final : public AgentCall,
     return Take(out, absl::InfiniteFuture());
   }
 
+  bool WhenOpening(std::function<bool(const a2apb::StreamResponse&)> holds,
+                   std::function<bool(const a2apb::StreamResponse&)> ends,
+                   absl::AnyInvocable<void() &&> ready) override {
+    {
+      absl::MutexLock lock(&mu_);
+      holds_ = std::move(holds);
+      ends_ = std::move(ends);
+      if (!done_ && !OpeningComplete(queue_, holds_, ends_)) {
+        opening_ready_ = std::move(ready);
+        return true;
+      }
+    }
+    std::move(ready)();
+    return true;
+  }
+
+  void LingerPassed() override {
+    absl::AnyInvocable<void() &&> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      ready = std::move(opening_ready_);
+      opening_ready_ = nullptr;
+    }
+    if (ready != nullptr) std::move(ready)();
+  }
+
+  void WhenFinished(absl::AnyInvocable<void(absl::Status) &&> done) override {
+    bool release;
+    bool ended;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      release = paused_;
+      paused_ = false;
+      finishing_ = true;  // as in Finish()
+      ended = done_;
+      if (ended) {
+        status = status_;
+      } else {
+        finished_ready_ = std::move(done);  // End() runs it
+      }
+    }
+    if (release) RemoveHold();  // may end the call, and End() run `done`, on this thread
+    if (ended) std::move(done)(a2a_protocol::FromGrpcStatus(status));
+  }
+
   void Cancel() override {
     bool ended;
     grpc::ClientContext* unary;
@@ -177,12 +236,24 @@ class GrpcAgentCall final : public AgentCall,
   }
 
   void End(const grpc::Status& status) {
+    absl::AnyInvocable<void() &&> ready;
+    absl::AnyInvocable<void(absl::Status) &&> finished;
     {
       absl::MutexLock lock(&mu_);
       status_ = status;
       done_ = true;
+      ready = std::move(opening_ready_);
+      opening_ready_ = nullptr;
+      finished = std::move(finished_ready_);
+      finished_ready_ = nullptr;
     }
-    finished_.Notify();  // the last touch of this object by gRPC's threads
+    finished_.Notify();
+    // The last touches of this object by gRPC's threads: either may destroy it.
+    if (ready != nullptr) {
+      std::move(ready)();
+    } else if (finished != nullptr) {
+      std::move(finished)(a2a_protocol::FromGrpcStatus(status));
+    }
   }
 
   std::unique_ptr<a2apb::A2AService::Stub> stub_;
@@ -206,6 +277,11 @@ class GrpcAgentCall final : public AgentCall,
   bool reads_ended_ ABSL_GUARDED_BY(mu_) = false;  // OnReadDone(false): no more events come
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Notification finished_;
+  // WhenOpening's and WhenFinished's callbacks, each run once (taken under mu_).
+  std::function<bool(const a2apb::StreamResponse&)> holds_ ABSL_GUARDED_BY(mu_);
+  std::function<bool(const a2apb::StreamResponse&)> ends_ ABSL_GUARDED_BY(mu_);
+  absl::AnyInvocable<void() &&> opening_ready_ ABSL_GUARDED_BY(mu_);
+  absl::AnyInvocable<void(absl::Status) &&> finished_ready_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -220,5 +220,91 @@ TEST_F(GrpcTransportTest, AnAgentWithoutStreamingGetsTheUnaryCall) {
   (void)cancelled->Finish();
 }
 
+// The asynchronous opening: `ready` runs once the turn is whole, on gRPC's thread, with the taker
+// asleep nowhere; WhenFinished then gives how the call ended.
+TEST_F(GrpcTransportTest, WhenOpeningRunsOnceTheTurnIsWholeAndWhenFinishedEndsTheCall) {
+  Serve(std::make_unique<ScriptedAgent>(
+      std::vector<a2apb::StreamResponse>{Opening()},
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING),
+                                         Status(a2apb::TASK_STATE_COMPLETED)}));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  absl::Notification ready;
+  ASSERT_TRUE(call->WhenOpening(Holds, Ends, [&] {
+    call->Take(&burst, absl::InfinitePast());
+    ready.Notify();
+  }));
+  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(200));  // the opening has arrived by now, most likely
+  EXPECT_FALSE(ready.HasBeenNotified()) << "the opening came back without the events after it";
+  agent_->Open();
+  ASSERT_TRUE(ready.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_EQ(burst.size(), 3u);
+  EXPECT_TRUE(burst[0].has_task());
+  EXPECT_TRUE(Ends(burst[2]));
+  absl::Notification finished;
+  absl::Status status = absl::UnknownError("not finished");
+  call->WhenFinished([&](absl::Status s) {
+    status = std::move(s);
+    finished.Notify();
+  });
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+// The caller's timer says the linger passed: `ready` runs there and then, with what waits, and
+// only once.
+TEST_F(GrpcTransportTest, LingerPassedRunsTheOpeningOnce) {
+  Serve(std::make_unique<ScriptedAgent>(
+      std::vector<a2apb::StreamResponse>{Opening()},
+      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_COMPLETED)}));
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  int runs = 0;
+  ASSERT_TRUE(call->WhenOpening(Holds, Ends, [&] {
+    ++runs;
+    call->Take(&burst, absl::InfinitePast());
+  }));
+  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
+  call->LingerPassed();
+  EXPECT_EQ(runs, 1);
+  call->LingerPassed();
+  EXPECT_EQ(runs, 1);
+  agent_->Open();
+  while (burst.empty() || !Ends(burst.back())) ASSERT_GT(call->Take(&burst), 0u);
+  EXPECT_TRUE(burst[0].has_task());
+  absl::Notification finished;
+  call->WhenFinished([&](absl::Status s) {
+    EXPECT_TRUE(s.ok()) << s;
+    finished.Notify();
+  });
+  EXPECT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(30)));
+}
+
+// An answer that ends after its opening completes the opening; WhenFinished on a call that has
+// ended runs at once, on the caller's thread.
+TEST_F(GrpcTransportTest, WhenFinishedOnAnEndedCallRunsAtOnce) {
+  Serve(std::make_unique<ScriptedAgent>(std::vector<a2apb::StreamResponse>{Opening()},
+                                        std::vector<a2apb::StreamResponse>{}));
+  agent_->Open();
+  std::unique_ptr<AgentCall> call = Send();
+  std::vector<a2apb::StreamResponse> burst;
+  absl::Notification ready;
+  ASSERT_TRUE(call->WhenOpening(Holds, Ends, [&] {
+    call->Take(&burst, absl::InfinitePast());
+    ready.Notify();
+  }));
+  ASSERT_TRUE(ready.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  ASSERT_EQ(burst.size(), 1u);
+  EXPECT_TRUE(burst[0].has_task());
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  call->WhenFinished([&](absl::Status s) {
+    EXPECT_TRUE(s.ok()) << s;
+    ran_on = std::this_thread::get_id();
+  });
+  EXPECT_EQ(ran_on, caller);
+}
+
 }  // namespace
 }  // namespace coordinator
