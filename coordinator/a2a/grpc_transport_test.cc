@@ -111,6 +111,23 @@ class GrpcTransportTest : public testing::Test {
         NewAgentChannel("127.0.0.1:" + std::to_string(port)), "");
   }
 
+  // An agent that opens with its snapshot, waits for the gate, then works and completes.
+  void ServeOpeningThenTurn() {
+    Serve(std::make_unique<ScriptedAgent>(
+        std::vector<a2apb::StreamResponse>{Opening()},
+        std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING),
+                                           Status(a2apb::TASK_STATE_COMPLETED)}));
+  }
+
+  // WhenOpening whose callback takes what waits into `burst`, then notifies `ready`.
+  static bool TakeWhenOpened(AgentCall& call, std::vector<a2apb::StreamResponse>* burst,
+                             absl::Notification* ready) {
+    return call.WhenOpening(Holds, Ends, [&call, burst, ready] {
+      call.Take(burst, absl::InfinitePast());
+      ready->Notify();
+    });
+  }
+
   void TearDown() override {
     if (agent_ != nullptr) agent_->Open();
     if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
@@ -132,10 +149,7 @@ class GrpcTransportTest : public testing::Test {
 // An opening that holds waits, with the taker asleep, for the events after it up to the one
 // that ends the turn, and comes back with all of them in one burst.
 TEST_F(GrpcTransportTest, AnOpeningWaitsForTheEventsUpToTheEndOfTheTurn) {
-  Serve(std::make_unique<ScriptedAgent>(
-      std::vector<a2apb::StreamResponse>{Opening()},
-      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING),
-                                         Status(a2apb::TASK_STATE_COMPLETED)}));
+  ServeOpeningThenTurn();
   std::unique_ptr<AgentCall> call = Send();
   std::vector<a2apb::StreamResponse> burst;
   std::atomic<bool> returned{false};
@@ -223,17 +237,11 @@ TEST_F(GrpcTransportTest, AnAgentWithoutStreamingGetsTheUnaryCall) {
 // The asynchronous opening: `ready` runs once the turn is whole, on gRPC's thread, with the taker
 // asleep nowhere; WhenFinished then gives how the call ended.
 TEST_F(GrpcTransportTest, WhenOpeningRunsOnceTheTurnIsWholeAndWhenFinishedEndsTheCall) {
-  Serve(std::make_unique<ScriptedAgent>(
-      std::vector<a2apb::StreamResponse>{Opening()},
-      std::vector<a2apb::StreamResponse>{Status(a2apb::TASK_STATE_WORKING),
-                                         Status(a2apb::TASK_STATE_COMPLETED)}));
+  ServeOpeningThenTurn();
   std::unique_ptr<AgentCall> call = Send();
   std::vector<a2apb::StreamResponse> burst;
   absl::Notification ready;
-  ASSERT_TRUE(call->WhenOpening(Holds, Ends, [&] {
-    call->Take(&burst, absl::InfinitePast());
-    ready.Notify();
-  }));
+  ASSERT_TRUE(TakeWhenOpened(*call, &burst, &ready));
   ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
   absl::SleepFor(absl::Milliseconds(200));  // the opening has arrived by now, most likely
   EXPECT_FALSE(ready.HasBeenNotified()) << "the opening came back without the events after it";
@@ -290,10 +298,7 @@ TEST_F(GrpcTransportTest, WhenFinishedOnAnEndedCallRunsAtOnce) {
   std::unique_ptr<AgentCall> call = Send();
   std::vector<a2apb::StreamResponse> burst;
   absl::Notification ready;
-  ASSERT_TRUE(call->WhenOpening(Holds, Ends, [&] {
-    call->Take(&burst, absl::InfinitePast());
-    ready.Notify();
-  }));
+  ASSERT_TRUE(TakeWhenOpened(*call, &burst, &ready));
   ASSERT_TRUE(ready.WaitForNotificationWithTimeout(absl::Seconds(30)));
   ASSERT_EQ(burst.size(), 1u);
   EXPECT_TRUE(burst[0].has_task());
