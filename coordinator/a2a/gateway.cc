@@ -344,6 +344,11 @@ struct A2AGateway::AttemptRun {
   bool reached_end = false;
   absl::Status apply_error;
   std::optional<int64_t> remaining;
+
+  // Whether `first`, the first event of this attempt's answer, is the agent's quiet opening.
+  bool OpensQuietly(const a2apb::StreamResponse& first) const {
+    return coordinator::OpensQuietly(first, header, follow_up);
+  }
 };
 
 void A2AGateway::Deliver(v1::PendingDelivery seen) {
@@ -498,10 +503,8 @@ bool A2AGateway::GoOnAsync(const std::shared_ptr<AttemptRun>& run) {
   }
   AttemptRun* r = run.get();
   const bool async = r->reader->WhenOpening(
-      [r](const a2apb::StreamResponse& first) {
-        return OpensQuietly(first, r->header, r->follow_up);
-      },
-      EndsTurn, [this, run] { OpeningArrived(run); });
+      [r](const a2apb::StreamResponse& first) { return r->OpensQuietly(first); }, EndsTurn,
+      [this, run] { OpeningArrived(run); });
   if (!async) {
     absl::MutexLock lock(&mu_);
     --async_attempts_;
@@ -545,9 +548,8 @@ void A2AGateway::OpeningArrived(const std::shared_ptr<AttemptRun>& run) {
   // The common answer: a whole turn at once (the agent's opening snapshot, if any, and what
   // follows it up to the event that ends the turn), stored here. Anything else (a turn that
   // goes on, an opening that came alone) goes on on a delivery thread, which may wait.
-  const bool whole = taken > 0 &&
-                     (r.burst.size() > 1 || !OpensQuietly(r.burst[0], r.header, r.follow_up)) &&
-                     EndsTurn(r.burst.back());
+  const bool whole =
+      taken > 0 && (r.burst.size() > 1 || !r.OpensQuietly(r.burst[0])) && EndsTurn(r.burst.back());
   if (taken == 0) {
     // Nothing yet when the linger passed (the thread on the pool waits for the first event, as
     // TakeOpening does after its linger), or the answer ended with nothing (it finds that).
@@ -564,8 +566,7 @@ void A2AGateway::OpeningArrived(const std::shared_ptr<AttemptRun>& run) {
   }
   r.reader->WhenFinished([this, run](absl::Status status) {
     const absl::Status result = FinishAttempt(*run, status);
-    const std::string task_id = run->delivery.task_id();
-    DeliveryEnded(task_id, AttemptEnded(*run, result));
+    DeliveryEnded(run->delivery.task_id(), AttemptEnded(*run, result));
     absl::MutexLock lock(&mu_);
     --async_attempts_;  // the gateway may go once this is unlocked: nothing touches it after
   });
@@ -587,7 +588,7 @@ bool A2AGateway::ContinueOnPool(const std::shared_ptr<AttemptRun>& run, bool hav
 absl::Status A2AGateway::RunBlocking(AttemptRun& run, bool have_burst) {
   AgentCall& reader = *run.reader;
   auto opens_quietly = [&run](const a2apb::StreamResponse& first) {
-    return OpensQuietly(first, run.header, run.follow_up);
+    return run.OpensQuietly(first);
   };
   while (!run.reached_end) {
     if (!have_burst) {

@@ -115,7 +115,8 @@ class A2AGateway {
   [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request) const;
 
  private:
-  // Joins the loops, then the deliveries (the caller cancelled their calls). Under switch_mu_.
+  // Joins the loops, then the deliveries on the pool, waits for the asynchronous ones, and joins
+  // their linger timer (the caller cancelled their calls). Under switch_mu_.
   void JoinActivePart() ABSL_EXCLUSIVE_LOCKS_REQUIRED(switch_mu_);
   void DeliveryLoop();
   // Delivers one queued message: reads it back from the queue, starts an attempt and, when the
