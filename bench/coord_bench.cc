@@ -14,6 +14,7 @@
 //   append   W3 at a fixed size: --history messages are appended first
 //   get      W4: get-context at random among --contexts contexts (created over RPCs unless
 //                --create=false, e.g. after bench_bulk_load)
+//   ping     the floor: grpc.health.v1.Health/Check of the whole server (SERVING or a failure)
 //   a2a      W5: blocking SendMessage to --tenant (empty: the target is the agent itself);
 //            with --binding=jsonrpc, a SendMessage JSON-RPC call POSTed to --url instead (one
 //            thread and keep-alive connection per stream; --target and --tenant are unused)
@@ -40,7 +41,8 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
-ABSL_FLAG(std::string, workload, "fail", "fail | attempt | history | append | get | a2a | serving");
+ABSL_FLAG(std::string, workload, "fail",
+          "fail | attempt | history | append | get | ping | a2a | serving");
 ABSL_FLAG(std::string, concurrency, "1,16,64", "comma-separated stream counts");
 ABSL_FLAG(int, channels, 4, "gRPC channels (connections) the streams are spread over");
 ABSL_FLAG(double, warmup_seconds, 1, "warm-up before each measurement");
@@ -212,7 +214,7 @@ bool RunServing() {
 int main(int argc, char** argv) {
   common::SkipMutexDeadlockGraph();
   absl::SetProgramUsageMessage(
-      "coord_bench --target=HOST:PORT --workload=fail|attempt|history|append|get|a2a|serving");
+      "coord_bench --target=HOST:PORT --workload=fail|attempt|history|append|get|ping|a2a|serving");
   absl::ParseCommandLine(argc, argv);
   std::vector<int64_t> concurrencies;
   if (!ParseList(absl::GetFlag(FLAGS_concurrency), &concurrencies)) {
@@ -291,6 +293,8 @@ int main(int argc, char** argv) {
     }
     ok = RunConcurrencies(workload, absl::StrFormat("\"contexts\":%d,", n), concurrencies,
                           bench::GetContextWorkload(stubs, run, n));
+  } else if (workload == "ping") {
+    ok = RunConcurrencies(workload, "", concurrencies, bench::PingWorkload(stubs));
   } else if (workload == "a2a") {
     const std::string label = absl::GetFlag(FLAGS_label);
     ok = RunConcurrencies(

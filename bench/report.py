@@ -143,6 +143,8 @@ def render(path, out_dir, baseline=None):
     js = res.series("a2a", label="js_sdk")
     js_pg = res.series("a2a", label="js_sdk_pg")
     w5_rpc = res.series("a2a", label="gateway_jsonrpc")
+    ping = res.series("ping", system="coordinator")
+    w5_tmpfs = res.series("a2a", label="gateway_tmpfs")
     js_rpc = res.series("a2a", label="js_sdk_jsonrpc")
     pg = res.find("postgres") or {}
     redis = {t: res.series(f"redis_{t}") for t in ("incr", "rpush", "hset", "get")}
@@ -187,15 +189,18 @@ def render(path, out_dir, baseline=None):
     def target(name, value_text, met, detail=""):
         targets.append((name, value_text, met, detail))
 
-    def thr(series, c):
-        r = series.get(c)
-        return r["throughput"] if r else None
+    def floor(series, peer, c, what):
+        """' (what: x)': the floor's ratio against the same peer, shown beside a target."""
+        if series.get(c) and peer.get(c) and peer[c]["throughput"]:
+            return f" ({what}: {series[c]['throughput'] / peer[c]['throughput']:.2f}x)"
+        return ""
 
     # Issue 16's targets.
     w1_64, incr_64 = w1.get(64), redis["incr"].get(64)
     if w1_64 and incr_64:
         rr = w1_64["throughput"] / incr_64["throughput"]
-        target("W1 @64 >= 0.5x Redis INCR @64 (appendfsync always)", f"{rr:.2f}x", rr >= 0.5)
+        target("W1 @64 >= 0.5x Redis INCR @64 (appendfsync always)",
+               f"{rr:.2f}x" + floor(ping, redis["incr"], 64, "a health check"), rr >= 0.5)
     if w1_64:
         target("W1 @64 p99 <= 10 ms", f"{ms(w1_64['p99_us'])} ms", w1_64["p99_us"] <= 10000)
     w1_1 = w1.get(1)
@@ -213,8 +218,8 @@ def render(path, out_dir, baseline=None):
     for c in (16, 64):
         if w5.get(c) and js.get(c) and js[c]["throughput"]:
             rr = w5[c]["throughput"] / js[c]["throughput"]
-            target(f"W5 @{c} >= 1.5x the JavaScript SDK's in-memory server", f"{rr:.2f}x",
-                   rr >= 1.5)
+            target(f"W5 @{c} >= 1.5x the JavaScript SDK's in-memory server",
+                   f"{rr:.2f}x" + floor(w5_tmpfs, js, c, "data on tmpfs"), rr >= 1.5)
     for c in (16, 64):
         if w5.get(c) and js_pg.get(c) and js_pg[c]["throughput"]:
             rr = w5[c]["throughput"] / js_pg[c]["throughput"]
@@ -222,8 +227,12 @@ def render(path, out_dir, baseline=None):
     for c in (16, 64):
         if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
             cost = 1 - w5[c]["throughput"] / direct[c]["throughput"]
+            tmpfs_text = ""
+            if w5_tmpfs.get(c):
+                tmpfs_text = (" (data on tmpfs: "
+                              f"{(1 - w5_tmpfs[c]['throughput'] / direct[c]['throughput']) * 100:.0f}%)")
             target(f"W5 @{c}: the gateway costs <= 60% of direct throughput",
-                   f"{cost * 100:.0f}%", cost <= 0.6)
+                   f"{cost * 100:.0f}%" + tmpfs_text, cost <= 0.6)
     if len(points) >= 2:
         rr = points[-1]["p50_us"] / points[0]["p50_us"]
         target(f"W3 p50 @{points[-1]['history']:,} <= 1.2x p50 @{points[0]['history']:,} messages",
@@ -363,6 +372,35 @@ def render(path, out_dir, baseline=None):
                 "(`coord_bench --binding=jsonrpc`: one thread and one cpp-httplib connection per "
                 "stream, TCP_NODELAY), to the coordinator's `/agents/echo` and to "
                 "`tests/interop/js_rpc_agent.mjs` (`jsonRpcHandler` on Express).")
+
+    if ping or w5_tmpfs:
+        md += ["## Floors", "",
+               "What the targets' misses are measured against, in the same run: the cheapest call "
+               "the coordinator answers, and the gateway with the disk taken away.", ""]
+    if ping:
+        md += table("A health check: the cheapest call", "coordinator grpc.health.v1.Health/Check",
+                    ping,
+                    [("Redis INCR (appendfsync always)", redis["incr"]),
+                     ("Redis GET", redis["get"]),
+                     ("coordinator RecordFailure (W1)", w1),
+                     ("coordinator GetContext (W4)", w4)],
+                    "`coord_bench --workload=ping` on W1's coordinator after W1: the same load "
+                    "generator, transport and interceptors as every workload, then a status read "
+                    "and no storage. Its ratio against Redis INCR bounds what any durable call "
+                    "could reach against it on this machine with this client; the distance to "
+                    "W1 is what storing costs.")
+    if w5_tmpfs:
+        md += table("W5 with the data on tmpfs: the gateway without the disk",
+                    "coordinator gateway -> echo_agent, data dir on tmpfs", w5_tmpfs,
+                    [("A2A JavaScript SDK gRPC server, in-memory task store", js),
+                     ("echo_agent called directly (no coordinator)", direct),
+                     ("coordinator gateway -> echo_agent (durable, W5)", w5)],
+                    "The same gateway, agent and load as W5 with the coordinator's data dir on "
+                    "`/dev/shm`, where a WAL sync returns at once: every transaction, commit and "
+                    "completion still runs, only the disk's wait and work are gone (so nothing "
+                    "survives a power loss: a floor, not a mode to run). Its ratio against the "
+                    "JavaScript SDK bounds what W5 could reach against it by making the disk "
+                    "cheaper.")
 
     etcd_w1 = res.series("fail", system="coordinator_etcd")
     if etcd_w1:

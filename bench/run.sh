@@ -2,8 +2,9 @@
 # The benchmarks of issue 7, side by side in one run (`make bench`): builds what it needs, runs
 # every coordinator workload (W1-W5) and every peer (Redis with appendfsync always, the A2A
 # JavaScript SDK's gRPC server in memory and on PostgreSQL 15 with synchronous_commit=on, its
-# Express JSON-RPC server, the shell+jq and Python JSON-file approaches), the resource figures
-# and the disk's fsync latency, then writes bench/RESULTS.md and bench/throughput.png
+# Express JSON-RPC server, the shell+jq and Python JSON-file approaches), the floors (a health
+# check, the cheapest call; the gateway with its data on tmpfs), the resource figures and the
+# disk's fsync latency, then writes bench/RESULTS.md and bench/throughput.png
 # (bench/report.py, gnuplot).
 #
 #   bench/run.sh                       BUILD_DIR=build by default
@@ -73,9 +74,11 @@ pids=()
 # stop_pid <pid>: tests/lib.sh's stop_pids, for one.
 stop_pid() { stop_pids "$1"; }
 pg_data=""  # set while the PostgreSQL cluster may run: cleanup stops it (pg_ctl, by its pid file)
+shm_dirs=()  # data dirs on tmpfs, outside $work
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  if [ "${#shm_dirs[@]}" -gt 0 ]; then rm -rf "${shm_dirs[@]}"; fi
   if [ -d "$work/etcd" ]; then "$root/tests/etcd_cluster.sh" stop "$work/etcd" || true; fi
   if [ -n "$pg_data" ] && [ -f "$pg_data/postmaster.pid" ]; then
     as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w stop >/dev/null 2>&1 || true
@@ -126,6 +129,10 @@ if want w1; then
 log "W1 record-failure on distinct tasks"
 start_coordinator w1
 bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator
+# The floor of every call: a health check passes the same transport and interceptors, then
+# only reads a status (no storage).
+log "the floor: grpc.health.v1.Health/Check"
+bench --workload=ping --concurrency="$concurrencies" | record coordinator
 stop_coordinator
 fi
 
@@ -200,6 +207,28 @@ js_rpc_url="$(wait_for "$work/js_rpc_agent.log" 'listening on http://127\.0\.0\.
 stop_pid "$js_rpc_pid"
 stop_pid "$echo_pid"
 stop_coordinator
+
+# The same gateway with its data dir on tmpfs, where a WAL sync costs nothing (and protects
+# nothing): what the gateway costs without the disk. Skipped when /dev/shm is not a tmpfs.
+if [ "$(df -T /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')" = tmpfs ]; then
+  log "W5 through the gateway with the data on tmpfs (no disk)"
+  shm="$(mktemp -d /dev/shm/coordinator-bench.XXXXXX)"
+  shm_dirs+=("$shm")
+  start_coordinator w5_tmpfs --data_dir="$shm/data"
+  "$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
+    >"$work/echo_agent_tmpfs.log" 2>&1 &
+  echo_pid=$!
+  pids+=("$echo_pid")
+  wait_for "$work/echo_agent_tmpfs.log" 'registered with the coordinator' "$echo_pid" \
+    "echo_agent (tmpfs)" >/dev/null
+  a2a_bench --target="$coord_addr" --tenant=echo --label=gateway_tmpfs --cpu_pid="$coord_pid" |
+    record coordinator
+  stop_pid "$echo_pid"
+  stop_coordinator
+  rm -rf "$shm"
+else
+  log "W5 on tmpfs skipped: /dev/shm is not a tmpfs"
+fi
 
 log "W5 the JS SDK on PostgreSQL (synchronous_commit=on)"
 # A throwaway cluster in the work dir: trust on loopback only, durable settings stated.

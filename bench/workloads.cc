@@ -93,6 +93,7 @@ Stubs::Stubs(const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
     conversations.push_back(v1::ConversationService::NewStub(c));
     tasks.push_back(v1::TaskStateService::NewStub(c));
     a2a.push_back(a2apb::A2AService::NewStub(c));
+    health.push_back(grpc::health::v1::Health::NewStub(c));
   }
 }
 
@@ -236,6 +237,25 @@ IssueFn GetContextWorkload(Stubs& stubs, std::string prefix, int64_t n) {
           stub->async()->GetContext(ctx, req, resp, std::move(cb));
         },
         AcceptAll<v1::TaskContext>, std::move(done));
+  };
+}
+
+IssueFn PingWorkload(Stubs& stubs) {
+  return [&stubs](int stream, int64_t, Done done) {
+    auto* stub = Pick(stubs.health, stream);
+    Issue<grpc::health::v1::HealthCheckRequest, grpc::health::v1::HealthCheckResponse>(
+        grpc::health::v1::HealthCheckRequest(),
+        [stub](auto* ctx, auto* req, auto* resp, auto cb) {
+          stub->async()->Check(ctx, req, resp, std::move(cb));
+        },
+        [](const grpc::health::v1::HealthCheckResponse& r) {
+          return r.status() == grpc::health::v1::HealthCheckResponse::SERVING
+                     ? grpc::Status::OK
+                     : grpc::Status(
+                           grpc::StatusCode::UNAVAILABLE,
+                           absl::StrCat("the server is not serving: ", r.ShortDebugString()));
+        },
+        std::move(done));
   };
 }
 

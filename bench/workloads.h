@@ -7,6 +7,7 @@
 //   W2 IncrementAttemptWorkload contention: increment-attempt on one task
 //   W3 AppendMessageWorkload   history growth: append to one conversation
 //   W4 GetContextWorkload      read: get-context at random among N contexts
+//   PingWorkload               the floor: a health check, the cheapest call the server answers
 //   W5 SendMessageWorkload     A2A: SendMessage (blocking) to an agent that completes at once
 //      JsonRpcSendMessageWorkload the same over the JSON-RPC binding (HTTP POST, keep-alive)
 #ifndef BENCH_WORKLOADS_H_
@@ -24,6 +25,7 @@
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace bench {
 
@@ -35,6 +37,7 @@ struct Stubs {
   std::vector<std::unique_ptr<coordinator::v1::ConversationService::Stub>> conversations;
   std::vector<std::unique_ptr<coordinator::v1::TaskStateService::Stub>> tasks;
   std::vector<std::unique_ptr<lf::a2a::v1::A2AService::Stub>> a2a;
+  std::vector<std::unique_ptr<grpc::health::v1::Health::Stub>> health;
 };
 
 // Runs `issue` for seq = 0..count-1 over `concurrency` streams (set-up work, not measured).
@@ -65,6 +68,11 @@ IssueFn CreateContextWorkload(Stubs& stubs, std::string prefix);
 
 // W4: GetContext of BenchContextId(prefix, i), i uniform in [0, n).
 IssueFn GetContextWorkload(Stubs& stubs, std::string prefix, int64_t n);
+
+// The floor of every workload above: grpc.health.v1.Health/Check of the whole server, which
+// passes the same transport and interceptors as any call and then only reads a status. A call
+// succeeds only when the answer is SERVING.
+IssueFn PingWorkload(Stubs& stubs);
 
 // W5: a blocking SendMessage of a new task to `tenant` (empty: the server is the agent itself)
 // with `a2a-version: 1.0`. A call succeeds only when the answer is a COMPLETED task.

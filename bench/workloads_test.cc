@@ -104,6 +104,12 @@ TEST_F(WorkloadsTest, GetContextAmongCreatedOnes) {
   EXPECT_GT(r.calls, 0);
 }
 
+TEST_F(WorkloadsTest, PingIsTheHealthCheck) {
+  LoadResult r = RunLoad(OneSecondAtTwo(), PingWorkload(*stubs_));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.calls, 0);
+}
+
 // The load generator is honest: calls that fail are counted, not timed as successes.
 TEST_F(WorkloadsTest, FailedCallsAreCountedAsErrors) {
   LoadResult r = RunLoad(OneSecondAtTwo(), GetContextWorkload(*stubs_, "missing", 100));
@@ -212,7 +218,7 @@ TEST(ParseHttpUrlTest, SplitsHostPortAndPath) {
 }
 
 TEST(ParseHttpUrlTest, RefusesMalformedUrls) {
-  for (const std::string& url :
+  for (const char* url :
        {"", "127.0.0.1:8080/agents/echo", "https://127.0.0.1/", "http://", "http:///path",
         "http://127.0.0.1:/", "http://127.0.0.1:0/", "http://127.0.0.1:65536/",
         "http://127.0.0.1:80x/", "http://[::1]:80/", "http://u@127.0.0.1/", "http://h/p?q=1"}) {
