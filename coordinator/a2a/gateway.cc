@@ -508,8 +508,15 @@ bool A2AGateway::GoOnAsync(const std::shared_ptr<AttemptRun>& run) {
   if (!async) {
     absl::MutexLock lock(&mu_);
     --async_attempts_;
+    return false;
   }
-  return async;
+  // The timer may have passed this entry before the callback above was registered (a loaded
+  // machine can take the linger's 20 ms between sending and here), and found nothing to run:
+  // then no one else would, and an opening that does not end the turn (a long-running agent's
+  // first event) would wait unstored until the turn ends, its agent task id unknown to a
+  // CancelTask meanwhile. So the linger passes here too once due; the callback runs once.
+  if (absl::Now() >= r->sent_at + kOpeningLinger) r->reader->LingerPassed();
+  return true;
 }
 
 void A2AGateway::LingerLoop() {
