@@ -612,9 +612,11 @@ TEST_F(RunIoProcessTest, MahabharathaLogsAreWrittenFromTheEventLog) {
       },
       kPatience))
       << follower->stderr_text();
+  // Stopped first: a running follower may be between writing a file's replacement and renaming
+  // it over the file. Once it has exited, only whole files remain.
+  StopFollower(*follower);
   lines = 0;
   ExpectLogLinesReadable(logs, &lines);
-  StopFollower(*follower);
 }
 
 // Each flag's misuse: a usage error (2) or a clear failure (3), one line on stderr, nothing
