@@ -189,6 +189,12 @@ def render(path, out_dir, baseline=None):
     def target(name, value_text, met, detail=""):
         targets.append((name, value_text, met, detail))
 
+    def gateway_cost(series, c):
+        """1 - gateway/direct throughput at concurrency c, or None without both figures."""
+        if series.get(c) and direct.get(c) and direct[c]["throughput"]:
+            return 1 - series[c]["throughput"] / direct[c]["throughput"]
+        return None
+
     def floor(series, peer, c, what):
         """' (what: x)': the floor's ratio against the same peer, shown beside a target."""
         if series.get(c) and peer.get(c) and peer[c]["throughput"]:
@@ -225,12 +231,9 @@ def render(path, out_dir, baseline=None):
             rr = w5[c]["throughput"] / js_pg[c]["throughput"]
             target(f"W5 @{c} >= 3x the JavaScript SDK on PostgreSQL", f"{rr:.2f}x", rr >= 3)
     for c in (16, 64):
-        if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
-            cost = 1 - w5[c]["throughput"] / direct[c]["throughput"]
-            tmpfs_text = ""
-            if w5_tmpfs.get(c):
-                tmpfs_text = (" (data on tmpfs: "
-                              f"{(1 - w5_tmpfs[c]['throughput'] / direct[c]['throughput']) * 100:.0f}%)")
+        cost, tmpfs_cost = gateway_cost(w5, c), gateway_cost(w5_tmpfs, c)
+        if cost is not None:
+            tmpfs_text = f" (data on tmpfs: {tmpfs_cost * 100:.0f}%)" if tmpfs_cost is not None else ""
             target(f"W5 @{c}: the gateway costs <= 60% of direct throughput",
                    f"{cost * 100:.0f}%" + tmpfs_text, cost <= 0.6)
     if len(points) >= 2:
@@ -358,10 +361,8 @@ def render(path, out_dir, baseline=None):
                 "cluster on loopback started by bench/run.sh (`fsync=on`, `synchronous_commit="
                 f"{pg.get('synchronous_commit', '?')}`, `wal_sync_method="
                 f"{pg.get('wal_sync_method', '?')}`), its table made by the SDK's `a2a-db upgrade`.")
-    gw = []
-    for c in CONCURRENCIES:
-        if w5.get(c) and direct.get(c) and direct[c]["throughput"]:
-            gw.append(f"@{c}: {(1 - w5[c]['throughput'] / direct[c]['throughput']) * 100:.0f}%")
+    gw = [f"@{c}: {gateway_cost(w5, c) * 100:.0f}%" for c in CONCURRENCIES
+          if gateway_cost(w5, c) is not None]
     if gw:
         md += ["Gateway cost (1 - gateway/direct throughput): " + ", ".join(gw) + ".", ""]
     md += table("W5 over JSON-RPC: blocking SendMessage as a JSON-RPC call over HTTP",

@@ -169,11 +169,15 @@ log "W5 A2A SendMessage"
 start_coordinator w5 --http_listen=127.0.0.1:0
 coord_http="$(wait_for "$work/w5.log" 'agent card on http://127\.0\.0\.1:[0-9]+' "$coord_pid" \
   "coordinator w5" | sed 's/^agent card on //')"
-"$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
-  >"$work/echo_agent.log" 2>&1 &
-echo_pid=$!
-pids+=("$echo_pid")
-wait_for "$work/echo_agent.log" 'registered with the coordinator' "$echo_pid" echo_agent >/dev/null
+# start_echo_agent <log name>: echo_agent registered with the running coordinator (echo_pid).
+start_echo_agent() {
+  "$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
+    >"$work/$1.log" 2>&1 &
+  echo_pid=$!
+  pids+=("$echo_pid")
+  wait_for "$work/$1.log" 'registered with the coordinator' "$echo_pid" "$1" >/dev/null
+}
+start_echo_agent echo_agent
 echo_addr="$(wait_for "$work/echo_agent.log" 'listening on 127\.0\.0\.1:[0-9]+' "$echo_pid" \
   echo_agent | sed 's/^listening on //')"
 node "$interop/js_agent.mjs" --listen=127.0.0.1:0 --name=jsecho >"$work/js_agent.log" 2>&1 &
@@ -215,12 +219,7 @@ if [ "$(df -T /dev/shm 2>/dev/null | awk 'NR==2 {print $2}')" = tmpfs ]; then
   shm="$(mktemp -d /dev/shm/coordinator-bench.XXXXXX)"
   shm_dirs+=("$shm")
   start_coordinator w5_tmpfs --data_dir="$shm/data"
-  "$bin/echo_agent" --listen=127.0.0.1:0 --name=echo --coordinator="$coord_addr" \
-    >"$work/echo_agent_tmpfs.log" 2>&1 &
-  echo_pid=$!
-  pids+=("$echo_pid")
-  wait_for "$work/echo_agent_tmpfs.log" 'registered with the coordinator' "$echo_pid" \
-    "echo_agent (tmpfs)" >/dev/null
+  start_echo_agent echo_agent_tmpfs
   a2a_bench --target="$coord_addr" --tenant=echo --label=gateway_tmpfs --cpu_pid="$coord_pid" |
     record coordinator
   stop_pid "$echo_pid"

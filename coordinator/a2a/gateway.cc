@@ -496,11 +496,6 @@ bool A2AGateway::GoOnAsync(const std::shared_ptr<AttemptRun>& run) {
     absl::MutexLock lock(&mu_);
     ++async_attempts_;
   }
-  {
-    // Armed first: the opening may be whole at once, and then this entry finds nothing to do.
-    absl::MutexLock lock(&linger_mu_);
-    lingering_.emplace_back(run->sent_at + kOpeningLinger, run);
-  }
   AttemptRun* r = run.get();
   const bool async = r->reader->WhenOpening(
       [r](const a2apb::StreamResponse& first) { return r->OpensQuietly(first); }, EndsTurn,
@@ -510,12 +505,13 @@ bool A2AGateway::GoOnAsync(const std::shared_ptr<AttemptRun>& run) {
     --async_attempts_;
     return false;
   }
-  // The timer may have passed this entry before the callback above was registered (a loaded
-  // machine can take the linger's 20 ms between sending and here), and found nothing to run:
-  // then no one else would, and an opening that does not end the turn (a long-running agent's
-  // first event) would wait unstored until the turn ends, its agent task id unknown to a
-  // CancelTask meanwhile. So the linger passes here too once due; the callback runs once.
-  if (absl::Now() >= r->sent_at + kOpeningLinger) r->reader->LingerPassed();
+  // Armed only once the callback is registered: a timer that passed before would find nothing
+  // to run, and an opening that does not end the turn (a long-running agent's first event)
+  // would then wait unstored until the turn ends (on a loaded machine the linger's 20 ms can
+  // pass between sending and here). An opening that was whole at once has run the callback
+  // already; this entry then finds nothing to do.
+  absl::MutexLock lock(&linger_mu_);
+  lingering_.emplace_back(r->sent_at + kOpeningLinger, run);
   return true;
 }
 

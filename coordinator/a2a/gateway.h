@@ -208,8 +208,9 @@ class A2AGateway {
   absl::flat_hash_set<AgentCall*> calls_ ABSL_GUARDED_BY(mu_);
   // Attempts going on asynchronously (not on the pool): JoinActivePart waits for them.
   int async_attempts_ ABSL_GUARDED_BY(mu_) = 0;
-  // Openings of asynchronous attempts by the time their linger passes; one constant linger, so
-  // in the order they were armed. Taken after mu_ when both are held.
+  // Openings of asynchronous attempts by the time their linger passes, in the order they were
+  // armed: one constant linger from sending, armed just after, so nearly in time order (one due
+  // behind a later one passes with it). Taken after mu_ when both are held.
   absl::Mutex linger_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::deque<std::pair<absl::Time, std::weak_ptr<AttemptRun>>> lingering_
       ABSL_GUARDED_BY(linger_mu_);
