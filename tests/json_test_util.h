@@ -23,6 +23,11 @@ inline google::protobuf::Struct JsonObject(const std::string& text) {
   return s;
 }
 
+// Whether `a` and `b` are the same JSON object (for polling; ExpectSameJson says how they differ).
+inline bool SameJson(const std::string& a, const std::string& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(JsonObject(a), JsonObject(b));
+}
+
 // Expects `a` and `b` to be the same JSON object; prints the differences and both texts.
 inline void ExpectSameJson(const std::string& a, const std::string& b) {
   google::protobuf::util::MessageDifferencer differ;

@@ -44,6 +44,7 @@ using ::testing_util::JsonObject;
 using ::testing_util::Process;
 using ::testing_util::ProcessResult;
 using ::testing_util::ReadWholeFile;
+using ::testing_util::SameJson;
 using ::testing_util::TempDir;
 using ::testing_util::WaitFor;
 
@@ -414,8 +415,11 @@ TEST_F(RunIoProcessTest, FollowKeepsArialsStateFileCurrent) {
   reader.Stop();
   EXPECT_GT(reader.reads(), 0);
   EXPECT_EQ(reader.bad(), 0) << reader.bad_text();
-  // What the follower wrote last is what a one-off export writes now.
-  ExpectSameJson(ReadWholeFile(out), Ok({"run", "export", run, "--format", "arial"}));
+  // The follower comes to write what a one-off export writes now (it may still be one change
+  // behind when the status it waited for shows).
+  const std::string exported = Ok({"run", "export", run, "--format", "arial"});
+  EXPECT_TRUE(WaitFor([&] { return SameJson(ReadWholeFile(out), exported); }, kPatience));
+  ExpectSameJson(ReadWholeFile(out), exported);
   StopFollower(*follower);
   // No temporary file is left beside it.
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
