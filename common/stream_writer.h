@@ -150,14 +150,28 @@ class StreamWriter : public grpc::ServerWriteReactor<Response>,
   }
 
   // Starts the next write, or finishes once nothing is queued, in flight or held.
+  //
+  // A burst leaves in as few sends as gRPC allows: a message with more queued behind it is
+  // written with a buffer hint (gRPC completes it at once and may hold its bytes until the next
+  // write without one), and the last message of a stream closed with OK goes out with the status
+  // in one batch. An agent's answer of four events then costs two sends instead of five.
   void AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || writing_) return;
     if (!queue_.empty()) {
       current_ = std::move(queue_.front().message);
       if (queue_.front().counted) --counted_;
       queue_.pop_front();
+      grpc::WriteOptions options;
+      if (!queue_.empty()) {
+        options.set_buffer_hint();
+      } else if (closing_ && holds_ == 0 && final_status_.ok()) {
+        // No OnWriteDone follows; current_ stays untouched until OnDone.
+        finished_ = true;
+        this->StartWriteAndFinish(&current_, options, std::move(final_status_));
+        return;
+      }
       writing_ = true;
-      this->StartWrite(&current_);
+      this->StartWrite(&current_, options);
       return;
     }
     if (!closing_ || holds_ > 0) return;

@@ -298,6 +298,45 @@ TEST_F(StreamWriterTest, AHeldStreamFinishesAfterTheReleaseWithTheClosingStatus)
   EXPECT_EQ(status.error_message(), "gone");
 }
 
+// A burst closed with OK goes out hinted and ends with the last message and the status in one
+// batch (no OnWriteDone for it): every message still arrives, in order, then OK, and the
+// stream's end is reported once.
+TEST_F(StreamWriterTest, ABurstClosedWithOkArrivesWholeThenOk) {
+  service_.before_return = [](TestStream& stream) {
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(stream.Push(Event("p", i)), PushResult::kQueued);
+    stream.Close(grpc::Status::OK);
+  };
+  grpc::Status status;
+  std::vector<v1::RunEvent> events = Call(&status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(events.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(events[i].item().version(), i);
+  service_.WaitForStream()->done.WaitForNotification();
+}
+
+// The same once the call runs: the first message is written alone, the rest of a burst pushed
+// while it is in flight follows hinted, and a Close(OK) after the queue drained still finishes.
+TEST_F(StreamWriterTest, BurstsOnARunningStreamArriveInOrder) {
+  grpc::ClientContext context;
+  auto reader = Watch(&context);
+  std::shared_ptr<TestStream> stream = service_.WaitForStream();
+  for (int burst = 0; burst < 20; ++burst) {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(stream->Push(Event("p", burst * 5 + i)), PushResult::kQueued);
+    }
+    v1::RunEvent event;
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(reader->Read(&event));  // a hinted write must not wait for the next burst
+      EXPECT_EQ(event.item().version(), burst * 5 + i);
+    }
+  }
+  stream->Close(grpc::Status::OK);
+  v1::RunEvent event;
+  EXPECT_FALSE(reader->Read(&event));
+  EXPECT_TRUE(reader->Finish().ok());
+  stream->done.WaitForNotification();
+}
+
 TEST_F(StreamWriterTest, ARefusedStreamSendsOnlyItsStatus) {
   service_.refuse = true;
   grpc::Status status;
