@@ -25,6 +25,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -65,6 +66,10 @@ ABSL_FLAG(int64_t, since_unix_ns, 0, "serving: when the server process was start
 ABSL_FLAG(int, cpu_pid, 0,
           "the server's process id (on this machine): each measurement reports its CPU time "
           "per successful call in the window, cpu_us_per_call");
+ABSL_FLAG(int, peer_cpu_pid, 0,
+          "with --cpu_pid: a second process (the agent behind a gateway) whose CPU time per "
+          "successful call is reported as peer_cpu_us_per_call; the load generator's own is "
+          "client_cpu_us_per_call");
 ABSL_FLAG(double, timeout_seconds, 60, "serving: how long to wait");
 
 namespace {
@@ -81,10 +86,15 @@ bool ParseList(const std::string& text, std::vector<int64_t>* out) {
 // Prints one measurement; false when it had errors or no successful call.
 bool Report(const std::string& workload, const std::string& detail, int concurrency,
             const bench::LoadResult& r) {
-  const std::string cpu =
-      r.cpu_seconds >= 0 && r.calls > 0
-          ? absl::StrFormat(",\"cpu_us_per_call\":%.1f", r.cpu_seconds * 1e6 / r.calls)
-          : "";
+  std::string cpu;
+  const std::pair<const char*, double> cpus[] = {{"cpu_us_per_call", r.cpu_seconds},
+                                                 {"peer_cpu_us_per_call", r.peer_cpu_seconds},
+                                                 {"client_cpu_us_per_call", r.client_cpu_seconds}};
+  for (const auto& [name, seconds] : cpus) {
+    if (seconds >= 0 && r.calls > 0) {
+      absl::StrAppendFormat(&cpu, ",\"%s\":%.1f", name, seconds * 1e6 / r.calls);
+    }
+  }
   std::cout << absl::StrFormat(
                    "{\"workload\":\"%s\",%s\"concurrency\":%d,\"calls\":%d,\"errors\":%d,"
                    "\"seconds\":%.3f,\"throughput\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
@@ -112,6 +122,7 @@ bench::LoadOptions Options(int concurrency) {
   options.warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
   options.cpu_pid = absl::GetFlag(FLAGS_cpu_pid);
+  options.peer_cpu_pid = absl::GetFlag(FLAGS_peer_cpu_pid);
   return options;
 }
 

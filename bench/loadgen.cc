@@ -62,20 +62,27 @@ class Run {
     stop_at_ = measure_from_ + options_.duration;
     active_.store(options_.concurrency);
     for (int s = 0; s < options_.concurrency; ++s) Next(s);
-    double cpu_seconds = -1;
+    LoadResult result;
     if (options_.cpu_pid > 0) {
       // Sampled when the window opens and when it closes (or the run ends, with max_calls).
+      const int pids[] = {options_.cpu_pid, options_.peer_cpu_pid, static_cast<int>(::getpid())};
+      double* const outs[] = {&result.cpu_seconds, &result.peer_cpu_seconds,
+                              &result.client_cpu_seconds};
+      absl::StatusOr<double> begin[3];
       absl::SleepFor(measure_from_ - absl::Now());
-      absl::StatusOr<double> begin = ProcessCpuSeconds(options_.cpu_pid);
+      for (int i = 0; i < 3; ++i) {
+        if (pids[i] > 0) begin[i] = ProcessCpuSeconds(pids[i]);
+      }
       all_done_.WaitForNotificationWithDeadline(stop_at_);
-      absl::StatusOr<double> end = ProcessCpuSeconds(options_.cpu_pid);
-      if (begin.ok() && end.ok()) cpu_seconds = *end - *begin;
+      for (int i = 0; i < 3; ++i) {
+        if (pids[i] <= 0 || !begin[i].ok()) continue;
+        absl::StatusOr<double> end = ProcessCpuSeconds(pids[i]);
+        if (end.ok()) *outs[i] = *end - *begin[i];
+      }
     }
     all_done_.WaitForNotification();
 
-    LoadResult result;
     result.concurrency = options_.concurrency;
-    result.cpu_seconds = cpu_seconds;
     std::vector<double> all;
     for (int s = 0; s < options_.concurrency; ++s) {
       all.insert(all.end(), latencies_[s].begin(), latencies_[s].end());

@@ -33,6 +33,9 @@ struct LoadOptions {
   // When positive: the process whose CPU time (user and system, all its threads) in the
   // measured window is reported, LoadResult::cpu_seconds (the server under test).
   int cpu_pid = 0;
+  // When positive: a second process whose CPU time in the window is reported,
+  // LoadResult::peer_cpu_seconds (the agent behind a gateway under test). Default 0: none.
+  int peer_cpu_pid = 0;
 };
 
 struct LoadResult {
@@ -45,6 +48,11 @@ struct LoadResult {
   double p50_us = 0, p99_us = 0, p999_us = 0;
   // CPU time of LoadOptions::cpu_pid in the measured window; negative when not measured.
   double cpu_seconds = -1;
+  // CPU time of LoadOptions::peer_cpu_pid in the window; negative when not measured.
+  double peer_cpu_seconds = -1;
+  // This process's own CPU time in the window (the load generator, every thread): what a call
+  // costs its client. Measured whenever cpu_pid is; negative otherwise.
+  double client_cpu_seconds = -1;
   std::vector<double> latencies_us;  // of the successful calls, sorted
 };
 

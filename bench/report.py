@@ -86,6 +86,10 @@ def cell(r):
     if r.get("cpu_us_per_call") is not None:
         # The server's CPU time (user + system, from /proc) in the window, per successful call.
         text += f"; server CPU {r['cpu_us_per_call']:,.0f} us/call"
+    if r.get("peer_cpu_us_per_call") is not None:
+        text += f", agent {r['peer_cpu_us_per_call']:,.0f}"
+    if r.get("client_cpu_us_per_call") is not None:
+        text += f", client {r['client_cpu_us_per_call']:,.0f}"
     text += ")"
     if r.get("errors"):
         text += f" **{r['errors']} errors**"
@@ -301,6 +305,54 @@ def render(path, out_dir, baseline=None):
     md += ["", f"{len(targets) - len(missed)} of {len(targets)} met." +
            (" Every miss is explained under [Misses and profiles](#misses-and-profiles)."
             if missed else ""), ""]
+
+    # The CPU budget of each throughput target: at the throughput a target asks for, the two
+    # cores give each call cores * 1e6 / throughput microseconds of CPU in all, for the load
+    # generator, the agent (W5) and the coordinator together. What the first two spend per call
+    # in this run, taken from the budget, is what is left for the coordinator.
+    budgets = []
+    cores = machine.get("cores") or 0
+
+    def budget(name, needed, ours, floor_series, c, floor_what):
+        r = ours.get(c)
+        if not (cores and needed and r and r.get("client_cpu_us_per_call") is not None):
+            return
+        total = cores * 1e6 / needed
+        outside = r["client_cpu_us_per_call"] + (r.get("peer_cpu_us_per_call") or 0)
+        parts = f"{r['client_cpu_us_per_call']:,.0f}"
+        if r.get("peer_cpu_us_per_call") is not None:
+            parts += f" + {r['peer_cpu_us_per_call']:,.0f}"
+        left = total - outside
+        f = floor_series.get(c) if floor_series else None
+        floor_text = (f" ({floor_what}: {f['cpu_us_per_call']:,.0f})"
+                      if f and f.get("cpu_us_per_call") is not None else "")
+        budgets.append(f"| {name} | {needed:,.0f}/s | {total:,.0f} | {parts} | "
+                       + (f"{left:,.0f}" if left > 0 else "**none**")
+                       + f" | {r.get('cpu_us_per_call', 0):,.0f}{floor_text} |")
+
+    if incr_64:
+        budget("W1 @64 >= 0.5x Redis INCR", 0.5 * incr_64["throughput"], w1, ping, 64,
+               "a health check")
+    for c in (16, 64):
+        if js.get(c):
+            budget(f"W5 @{c} >= 1.5x the JS SDK in memory", 1.5 * js[c]["throughput"], w5,
+                   w5_tmpfs, c, "data on tmpfs")
+    for c in (16, 64):
+        if direct.get(c):
+            budget(f"W5 @{c}: gateway cost <= 60%", 0.4 * direct[c]["throughput"], w5, w5_tmpfs,
+                   c, "data on tmpfs")
+    if budgets:
+        md += ["### The CPU budget of the throughput targets", "",
+               f"At the throughput a target asks for, the machine's {cores} cores give each call "
+               "this much CPU in all: for the load generator (`coord_bench`), the agent (W5: "
+               "echo_agent behind the gateway) and the coordinator together, since all of them "
+               "run here. The load generator's and the agent's CPU per call in this run (from "
+               "/proc, the same window) taken from it leave what the coordinator may spend. "
+               "Those two were measured at this run's rate; at a higher rate gRPC batches more "
+               "and they fall somewhat, so the last columns are estimates, not bounds.", "",
+               "| target | throughput it needs | CPU per call at that rate (us) | load generator"
+               " (+ agent) now (us) | left for the coordinator (us) | coordinator now (us) |",
+               "| --- | --- | --- | --- | --- | --- |"] + budgets + [""]
 
     # Workload tables ----------------------------------------------------------------------
     md += ["## Workloads", "",

@@ -71,9 +71,28 @@ TEST_F(WorkloadsTest, TheServersCpuTimeInTheWindowIsMeasured) {
   absl::StatusOr<double> total = ProcessCpuSeconds(coordinator_->process().pid());
   ASSERT_OK(total);
   EXPECT_GE(*total, r.cpu_seconds);
+  // The client's own CPU comes with it; a peer's only when one is named.
+  EXPECT_GT(r.client_cpu_seconds, 0);
+  EXPECT_LT(r.peer_cpu_seconds, 0);
   // Not measured unless asked, and a process that does not exist is an error.
-  EXPECT_LT(RunLoad(OneSecondAtTwo(), RecordFailureWorkload(*stubs_, *ids)).cpu_seconds, 0);
+  LoadResult unasked = RunLoad(OneSecondAtTwo(), RecordFailureWorkload(*stubs_, *ids));
+  EXPECT_LT(unasked.cpu_seconds, 0);
+  EXPECT_LT(unasked.client_cpu_seconds, 0);
   EXPECT_FALSE(ProcessCpuSeconds(-1).ok());
+}
+
+// A peer process (here the same coordinator named twice) is measured over the same window.
+TEST_F(WorkloadsTest, APeersCpuTimeIsMeasuredOverTheSameWindow) {
+  absl::StatusOr<std::vector<std::string>> ids = InitTasks(*stubs_, "peer", 16);
+  ASSERT_OK(ids);
+  LoadOptions options = OneSecondAtTwo();
+  options.cpu_pid = coordinator_->process().pid();
+  options.peer_cpu_pid = coordinator_->process().pid();
+  LoadResult r = RunLoad(options, RecordFailureWorkload(*stubs_, *ids));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_GT(r.peer_cpu_seconds, 0);
+  // Read moments apart, the two readings of one process differ by a few clock ticks at most.
+  EXPECT_NEAR(r.peer_cpu_seconds, r.cpu_seconds, 0.05);
 }
 
 TEST_F(WorkloadsTest, IncrementAttemptOnOneTask) {
@@ -142,6 +161,9 @@ TEST_F(WorkloadsTest, CoordBenchPrintsJsonAndExitsZero) {
   ASSERT_OK(with_cpu);
   EXPECT_EQ(with_cpu->exit_code, 0) << with_cpu->Describe();
   EXPECT_NE(with_cpu->out.find("\"cpu_us_per_call\":"), std::string::npos) << with_cpu->Describe();
+  EXPECT_NE(with_cpu->out.find("\"client_cpu_us_per_call\":"), std::string::npos)
+      << with_cpu->Describe();
+  EXPECT_EQ(with_cpu->out.find("peer_cpu_us_per_call"), std::string::npos) << with_cpu->Describe();
 }
 
 TEST_F(WorkloadsTest, CoordBenchFailsWhenCallsFail) {
