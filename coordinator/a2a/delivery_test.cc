@@ -174,6 +174,37 @@ TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
   EXPECT_EQ(header->pending_deliveries(), 0);
 }
 
+// A delivery the queue scan finds reads its message back from the store; one handed off from the
+// acceptance sends the message as the acceptance holds it (its Change), without reading it back.
+// The held copy is altered here in memory only, so what reaches the agent shows which was sent.
+TEST_F(DeliveryTest, AHandedOffDeliverySendsTheMessageTheAcceptanceHolds) {
+  auto message = [](const std::string& text) {
+    a2apb::Message m;
+    m.set_message_id("id-" + text);
+    m.set_role(a2apb::ROLE_USER);
+    m.add_parts()->set_text(text);
+    return m;
+  };
+  absl::StatusOr<A2ATasks::Change> scanned = tasks_->AcceptMessage("rec", message("stored"));
+  ASSERT_OK(scanned);
+  gateway_->Kick();  // not handed off: the scan takes it
+  ASSERT_TRUE(WaitFor([&] { return recorder_.texts().size() == 1; }));
+  // The scan is idle now (it wakes each second or when kicked): the hand-off below is first.
+  absl::StatusOr<A2ATasks::Change> change = tasks_->AcceptMessage("rec", message("stored"));
+  ASSERT_OK(change);
+  const std::string id = change->header.task().id();
+  // The change carries the message as stored: with the task's ids.
+  EXPECT_EQ(change->queued_message.message_id(), "id-stored");
+  EXPECT_EQ(change->queued_message.task_id(), id);
+  EXPECT_EQ(change->queued_message.context_id(), change->header.task().context_id());
+  A2ATasks::Change held = *std::move(change);
+  held.queued_message.mutable_parts(0)->set_text("held");
+  gateway_->Accepted(held);
+  ASSERT_TRUE(WaitFor([&] { return State(id) == a2apb::TASK_STATE_INPUT_REQUIRED; }));
+  EXPECT_EQ(recorder_.texts(), (std::vector<std::string>{"stored", "held"}));
+  EXPECT_EQ(State(scanned->header.task().id()), a2apb::TASK_STATE_INPUT_REQUIRED);
+}
+
 TEST_F(DeliveryTest, ATaskInFlightIsNotDispatchedTwice) {
   const A2ATasks::Change change = Send("hold");
   const std::string id = change.header.task().id();

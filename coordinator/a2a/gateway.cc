@@ -235,12 +235,12 @@ void A2AGateway::Accepted(const A2ATasks::Change& change) {
     delivery.set_task_id(change.header.task().id());
     delivery.set_tenant(change.header.tenant());
     delivery.set_history_seq(change.queued_delivery_seq);
-    if (Dispatch(std::move(delivery))) return;
+    if (Dispatch(std::move(delivery), change.queued_message)) return;
   }
   Kick();
 }
 
-bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
+bool A2AGateway::Dispatch(v1::PendingDelivery delivery, std::optional<a2apb::Message> message) {
   absl::MutexLock lock(&mu_);
   if (!active_ || delivery_pool_ == nullptr) return false;
   if (!in_flight_.insert(delivery.task_id()).second) {
@@ -249,7 +249,9 @@ bool A2AGateway::Dispatch(v1::PendingDelivery delivery) {
   }
   // Queued under mu_, so never on a pool that Stop() is already tearing down.
   delivery_pool_->Schedule(
-      [this, delivery = std::move(delivery)]() mutable { Deliver(std::move(delivery)); });
+      [this, delivery = std::move(delivery), message = std::move(message)]() mutable {
+        Deliver(std::move(delivery), std::move(message));
+      });
   return true;
 }
 
@@ -328,6 +330,8 @@ struct A2AGateway::AttemptRun {
   v1::PendingDelivery delivery;
   uint64_t registrations = 0;  // the agent's registrations when the attempt began
   v1::StoredTask header;
+  // The message to send, when the caller held it (Dispatch); else StartAttempt reads it.
+  std::optional<a2apb::Message> message;
   std::optional<v1::Agent> agent;
   std::unique_ptr<AgentTransport> transport;
   std::unique_ptr<AgentCall> reader;  // null: nothing to call (or nothing called yet)
@@ -351,7 +355,7 @@ struct A2AGateway::AttemptRun {
   }
 };
 
-void A2AGateway::Deliver(v1::PendingDelivery seen) {
+void A2AGateway::Deliver(v1::PendingDelivery seen, std::optional<a2apb::Message> message) {
   const std::string task_id = seen.task_id();
   // Whether the queue scan should look again when this ends: more of the task's messages wait,
   // or this one was rescheduled.
@@ -372,6 +376,7 @@ void A2AGateway::Deliver(v1::PendingDelivery seen) {
   } else {
     auto run = std::make_shared<AttemptRun>();
     run->delivery = *std::move(current);
+    run->message = std::move(message);
     run->registrations = Registrations(run->delivery.tenant());
     absl::Status result = StartAttempt(*run);
     if (result.ok() && run->reader != nullptr) {
@@ -452,7 +457,13 @@ absl::Status A2AGateway::StartAttempt(AttemptRun& run) {
   }
   RETURN_IF_ERROR(agent.status());
   run.agent = *std::move(agent);
-  ASSIGN_OR_RETURN(a2apb::Message message, tasks_->HistoryMessage(task_id, delivery.history_seq()));
+  a2apb::Message message;
+  if (run.message.has_value()) {
+    message = *std::move(run.message);
+    run.message.reset();
+  } else {
+    ASSIGN_OR_RETURN(message, tasks_->HistoryMessage(task_id, delivery.history_seq()));
+  }
   // The agent knows the task by its own id (none before its first answer).
   message.set_task_id(run.header.agent_task_id());
   message.set_context_id(run.header.task().context_id());

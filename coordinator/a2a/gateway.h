@@ -98,7 +98,9 @@ class A2AGateway {
   // flight (false; that one's end wakes the queue scan). Whatever the caller saw, the delivery
   // is read again from the queue first and skipped when it is gone or not yet due, so a stale
   // view (a scan that read the queue before the delivery was done) sends nothing twice.
-  bool Dispatch(v1::PendingDelivery delivery);
+  // `message`, when given, is the queued message as stored (history records never change):
+  // the attempt sends it instead of reading it back.
+  bool Dispatch(v1::PendingDelivery delivery, std::optional<a2apb::Message> message = std::nullopt);
   // Wakes the delivery loop's queue scan now (an agent registered, a message waits behind
   // another of its task). Cheap, and safe in any state: passive or stopped, it does nothing.
   void Kick();
@@ -122,7 +124,8 @@ class A2AGateway {
   // Delivers one queued message: reads it back from the queue, starts an attempt and, when the
   // attempt ends (here, or on the transport's threads for one that went on asynchronously),
   // records its outcome (AttemptEnded) and ends the task's delivery (DeliveryEnded).
-  void Deliver(v1::PendingDelivery seen);
+  // `message`: the queued message when the caller holds it (Dispatch), else read back.
+  void Deliver(v1::PendingDelivery seen, std::optional<a2apb::Message> message = std::nullopt);
   // Records a failed attempt: retried later, or given up and the task FAILED.
   void DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result);
 

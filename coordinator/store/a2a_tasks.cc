@@ -38,14 +38,18 @@ uint64_t InvertedMicros(const google::protobuf::Timestamp& ts) {
   return keys::A2AInvertedMicros(absl::ToUnixMicros(FromProtoTime(ts)));
 }
 
-absl::Status AppendHistory(Transaction& txn, v1::StoredTask& header, a2apb::Message message) {
+// `stored` (may be null) receives the message as stored.
+absl::Status AppendHistory(Transaction& txn, v1::StoredTask& header, a2apb::Message message,
+                           a2apb::Message* stored = nullptr) {
   message.set_task_id(header.task().id());
   message.set_context_id(header.task().context_id());
   header.set_history_count(header.history_count() + 1);
-  return txn.Put(ColumnFamily::kA2A,
-                 keys::A2ATaskSeqRecord(header.task().id(), keys::kA2ATaskHistory,
-                                        static_cast<uint64_t>(header.history_count())),
-                 EncodeRecord(message));
+  RETURN_IF_ERROR(txn.Put(ColumnFamily::kA2A,
+                          keys::A2ATaskSeqRecord(header.task().id(), keys::kA2ATaskHistory,
+                                                 static_cast<uint64_t>(header.history_count())),
+                          EncodeRecord(message)));
+  if (stored != nullptr) *stored = std::move(message);
+  return absl::OkStatus();
 }
 
 // Appends `event` to the log; a status change also queues one webhook call per push config.
@@ -374,7 +378,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     }
     header.set_version(header.version() + 1);
     *header.mutable_update_time() = now;
-    RETURN_IF_ERROR(AppendHistory(txn, header, message));
+    RETURN_IF_ERROR(AppendHistory(txn, header, message, &change.queued_message));
     const int64_t history_seq = header.history_count();
     a2apb::TaskStatus submitted;
     submitted.set_state(a2apb::TASK_STATE_SUBMITTED);

@@ -59,6 +59,9 @@ class A2ATasks {
     std::vector<v1::StoredEvent> events;
     // The history seq of the message whose delivery this change queued (AcceptMessage), else 0.
     int64_t queued_delivery_seq = 0;
+    // That message as stored (history seq queued_delivery_seq), so that a delivery started from
+    // this change sends it without reading it back.
+    a2apb::Message queued_message;
     // Whether the change queued webhook calls (a status change of a task with push configs).
     bool pushes_queued = false;
   };
