@@ -100,6 +100,10 @@ class EvaluationTest : public ::testing::Test {
   }
 
   std::unique_ptr<Process> StartAgent(const std::string& binary, std::vector<std::string> args) {
+    if (coordinator_ == nullptr && agent_target_.empty()) {
+      ADD_FAILURE() << "no coordinator to register " << binary << " with";
+      return nullptr;
+    }
     args.push_back(absl::StrCat("--coordinator=",
                                 agent_target_.empty() ? coordinator_->target() : agent_target_));
     absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args);
@@ -112,12 +116,14 @@ class EvaluationTest : public ::testing::Test {
   void StartGreen() {
     green_ = StartAgent(
         "green_agent", {"--tasks_dir=" + TasksDir(), "--workspaces_dir=" + dir_.Sub("workspaces")});
+    ASSERT_NE(green_, nullptr);
   }
 
   void StartPurple(const std::string& policy, std::vector<std::string> extra = {}) {
     extra.push_back("--policy=" + policy);
     purple_policy_ = policy;
     purple_ = StartAgent("purple_agent", extra);
+    ASSERT_NE(purple_, nullptr);
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx() {
@@ -260,9 +266,9 @@ class EvaluationTest : public ::testing::Test {
 };
 
 TEST_F(EvaluationTest, ScriptedEvaluationIsScored) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + TasksDir());
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + TasksDir()));
   RunEvaluation(nullptr);
 }
 
@@ -270,9 +276,9 @@ TEST_F(EvaluationTest, ScriptedEvaluationIsScored) {
 // with time, level and message, and a line that names the evaluation's context carries it in
 // its context_id field, so `grep <context_id>` pulls out the evaluation.
 TEST_F(EvaluationTest, LogsAreJsonLinesThatCarryTheContext) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + TasksDir());
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + TasksDir()));
   RunEvaluation(nullptr);
   const std::string context_id = "eval-LogsAreJsonLinesThatCarryTheContext";
   const std::vector<std::pair<std::string, std::string>> logs = {
@@ -303,9 +309,9 @@ TEST_F(EvaluationTest, LogsAreJsonLinesThatCarryTheContext) {
 }
 
 TEST_F(EvaluationTest, BadInputGetsAClearStatus) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + TasksDir());
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + TasksDir()));
   a2apb::Task unknown = WaitEnded(Send("green", "Task ID: no-such-task").id());
   EXPECT_EQ(unknown.status().state(), a2apb::TASK_STATE_REJECTED);
   EXPECT_TRUE(absl::StrContains(StatusText(unknown), "unknown task id")) << StatusText(unknown);
@@ -345,33 +351,33 @@ TEST_F(EvaluationTest, BadInputGetsAClearStatus) {
 }
 
 TEST_F(EvaluationTest, GreenKilledMidEvaluation) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + SlowScript(dir_.path()));
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + SlowScript(dir_.path())));
   RunEvaluation([this](const std::string&) {
     ASSERT_OK(green_->Kill());
-    StartGreen();
+    ASSERT_NO_FATAL_FAILURE(StartGreen());
   });
 }
 
 TEST_F(EvaluationTest, PurpleKilledMidLoop) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + SlowScript(dir_.path()));
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + SlowScript(dir_.path())));
   RunEvaluation([this](const std::string&) {
     ASSERT_OK(purple_->Kill());
-    StartPurple(purple_policy_);
+    ASSERT_NO_FATAL_FAILURE(StartPurple(purple_policy_));
   });
 }
 
 TEST_F(EvaluationTest, CoordinatorKilledMidEvaluation) {
-  StartCoordinator();
-  StartGreen();
-  StartPurple("script:" + SlowScript(dir_.path()));
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + SlowScript(dir_.path())));
   RunEvaluation([this](const std::string&) {
     const int port = coordinator_->port();
     ASSERT_OK(coordinator_->Kill());
-    StartCoordinator(port);
+    ASSERT_NO_FATAL_FAILURE(StartCoordinator(port));
   });
 }
 
@@ -409,8 +415,8 @@ TEST_F(EvaluationTest, EtcdMemberAndReplicaKilledMidEvaluation) {
   a2a_ = a2apb::A2AService::NewStub(channel_);
   contexts_ = v1::ContextService::NewStub(channel_);
   conversations_ = v1::ConversationService::NewStub(channel_);
-  StartGreen();
-  StartPurple("script:" + SlowScript(dir_.path()));
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + SlowScript(dir_.path())));
   RunEvaluation([&](const std::string&) {
     // The replicas talk to the first member first; both it and the replica everyone uses die.
     ASSERT_OK((*cluster)->Kill(0));
@@ -421,8 +427,8 @@ TEST_F(EvaluationTest, EtcdMemberAndReplicaKilledMidEvaluation) {
 
 // A fake OpenAI-compatible endpoint: fails the first two calls, then answers like the script.
 TEST_F(EvaluationTest, OpenAIPolicyEscalatesAndCarriesTheFailureContext) {
-  StartCoordinator();
-  StartGreen();
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
   absl::Mutex mu;
   std::vector<std::string> bodies;
   const std::vector<std::string> answers = {
@@ -459,6 +465,11 @@ TEST_F(EvaluationTest, OpenAIPolicyEscalatesAndCarriesTheFailureContext) {
   ASSERT_GT(port, 0);
   std::thread serving([&] { server.listen_after_bind(); });
   StartPurple(absl::StrCat("openai:http://127.0.0.1:", port), {"--policy_timeout=10s"});
+  if (HasFatalFailure()) {  // the fake endpoint's thread must be joined before returning
+    server.stop();
+    serving.join();
+    return;
+  }
   const std::string context_id = "eval-openai";
   a2apb::Task done = WaitEnded(Send("green", absl::StrCat("Task ID: ", kTask), context_id).id());
   server.stop();
@@ -484,12 +495,12 @@ TEST_F(EvaluationTest, OpenAIPolicyEscalatesAndCarriesTheFailureContext) {
 }
 
 TEST_F(EvaluationTest, LoopingPolicyIsStoppedByTheBreaker) {
-  StartCoordinator();
-  StartGreen();
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+  ASSERT_NO_FATAL_FAILURE(StartGreen());
   const std::string script = dir_.Sub("loop.json");
   std::ofstream(script) << "[\"execute: cat missing.txt\", \"execute: cat missing.txt\", "
                            "\"execute: cat missing.txt\"]";
-  StartPurple("script:" + script, {"--max_attempts=10"});
+  ASSERT_NO_FATAL_FAILURE(StartPurple("script:" + script, {"--max_attempts=10"}));
   const std::string context_id = "eval-loop";
   a2apb::Task done = WaitEnded(Send("green", absl::StrCat("Task ID: ", kTask), context_id).id());
   ASSERT_EQ(done.status().state(), a2apb::TASK_STATE_FAILED) << done.DebugString();
