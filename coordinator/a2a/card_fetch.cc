@@ -71,6 +71,7 @@ absl::StatusOr<std::string> InterfaceEndpoint(const a2apb::AgentInterface& inter
                                                       interface.protocol_version(), ", not 1.x"));
   }
   const std::string& url = interface.url();
+  std::string endpoint;
   if (*binding == a2a_protocol::kBindingGrpc) {
     // A gRPC interface names what to dial: host:port, or an http(s) URL without a path.
     if (!absl::StrContains(url, "://")) {
@@ -82,12 +83,17 @@ absl::StatusOr<std::string> InterfaceEndpoint(const a2apb::AgentInterface& inter
       return absl::InvalidArgumentError(
           absl::StrCat("GRPC interface URL \"", url, "\" has a path; gRPC dials host:port"));
     }
-    return parsed.scheme == "https" ? absl::StrCat("https://", parsed.HostPort())
-                                    : parsed.HostPort();
+    endpoint =
+        parsed.scheme == "https" ? absl::StrCat("https://", parsed.HostPort()) : parsed.HostPort();
+  } else {
+    ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
+    // What was checked is what is called: the parsed scheme, host and port.
+    endpoint = absl::StrCat(parsed.scheme, "://", parsed.HostPort(), parsed.path);
   }
-  ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
-  // What was checked is what is called: the parsed scheme, host and port.
-  return absl::StrCat(parsed.scheme, "://", parsed.HostPort(), parsed.path);
+  // An interface the registry would refuse to store (an endpoint past its size limit) is one
+  // the coordinator cannot use: it is passed over like any other, saying why.
+  RETURN_IF_ERROR(ValidateBindingEndpoint(*binding, endpoint));
+  return endpoint;
 }
 
 absl::StatusOr<ChosenInterface> ChooseInterface(const a2apb::AgentCard& card,

@@ -88,6 +88,24 @@ TEST(AgentCardTest, SkipsWhatWeDoNotSpeakAndWhatTheAllowListRefuses) {
   EXPECT_EQ(chosen->endpoint, "https://agent.example:443");
 }
 
+// An interface whose endpoint the registry would refuse to store (past its 256-byte limit) is
+// passed over, saying why; found by fuzz_agent_card (its input is in the seed corpus).
+TEST(AgentCardTest, AnInterfaceTheRegistryWouldRefuseIsPassedOver) {
+  const common::HostAllowList loopback;
+  const std::string long_url = "http://127.0.0.1:9/" + std::string(300, 'v');
+  const std::string too_long =
+      R"({"url":")" + long_url + R"(","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"})";
+  absl::StatusOr<ChosenInterface> chosen = ChooseInterface(Card(too_long), loopback);
+  EXPECT_EQ(chosen.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(chosen.status().message().find("the limit is 256 bytes"), std::string::npos)
+      << chosen.status();
+  chosen = ChooseInterface(
+      Card(too_long + R"(,{"url":"http://127.0.0.1:9/rest","protocolBinding":"HTTP+JSON"})"),
+      loopback);
+  ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->endpoint, "http://127.0.0.1:9/rest");
+}
+
 TEST(AgentCardTest, TheTenantComesFromTheInterfaceRegisteredOver) {
   v1::Agent agent;
   agent.set_protocol_binding("JSONRPC");
