@@ -73,18 +73,18 @@ absl::StatusOr<std::string> InterfaceEndpoint(const a2apb::AgentInterface& inter
   const std::string& url = interface.url();
   std::string endpoint;
   if (*binding == a2a_protocol::kBindingGrpc) {
-    // A gRPC interface names what to dial: host:port, or an http(s) URL without a path.
-    if (!absl::StrContains(url, "://")) {
-      RETURN_IF_ERROR(ValidateEndpoint(url));
-      return url;
+    // A gRPC interface names what to dial: host:port (checked below, as the registry checks
+    // it), or an http(s) URL without a path.
+    endpoint = url;
+    if (absl::StrContains(url, "://")) {
+      ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
+      if (!parsed.path.empty() && parsed.path != "/") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GRPC interface URL \"", url, "\" has a path; gRPC dials host:port"));
+      }
+      endpoint = parsed.scheme == "https" ? absl::StrCat("https://", parsed.HostPort())
+                                          : parsed.HostPort();
     }
-    ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
-    if (!parsed.path.empty() && parsed.path != "/") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GRPC interface URL \"", url, "\" has a path; gRPC dials host:port"));
-    }
-    endpoint =
-        parsed.scheme == "https" ? absl::StrCat("https://", parsed.HostPort()) : parsed.HostPort();
   } else {
     ASSIGN_OR_RETURN(common::HttpUrl parsed, common::ParseHttpUrl(url));
     // What was checked is what is called: the parsed scheme, host and port.
