@@ -208,21 +208,33 @@ void EtcdElection::Run() {
       }
       continue;
     }
-    if (!Wait(round)) break;
-    const Clock::time_point sent = Clock::now();
-    absl::StatusOr<int64_t> left = client_->LeaseKeepAlive(lease_);
-    if (left.ok() && *left > 0) {
-      // The lease runs at least the TTL from when etcd renewed it, which is after `sent`.
-      last_confirmed = sent;
-      continue;
+    // The leader's belief ends at `step_down_at` unless a keep-alive sent before then is
+    // confirmed: no wait runs past it, so the check is not a round late. A keep-alive sent just
+    // before it may take the client's request timeout (a quarter of the TTL) to fail, so the
+    // belief ends at the latest 2/3 + 1/4 of the TTL after the last confirmed one was sent.
+    const Clock::time_point step_down_at = last_confirmed + step_down_after;
+    if (!Wait(std::min(round, absl::FromChrono(step_down_at - Clock::now())))) break;
+    bool gone = false;
+    if (Clock::now() < step_down_at) {
+      const Clock::time_point sent = Clock::now();
+      absl::StatusOr<int64_t> left = client_->LeaseKeepAlive(lease_);
+      if (left.ok() && *left > 0) {
+        // The lease runs at least the TTL from when etcd renewed it, which is after `sent`.
+        last_confirmed = sent;
+        continue;
+      }
+      gone = left.ok();
+      // Not confirmed: tried again after the next wait, unless that wait reaches step_down_at.
+      if (!gone && Clock::now() < step_down_at) continue;
     }
-    if ((left.ok() && *left <= 0) || Clock::now() - last_confirmed > step_down_after) {
-      // The lease is gone, or may be about to go without this process knowing: step down
-      // before another candidate can take over.
-      SetLeader(false);
-      lease_ = 0;
-    }
+    // The lease is gone, or may be about to go without this process knowing: step down
+    // before another candidate can take over.
+    SetLeader(false);
+    lease_ = 0;
   }
+  // Steps down first: on_change(false) has finished (the jobs stopped) before the revocation
+  // lets another candidate take over.
+  SetLeader(false);
   bool resign;
   {
     absl::MutexLock lock(&mu_);
@@ -232,7 +244,6 @@ void EtcdElection::Run() {
     absl::Status revoked = client_->LeaseRevoke(lease_);
     if (!revoked.ok()) LOG_WARN("could not resign %s: %s", key_, revoked.message());
   }
-  SetLeader(false);
 }
 
 }  // namespace storage

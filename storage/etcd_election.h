@@ -8,9 +8,11 @@
 // the fallback for a watch that breaks.
 //
 // A leader steps down by itself (on_change(false)) once it has gone two thirds of the TTL without
-// a keep-alive the cluster confirmed, before the lease can have expired, so two candidates never
-// both believe they lead, whatever their clocks say: only durations measured by each process on
-// its own monotonic clock are compared, never times of two machines.
+// a keep-alive the cluster confirmed (or, with one in flight then, when that one fails, at most
+// a quarter of the TTL later), before the lease can have expired, so two candidates never both
+// believe they lead, whatever their clocks say: only durations measured by each process on its
+// own monotonic clock are compared, never times of two machines. A leader that resigns has
+// stepped down (on_change(false) returned) before it revokes its lease.
 #ifndef STORAGE_ETCD_ELECTION_H_
 #define STORAGE_ETCD_ELECTION_H_
 

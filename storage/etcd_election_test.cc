@@ -29,13 +29,17 @@ class EtcdElectionTest : public ::testing::Test {
     options_.prefix = absl::StrCat("/election-test/", absl::ToUnixNanos(absl::Now()), "/");
   }
 
-  // `follower_round` zero: the default, a quarter of the TTL.
+  // `follower_round` zero: the default, a quarter of the TTL. `stepping_down`: how long the
+  // candidate's on_change(false) takes (a replica stopping its jobs), during which it still
+  // counts as a leader.
   std::unique_ptr<EtcdElection> Candidate(const std::string& name,
                                           absl::Duration ttl = absl::Seconds(2),
-                                          absl::Duration follower_round = absl::ZeroDuration()) {
+                                          absl::Duration follower_round = absl::ZeroDuration(),
+                                          absl::Duration stepping_down = absl::ZeroDuration()) {
     absl::StatusOr<std::unique_ptr<EtcdElection>> e = EtcdElection::Start(
         options_, "jobs", name, ttl,
-        [this](bool leader) {
+        [this, stepping_down](bool leader) {
+          if (!leader) absl::SleepFor(stepping_down);
           // Never two leaders at once, as the candidates themselves see it.
           const int now = leaders_.fetch_add(leader ? 1 : -1) + (leader ? 1 : -1);
           if (now > 1) overlap_ = true;
@@ -96,6 +100,21 @@ TEST_F(EtcdElectionTest, AResignationHandsOverAndADeadLeaderIsReplacedAfterItsLe
   ASSERT_GE(leader, 0);
   cs[leader]->AbandonForTest();  // dies: nobody revokes, the lease runs out
   EXPECT_TRUE(cs[leader]->leader() == false);
+  cs[leader].reset();
+  leader = OneLeader(Views(cs));
+  ASSERT_GE(leader, 0);
+  EXPECT_FALSE(overlap_);
+}
+
+// A leader that resigns finishes stepping down (its jobs stopped) before the role can move:
+// the follower, watching the key, would take over within milliseconds of the revocation.
+TEST_F(EtcdElectionTest, AResigningLeaderHasSteppedDownBeforeAnotherTakesOver) {
+  std::vector<std::unique_ptr<EtcdElection>> cs;
+  for (const char* n : {"a", "b"}) {
+    cs.push_back(Candidate(n, absl::Seconds(2), absl::ZeroDuration(), absl::Milliseconds(500)));
+  }
+  int leader = OneLeader(Views(cs));
+  ASSERT_GE(leader, 0);
   cs[leader].reset();
   leader = OneLeader(Views(cs));
   ASSERT_GE(leader, 0);
