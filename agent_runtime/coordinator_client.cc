@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/reconnect.h"
 #include "common/uuid.h"
 
 namespace agent_runtime {
@@ -31,9 +32,7 @@ bool Ended(a2apb::TaskState s) {
 std::shared_ptr<grpc::Channel> CoordinatorChannel(
     const std::string& target, const common::ClientCredentialOptions& credentials) {
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  common::SetQuickReconnect(args);
   args.SetMaxReceiveMessageSize(64 << 20);
   return common::MakeChannel(target, credentials, args);
 }

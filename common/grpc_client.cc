@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log.h"
+#include "common/reconnect.h"
 #include "grpcpp/support/client_interceptor.h"
 
 namespace common {
@@ -190,9 +191,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& given_target,
       args.SetSslTargetNameOverride(expanded->authority.substr(0, expanded->authority.rfind(':')));
     }
     // A replica that comes back is used again within a second.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    SetQuickReconnect(args);
   }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (options.tls_ca_pem.empty()) {

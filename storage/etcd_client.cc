@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/reconnect.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 
@@ -53,11 +54,9 @@ grpc::ChannelArguments ChannelArgs() {
   // Range pages and transactions are bounded by the store; the answer is not.
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
-  // A member that comes back is used again within a second, not after gRPC's default backoff
-  // (up to two minutes).
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A member that comes back is used again within a second. A caller does not wait on one
+  // connection attempt (Connected moves to the next member after a second).
+  common::SetQuickReconnect(args);
   // A member cut off without a reset is noticed (etcd allows pings every 5 s by default).
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);

@@ -13,6 +13,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "common/reconnect.h"
 
 namespace coordinator {
 namespace {
@@ -339,11 +340,8 @@ absl::StatusOr<a2apb::Task> GrpcAgentTransport::GetTask(const a2apb::GetTaskRequ
 
 std::shared_ptr<grpc::Channel> NewAgentChannel(const std::string& endpoint) {
   grpc::ChannelArguments args;
-  // An agent that comes back should be reached within a second, not after gRPC's default
-  // reconnect backoff of up to two minutes.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // An agent that comes back is reached within a second.
+  common::SetQuickReconnect(args);
   args.SetMaxReceiveMessageSize(64 << 20);
   absl::string_view target = endpoint;
   if (absl::ConsumePrefix(&target, "https://")) {
