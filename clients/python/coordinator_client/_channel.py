@@ -29,13 +29,16 @@ _MAX_FILE_BYTES = 1 << 20
 MAX_RECEIVE_BYTES = 64 << 20
 
 # Reconnect within a second after a coordinator restart (gRPC's own backoff grows to two
-# minutes), as agent_runtime::CoordinatorChannel does. The name is resolved again at most every
+# minutes), as agent_runtime::CoordinatorChannel does (common/reconnect.h): gRPC takes the
+# "minimum reconnect backoff" as the least time one connection attempt, the TLS handshake
+# included, is given before it is abandoned, so it is 5 s, not the 100 ms at which a handshake on
+# a loaded machine was cut off attempt after attempt. The name is resolved again at most every
 # 100 ms: gRPC resolves it again after a lost connection before it reconnects, and its default
 # spacing (30 s, shortened by backoff) kept a Python client from a restarted coordinator for
 # about five seconds (test_restart.py measures the reconnection).
 CHANNEL_OPTIONS: List[Tuple[str, Any]] = [
     ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 5000),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.dns_min_time_between_resolutions_ms", 100),
     ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
