@@ -214,7 +214,6 @@ void EtcdElection::Run() {
     // belief ends at the latest 2/3 + 1/4 of the TTL after the last confirmed one was sent.
     const Clock::time_point step_down_at = last_confirmed + step_down_after;
     if (!Wait(std::min(round, absl::FromChrono(step_down_at - Clock::now())))) break;
-    bool gone = false;
     if (Clock::now() < step_down_at) {
       const Clock::time_point sent = Clock::now();
       absl::StatusOr<int64_t> left = client_->LeaseKeepAlive(lease_);
@@ -223,9 +222,9 @@ void EtcdElection::Run() {
         last_confirmed = sent;
         continue;
       }
-      gone = left.ok();
-      // Not confirmed: tried again after the next wait, unless that wait reaches step_down_at.
-      if (!gone && Clock::now() < step_down_at) continue;
+      // Not confirmed (and not known gone): tried again after the next wait, unless that wait
+      // reaches step_down_at.
+      if (!left.ok() && Clock::now() < step_down_at) continue;
     }
     // The lease is gone, or may be about to go without this process knowing: step down
     // before another candidate can take over.
