@@ -1,7 +1,7 @@
 # One image for the whole stack: coordinator, green_agent, purple_agent, coordctl and echo_agent
 # are on PATH; the command picks one (`docker run IMAGE coordinator --data_dir=/data`). Every
-# flag can also come from the environment (COORDINATOR_DATA_DIR=/data, ...; README "Flags from
-# the environment"). See docker-compose.yml and README "Containers".
+# flag can also come from the environment (COORDINATOR_DATA_DIR=/data, ...; docs/configuration.md "Flags from
+# the environment"). See docker-compose.yml and docs/containers.md.
 
 # Where the runtime stage takes its files from: build (from source) or prebuilt.
 ARG RUNTIME_FROM=build

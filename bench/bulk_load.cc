@@ -21,9 +21,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "coordinator/store/context_store.h"
-#include "coordinator/store/limits.h"
-#include "coordinator/store/tallies.h"
+#include "coordinator/store/all_tallies.h"
+#include "coordinator/store/contexts/context_store.h"
+#include "coordinator/store/records/limits.h"
 #include "storage/rocks_store.h"
 
 ABSL_FLAG(std::string, data_dir, "", "the coordinator's data dir (created when missing)");
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   // for one written before they existed and rebuild both at its first start (10 s for 1,000,000
   // contexts), which is an upgrade's cost, not a start's.
   for (auto ensure :
-       {coordinator::Tallies::EnsureBuilt, coordinator::ContextStore::EnsureTimeIndex}) {
+       {coordinator::EnsureTalliesBuilt, coordinator::ContextStore::EnsureTimeIndex}) {
     absl::StatusOr<bool> built = ensure(**store);
     if (!built.ok()) {
       std::cerr << "bench_bulk_load: " << built.status() << "\n";

@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "coordctl/cli.h"
 #include "coordctl/progress.h"
 #include "coordinator/v1/work.grpc.pb.h"
@@ -290,38 +291,6 @@ std::string LevelsSummary(const coordinator::v1::Run& run) {
   }
   return absl::StrCat("  current level ", run.current_level(), "  levels ",
                       absl::StrJoin(levels, ", "));
-}
-
-// Text as a JSON string: quotes, backslashes and control characters escaped.
-std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out += "\"";
-  return out;
 }
 
 // Reads --max-attempts, --backoff-base, --backoff-max and --non-retryable.
@@ -1071,39 +1040,42 @@ int RunEvents(const Env& env, const ParsedArgs& args) {
 
 std::string EventJsonLine(const coordinator::v1::WorkEvent& event) {
   using coordinator::v1::WorkEvent;
-  std::string line =
-      absl::StrCat("{\"seq\":", event.seq(), ",\"ts\":",
-                   JsonString(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ",
-                                               absl::FromUnixSeconds(event.time().seconds()) +
-                                                   absl::Nanoseconds(event.time().nanos()),
-                                               absl::UTCTimeZone())),
-                   ",\"event\":", JsonString(EventKindName(event.kind())),
-                   ",\"run_id\":", JsonString(event.run_id()));
+  std::string line = absl::StrCat(
+      "{\"seq\":", event.seq(), ",\"ts\":",
+      common::JsonQuote(absl::FormatTime(
+          "%Y-%m-%dT%H:%M:%E3SZ",
+          absl::FromUnixSeconds(event.time().seconds()) + absl::Nanoseconds(event.time().nanos()),
+          absl::UTCTimeZone())),
+      ",\"event\":", common::JsonQuote(EventKindName(event.kind())),
+      ",\"run_id\":", common::JsonQuote(event.run_id()));
   if (!event.item_id().empty())
-    absl::StrAppend(&line, ",\"item_id\":", JsonString(event.item_id()));
+    absl::StrAppend(&line, ",\"item_id\":", common::JsonQuote(event.item_id()));
   if (!event.worker_id().empty()) {
-    absl::StrAppend(&line, ",\"worker_id\":", JsonString(event.worker_id()));
+    absl::StrAppend(&line, ",\"worker_id\":", common::JsonQuote(event.worker_id()));
   }
   const bool about_level = event.kind() == WorkEvent::KIND_LEVEL_CHANGED;
   const bool about_item = !event.item_id().empty();
   if (about_level || about_item) absl::StrAppend(&line, ",\"level\":", event.level());
   if (event.item_status() != coordinator::v1::ITEM_STATUS_UNSPECIFIED) {
-    absl::StrAppend(&line, ",\"item_status\":", JsonString(ItemStatusName(event.item_status())));
+    absl::StrAppend(&line,
+                    ",\"item_status\":", common::JsonQuote(ItemStatusName(event.item_status())));
   }
   if (event.level_status() != coordinator::v1::LEVEL_STATUS_UNSPECIFIED) {
-    absl::StrAppend(&line, ",\"level_status\":", JsonString(LevelStatusName(event.level_status())));
+    absl::StrAppend(&line,
+                    ",\"level_status\":", common::JsonQuote(LevelStatusName(event.level_status())));
   }
   if (event.worker_status() != coordinator::v1::WORKER_STATUS_UNSPECIFIED) {
-    absl::StrAppend(&line,
-                    ",\"worker_status\":", JsonString(WorkerStatusName(event.worker_status())));
+    absl::StrAppend(
+        &line, ",\"worker_status\":", common::JsonQuote(WorkerStatusName(event.worker_status())));
   }
   if (event.run_status() != coordinator::v1::RUN_STATUS_UNSPECIFIED) {
-    absl::StrAppend(&line, ",\"run_status\":", JsonString(RunStatusName(event.run_status())));
+    absl::StrAppend(&line,
+                    ",\"run_status\":", common::JsonQuote(RunStatusName(event.run_status())));
   }
   if (event.attempt() != 0) absl::StrAppend(&line, ",\"attempt\":", event.attempt());
   if (event.epoch() != 0) absl::StrAppend(&line, ",\"epoch\":", event.epoch());
   if (!event.message().empty())
-    absl::StrAppend(&line, ",\"message\":", JsonString(event.message()));
+    absl::StrAppend(&line, ",\"message\":", common::JsonQuote(event.message()));
   line += "}";
   return line;
 }

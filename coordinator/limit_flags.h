@@ -1,6 +1,6 @@
-// The coordinator's flags for limits on input (coordinator/store/limits.h) and on streams: one flag
-// per limit, so an operator can tighten or loosen each without a rebuild. Defined apart from
-// main.cc so the list stays in one place; only the coordinator binary links it.
+// The coordinator's flags for limits on input (coordinator/store/records/limits.h) and on streams:
+// one flag per limit, so an operator can tighten or loosen each without a rebuild. Defined apart
+// from main.cc so the list stays in one place; only the coordinator binary links it.
 #ifndef COORDINATOR_LIMIT_FLAGS_H_
 #define COORDINATOR_LIMIT_FLAGS_H_
 

@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "coordinator/store/keys.h"
-#include "coordinator/store/record_codec.h"
+#include "coordinator/store/records/keys.h"
+#include "coordinator/store/records/record_codec.h"
 #include "storage/key_codec.h"
 
 namespace coordinator {

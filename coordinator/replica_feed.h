@@ -37,8 +37,8 @@
 #include "absl/status/statusor.h"
 #include "coordinator/a2a/gateway.h"
 #include "coordinator/console/console_feed.h"
-#include "coordinator/store/a2a_notifier.h"
-#include "coordinator/store/work_notifier.h"
+#include "coordinator/store/a2a/notifier.h"
+#include "coordinator/store/work/work_notifier.h"
 #include "storage/etcd_store.h"
 #include "storage/etcd_watch.h"
 

@@ -14,8 +14,8 @@
 #include "common/validation.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/parse_error_interceptor.h"
-#include "coordinator/store/context_store.h"
-#include "coordinator/store/tallies.h"
+#include "coordinator/store/all_tallies.h"
+#include "coordinator/store/contexts/context_store.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "storage/backup.h"
@@ -177,7 +177,7 @@ absl::Status CoordinatorServer::BuildDerivedRecords() {
   // Before anything writes: the running totals and the contexts' time index of a database that
   // has none yet (written before they were kept: schema 1) are computed from its records, once.
   const absl::Time started = absl::Now();
-  ASSIGN_OR_RETURN(const bool tallied, Tallies::EnsureBuilt(*store_));
+  ASSIGN_OR_RETURN(const bool tallied, EnsureTalliesBuilt(*store_));
   ASSIGN_OR_RETURN(const bool indexed, ContextStore::EnsureTimeIndex(*store_));
   if (tallied || indexed) {
     LOG_INFO("built the running totals and the contexts' time index in %s",

@@ -1,6 +1,6 @@
 # The sample task image, coordinator-task:latest (`make task-image`, docker/make_task_image.sh):
 # what an evaluation's commands run in when the green agent starts a container per evaluation
-# (README "Containers", --env_start_template). The green agent mounts the evaluation's workspace
+# (docs/containers.md, --env_start_template). The green agent mounts the evaluation's workspace
 # (src/, the crash report, shared/) on /workspace; the image brings the tools to work on it: gcc
 # with AddressSanitizer, and each sample task's program built as its build.sh builds it, in
 # /opt/tasks/<task id>/program (the crash reproduces inside: `/opt/tasks/<id>/program <args>`).

@@ -26,7 +26,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/store/task_state_store.h"
+#include "coordinator/store/retry/task_state_store.h"
 #include "coordinator/v1/admin.pb.h"
 #include "coordinator/v1/breaker.pb.h"
 #include "coordinator/v1/context.pb.h"

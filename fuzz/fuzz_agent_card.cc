@@ -16,7 +16,7 @@
 #include "common/url_allow_list.h"
 #include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/cards.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// libFuzzer harness for the task-graph importer (coordinator/store/task_graph.h): arbitrary bytes
-// as the text of task-graph.json, parsed, turned into a run's items and validated, as
+// libFuzzer harness for the task-graph importer (coordinator/store/work/task_graph.h): arbitrary
+// bytes as the text of task-graph.json, parsed, turned into a run's items and validated, as
 // WorkService.ImportTaskGraph and `coordctl run import` do. Every failure must be a clear
 // INVALID_ARGUMENT or RESOURCE_EXHAUSTED; a graph that validates must validate again unchanged
 // (normalisation is idempotent).
@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "coordinator/store/task_graph.h"
+#include "coordinator/store/work/task_graph.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace {

@@ -5,7 +5,7 @@
 #            empty when there is none. CONTAINER_ENGINE=docker|podman chooses.
 #   COMPOSE  the compose command as an array: podman-compose, or `docker compose`.
 # For podman, CONTAINERS_CONF points at docker/containers.conf (runc, cgroupfs, no default
-# ulimits; README "Containers") unless it is set already, and runc is also given with --runtime.
+# ulimits; docs/containers.md) unless it is set already, and runc is also given with --runtime.
 ENGINE=()
 COMPOSE=()
 _engine_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages the coordinator builds and tests with, only when one is missing.
 # Nothing is downloaded from anywhere but Debian's package archive. Extra packages named as
 # arguments (CI passes clang-format) are installed the same way; the argument `containers` stands
-# for what `make image` and the container stack test need (podman, README "Containers").
+# for what `make image` and the container stack test need (podman, docs/containers.md).
 set -euo pipefail
 
 packages=(

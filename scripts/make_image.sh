@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the image coordinator:latest from the Dockerfile with podman (or docker; README
-# "Containers"). `make image` runs it.
+# Builds the image coordinator:latest from the Dockerfile with podman (or docker;
+# docs/containers.md). `make image` runs it.
 #   make_image.sh             the multi-stage build from source (install_deps.sh, make build)
 #   make_image.sh BIN_DIR     only the runtime stage, from binaries already built on this host
 #                             (Debian 12, so the same libraries): what CI does with build/bin

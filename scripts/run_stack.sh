@@ -52,6 +52,15 @@ for _ in $(seq 100); do
 done
 if ((${#COORD_FLAGS[@]})); then store="${COORD_FLAGS[*]}"; else store="RocksDB in $DATA_DIR"; fi
 echo "coordinator serving on $LISTEN ($store; logs in $LOG_DIR)"
+# The console's address as the coordinator logged it (its HTTP port starts just after gRPC).
+console=""
+for _ in $(seq 50); do
+  console=$(sed -n 's/.*web console on \(http[^ ]*\).*/\1/p' "$LOG_DIR/coordinator.log" | tail -1)
+  [[ -n $console ]] && break
+  sleep 0.1
+done
+[[ -n $console ]] || console="(not served; see $LOG_DIR/coordinator.log)"
+echo "web console: $console"
 
 "$BIN/green_agent" --coordinator="$LISTEN" --tasks_dir="$TASKS_DIR" \
   --workspaces_dir="$WORKSPACES_DIR" 2>"$LOG_DIR/green_agent.log" &
@@ -77,6 +86,7 @@ if [[ -n $REPLICAS ]]; then
   done
 fi
 echo
+echo "web console: $console"
 echo "serving until Ctrl-C. Try: $BIN/coordctl send green \"Task ID: uaf-list-remove\" --wait"
 while true; do
   for pid in "${pids[@]}"; do

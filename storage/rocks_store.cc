@@ -458,7 +458,7 @@ absl::Status RocksStore::CheckSchema() {
   }
   if (version == 1) {
     // 1 -> 2: from version 2 on, every writer of a context or a run keeps the coordinator's
-    // running totals (coordinator/store/tallies.h) in the same transaction. Nothing of the
+    // running totals (coordinator/store/records/tallies.h) in the same transaction. Nothing of the
     // layout moves here: the coordinator builds the totals when it opens a database that has
     // none (Tallies::EnsureBuilt). The version goes up so that a binary that does not keep them
     // refuses the database instead of letting them go wrong.

@@ -33,7 +33,7 @@ class WalGuard;
 
 // The database layout this binary writes. A database records the version it was written
 // with; a newer one refuses to open, an older one is migrated on open. 2: the coordinator's
-// running totals are kept (coordinator/store/tallies.h).
+// running totals are kept (coordinator/store/records/tallies.h).
 inline constexpr uint32_t kSchemaVersion = 2;
 
 struct StoreOptions {

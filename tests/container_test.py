@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What CI can check of the containers without a Docker engine (README "Containers"):
+"""What CI can check of the containers without a Docker engine (docs/containers.md):
 
   - the Dockerfile's build stage is Debian 12 running scripts/install_deps.sh and `make build`,
     the install script and build command of the README and CI, and its runtime stage is

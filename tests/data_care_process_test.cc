@@ -15,7 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "coordinator/store/keys.h"
+#include "coordinator/store/records/keys.h"
 #include "coordinator/v1/admin.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/work.grpc.pb.h"

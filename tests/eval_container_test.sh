@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Evaluations inside per-evaluation containers (README "Containers"): the coordinator, the green
+# Evaluations inside per-evaluation containers (docs/containers.md): the coordinator, the green
 # agent and the purple agent from the build, each evaluation in its own container of the sample
 # task image (docker/make_task_image.sh; built only when missing or changed), all at once:
-#   1. an evaluation with the README's templates: score 1.0; its commands ran in the container
+#   1. an evaluation with the templates of docs/containers.md: score 1.0; its commands ran in the container
 #      (the container's hostname, the image's marker file, the task's program built in the
 #      image); the handle stored as the context's environment_handle; the container gone after;
 #   2. a container killed in the middle of a command: the evaluation ends FAILED saying that its
@@ -108,7 +108,7 @@ pids+=($!)
 wait_for "$tmp/coordinator.log" "listening on" "${pids[0]}" coordinator >/dev/null
 for _ in $(seq 100); do coordctl health >/dev/null 2>&1 && break; sleep 0.1; done
 
-# The README's templates; on this host podman also needs runc (scripts/container_engine.sh).
+# The templates of docs/containers.md; on this host podman also needs runc (scripts/container_engine.sh).
 P="${E[*]}"
 start_green() {  # start_green <name> <log> [flags...]
   local name=$1 log=$2

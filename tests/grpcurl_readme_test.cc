@@ -1,7 +1,8 @@
-// The README's grpcurl section must work against a real coordinator, as grpcurl would use it:
-// through server reflection only. The services it lists are exactly those reflection lists,
-// every `describe` names a symbol reflection resolves, and every `-d` body parses as the JSON of
-// its method's request type (with the descriptors reflection served, as grpcurl does).
+// The grpcurl page (docs/grpcurl.md, moved there from the README) must work against a real
+// coordinator, as grpcurl would use it: through server reflection only. The services it lists are
+// exactly those reflection lists, every `describe` names a symbol reflection resolves, and every
+// `-d` body parses as the JSON of its method's request type (with the descriptors reflection
+// served, as grpcurl does).
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -31,16 +32,15 @@ namespace refl = ::grpc::reflection::v1alpha;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::TempDir;
 
-// The README's "## grpcurl" section.
+// The whole of docs/grpcurl.md, a page that starts with its title "# grpcurl"; empty when the
+// page is missing or has another title.
 std::string GrpcurlSection() {
-  std::ifstream in(std::string(COORD_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(COORD_SOURCE_DIR) + "/docs/grpcurl.md");
   std::stringstream text;
   text << in.rdbuf();
-  const std::string readme = text.str();
-  const size_t start = readme.find("\n## grpcurl\n");
-  if (start == std::string::npos) return "";
-  const size_t end = readme.find("\n## ", start + 1);
-  return readme.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  const std::string page = text.str();
+  if (page.rfind("# grpcurl\n", 0) != 0) return "";
+  return page;
 }
 
 // One reflection exchange.
@@ -101,7 +101,8 @@ class GrpcurlReadmeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     section_ = GrpcurlSection();
-    ASSERT_FALSE(section_.empty()) << "README.md has no \"## grpcurl\" section";
+    ASSERT_FALSE(section_.empty())
+        << "docs/grpcurl.md is missing or does not start with \"# grpcurl\"";
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
         CoordinatorProcess::Start(dir_.Sub("data"));
     ASSERT_OK(c);
@@ -124,7 +125,7 @@ TEST_F(GrpcurlReadmeTest, ListedServicesAreExactlyTheServedOnes) {
   ASSERT_GE(documented.size(), 8u) << section_;
   Reflection reflection(coordinator_->target());
   EXPECT_EQ(documented, reflection.Services())
-      << "README lists: " << absl::StrJoin(documented, " ");
+      << "docs/grpcurl.md lists: " << absl::StrJoin(documented, " ");
   // The list command itself is there, with the coordinator's default address.
   EXPECT_NE(section_.find("grpcurl -plaintext 127.0.0.1:50051 list"), std::string::npos);
 }

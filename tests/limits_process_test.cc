@@ -1,6 +1,7 @@
-// Every configurable limit on input (coordinator/store/limits.h), through the real coordinator
-// started with a non-default flag value: a request exactly at the limit is accepted, one past it
-// gets RESOURCE_EXHAUSTED naming the limit and its flag, and nothing is changed. Page sizes above
+// Every configurable limit on input (coordinator/store/records/limits.h), through the real
+// coordinator started with a non-default flag value: a request exactly at the limit is accepted,
+// one past it gets RESOURCE_EXHAUSTED naming the limit and its flag, and nothing is changed. Page
+// sizes above
 // --max_page_size are lowered to it; negative ones are INVALID_ARGUMENT.
 #include <memory>
 #include <string>

@@ -43,6 +43,10 @@ stop_once() {  # Ctrl-C, as a terminal sends it: to the whole process group
 
 run_once "$work/first.log"
 grep -q 'score' "$work/first.log" || { cat "$work/first.log" >&2; echo "no scored sample evaluation" >&2; exit 1; }
+# make run says where the console is (scripts/run_stack.sh), and it answers there.
+console=$(sed -n 's/^web console: \(http[^ ]*\)$/\1/p' "$work/first.log" | tail -1)
+[[ -n $console ]] || { cat "$work/first.log" >&2; echo "no console address printed" >&2; exit 1; }
+python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)' "$console" || { echo "the console at $console does not answer" >&2; exit 1; }
 grep -A5 'the same data through replica' "$work/first.log" | grep -q 'heap-overflow-record\|green' ||
   { cat "$work/first.log" >&2; echo "replica 2 did not list the evaluation" >&2; exit 1; }
 stop_once

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stack of docker-compose.yml in containers (README "Containers"), driven from the host:
+# The stack of docker-compose.yml in containers (docs/containers.md), driven from the host:
 #   1. up: tokens, then the coordinator (waits for its health check), then green and purple;
 #   2. a sample evaluation sent with coordctl to the published port; while the purple agent's
 #      slow step runs, the coordinator's container is killed (`kill`, SIGKILL) and started again

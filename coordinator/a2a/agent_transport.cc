@@ -10,7 +10,7 @@
 #include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/grpc_transport.h"
 #include "coordinator/a2a/http_transport.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 
 namespace coordinator {
 

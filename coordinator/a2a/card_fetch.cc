@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a/http.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace coordinator {

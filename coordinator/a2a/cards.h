@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 
 namespace coordinator {
 

@@ -16,7 +16,7 @@
 #include "common/thread_name.h"
 #include "coordinator/a2a/card_fetch.h"
 #include "coordinator/a2a/http.h"
-#include "coordinator/store/time_util.h"
+#include "coordinator/store/records/time_util.h"
 #include "google/protobuf/util/json_util.h"
 #include "storage/durability_scope.h"
 

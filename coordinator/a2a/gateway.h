@@ -25,11 +25,11 @@
 #include "common/url_allow_list.h"
 #include "coordinator/a2a/agent_contacts.h"
 #include "coordinator/a2a/agent_transport.h"
-#include "coordinator/store/a2a_delivery_queue.h"
-#include "coordinator/store/a2a_notifier.h"
-#include "coordinator/store/a2a_push.h"
-#include "coordinator/store/a2a_tasks.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
+#include "coordinator/store/a2a/delivery_queue.h"
+#include "coordinator/store/a2a/notifier.h"
+#include "coordinator/store/a2a/push.h"
+#include "coordinator/store/a2a/tasks.h"
 
 namespace coordinator {
 

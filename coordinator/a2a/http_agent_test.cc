@@ -381,7 +381,13 @@ TEST_P(HttpAgentTest, AnAgentThatForgotTheTaskGetsTheMessageAgain) {
   ASSERT_TRUE(WaitFor([&] { return agent.texts().size() == 2; }));
   EXPECT_THAT(agent.texts(), ElementsAre("hold", "hold"));
   EXPECT_THAT(agent.calls(), ElementsAre("GetTask agent-task-1"));
-  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  // The status already said "holding" before the restart: wait for the agent's answer to the
+  // second delivery (its status message is named after the agent's new task), stored with the
+  // agent's new task id in one write. Until then a cancel has no agent task to go to.
+  ASSERT_TRUE(WaitFor([&] {
+    return absl::StartsWith(GetTask(id).status().message().message_id(), "agent-task-2-");
+  }));
+  EXPECT_EQ(StatusText(GetTask(id)), "holding");
   a2apb::CancelTaskRequest cancel;
   cancel.set_id(id);
   a2apb::Task canceled;

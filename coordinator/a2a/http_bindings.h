@@ -27,7 +27,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/a2a/cards.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 #include "grpcpp/channel.h"
 
 namespace httplib {

@@ -18,9 +18,9 @@
 #include "coordinator/a2a/tenant_routing.h"
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/a2a_push.h"
-#include "coordinator/store/a2a_tasks.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
+#include "coordinator/store/a2a/push.h"
+#include "coordinator/store/a2a/tasks.h"
 
 namespace coordinator {
 

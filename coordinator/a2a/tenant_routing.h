@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 
 namespace coordinator {
 

@@ -15,11 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
 #include "common/validation.h"
 #include "coordinator/console/console_assets.h"
-#include "coordinator/store/tallies.h"
+#include "coordinator/store/contexts/scores.h"
+#include "coordinator/store/records/tallies.h"
 #include "google/protobuf/struct.pb.h"
 #include "httplib.h"
 
@@ -37,35 +39,9 @@ constexpr int kMaxScan = 5000;
 // Commands, messages and A2A events one evaluation's timeline shows at most.
 constexpr int kMaxTimeline = 2000;
 
-// `text` as a JSON string. Bytes that are not UTF-8 (a query parameter's name, say, echoed in an
-// error) become U+FFFD: Protobuf's printer would drop them and log an error per request.
-std::string Quote(absl::string_view text) {
-  google::protobuf::Value value;
-  value.set_string_value(common::ValidUtf8(text));
-  return ToJson(value);
-}
-
-int HttpCode(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kPermissionDenied:
-      return 403;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kUnimplemented:
-      return 405;
-    default:
-      return 500;
-  }
-}
+// `text` as a JSON string (common/log.h): bytes that are not UTF-8 (a query parameter's name, say,
+// echoed in an error) become U+FFFD.
+using common::JsonQuote;
 
 void Answer(httplib::Response& res, int code, const std::string& json) {
   res.status = code;
@@ -74,14 +50,15 @@ void Answer(httplib::Response& res, int code, const std::string& json) {
   res.set_content(json, "application/json");
 }
 
-// {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "..."}}
-void AnswerError(httplib::Response& res, const absl::Status& status) {
-  const int code = HttpCode(status);
+// {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "..."}}, the HTTP status as the
+// A2A HTTP+JSON binding maps the code (a2a_protocol/json_binding.h), unless `http_code` says.
+void AnswerError(httplib::Response& res, const absl::Status& status, int http_code = 0) {
+  const int code = http_code != 0 ? http_code : a2a_protocol::HttpStatusCode(status);
   if (code == 401) res.set_header("WWW-Authenticate", "Bearer");
   Answer(res, code,
          absl::StrCat("{\"error\":{\"code\":", code,
-                      ",\"status\":", Quote(absl::StatusCodeToString(status.code())),
-                      ",\"message\":", Quote(status.message()), "}}"));
+                      ",\"status\":", JsonQuote(absl::StatusCodeToString(status.code())),
+                      ",\"message\":", JsonQuote(status.message()), "}}"));
 }
 
 // The query parameters of a request, checked against the names an endpoint takes: an unknown
@@ -92,7 +69,7 @@ absl::StatusOr<std::map<std::string, std::string>> Params(
   for (const auto& [name, value] : req.params) {
     if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown query parameter ", Quote(name.substr(0, 64)),
+          absl::StrCat("unknown query parameter ", JsonQuote(name.substr(0, 64)),
                        allowed.size() == 0
                            ? std::string(": this endpoint takes none")
                            : absl::StrCat(": this endpoint takes ", absl::StrJoin(allowed, ", "))));
@@ -258,7 +235,7 @@ void Console::Install(httplib::Server& server) {
         // its last call to the agent. An agent with no recent word is probed now, in the
         // background; its answer comes as an "agent" change.
         auto when = [](absl::Time t) {
-          return t == absl::InfinitePast() ? std::string("null") : Quote(TimeText(t));
+          return t == absl::InfinitePast() ? std::string("null") : JsonQuote(TimeText(t));
         };
         std::vector<std::string> agent_json;
         for (v1::Agent agent : agents.agents()) {
@@ -273,9 +250,9 @@ void Console::Install(httplib::Server& server) {
           agent_json.push_back(absl::StrCat(
               "{\"agent\":", ToJson(agent), ",\"queuedDeliveries\":", queued.count,
               ",\"reachable\":", !known ? "null" : (contact.reached ? "true" : "false"),
-              ",\"lastCall\":", when(contact.last_call), ",\"lastCallVia\":", Quote(contact.via),
-              ",\"lastSeen\":", when(contact.last_seen), ",\"lastError\":", Quote(contact.error),
-              ",\"probing\":", contact.probing ? "true" : "false", "}"));
+              ",\"lastCall\":", when(contact.last_call), ",\"lastCallVia\":",
+              JsonQuote(contact.via), ",\"lastSeen\":", when(contact.last_seen), ",\"lastError\":",
+              JsonQuote(contact.error), ",\"probing\":", contact.probing ? "true" : "false", "}"));
         }
         return absl::StrCat(
             "{\"agents\":[", absl::StrJoin(agent_json, ","),
@@ -316,7 +293,7 @@ void Console::Install(httplib::Server& server) {
               ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
         }
         return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
-                            "],\"next\":", Quote(page.next_page_token), "}");
+                            "],\"next\":", JsonQuote(page.next_page_token), "}");
       }));
 
   // One evaluation: the context, its commands, its conversation and its A2A tasks with their
@@ -398,7 +375,7 @@ void Console::Install(httplib::Server& server) {
           });
           std::vector<std::string> out;
           for (const auto& [key, total] : sorted) {
-            out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", Quote(key),
+            out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", JsonQuote(key),
                                           total.sum / total.count, total.count));
           }
           return absl::StrCat("[", absl::StrJoin(out, ","), "]");
@@ -407,8 +384,8 @@ void Console::Install(httplib::Server& server) {
         for (const auto& [group, total] : by_both) {
           const auto [task, agent] = SplitTaskAndAgentGroup(group);
           cells.push_back(absl::StrFormat("{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}",
-                                          Quote(task), Quote(agent), total.sum / total.count,
-                                          total.count));
+                                          JsonQuote(task), JsonQuote(agent),
+                                          total.sum / total.count, total.count));
         }
         return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
                             ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
@@ -437,7 +414,7 @@ void Console::Install(httplib::Server& server) {
                for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
                return absl::StrCat("{\"run\":", ToJson(run), ",\"items\":[",
                                    absl::StrJoin(item_json, ","),
-                                   "],\"now\":", Quote(TimeText(absl::Now())), "}");
+                                   "],\"now\":", JsonQuote(TimeText(absl::Now())), "}");
              }));
 
   // Retry state and the breaker: the ladder, each task's state, the blocked registry with each
@@ -470,17 +447,17 @@ void Console::Install(httplib::Server& server) {
                      parts->breaker->GetSummary(task.task_id());
                  blocked.push_back(absl::StrCat(
                      "{\"task\":", ToJson(task),
-                     ",\"summary\":", Quote(summary.ok() ? summary->summary() : ""), "}"));
+                     ",\"summary\":", JsonQuote(summary.ok() ? summary->summary() : ""), "}"));
                }
                std::vector<std::string> ladder;
                for (const std::string& model : parts->tasks->options().tier_ladder) {
-                 ladder.push_back(Quote(model));
+                 ladder.push_back(JsonQuote(model));
                }
                return absl::StrCat(
                    "{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
                    absl::StrJoin(states, ","), "],\"blocked\":[", absl::StrJoin(blocked, ","),
                    "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true",
-                   ",\"next\":", Quote(tasks.next_page_token()), "}");
+                   ",\"next\":", JsonQuote(tasks.next_page_token()), "}");
              }));
 
   // Server-Sent Events: "change" events ({"seq", "kind", "id"}) after `after` (default: from
@@ -533,9 +510,9 @@ void Console::Install(httplib::Server& server) {
         return true;
       }
       if (revoked->load()) {
-        const std::string error =
-            absl::StrCat("event: error\ndata: {\"status\":", Quote("UNAUTHENTICATED"),
-                         ",\"message\":", Quote("the token was revoked or has expired"), "}\n\n");
+        const std::string error = absl::StrCat(
+            "event: error\ndata: {\"status\":", JsonQuote("UNAUTHENTICATED"),
+            ",\"message\":", JsonQuote("the token was revoked or has expired"), "}\n\n");
         sink.write(error.data(), error.size());
         sink.done();
         return true;
@@ -544,7 +521,8 @@ void Console::Install(httplib::Server& server) {
       if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
       for (const ConsoleChange& change : batch.changes) {
         absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":", change.seq,
-                        ",\"kind\":", Quote(change.kind), ",\"id\":", Quote(change.id), "}\n\n");
+                        ",\"kind\":", JsonQuote(change.kind), ",\"id\":", JsonQuote(change.id),
+                        "}\n\n");
         *cursor = change.seq;
       }
       if (out.empty()) out = ": keep-alive\n\n";
@@ -556,8 +534,10 @@ void Console::Install(httplib::Server& server) {
   // rather than the A2A REST binding's catch-all.
   auto unknown = [](const httplib::Request& req, httplib::Response& res) {
     if (req.method != "GET") {
-      AnswerError(res, absl::UnimplementedError(absl::StrCat(
-                           "the console is read-only: ", req.method, " is not served")));
+      AnswerError(res,
+                  absl::UnimplementedError(
+                      absl::StrCat("the console is read-only: ", req.method, " is not served")),
+                  405);
       return;
     }
     AnswerError(res, absl::NotFoundError("no such console endpoint"));

@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "coordinator/store/work_notifier.h"
+#include "coordinator/store/work/work_notifier.h"
 
 namespace coordinator {
 

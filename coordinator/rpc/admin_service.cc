@@ -9,7 +9,7 @@
 #include "common/status_macros.h"
 #include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/time_util.h"
+#include "coordinator/store/records/time_util.h"
 #include "storage/backup.h"
 
 namespace coordinator {

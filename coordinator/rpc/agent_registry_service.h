@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/agent_registry_store.h"
+#include "coordinator/store/a2a/agent_registry.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 
 namespace coordinator {

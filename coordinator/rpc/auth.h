@@ -14,7 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "coordinator/store/access.h"
+#include "coordinator/store/records/access.h"
 #include "coordinator/v1/auth.pb.h"
 #include "coordinator/v1/context.pb.h"
 
@@ -133,7 +133,7 @@ bool RoleAllows(Role role, Permission permission);
 [[nodiscard]] absl::Status CheckAgentName(const Caller& caller, absl::string_view name);
 
 // What the stores need of a caller to apply the ownership of retry tasks, breaker records and
-// runs (coordinator/store/access.h): its principal, and whether it is scoped (an agent).
+// runs (coordinator/store/records/access.h): its principal, and whether it is scoped (an agent).
 Access AccessOf(const Caller& caller);
 
 // Most parties a context may name.

@@ -4,7 +4,7 @@
 #define COORDINATOR_RPC_BREAKER_SERVICE_H_
 
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/breaker.h"
+#include "coordinator/store/retry/breaker.h"
 #include "coordinator/v1/breaker.grpc.pb.h"
 
 namespace coordinator {

@@ -7,7 +7,7 @@
 
 #include "coordinator/rpc/auth.h"
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/context_store.h"
+#include "coordinator/store/contexts/context_store.h"
 #include "coordinator/v1/context.grpc.pb.h"
 
 namespace coordinator {

@@ -3,8 +3,8 @@
 #define COORDINATOR_RPC_CONVERSATION_SERVICE_H_
 
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/context_store.h"
-#include "coordinator/store/conversation_store.h"
+#include "coordinator/store/contexts/context_store.h"
+#include "coordinator/store/contexts/conversation_store.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 
 namespace coordinator {

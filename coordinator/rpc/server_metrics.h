@@ -1,5 +1,5 @@
 // The coordinator's own metrics, served at /metrics on its HTTP port from
-// common::MetricsRegistry::Default() (README, "Metrics"):
+// common::MetricsRegistry::Default() (docs/configuration.md, "Metrics"):
 //   - every gRPC call, counted by service, method and status code, and timed (a histogram),
 //     and the streams open right now, by an interceptor that sees each call;
 //   - figures read at scrape time: RocksDB's (storage::Store::Stats), the work leases held, and
@@ -13,7 +13,7 @@
 #include <functional>
 #include <vector>
 
-#include "coordinator/store/work_store.h"
+#include "coordinator/store/work/work_store.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "storage/store.h"
 

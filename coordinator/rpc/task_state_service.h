@@ -4,7 +4,7 @@
 #define COORDINATOR_RPC_TASK_STATE_SERVICE_H_
 
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/task_state_store.h"
+#include "coordinator/store/retry/task_state_store.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
 
 namespace coordinator {

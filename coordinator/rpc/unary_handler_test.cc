@@ -17,7 +17,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordinator/rpc/task_state_service.h"
-#include "coordinator/store/task_state_store.h"
+#include "coordinator/store/retry/task_state_store.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

@@ -8,8 +8,8 @@
 
 #include "coordinator/rpc/stream_slots.h"
 #include "coordinator/rpc/unary_handler.h"
-#include "coordinator/store/work_notifier.h"
-#include "coordinator/store/work_store.h"
+#include "coordinator/store/work/work_notifier.h"
+#include "coordinator/store/work/work_store.h"
 #include "coordinator/v1/work.grpc.pb.h"
 
 namespace coordinator {

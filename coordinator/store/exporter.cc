@@ -11,12 +11,12 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
-#include "coordinator/store/a2a_tasks.h"
-#include "coordinator/store/context_store.h"
-#include "coordinator/store/conversation_store.h"
-#include "coordinator/store/keys.h"
-#include "coordinator/store/record_codec.h"
-#include "coordinator/store/time_util.h"
+#include "coordinator/store/a2a/tasks.h"
+#include "coordinator/store/contexts/context_store.h"
+#include "coordinator/store/contexts/conversation_store.h"
+#include "coordinator/store/records/keys.h"
+#include "coordinator/store/records/record_codec.h"
+#include "coordinator/store/records/time_util.h"
 #include "storage/key_codec.h"
 
 namespace coordinator {

@@ -9,10 +9,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "coordinator/store/access.h"
-#include "coordinator/store/breaker.h"
-#include "coordinator/store/limits.h"
-#include "coordinator/store/task_state_store.h"
+#include "coordinator/store/records/access.h"
+#include "coordinator/store/records/limits.h"
+#include "coordinator/store/retry/breaker.h"
+#include "coordinator/store/retry/task_state_store.h"
 #include "coordinator/v1/admin.pb.h"
 #include "storage/store.h"
 

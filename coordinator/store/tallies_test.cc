@@ -1,7 +1,7 @@
 // The running totals (tallies.h) through the real stores: they follow every way a context or a
 // run comes, changes class and goes, stay exact past any number of records and under concurrent
 // writers, and are built again from the records of a database that has none.
-#include "coordinator/store/tallies.h"
+#include "coordinator/store/records/tallies.h"
 
 #include <atomic>
 #include <memory>
@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/store/context_store.h"
-#include "coordinator/store/keys.h"
-#include "coordinator/store/purge.h"
-#include "coordinator/store/work_store.h"
+#include "coordinator/store/all_tallies.h"
+#include "coordinator/store/contexts/context_store.h"
+#include "coordinator/store/contexts/scores.h"
+#include "coordinator/store/records/keys.h"
+#include "coordinator/store/records/purge.h"
+#include "coordinator/store/work/work_store.h"
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
 #include "storage/testing/test_store.h"
@@ -177,7 +179,7 @@ TEST_F(TalliesTest, CountsStayExactPastTwentyThousandContexts) {
   EXPECT_LE(keys_read, kTallyStripes);
   // And a rebuild from the records agrees.
   ForgetTallies();
-  ASSERT_OK(Tallies::Rebuild(*store_));
+  ASSERT_OK(RebuildTallies(*store_));
   EXPECT_EQ(Count(Tally::kContextsEnded), kContexts / 5);
   EXPECT_EQ(Count(Tally::kContextsActive), kContexts - kContexts / 5);
 }
@@ -259,7 +261,7 @@ TEST_F(TalliesTest, AScoreChangedAfterARebuildKeepsTheSumRight) {
     scored.push_back(Create(absl::StrCat("e", i), v1::CONTEXT_STATUS_COMPLETED, "t", "gpt",
                             R"({"score": 0.5})"));
   }
-  ASSERT_OK(Tallies::Rebuild(*store_));
+  ASSERT_OK(RebuildTallies(*store_));
   for (v1::TaskContext& context : scored) {
     (*context.mutable_labels())["score"] = R"({"score": 1.0})";
     context = Update(context);
@@ -312,7 +314,7 @@ TEST_F(TalliesTest, EnsureBuiltComputesTheTotalsOfADatabaseWithout) {
   EXPECT_FALSE(*Tallies::Built(*store_));
   EXPECT_EQ(Count(Tally::kContextsActive), 0);
 
-  absl::StatusOr<bool> rebuilt = Tallies::EnsureBuilt(*store_);
+  absl::StatusOr<bool> rebuilt = EnsureTalliesBuilt(*store_);
   ASSERT_OK(rebuilt);
   EXPECT_TRUE(*rebuilt);
   EXPECT_TRUE(*Tallies::Built(*store_));
@@ -321,7 +323,7 @@ TEST_F(TalliesTest, EnsureBuiltComputesTheTotalsOfADatabaseWithout) {
   EXPECT_EQ(Count(Tally::kRunsActive), 1);
   EXPECT_EQ(Count(Tally::kScoreByTask, "t"), 1);
 
-  rebuilt = Tallies::EnsureBuilt(*store_);
+  rebuilt = EnsureTalliesBuilt(*store_);
   ASSERT_OK(rebuilt);
   EXPECT_FALSE(*rebuilt);
   // From here on the writers keep them.

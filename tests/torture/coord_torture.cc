@@ -1,5 +1,5 @@
 // coord_torture: kill -9 the real coordinator again and again under load, then check that every
-// acknowledged write survived and that the invariants hold (README "Reliability").
+// acknowledged write survived and that the invariants hold (docs/reliability.md).
 //
 // Clients (threads, one gRPC channel each) drive a mix of mutations: contexts (create, update),
 // commands, conversation appends, retry state (init, attempts, failures, escalations) and work

@@ -25,7 +25,7 @@ Metadata = Tuple[Tuple[str, str], ...]
 # Larger than a file a client should be handed by mistake; the C++ clients use the same bound.
 _MAX_FILE_BYTES = 1 << 20
 
-# A conversation page is at most 3 MiB (README, "gRPC API"), a run's item may be larger.
+# A conversation page is at most 3 MiB (docs/api.md), a run's item may be larger.
 MAX_RECEIVE_BYTES = 64 << 20
 
 # Reconnect within a second after a coordinator restart (gRPC's own backoff grows to two

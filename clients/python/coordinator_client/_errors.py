@@ -1,7 +1,7 @@
 """Exceptions of coordinator_client: one class per gRPC status code the coordinator answers.
 
 Every failed call raises a CoordinatorError carrying the status code and the server's message.
-The subclasses say what to do next, as the codes do (README, "gRPC API"): NotFound is also a
+The subclasses say what to do next, as the codes do (docs/api.md): NotFound is also a
 KeyError (so mapping access reads like a dict), InvalidArgument a ValueError, DeadlineExceeded
 a TimeoutError. Wrong argument types never reach the server: they are TypeError or ValueError
 raised before the call.
