@@ -55,7 +55,7 @@ echo "coordinator serving on $LISTEN ($store; logs in $LOG_DIR)"
 # The console's address as the coordinator logged it (its HTTP port starts just after gRPC).
 console=""
 for _ in $(seq 50); do
-  console=$(sed -n 's/.*web console on \(http[^ ]*\).*/\1/p' "$LOG_DIR/coordinator.log" | tail -1)
+  console=$(sed -n 's/.*web console on \(https\?:\/\/[^ "\\]*\).*/\1/p' "$LOG_DIR/coordinator.log" | tail -1)
   [[ -n $console ]] && break
   sleep 0.1
 done

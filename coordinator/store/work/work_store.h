@@ -25,6 +25,7 @@
 #include "coordinator/store/records/access.h"
 #include "coordinator/store/records/purge.h"
 #include "coordinator/store/records/tallies.h"
+#include "coordinator/store/work/run_rules.h"
 #include "coordinator/store/work/task_graph.h"
 #include "coordinator/store/work/work_notifier.h"
 #include "coordinator/v1/work.pb.h"
@@ -38,20 +39,6 @@ using Clock = std::function<absl::Time()>;
 // The process's monotonic clock (std::chrono::steady_clock) as an absl::Time: only differences
 // between its readings mean anything.
 absl::Time MonotonicNow();
-
-// How a lease's expiry is judged (docs/work.md, "Leases and fencing").
-enum class LeaseExpiry {
-  // By wall clock: a lease ends at its lease_expire_time, on the clock of whichever process
-  // looks; CheckLease refuses an expired lease before the reaper has taken it back, and a
-  // restart takes back the leases that expired while the process was down. For one process (the
-  // embedded RocksDB store), the default.
-  kWallClock,
-  // By observation: a lease holds until the reaper takes it back, which it does once it has seen
-  // the lease's index entry unchanged for the lease's length on its own monotonic clock
-  // (LeaseObservations). No two processes' clocks are ever compared. For several replicas on one
-  // data set (etcd); lease_expire_time is then only an estimate.
-  kObserved,
-};
 
 // What one reaper has seen of the lease index under LeaseExpiry::kObserved: per index entry (a
 // heartbeat moves an item's entry), when the reaper first saw it on its own monotonic clock, and
@@ -79,16 +66,6 @@ class LeaseObservations {
   const Clock clock_;
   absl::flat_hash_map<std::string, Seen> seen_;
 };
-
-// Default and bounds of a lease's length.
-inline constexpr absl::Duration kDefaultLeaseTtl = absl::Seconds(30);
-inline constexpr absl::Duration kMinLeaseTtl = absl::Milliseconds(100);
-inline constexpr absl::Duration kMaxLeaseTtl = absl::Hours(24);
-// Most principals a run may name as claimants.
-inline constexpr int kMaxClaimants = 64;
-
-// The run's status as its item counts and claim count say (see RunStatus in work.proto).
-v1::RunStatus DeriveRunStatus(const v1::Run& run);
 
 // The lease token a worker passes around: base64url of a LeaseToken.
 std::string EncodeLease(absl::string_view run_id, absl::string_view item_id, int64_t epoch);
