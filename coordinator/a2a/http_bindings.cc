@@ -7,7 +7,10 @@
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
+#include "a2a_protocol/errors.h"
 #include "a2a_protocol/json_binding.h"
+#include "a2a_protocol/v03_json.h"
+#include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -45,7 +48,10 @@ constexpr std::pair<const char*, const char*> kForwardedHeaders[] = {
     {"Authorization", "authorization"},
     {"A2A-Version", "a2a-version"},
     {"A2A-Extensions", "a2a-extensions"},
+    // A2A 0.3's name of the extensions header.
+    {"X-A2A-Extensions", "a2a-extensions"},
 };
+constexpr char kVersionHeader[] = "A2A-Version";
 
 using GenericStub = grpc::TemplatedGenericStub<pb::Message, pb::Message>;
 
@@ -280,7 +286,13 @@ class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-enum class Binding { kJsonRpc, kRest };
+// How a stream's events are written: 1.0 JSON-RPC, 1.0 HTTP+JSON, or 0.3 JSON-RPC (message/stream
+// and tasks/resubscribe, whose `final` flags differ).
+enum class Binding { kJsonRpc, kRest, kJsonRpcV03Send, kJsonRpcV03Subscribe };
+
+bool IsV03(Binding binding) {
+  return binding == Binding::kJsonRpcV03Send || binding == Binding::kJsonRpcV03Subscribe;
+}
 
 // A REST path below an agent's base URL (or the root), matched to its method.
 struct RestRoute {
@@ -480,7 +492,41 @@ class A2AHttpBindings::Impl {
     absl::StatusOr<a2a_protocol::JsonRpcRequest> request =
         a2a_protocol::ParseJsonRpcRequest(req.body, &code, &id);
     if (!request.ok()) return JsonRpcFailure(res, id, request.status(), code);
+    // The version: what the request asks for (A2A-Version; absent means 0.3) and what its
+    // method names; a request naming one version's method while asking for the other is
+    // answered as that version would answer an unknown method (docs/a2a-0.3.md, section 1).
+    const a2a_protocol::v03::AskedVersion asked = AskedVersionOf(req);
+    if (asked == a2a_protocol::v03::AskedVersion::kOther) {
+      return JsonRpcFailure(res, id,
+                            a2a_protocol::VersionNotSupported(
+                                req.get_header_value(kVersionHeader).substr(0, 32), "server"),
+                            std::nullopt);
+    }
+    if (std::optional<a2a_protocol::v03::Method> v03 =
+            a2a_protocol::v03::MethodNamed(request->method)) {
+      if (asked == a2a_protocol::v03::AskedVersion::kV10) {
+        return JsonRpcFailure(
+            res, id,
+            absl::UnimplementedError(absl::StrCat(
+                "method \"", request->method, "\" is A2A 0.3; this request says A2A-Version ",
+                req.get_header_value(kVersionHeader), " (its 1.0 method is ",
+                a2a_protocol::v03::ServiceMethodName(*v03), ")")),
+            a2a_protocol::kJsonRpcMethodNotFound);
+      }
+      return JsonRpcV03(req, res, agent, *request, *v03);
+    }
     const pb::MethodDescriptor* method = A2AService()->FindMethodByName(request->method);
+    if (method != nullptr && asked == a2a_protocol::v03::AskedVersion::kV03) {
+      const absl::string_view v03_name = a2a_protocol::v03::V03NameOf(request->method);
+      return JsonRpcFailure(
+          res, id,
+          absl::UnimplementedError(absl::StrCat(
+              "method \"", request->method, "\" is A2A 1.0; this request says A2A-Version ",
+              req.get_header_value(kVersionHeader),
+              v03_name.empty() ? std::string(" (A2A 0.3 has no such method)")
+                               : absl::StrCat(" (its 0.3 method is ", v03_name, ")"))),
+          a2a_protocol::kJsonRpcMethodNotFound);
+    }
     if (method == nullptr) {
       return JsonRpcFailure(
           res, id,
@@ -509,6 +555,49 @@ class A2AHttpBindings::Impl {
     if (!response.ok()) return JsonRpcFailure(res, id, response.status(), std::nullopt);
     res.set_content(a2a_protocol::JsonRpcResult(id, ToJson(**response)),
                     a2a_protocol::kJsonContentType);
+  }
+
+  // What the request's A2A-Version header asks for.
+  static a2a_protocol::v03::AskedVersion AskedVersionOf(const httplib::Request& req) {
+    return a2a_protocol::v03::ParseVersion(req.get_header_value(kVersionHeader));
+  }
+
+  // An A2A 0.3 JSON-RPC request: its params read into the 1.0 request, the call made on the
+  // 1.0 service as 1.0, the answer written back as 0.3 JSON (a2a_protocol/v03_json.h).
+  void JsonRpcV03(const httplib::Request& req, httplib::Response& res, const std::string& agent,
+                  const a2a_protocol::JsonRpcRequest& request, a2a_protocol::v03::Method v03) {
+    const std::string& id = request.id_json;
+    const pb::MethodDescriptor* method =
+        A2AService()->FindMethodByName(std::string(a2a_protocol::v03::ServiceMethodName(v03)));
+    std::unique_ptr<pb::Message> message = NewMessage(method->input_type());
+    absl::Status built =
+        a2a_protocol::v03::RequestFromParams(v03, request.params_json, message.get());
+    if (built.ok()) built = SetFromUrl(message.get(), "tenant", agent);
+    if (a2a_protocol::v03::Streams(v03)) {
+      if (!request.has_id) {
+        return JsonRpcFailure(
+            res, id, absl::InvalidArgumentError("a streaming method needs an id to answer"),
+            a2a_protocol::kJsonRpcInvalidRequest);
+      }
+      const Binding binding = v03 == a2a_protocol::v03::Method::kMessageStream
+                                  ? Binding::kJsonRpcV03Send
+                                  : Binding::kJsonRpcV03Subscribe;
+      if (!built.ok()) {
+        return StreamOfOneError(res, binding, id, built, a2a_protocol::kJsonRpcInvalidParams);
+      }
+      return Stream(req, res, method, std::move(message), binding, id);
+    }
+    if (!built.ok()) return JsonRpcFailure(res, id, built, a2a_protocol::kJsonRpcInvalidParams);
+    absl::StatusOr<std::unique_ptr<pb::Message>> response =
+        Unary(req, method, *message, /*version=*/a2a_protocol::kVersion);
+    if (!request.has_id) {
+      res.status = 204;
+      return;
+    }
+    if (!response.ok()) return JsonRpcFailure(res, id, response.status(), std::nullopt);
+    absl::StatusOr<std::string> result = a2a_protocol::v03::ResultJson(v03, **response);
+    if (!result.ok()) return JsonRpcFailure(res, id, result.status(), std::nullopt);
+    res.set_content(a2a_protocol::JsonRpcResult(id, *result), a2a_protocol::kJsonContentType);
   }
 
   // A JSON-RPC error answer: HTTP 200 as JSON-RPC over HTTP has it, except 401 (with the
@@ -613,10 +702,14 @@ class A2AHttpBindings::Impl {
     return message;
   }
 
-  // The call's metadata from the request's headers, and its deadline.
-  absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context) {
+  // The call's metadata from the request's headers, and its deadline. `version`, when given,
+  // is the a2a-version the call carries instead of the request's (a 0.3 request made as 1.0).
+  absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context,
+                       const char* version = nullptr) {
+    if (version != nullptr) context->AddMetadata("a2a-version", version);
     for (const auto& [header, key] : kForwardedHeaders) {
       if (!req.has_header(header)) continue;
+      if (version != nullptr && absl::string_view(header) == kVersionHeader) continue;
       const std::string value = req.get_header_value(header);
       if (!IsPrintableAscii(value)) {
         return absl::InvalidArgumentError(
@@ -630,9 +723,10 @@ class A2AHttpBindings::Impl {
 
   absl::StatusOr<std::unique_ptr<pb::Message>> Unary(const httplib::Request& req,
                                                      const pb::MethodDescriptor* method,
-                                                     const pb::Message& request) {
+                                                     const pb::Message& request,
+                                                     const char* version = nullptr) {
     grpc::ClientContext context;
-    RETURN_IF_ERROR(Prepare(req, &context));
+    RETURN_IF_ERROR(Prepare(req, &context, version));
     std::unique_ptr<pb::Message> response = NewMessage(method->output_type());
     // A completion queue of the call's own: when its one tag comes back and the queue is
     // drained, gRPC is done with the call, so the context and messages may go.
@@ -654,16 +748,22 @@ class A2AHttpBindings::Impl {
 
   // One event of a stream as the binding writes it.
   static std::string Event(Binding binding, const std::string& id, const pb::Message& response) {
+    if (IsV03(binding)) {
+      // The stream's messages are of the generated type (NewMessage): a StreamResponse.
+      return a2a_protocol::SseEvent(a2a_protocol::JsonRpcResult(
+          id, a2a_protocol::v03::EventJson(static_cast<const a2apb::StreamResponse&>(response),
+                                           binding == Binding::kJsonRpcV03Send)));
+    }
     if (binding == Binding::kJsonRpc) {
       return a2a_protocol::SseEvent(a2a_protocol::JsonRpcResult(id, ToJson(response)));
     }
     return a2a_protocol::SseEvent(ToJson(response));
   }
 
-  static std::string ErrorEvent(Binding binding, const std::string& id,
-                                const absl::Status& status) {
-    if (binding == Binding::kJsonRpc) {
-      return a2a_protocol::SseEvent(a2a_protocol::JsonRpcError(id, status));
+  static std::string ErrorEvent(Binding binding, const std::string& id, const absl::Status& status,
+                                std::optional<int> code = std::nullopt) {
+    if (binding != Binding::kRest) {
+      return a2a_protocol::SseEvent(a2a_protocol::JsonRpcError(id, status, code));
     }
     return a2a_protocol::SseEvent(a2a_protocol::HttpErrorBody(status), "error");
   }
@@ -675,7 +775,10 @@ class A2AHttpBindings::Impl {
               const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request,
               Binding binding, const std::string& id) {
     auto call = std::make_shared<StreamCall>(method, std::move(request));
-    if (absl::Status prepared = Prepare(req, call->context()); !prepared.ok()) {
+    if (absl::Status prepared =
+            Prepare(req, call->context(), IsV03(binding) ? a2a_protocol::kVersion : nullptr);
+        !prepared.ok()) {
+      if (IsV03(binding)) return StreamOfOneError(res, binding, id, prepared, std::nullopt);
       return binding == Binding::kJsonRpc ? JsonRpcFailure(res, id, prepared, std::nullopt)
                                           : RestError(res, 400, prepared);
     }
@@ -687,6 +790,7 @@ class A2AHttpBindings::Impl {
       const absl::Status status = common::FromGrpcStatus(call->status());
       const absl::Status failed =
           status.ok() ? absl::InternalError("the stream ended before its first event") : status;
+      if (IsV03(binding)) return StreamOfOneError(res, binding, id, failed, std::nullopt);
       return binding == Binding::kJsonRpc
                  ? JsonRpcFailure(res, id, failed, std::nullopt)
                  : RestError(res, a2a_protocol::HttpStatusCode(failed), failed);
@@ -729,6 +833,18 @@ class A2AHttpBindings::Impl {
         },
         // However the response ended (a client that went away included), the call ends too.
         [call](bool) { call->Abandon(); });
+  }
+
+  // A 0.3 stream that fails before its first event still answers as an event stream (0.3
+  // clients refuse anything else once they asked for one): one error event, then the end.
+  static void StreamOfOneError(httplib::Response& res, Binding binding, const std::string& id,
+                               const absl::Status& status, std::optional<int> code) {
+    res.set_header("Cache-Control", "no-cache");
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer");
+    }
+    res.set_content(ErrorEvent(binding, id, status, code), a2a_protocol::kEventStreamContentType);
   }
 
   GenericStub stub_;

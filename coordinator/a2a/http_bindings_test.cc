@@ -1,6 +1,7 @@
 // The A2A JSON-RPC and HTTP+JSON bindings with real processes: the coordinator binary, the
 // echo_agent behind it, and plain HTTP clients that know only the agent's base URL. Every wait is
 // bounded; no sleeps.
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -157,6 +158,18 @@ class A2AHttpTest : public ::testing::Test {
     httplib::Error error = httplib::Error::Success;
     client->send(req, res, error);
     return result;
+  }
+
+  // A JSON-RPC call with request headers (A2A-Version): the HTTP status and the parsed answer.
+  std::pair<int, pb::Value> RpcWith(const httplib::Headers& headers, const std::string& method,
+                                    const std::string& params) {
+    httplib::Result res = Client()->Post("/agents/echo", headers,
+                                         absl::StrCat(R"({"jsonrpc":"2.0","id":7,"method":")",
+                                                      method, R"(","params":)", params, "}"),
+                                         "application/json");
+    EXPECT_TRUE(res) << method;
+    if (!res) return {0, pb::Value()};
+    return {res->status, Parse(res->body)};
   }
 
   // How many tasks the echo agent has, read over JSON-RPC.
@@ -532,6 +545,160 @@ TEST(A2AHttpAuthTest, TheJsonBindingsTakeTheBearerTokenOfTheGrpcService) {
   ASSERT_TRUE(card);
   EXPECT_EQ(card->status, 200);
   EXPECT_TRUE(absl::StrContains(card->body, "Bearer")) << card->body;
+}
+
+// --- A2A 0.3 over JSON-RPC (docs/a2a-0.3.md): the same echo agent, the same stored task, 0.3's
+// method names and JSON.
+
+std::string V03Send(const std::string& text, const std::string& configuration = "") {
+  static int counter = 0;
+  return absl::StrCat(R"({"message":{"kind":"message","messageId":"v03-)", ++counter,
+                      R"(","role":"user","parts":[{"kind":"text","text":")", text, R"("}]})",
+                      configuration, "}");
+}
+
+const pb::Value& Item(const pb::Value& list, int i) {
+  static const pb::Value kNull;
+  if (!list.has_list_value() || i >= list.list_value().values_size()) return kNull;
+  return list.list_value().values(i);
+}
+
+TEST_F(A2AHttpTest, V03SendAndGetAnswerInV03JsonAndSeeTheTaskThat10Sees) {
+  auto [status, answer] = Rpc("message/send", V03Send("hello 0.3"));
+  ASSERT_EQ(status, 200) << ToJson(answer);
+  const pb::Value& task = At(answer, "result");
+  ASSERT_EQ(At(task, "kind").string_value(), "task") << ToJson(answer);
+  EXPECT_EQ(At(At(task, "status"), "state").string_value(), "completed");
+  const pb::Value& said = At(At(task, "status"), "message");
+  EXPECT_EQ(At(said, "kind").string_value(), "message");
+  EXPECT_EQ(At(said, "role").string_value(), "agent");
+  EXPECT_EQ(At(Item(At(said, "parts"), 0), "kind").string_value(), "text");
+  EXPECT_EQ(At(Item(At(said, "parts"), 0), "text").string_value(), "echo: hello 0.3");
+  const pb::Value& artifact = Item(At(task, "artifacts"), 0);
+  EXPECT_EQ(At(Item(At(artifact, "parts"), 0), "kind").string_value(), "text");
+  const std::string id = At(task, "id").string_value();
+  ASSERT_FALSE(id.empty());
+
+  // tasks/get: the history in 0.3 terms (the client's message has role "user").
+  auto [got_status, got] = Rpc("tasks/get", absl::StrCat(R"({"id":")", id, R"("})"));
+  ASSERT_EQ(got_status, 200) << ToJson(got);
+  const pb::Value& history = At(At(got, "result"), "history");
+  ASSERT_GE(history.list_value().values_size(), 1) << ToJson(got);
+  EXPECT_EQ(At(Item(history, 0), "role").string_value(), "user");
+  EXPECT_EQ(At(Item(history, 0), "kind").string_value(), "message");
+  // The same task through 1.0.
+  auto [v10_status, v10] = Rpc("GetTask", absl::StrCat(R"({"id":")", id, R"("})"));
+  ASSERT_EQ(v10_status, 200) << ToJson(v10);
+  EXPECT_EQ(At(At(At(v10, "result"), "status"), "state").string_value(), "TASK_STATE_COMPLETED");
+
+  // A non-blocking send answers at once with the task as it then was.
+  auto [quick_status, quick] =
+      Rpc("message/send", V03Send("later", R"(,"configuration":{"blocking":false})"));
+  ASSERT_EQ(quick_status, 200) << ToJson(quick);
+  EXPECT_EQ(At(At(quick, "result"), "kind").string_value(), "task");
+}
+
+TEST_F(A2AHttpTest, V03StreamIsAnEventStreamOfKindTaggedEventsEndingFinal) {
+  const std::string body = absl::StrCat(R"({"jsonrpc":"2.0","id":"s1","method":"message/stream",)",
+                                        R"("params":)", V03Send("streamed"), "}");
+  StreamResult result = Stream("/agents/echo", body);
+  ASSERT_EQ(result.status, 200) << result.body;
+  ASSERT_TRUE(absl::StartsWith(result.content_type, "text/event-stream")) << result.body;
+  ASSERT_GE(result.events.size(), 2u);
+  std::vector<std::string> kinds;
+  int finals = 0;
+  for (const std::string& event : result.events) {
+    const pb::Value parsed = Parse(event);
+    EXPECT_EQ(At(parsed, "id").string_value(), "s1") << event;
+    const pb::Value& r = At(parsed, "result");
+    kinds.push_back(At(r, "kind").string_value());
+    if (At(r, "final").bool_value()) ++finals;
+  }
+  EXPECT_EQ(kinds.front(), "task");
+  const pb::Value last = At(Parse(result.events.back()), "result");
+  EXPECT_EQ(At(last, "kind").string_value(), "status-update") << result.events.back();
+  EXPECT_TRUE(At(last, "final").bool_value());
+  EXPECT_EQ(At(At(last, "status"), "state").string_value(), "completed");
+  EXPECT_EQ(finals, 1);
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "artifact-update"), kinds.end());
+}
+
+TEST_F(A2AHttpTest, V03BadInputAndMixedVersionsGetClearErrorsAndChangeNothing) {
+  const int before = TaskCount();
+  // Hostile or malformed 0.3 params: -32602 naming the member.
+  for (
+      const std::string& params :
+      {std::string(R"({"message":{"messageId":"x","role":"robot","parts":[]}})"),
+       std::string(R"({"message":{"messageId":"x","role":"user","parts":[{"kind":"image"}]}})"),
+       std::string(R"({"message":{"messageId":"x","role":"user","parts":"text"}})"),
+       std::string(
+           R"({"message":{"messageId":"x","role":"user","parts":[{"kind":"file","file":{"bytes":"%%%"}}]}})"),
+       std::string(
+           R"({"message":{"messageId":"x","role":"user","parts":[{"kind":"text","text":"t"}]},"configuration":{"historyLength":-1}})"),
+       std::string(R"({"message":"hello"})"), std::string(R"({})")}) {
+    auto [status, answer] = Rpc("message/send", params);
+    EXPECT_EQ(status, 200);
+    EXPECT_EQ(At(At(answer, "error"), "code").number_value(), -32602) << params << ToJson(answer);
+    EXPECT_TRUE(absl::StrContains(At(At(answer, "error"), "message").string_value(), "params"))
+        << ToJson(answer);
+  }
+  // An unknown task: 0.3's TaskNotFound code, as 1.0's.
+  auto [missing_status, missing] = Rpc("tasks/get", R"({"id":"no-such-task"})");
+  EXPECT_EQ(At(At(missing, "error"), "code").number_value(), -32001) << ToJson(missing);
+  // A request that asks for one version and names the other's method.
+  auto [mixed_status, mixed] = RpcWith({{"A2A-Version", "1.0"}}, "message/send", V03Send("x"));
+  EXPECT_EQ(At(At(mixed, "error"), "code").number_value(), -32601) << ToJson(mixed);
+  EXPECT_TRUE(absl::StrContains(At(At(mixed, "error"), "message").string_value(), "SendMessage"));
+  auto [mixed2_status, mixed2] = RpcWith({{"A2A-Version", "0.3"}}, "SendMessage", SendParams("x"));
+  EXPECT_EQ(At(At(mixed2, "error"), "code").number_value(), -32601) << ToJson(mixed2);
+  EXPECT_TRUE(absl::StrContains(At(At(mixed2, "error"), "message").string_value(), "message/send"));
+  auto [other_status, other] = RpcWith({{"A2A-Version", "9.9"}}, "message/send", V03Send("x"));
+  EXPECT_EQ(At(At(other, "error"), "code").number_value(), -32009) << ToJson(other);
+  EXPECT_EQ(TaskCount(), before);
+  // Asking for 0.3 by name works.
+  auto [ok_status, ok] = RpcWith({{"A2A-Version", "0.3"}}, "message/send", V03Send("asked"));
+  EXPECT_EQ(At(At(ok, "result"), "kind").string_value(), "task") << ToJson(ok);
+
+  // A 0.3 stream that fails before its first event still answers as an event stream.
+  StreamResult result = Stream(
+      "/agents/echo",
+      R"({"jsonrpc":"2.0","id":"r1","method":"tasks/resubscribe","params":{"id":"no-such-task"}})");
+  ASSERT_TRUE(absl::StartsWith(result.content_type, "text/event-stream")) << result.body;
+  ASSERT_EQ(result.events.size(), 1u);
+  EXPECT_EQ(At(At(Parse(result.events[0]), "error"), "code").number_value(), -32001)
+      << result.events[0];
+}
+
+TEST_F(A2AHttpTest, V03PushConfigsSetGetListDelete) {
+  auto [status, answer] = Rpc("message/send", V03Send("push me"));
+  ASSERT_EQ(status, 200) << ToJson(answer);
+  const std::string id = At(At(answer, "result"), "id").string_value();
+  auto [set_status, set] = Rpc(
+      "tasks/pushNotificationConfig/set",
+      absl::StrCat(R"({"taskId":")", id,
+                   R"(","pushNotificationConfig":{"url":"http://127.0.0.1:9/hook","token":"t",)",
+                   R"("authentication":{"schemes":["Bearer"],"credentials":"c"}}})"));
+  ASSERT_EQ(set_status, 200) << ToJson(set);
+  const pb::Value& config = At(At(set, "result"), "pushNotificationConfig");
+  EXPECT_EQ(At(At(set, "result"), "taskId").string_value(), id) << ToJson(set);
+  EXPECT_EQ(At(config, "id").string_value(), id);  // no id given: the task's
+  EXPECT_EQ(Item(At(At(config, "authentication"), "schemes"), 0).string_value(), "Bearer");
+  auto [get_status, got] =
+      Rpc("tasks/pushNotificationConfig/get", absl::StrCat(R"({"id":")", id, R"("})"));
+  EXPECT_EQ(At(At(At(got, "result"), "pushNotificationConfig"), "url").string_value(),
+            "http://127.0.0.1:9/hook")
+      << ToJson(got);
+  auto [list_status, list] =
+      Rpc("tasks/pushNotificationConfig/list", absl::StrCat(R"({"id":")", id, R"("})"));
+  ASSERT_TRUE(At(list, "result").has_list_value()) << ToJson(list);
+  EXPECT_EQ(At(list, "result").list_value().values_size(), 1);
+  auto [del_status, del] =
+      Rpc("tasks/pushNotificationConfig/delete",
+          absl::StrCat(R"({"id":")", id, R"(","pushNotificationConfigId":")", id, R"("})"));
+  EXPECT_TRUE(At(del, "result").has_null_value()) << ToJson(del);
+  auto [after_status, after] =
+      Rpc("tasks/pushNotificationConfig/list", absl::StrCat(R"({"id":")", id, R"("})"));
+  EXPECT_EQ(At(after, "result").list_value().values_size(), 0) << ToJson(after);
 }
 
 }  // namespace

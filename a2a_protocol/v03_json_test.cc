@@ -1,0 +1,318 @@
+// A2A 0.3 JSON over the 1.0 messages (v03_json.h): each object both ways, what 0.3 requires
+// written even when empty, and each malformed or hostile input refused naming its member.
+#include "a2a_protocol/v03_json.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/empty.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/test_util.h"
+
+namespace a2a_protocol::v03 {
+namespace {
+
+using ::testing::HasSubstr;
+namespace pb = google::protobuf;
+
+pb::Value Parse(const std::string& json) {
+  pb::Value value;
+  EXPECT_TRUE(pb::util::JsonStringToMessage(json, &value).ok()) << json;
+  return value;
+}
+
+std::string Print(const pb::Value& value) {
+  std::string json;
+  EXPECT_TRUE(pb::util::MessageToJsonString(value, &json).ok());
+  return json;
+}
+
+const pb::Value& At(const pb::Value& v, const std::string& name) {
+  static const pb::Value kNull;
+  if (!v.has_struct_value()) return kNull;
+  auto it = v.struct_value().fields().find(name);
+  return it == v.struct_value().fields().end() ? kNull : it->second;
+}
+
+const pb::Value& Item(const pb::Value& v, int i) {
+  static const pb::Value kNull;
+  if (!v.has_list_value() || i >= v.list_value().values_size()) return kNull;
+  return v.list_value().values(i);
+}
+
+TEST(V03MethodsTest, EveryMethodHasItsNameAndItsServiceMethod) {
+  EXPECT_EQ(MethodNamed("message/send"), Method::kMessageSend);
+  EXPECT_EQ(MethodNamed("tasks/pushNotificationConfig/list"), Method::kPushConfigList);
+  EXPECT_EQ(MethodNamed("SendMessage"), std::nullopt);
+  EXPECT_EQ(MethodNamed("message/Send"), std::nullopt);
+  EXPECT_EQ(ServiceMethodName(Method::kTasksResubscribe), "SubscribeToTask");
+  EXPECT_TRUE(Streams(Method::kMessageStream));
+  EXPECT_FALSE(Streams(Method::kTasksGet));
+  EXPECT_EQ(V03NameOf("GetTask"), "tasks/get");
+  EXPECT_EQ(V03NameOf("ListTasks"), "");
+  EXPECT_EQ(ParseVersion(""), AskedVersion::kUnstated);
+  EXPECT_EQ(ParseVersion("0.3"), AskedVersion::kV03);
+  EXPECT_EQ(ParseVersion("0.3.0"), AskedVersion::kV03);
+  EXPECT_EQ(ParseVersion(" 1.0 "), AskedVersion::kV10);
+  EXPECT_EQ(ParseVersion("1"), AskedVersion::kV10);
+  EXPECT_EQ(ParseVersion("0.30"), AskedVersion::kOther);
+  EXPECT_EQ(ParseVersion("2.0"), AskedVersion::kOther);
+}
+
+TEST(V03JsonTest, StatesAreLowercaseWithHyphens) {
+  EXPECT_EQ(StateName(a2apb::TASK_STATE_INPUT_REQUIRED), "input-required");
+  EXPECT_EQ(StateName(a2apb::TASK_STATE_CANCELED), "canceled");
+  EXPECT_EQ(StateName(a2apb::TASK_STATE_UNSPECIFIED), "unknown");
+  for (int s = a2apb::TASK_STATE_SUBMITTED; s <= a2apb::TASK_STATE_AUTH_REQUIRED; ++s) {
+    const auto state = static_cast<a2apb::TaskState>(s);
+    EXPECT_EQ(StateNamed(StateName(state)), state);
+  }
+  EXPECT_EQ(StateNamed("unknown"), std::nullopt);
+  EXPECT_EQ(StateNamed("INPUT_REQUIRED"), std::nullopt);
+}
+
+TEST(V03JsonTest, ASendReadsEveryPartKindAndTheConfiguration) {
+  a2apb::SendMessageRequest request;
+  ASSERT_OK(RequestFromParams(Method::kMessageSend, R"({
+    "message": {"kind": "message", "messageId": "m1", "contextId": "c1", "taskId": "t1",
+                "role": "user", "metadata": {"k": 1}, "referenceTaskIds": ["t0"],
+                "parts": [{"kind": "text", "text": "hi"},
+                          {"kind": "file", "file": {"bytes": "aGVsbG8=", "name": "a.txt",
+                                                    "mimeType": "text/plain"}},
+                          {"kind": "file", "file": {"uri": "http://x/y.png"}},
+                          {"kind": "data", "data": {"a": [1, 2]}},
+                          {"text": "no kind"}]},
+    "configuration": {"acceptedOutputModes": ["text/plain"], "historyLength": 3,
+                      "blocking": false,
+                      "pushNotificationConfig": {"url": "http://127.0.0.1/hook", "token": "tk",
+                        "authentication": {"schemes": ["Bearer", "Basic"], "credentials": "c"}}},
+    "metadata": {"trace": "x"}})",
+                              &request));
+  const a2apb::Message& m = request.message();
+  EXPECT_EQ(m.message_id(), "m1");
+  EXPECT_EQ(m.context_id(), "c1");
+  EXPECT_EQ(m.task_id(), "t1");
+  EXPECT_EQ(m.role(), a2apb::ROLE_USER);
+  ASSERT_EQ(m.parts_size(), 5);
+  EXPECT_EQ(m.parts(0).text(), "hi");
+  EXPECT_EQ(m.parts(1).raw(), "hello");
+  EXPECT_EQ(m.parts(1).filename(), "a.txt");
+  EXPECT_EQ(m.parts(1).media_type(), "text/plain");
+  EXPECT_EQ(m.parts(2).url(), "http://x/y.png");
+  EXPECT_TRUE(m.parts(3).data().has_struct_value());
+  EXPECT_EQ(m.parts(4).text(), "no kind");
+  EXPECT_EQ(m.reference_task_ids(0), "t0");
+  EXPECT_TRUE(m.has_metadata());
+  const a2apb::SendMessageConfiguration& c = request.configuration();
+  EXPECT_EQ(c.accepted_output_modes(0), "text/plain");
+  EXPECT_EQ(c.history_length(), 3);
+  EXPECT_TRUE(c.return_immediately());
+  EXPECT_EQ(c.task_push_notification_config().url(), "http://127.0.0.1/hook");
+  EXPECT_EQ(c.task_push_notification_config().task_id(), "t1");
+  EXPECT_EQ(c.task_push_notification_config().id(), "t1");
+  EXPECT_EQ(c.task_push_notification_config().authentication().scheme(), "Bearer");
+  EXPECT_TRUE(request.has_metadata());
+}
+
+TEST(V03JsonTest, ASendWaitsUnlessToldNotToAndHistoryLengthZeroMeansAll) {
+  a2apb::SendMessageRequest request;
+  ASSERT_OK(RequestFromParams(
+      Method::kMessageSend,
+      R"({"message":{"messageId":"m","role":"agent","parts":[]},"configuration":{"historyLength":0}})",
+      &request));
+  EXPECT_FALSE(request.configuration().return_immediately());
+  EXPECT_FALSE(request.configuration().has_history_length());
+  EXPECT_EQ(request.message().role(), a2apb::ROLE_AGENT);
+  EXPECT_FALSE(request.has_metadata());
+}
+
+TEST(V03JsonTest, MalformedAndHostileParamsAreRefusedNamingTheMember) {
+  const struct {
+    Method method;
+    const char* params;
+    const char* names;
+  } kCases[] = {
+      {Method::kMessageSend, R"([1,2])", "params must be an object"},
+      {Method::kMessageSend, R"({"message": null})", "params.message is required"},
+      {Method::kMessageSend, R"({"message": {"role": "user"}})", "params.message.parts"},
+      {Method::kMessageSend, R"({"message": {"role": "ROLE_USER", "parts": []}})",
+       "params.message.role"},
+      {Method::kMessageSend, R"({"message": {"role": 1, "parts": []}})", "must be a string"},
+      {Method::kMessageSend, R"({"message": {"kind": "task", "role": "user", "parts": []}})",
+       "params.message.kind"},
+      {Method::kMessageSend, R"({"message": {"role": "user", "parts": [{"kind": "video"}]}})",
+       "params.message.parts[0].kind"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": [{"text": "a", "data": {}}]}})",
+       "params.message.parts[0].kind is required"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": [{"kind": "file", "file": {"bytes": "aGk=", "uri": "u"}}]}})",
+       "exactly one of bytes and uri"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": [{"kind": "file", "file": {"bytes": "!!!"}}]}})",
+       "is not base64"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": [{"kind": "data", "data": [1]}]}})",
+       "params.message.parts[0].data must be an object"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": []}, "configuration": {"historyLength": 1.5}})",
+       "historyLength must be a non-negative integer"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": []}, "configuration": {"blocking": "no"}})",
+       "blocking must be a boolean"},
+      {Method::kMessageSend,
+       R"({"message": {"role": "user", "parts": []}, "configuration": {"pushNotificationConfig": {}}})",
+       "pushNotificationConfig.url is required"},
+      {Method::kTasksGet, R"({})", "params.id is required"},
+      {Method::kTasksGet, R"({"id": "t", "historyLength": -2})", "non-negative"},
+      {Method::kTasksCancel, R"({"id": 7})", "params.id must be a string"},
+      {Method::kPushConfigSet, R"({"taskId": "t"})", "params.pushNotificationConfig is required"},
+      {Method::kPushConfigDelete, R"({"id": "t"})", "params.pushNotificationConfigId is required"},
+  };
+  for (const auto& c : kCases) {
+    a2apb::SendMessageRequest send;
+    a2apb::GetTaskRequest get;
+    a2apb::CancelTaskRequest cancel;
+    a2apb::TaskPushNotificationConfig set;
+    a2apb::DeleteTaskPushNotificationConfigRequest del;
+    pb::Message* request = &send;
+    if (c.method == Method::kTasksGet) request = &get;
+    if (c.method == Method::kTasksCancel) request = &cancel;
+    if (c.method == Method::kPushConfigSet) request = &set;
+    if (c.method == Method::kPushConfigDelete) request = &del;
+    const absl::Status s = RequestFromParams(c.method, c.params, request);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.params;
+    EXPECT_THAT(s.message(), HasSubstr(c.names)) << c.params;
+  }
+  a2apb::SendMessageRequest request;
+  EXPECT_FALSE(RequestFromParams(Method::kMessageSend, "{not json", &request).ok());
+}
+
+TEST(V03JsonTest, ATaskIsWrittenWithKindsAndEverythingTheSchemaRequires) {
+  a2apb::Task task;
+  task.set_id("t1");
+  task.set_context_id("c1");
+  task.mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
+  task.mutable_status()->mutable_timestamp()->set_seconds(1700000000);
+  a2apb::Message* said = task.mutable_status()->mutable_message();
+  said->set_message_id("m2");
+  said->set_role(a2apb::ROLE_AGENT);
+  a2apb::Artifact* artifact = task.add_artifacts();
+  artifact->set_artifact_id("a1");
+  artifact->add_parts()->set_raw("\x01\x02");
+  artifact->mutable_parts(0)->set_media_type("application/octet-stream");
+  artifact->add_parts()->mutable_data()->set_number_value(42);
+  a2apb::Message* asked = task.add_history();
+  asked->set_message_id("m1");
+  asked->set_role(a2apb::ROLE_USER);
+  asked->add_parts()->set_text("hello");
+
+  const pb::Value json = TaskToJson(task);
+  EXPECT_EQ(At(json, "kind").string_value(), "task");
+  EXPECT_EQ(At(json, "contextId").string_value(), "c1");
+  EXPECT_EQ(At(At(json, "status"), "state").string_value(), "input-required");
+  EXPECT_EQ(At(At(json, "status"), "timestamp").string_value(), "2023-11-14T22:13:20Z");
+  const pb::Value& message = At(At(json, "status"), "message");
+  EXPECT_EQ(At(message, "role").string_value(), "agent");
+  EXPECT_TRUE(At(message, "parts").has_list_value()) << "parts is required, even empty";
+  const pb::Value& parts = At(Item(At(json, "artifacts"), 0), "parts");
+  EXPECT_EQ(At(Item(parts, 0), "kind").string_value(), "file");
+  EXPECT_EQ(At(At(Item(parts, 0), "file"), "bytes").string_value(), "AQI=");
+  EXPECT_EQ(At(At(Item(parts, 0), "file"), "mimeType").string_value(), "application/octet-stream");
+  // 0.3 data parts are objects: another value is wrapped, and marked so it reads back as it was.
+  EXPECT_EQ(At(Item(parts, 1), "kind").string_value(), "data");
+  EXPECT_EQ(At(At(Item(parts, 1), "data"), "value").number_value(), 42);
+  EXPECT_TRUE(At(At(Item(parts, 1), "metadata"), "data_part_compat").bool_value());
+  EXPECT_EQ(At(Item(At(json, "history"), 0), "role").string_value(), "user");
+
+  // The artifact's parts read back as they were stored.
+  pb::Value as_message =
+      Parse(absl::StrCat(R"({"role":"agent","messageId":"x","parts":)", Print(parts), "}"));
+  a2apb::Message back;
+  ASSERT_OK(MessageFromJson(as_message, "m", &back));
+  EXPECT_EQ(back.parts(0).raw(), "\x01\x02");
+  EXPECT_EQ(back.parts(1).data().number_value(), 42);
+  EXPECT_FALSE(back.parts(1).has_metadata());
+}
+
+TEST(V03JsonTest, StatusUpdatesAreFinalWhenTheirStreamEndsWithThem) {
+  a2apb::StreamResponse event;
+  a2apb::TaskStatusUpdateEvent* update = event.mutable_status_update();
+  update->set_task_id("t");
+  update->set_context_id("c");
+  update->mutable_status()->set_state(a2apb::TASK_STATE_WORKING);
+  EXPECT_FALSE(At(Parse(EventJson(event, true)), "final").bool_value());
+  EXPECT_TRUE(At(Parse(EventJson(event, true)), "final").has_bool_value()) << "always written";
+  update->mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
+  EXPECT_TRUE(At(Parse(EventJson(event, true)), "final").bool_value());
+  EXPECT_FALSE(At(Parse(EventJson(event, false)), "final").bool_value());
+  update->mutable_status()->set_state(a2apb::TASK_STATE_FAILED);
+  EXPECT_TRUE(At(Parse(EventJson(event, false)), "final").bool_value());
+  EXPECT_EQ(At(Parse(EventJson(event, false)), "kind").string_value(), "status-update");
+
+  a2apb::StreamResponse chunk;
+  chunk.mutable_artifact_update()->set_task_id("t");
+  chunk.mutable_artifact_update()->set_last_chunk(true);
+  chunk.mutable_artifact_update()->mutable_artifact()->set_artifact_id("a");
+  const pb::Value written = Parse(EventJson(chunk, true));
+  EXPECT_EQ(At(written, "kind").string_value(), "artifact-update");
+  EXPECT_TRUE(At(written, "lastChunk").bool_value());
+  EXPECT_FALSE(At(written, "append").has_bool_value());
+}
+
+TEST(V03JsonTest, PushConfigsNestAndListsAreBareArrays) {
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id("t");
+  config.set_id("p");
+  config.set_url("http://h/hook");
+  config.mutable_authentication()->set_scheme("Bearer");
+  const pb::Value json = PushConfigToJson(config);
+  EXPECT_EQ(At(json, "taskId").string_value(), "t");
+  EXPECT_EQ(At(At(json, "pushNotificationConfig"), "id").string_value(), "p");
+  EXPECT_EQ(Item(At(At(At(json, "pushNotificationConfig"), "authentication"), "schemes"), 0)
+                .string_value(),
+            "Bearer");
+  a2apb::ListTaskPushNotificationConfigsResponse list;
+  *list.add_configs() = config;
+  absl::StatusOr<std::string> listed = ResultJson(Method::kPushConfigList, list);
+  ASSERT_OK(listed);
+  EXPECT_TRUE(Parse(*listed).has_list_value());
+  absl::StatusOr<std::string> empty =
+      ResultJson(Method::kPushConfigList, a2apb::ListTaskPushNotificationConfigsResponse());
+  ASSERT_OK(empty);
+  EXPECT_EQ(*empty, "[]");
+  absl::StatusOr<std::string> deleted = ResultJson(Method::kPushConfigDelete, pb::Empty());
+  ASSERT_OK(deleted);
+  EXPECT_EQ(*deleted, "null");
+  a2apb::GetTaskPushNotificationConfigRequest get;
+  ASSERT_OK(RequestFromParams(Method::kPushConfigGet, R"({"id":"t"})", &get));
+  EXPECT_EQ(get.task_id(), "t");
+  EXPECT_EQ(get.id(), "t");
+}
+
+TEST(V03JsonTest, A10CardReadsAsA03Card) {
+  a2apb::AgentCard card;
+  card.set_name("echo");
+  card.set_version("1");
+  auto* grpc = card.add_supported_interfaces();
+  grpc->set_protocol_binding("GRPC");
+  grpc->set_url("127.0.0.1:1");
+  auto* rpc = card.add_supported_interfaces();
+  rpc->set_protocol_binding("JSONRPC");
+  rpc->set_url("http://h/agents/echo");
+  card.add_skills()->set_id("s");
+  absl::StatusOr<std::string> json = ResultJson(Method::kGetExtendedAgentCard, card);
+  ASSERT_OK(json);
+  const pb::Value v = Parse(*json);
+  EXPECT_EQ(At(v, "url").string_value(), "http://h/agents/echo");
+  EXPECT_EQ(At(v, "preferredTransport").string_value(), "JSONRPC");
+  EXPECT_EQ(At(v, "protocolVersion").string_value(), "0.3.0");
+  EXPECT_EQ(At(v, "additionalInterfaces").list_value().values_size(), 2);
+  EXPECT_TRUE(At(Item(At(v, "skills"), 0), "tags").has_list_value());
+  EXPECT_TRUE(At(v, "capabilities").has_struct_value());
+}
+
+}  // namespace
+}  // namespace a2a_protocol::v03
