@@ -1,12 +1,17 @@
 #include "a2a_protocol/v03_json.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -102,6 +107,64 @@ void SetStrings(Struct* object, const char* name, const Strings& strings) {
 
 void SetMetadata(Struct* object, const Struct& metadata, bool present) {
   if (present) Set(object, "metadata", Obj(metadata));
+}
+
+// `value` as compact JSON with every object's members in name order, so that the same value
+// always prints the same bytes (a card's ETag depends on it; Protobuf's printer follows its map's
+// hash order).
+void PrintTo(const Value& value, std::string* out) {
+  switch (value.kind_case()) {
+    case Value::kNumberValue: {
+      const double d = value.number_value();
+      if (!std::isfinite(d)) {
+        out->append("null");
+      } else if (d == std::floor(d) && std::fabs(d) < 9007199254740992.0) {
+        absl::StrAppend(out, static_cast<int64_t>(d));
+      } else {
+        absl::StrAppend(out, absl::StrFormat("%.17g", d));
+      }
+      return;
+    }
+    case Value::kStringValue:
+      out->append(common::JsonQuote(value.string_value()));
+      return;
+    case Value::kBoolValue:
+      out->append(value.bool_value() ? "true" : "false");
+      return;
+    case Value::kStructValue: {
+      std::vector<const std::string*> names;
+      for (const auto& [name, member] : value.struct_value().fields()) names.push_back(&name);
+      std::sort(names.begin(), names.end(),
+                [](const std::string* a, const std::string* b) { return *a < *b; });
+      out->push_back('{');
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) out->push_back(',');
+        out->append(common::JsonQuote(*names[i]));
+        out->push_back(':');
+        PrintTo(value.struct_value().fields().at(*names[i]), out);
+      }
+      out->push_back('}');
+      return;
+    }
+    case Value::kListValue: {
+      out->push_back('[');
+      for (int i = 0; i < value.list_value().values_size(); ++i) {
+        if (i > 0) out->push_back(',');
+        PrintTo(value.list_value().values(i), out);
+      }
+      out->push_back(']');
+      return;
+    }
+    default:
+      out->append("null");
+      return;
+  }
+}
+
+std::string Print(const Value& value) {
+  std::string json;
+  PrintTo(value, &json);
+  return json;
 }
 
 Value PartToJson(const a2apb::Part& part) {
@@ -205,33 +268,36 @@ Value ArtifactUpdateToJson(const a2apb::TaskArtifactUpdateEvent& update) {
   return Obj(std::move(out));
 }
 
-// The 0.3 card (0.3 specification, section 5.5) of a 1.0 card: its first JSON-RPC interface (else
-// its first) as `url` and `preferredTransport`, the others as `additionalInterfaces`.
-Value CardToJson(const a2apb::AgentCard& card) {
+}  // namespace
+
+// The 0.3 card: 0.3 specification, section 5.5.
+Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::AgentInterface&)) {
   Struct out;
   Set(&out, "name", Str(card.name()));
   Set(&out, "description", Str(card.description()));
   Set(&out, "version", Str(card.version()));
   Set(&out, "protocolVersion", Str("0.3.0"));
-  const a2apb::AgentInterface* preferred = nullptr;
+  std::vector<const a2apb::AgentInterface*> interfaces;
   for (const a2apb::AgentInterface& i : card.supported_interfaces()) {
-    if (i.protocol_binding() == "JSONRPC") {
-      preferred = &i;
+    if (usable == nullptr || usable(i)) interfaces.push_back(&i);
+  }
+  const a2apb::AgentInterface* preferred = nullptr;
+  for (const a2apb::AgentInterface* i : interfaces) {
+    if (i->protocol_binding() == "JSONRPC") {
+      preferred = i;
       break;
     }
   }
-  if (preferred == nullptr && !card.supported_interfaces().empty()) {
-    preferred = &card.supported_interfaces(0);
-  }
+  if (preferred == nullptr && !interfaces.empty()) preferred = interfaces.front();
   Set(&out, "url", Str(preferred != nullptr ? preferred->url() : ""));
   Set(&out, "preferredTransport",
       Str(preferred != nullptr ? preferred->protocol_binding() : "JSONRPC"));
   Value additional;
   ListValue* list = additional.mutable_list_value();
-  for (const a2apb::AgentInterface& i : card.supported_interfaces()) {
+  for (const a2apb::AgentInterface* i : interfaces) {
     Struct entry;
-    Set(&entry, "url", Str(i.url()));
-    Set(&entry, "transport", Str(i.protocol_binding()));
+    Set(&entry, "url", Str(i->url()));
+    Set(&entry, "transport", Str(i->protocol_binding()));
     *list->add_values() = Obj(std::move(entry));
   }
   Set(&out, "additionalInterfaces", std::move(additional));
@@ -272,12 +338,27 @@ Value CardToJson(const a2apb::AgentCard& card) {
   return Obj(std::move(out));
 }
 
-std::string Print(const Value& value) {
-  std::string json;
-  // A Value built here always prints: every number is finite.
-  (void)google::protobuf::util::MessageToJsonString(value, &json);
-  return json;
+std::string HybridCardJson(const a2apb::AgentCard& card,
+                           bool (*usable)(const a2apb::AgentInterface&)) {
+  Value hybrid;
+  std::string v10;
+  (void)google::protobuf::util::MessageToJsonString(card, &v10);
+  (void)google::protobuf::util::JsonStringToMessage(v10, &hybrid);
+  Value v03 = CardToJson(card, usable);
+  for (const char* name :
+       {"protocolVersion", "url", "preferredTransport", "additionalInterfaces", "skills",
+        "defaultInputModes", "defaultOutputModes", "name", "description", "version"}) {
+    (*hybrid.mutable_struct_value()->mutable_fields())[name] = v03.struct_value().fields().at(name);
+  }
+  // Capabilities: 1.0's members, which 0.3 reads too (streaming, pushNotifications), kept.
+  if (hybrid.struct_value().fields().count("capabilities") == 0) {
+    (*hybrid.mutable_struct_value()->mutable_fields())["capabilities"] =
+        v03.struct_value().fields().at("capabilities");
+  }
+  return Print(hybrid);
 }
+
+namespace {
 
 // --- Reading.
 

@@ -82,6 +82,17 @@ std::optional<a2apb::TaskState> StateNamed(absl::string_view name);
 google::protobuf::Value MessageToJson(const a2apb::Message& message);
 google::protobuf::Value TaskToJson(const a2apb::Task& task);
 google::protobuf::Value PushConfigToJson(const a2apb::TaskPushNotificationConfig& config);
+// The 0.3 card (`url` and `preferredTransport`: the first JSON-RPC interface, else the first;
+// the rest as `additionalInterfaces`) of a 1.0 card, listing only the interfaces whose binding
+// `usable` accepts (all when null).
+google::protobuf::Value CardToJson(const a2apb::AgentCard& card,
+                                   bool (*usable)(const a2apb::AgentInterface&) = nullptr);
+// The card that both versions' clients read: the 1.0 card's JSON with the members 0.3 adds
+// (protocolVersion, url, preferredTransport, additionalInterfaces) and 0.3's form of the members
+// both have where 0.3 requires more (skills with their tags, capabilities). 1.0 readers ignore
+// what they do not know; 0.3 readers find what they need.
+std::string HybridCardJson(const a2apb::AgentCard& card,
+                           bool (*usable)(const a2apb::AgentInterface&) = nullptr);
 
 // `where` names the value in errors ("params.message").
 [[nodiscard]] absl::Status MessageFromJson(const google::protobuf::Value& json,

@@ -462,8 +462,14 @@ class A2AHttpBindings::Impl {
     }
     if (!card.ok())
       return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
-    const std::string json = ToJson(*card);
-    const CardValidators::Validators validators = validators_.For(req.path, json);
+    // A reader that asks for 1.0 gets the 1.0 card; any other (0.3 clients send no version) the
+    // card both versions read, whose 0.3 members name only what is served in 0.3 (JSON-RPC).
+    const bool v10 = AskedVersionOf(req) == a2a_protocol::v03::AskedVersion::kV10;
+    const std::string json =
+        v10 ? ToJson(*card) : a2a_protocol::v03::HybridCardJson(*card, &ServedInV03);
+    const CardValidators::Validators validators =
+        validators_.For(v10 ? req.path : absl::StrCat(req.path, "#0.3"), json);
+    res.set_header("Vary", "A2A-Version");
     res.set_header("Cache-Control",
                    absl::StrCat("public, max-age=", absl::ToInt64Seconds(options_.card_max_age)));
     res.set_header("ETag", validators.etag);
@@ -555,6 +561,11 @@ class A2AHttpBindings::Impl {
     if (!response.ok()) return JsonRpcFailure(res, id, response.status(), std::nullopt);
     res.set_content(a2a_protocol::JsonRpcResult(id, ToJson(**response)),
                     a2a_protocol::kJsonContentType);
+  }
+
+  // The interfaces of a card that the coordinator serves in A2A 0.3.
+  static bool ServedInV03(const a2apb::AgentInterface& interface) {
+    return interface.protocol_binding() == "JSONRPC";
   }
 
   // What the request's A2A-Version header asks for.

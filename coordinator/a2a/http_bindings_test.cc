@@ -441,7 +441,8 @@ TEST_F(A2AHttpTest, JsonRpcBadInputGetsTheSpecificationsCodesAndChangesNothing) 
       {R"([{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}])", -32600},
       {R"({"jsonrpc":"1.0","id":1,"method":"SendMessage","params":{}})", -32600},
       {R"({"id":1,"method":"SendMessage","params":{}})", -32600},
-      {R"({"jsonrpc":"2.0","id":1,"method":"message/send","params":{}})", -32601},
+      {R"({"jsonrpc":"2.0","id":1,"method":"message/send","params":{}})", -32602},  // A2A 0.3
+      {R"({"jsonrpc":"2.0","id":1,"method":"message/sent","params":{}})", -32601},
       {R"({"jsonrpc":"2.0","id":1,"method":"DropAllTables","params":{}})", -32601},
       {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":[1]})", -32602},
       {R"({"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":7}})", -32602},
@@ -699,6 +700,29 @@ TEST_F(A2AHttpTest, V03PushConfigsSetGetListDelete) {
   auto [after_status, after] =
       Rpc("tasks/pushNotificationConfig/list", absl::StrCat(R"({"id":")", id, R"("})"));
   EXPECT_EQ(At(after, "result").list_value().values_size(), 0) << ToJson(after);
+}
+
+TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {
+  auto [status, body] = Get("/agents/echo/.well-known/agent-card.json");
+  ASSERT_EQ(status, 200) << body;
+  const pb::Value both = Parse(body);
+  const std::string base = absl::StrCat("http://127.0.0.1:", http_port_, "/agents/echo");
+  EXPECT_EQ(At(both, "protocolVersion").string_value(), "0.3.0");
+  EXPECT_EQ(At(both, "url").string_value(), base);
+  EXPECT_EQ(At(both, "preferredTransport").string_value(), "JSONRPC");
+  // Only what is served in 0.3 is offered to 0.3 readers.
+  ASSERT_EQ(At(both, "additionalInterfaces").list_value().values_size(), 1) << body;
+  EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 0), "transport").string_value(), "JSONRPC");
+  EXPECT_TRUE(At(Item(At(both, "skills"), 0), "tags").has_list_value()) << body;
+  // A 1.0 reader of the same bytes finds its interfaces.
+  a2apb::AgentCard card;
+  ASSERT_OK(FromJson(body, &card));
+  EXPECT_EQ(card.supported_interfaces_size(), 3);
+  auto [v10_status, v10_body] =
+      Get("/agents/echo/.well-known/agent-card.json", {{"A2A-Version", "1.0"}});
+  ASSERT_EQ(v10_status, 200) << v10_body;
+  EXPECT_FALSE(At(Parse(v10_body), "url").has_string_value()) << v10_body;
+  EXPECT_FALSE(At(Parse(v10_body), "protocolVersion").has_string_value()) << v10_body;
 }
 
 }  // namespace

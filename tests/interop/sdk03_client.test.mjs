@@ -6,7 +6,7 @@
 // URL; the task it makes is the one a 1.0 client sees.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { JsonRpcTransport } from 'a2a-sdk-v03/client';
+import { ClientFactory, JsonRpcTransport } from 'a2a-sdk-v03/client';
 import { COORD_HTTP, bindingClient, agentCardUrl, getTaskRequest, TaskState, assertState } from './lib.mjs';
 
 const AGENT = 'echo';
@@ -94,4 +94,17 @@ test('0.3 push notification configs: set, get, list, delete', async () => {
   assert.equal(listed.length, 1);
   await c.deleteTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: 'hook-1' });
   assert.equal((await c.listTaskPushNotificationConfig({ id: task.id })).length, 0);
+});
+
+test('0.3 client made from the agent card URL alone: the card reads as 0.3 and leads to JSON-RPC', async () => {
+  const factory = new ClientFactory();
+  const c = await factory.createFromUrl(agentCardUrl(AGENT), '');
+  const result = await c.sendMessage({ message: userMessage('from the card') });
+  assert.equal(result.kind, 'task', JSON.stringify(result));
+  assert.equal(textOf(result.status.message), 'echo: from the card');
+  const card = await (await fetch(agentCardUrl(AGENT))).json();
+  assert.equal(card.protocolVersion, '0.3.0');
+  assert.equal(card.preferredTransport, 'JSONRPC');
+  assert.equal(card.url.replace(/\/$/, ''), ENDPOINT);
+  assert.ok(Array.isArray(card.supportedInterfaces), '1.0 readers still find their interfaces');
 });
