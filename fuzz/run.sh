@@ -14,7 +14,7 @@ if [ "${#harnesses[@]}" -eq 0 ]; then
   harnesses=(fuzz_key_codec fuzz_task_graph fuzz_aria_state fuzz_context_service
     fuzz_conversation_service fuzz_task_state_service fuzz_breaker_service fuzz_work_service
     fuzz_agent_registry_service fuzz_a2a_service fuzz_admin_service fuzz_json_binding
-    fuzz_agent_card fuzz_http_bindings fuzz_console)
+    fuzz_agent_card fuzz_http_bindings fuzz_console fuzz_v03_json)
 fi
 work=${FUZZ_WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/coord-fuzz-XXXXXX")}
 mkdir -p "$work"
@@ -31,7 +31,7 @@ run_one() {
     *_service | fuzz_http_bindings | fuzz_console) args+=(-detect_leaks=0) ;;
   esac
   case "$h" in
-    fuzz_task_graph | fuzz_aria_state | fuzz_json_binding | fuzz_agent_card)
+    fuzz_task_graph | fuzz_aria_state | fuzz_json_binding | fuzz_agent_card | fuzz_v03_json)
       args+=(-dict=fuzz/json.dict)
       ;;
     fuzz_http_bindings | fuzz_console) args+=(-dict=fuzz/http.dict) ;;
