@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/log.h"
+#include "common/proto_json.h"
 #include "common/status_macros.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -366,25 +367,6 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(where, " ", what));
 }
 
-const char* KindName(const Value& v) {
-  switch (v.kind_case()) {
-    case Value::kNullValue:
-      return "null";
-    case Value::kNumberValue:
-      return "a number";
-    case Value::kStringValue:
-      return "a string";
-    case Value::kBoolValue:
-      return "a boolean";
-    case Value::kStructValue:
-      return "an object";
-    case Value::kListValue:
-      return "an array";
-    default:
-      return "nothing";
-  }
-}
-
 // The member `name` of `object`; nullptr when absent or null (both mean "not given" in 0.3).
 const Value* Member(const Struct& object, absl::string_view name) {
   auto it = object.fields().find(std::string(name));
@@ -398,7 +380,7 @@ std::string Path(absl::string_view where, absl::string_view name) {
 
 absl::StatusOr<const Struct*> AsObject(const Value& v, absl::string_view where) {
   if (!v.has_struct_value())
-    return Bad(where, absl::StrCat("must be an object, not ", KindName(v)));
+    return Bad(where, absl::StrCat("must be an object, not ", common::JsonKindName(v)));
   return &v.struct_value();
 }
 
@@ -412,7 +394,7 @@ absl::StatusOr<std::string> StringMember(const Struct& object, absl::string_view
     return std::string();
   }
   if (!v->has_string_value()) {
-    return Bad(Path(where, name), absl::StrCat("must be a string, not ", KindName(*v)));
+    return Bad(Path(where, name), absl::StrCat("must be a string, not ", common::JsonKindName(*v)));
   }
   return v->string_value();
 }
@@ -422,7 +404,8 @@ absl::StatusOr<std::optional<bool>> BoolMember(const Struct& object, absl::strin
   const Value* v = Member(object, name);
   if (v == nullptr) return std::optional<bool>();
   if (!v->has_bool_value()) {
-    return Bad(Path(where, name), absl::StrCat("must be a boolean, not ", KindName(*v)));
+    return Bad(Path(where, name),
+               absl::StrCat("must be a boolean, not ", common::JsonKindName(*v)));
   }
   return std::optional<bool>(v->bool_value());
 }
@@ -434,7 +417,7 @@ absl::StatusOr<std::optional<int32_t>> HistoryLength(const Struct& object,
   if (v == nullptr) return std::optional<int32_t>();
   const std::string path = Path(where, "historyLength");
   if (!v->has_number_value())
-    return Bad(path, absl::StrCat("must be a number, not ", KindName(*v)));
+    return Bad(path, absl::StrCat("must be a number, not ", common::JsonKindName(*v)));
   const double n = v->number_value();
   if (!std::isfinite(n) || n != std::floor(n) || n < 0 || n > 1e9) {
     return Bad(path, "must be a non-negative integer");
@@ -449,7 +432,8 @@ absl::Status StringsMember(const Struct& object, absl::string_view where, absl::
   const Value* v = Member(object, name);
   if (v == nullptr) return absl::OkStatus();
   const std::string path = Path(where, name);
-  if (!v->has_list_value()) return Bad(path, absl::StrCat("must be an array, not ", KindName(*v)));
+  if (!v->has_list_value())
+    return Bad(path, absl::StrCat("must be an array, not ", common::JsonKindName(*v)));
   for (int i = 0; i < v->list_value().values_size(); ++i) {
     const Value& item = v->list_value().values(i);
     if (!item.has_string_value()) {
@@ -721,7 +705,8 @@ absl::Status MessageFromJson(const Value& json, absl::string_view where, a2apb::
   const Value* parts = Member(*object, "parts");
   if (parts == nullptr) return Bad(Path(where, "parts"), "is required");
   if (!parts->has_list_value()) {
-    return Bad(Path(where, "parts"), absl::StrCat("must be an array, not ", KindName(*parts)));
+    return Bad(Path(where, "parts"),
+               absl::StrCat("must be an array, not ", common::JsonKindName(*parts)));
   }
   for (int i = 0; i < parts->list_value().values_size(); ++i) {
     RETURN_IF_ERROR(PartFromJson(parts->list_value().values(i),

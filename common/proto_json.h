@@ -1,5 +1,6 @@
-// One JSON rendering of a protobuf message shared by the coordinator and coordctl: the ARIA
-// task-state files' shape (compact, proto field names, every scalar field printed). Header only,
+// JSON helpers shared by the coordinator, the A2A protocol library and coordctl: one rendering of a
+// protobuf message (the ARIA task-state files' shape: compact, proto field names, every scalar
+// field printed), and the name of a JSON value's kind for error messages. Header only,
 // so it adds no link dependency: both sides already link Protobuf, and coordctl links no
 // coordinator code.
 #ifndef COMMON_PROTO_JSON_H_
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "google/protobuf/message.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace common {
@@ -21,6 +23,26 @@ inline std::string CompactJson(const google::protobuf::Message& message) {
   options.preserve_proto_field_names = true;
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
+}
+
+// What a JSON value is, as an error message names it: "a string", "an object", "null", ...
+inline const char* JsonKindName(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNullValue:
+      return "null";
+    case google::protobuf::Value::kNumberValue:
+      return "a number";
+    case google::protobuf::Value::kStringValue:
+      return "a string";
+    case google::protobuf::Value::kBoolValue:
+      return "a boolean";
+    case google::protobuf::Value::kStructValue:
+      return "an object";
+    case google::protobuf::Value::kListValue:
+      return "an array";
+    default:
+      return "nothing";
+  }
 }
 
 }  // namespace common

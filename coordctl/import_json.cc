@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/proto_json.h"
 
 namespace coordctl {
 
@@ -15,27 +16,9 @@ using google::protobuf::Value;
 
 namespace {
 
-const char* KindName(const Value& v) {
-  switch (v.kind_case()) {
-    case Value::kNullValue:
-      return "null";
-    case Value::kNumberValue:
-      return "a number";
-    case Value::kStringValue:
-      return "a string";
-    case Value::kBoolValue:
-      return "a boolean";
-    case Value::kStructValue:
-      return "an object";
-    case Value::kListValue:
-      return "an array";
-    default:
-      return "nothing";
-  }
-}
-
 absl::Status WrongType(const std::string& name, const char* want, const Value& v) {
-  return absl::InvalidArgumentError(absl::StrCat(name, " must be ", want, ", not ", KindName(v)));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be ", want, ", not ", common::JsonKindName(v)));
 }
 
 }  // namespace
