@@ -856,7 +856,17 @@ absl::StatusOr<std::string> ResultJson(Method method, const google::protobuf::Me
   return absl::InternalError("unknown 0.3 method");
 }
 
-std::string EventJson(const a2apb::StreamResponse& event, bool send_stream) {
+std::string EventJson(const a2apb::StreamResponse& event, bool send_stream,
+                      const a2apb::Task* opening) {
+  if (opening != nullptr && event.has_message()) {
+    // As the store keeps it: the status message that completes the task (A2ATasks).
+    a2apb::TaskStatusUpdateEvent completed;
+    completed.set_task_id(opening->id());
+    completed.set_context_id(opening->context_id());
+    completed.mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+    *completed.mutable_status()->mutable_message() = event.message();
+    return Print(StatusUpdateToJson(completed, send_stream));
+  }
   switch (event.payload_case()) {
     case a2apb::StreamResponse::kTask:
       return Print(TaskToJson(event.task()));

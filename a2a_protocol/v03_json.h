@@ -71,7 +71,11 @@ AskedVersion ParseVersion(absl::string_view header_value);
 // One event of a 0.3 stream: the task, a message, a status update (`final` when the stream ends
 // with it: a terminal state, or on a send stream an interrupted one) or an artifact update.
 // `send_stream`: message/stream (true) or tasks/resubscribe.
-std::string EventJson(const a2apb::StreamResponse& event, bool send_stream);
+// `opening`, when given, is the task the stream opened with: a Message after it (an agent's direct
+// answer) is written as the status update that completes that task, carrying the message, since
+// 0.3 clients take a Message only as a stream's one event.
+std::string EventJson(const a2apb::StreamResponse& event, bool send_stream,
+                      const a2apb::Task* opening = nullptr);
 
 // --- The objects, both ways (JSON values of the 0.3 schema).
 

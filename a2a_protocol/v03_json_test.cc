@@ -262,6 +262,28 @@ TEST(V03JsonTest, StatusUpdatesAreFinalWhenTheirStreamEndsWithThem) {
   EXPECT_FALSE(At(written, "append").has_bool_value());
 }
 
+// 0.3 clients take a Message only as a stream's one event: after the opening task, an agent's
+// direct answer is written as the status update that completes the task (as the store keeps it).
+TEST(V03JsonTest, AMessageAfterTheOpeningTaskIsTheStatusUpdateThatCompletesIt) {
+  a2apb::Task opening;
+  opening.set_id("t");
+  opening.set_context_id("c");
+  a2apb::StreamResponse answer;
+  answer.mutable_message()->set_message_id("m");
+  answer.mutable_message()->set_role(a2apb::ROLE_AGENT);
+  answer.mutable_message()->add_parts()->set_text("done");
+  const pb::Value alone = Parse(EventJson(answer, true));
+  EXPECT_EQ(At(alone, "kind").string_value(), "message");
+  const pb::Value after = Parse(EventJson(answer, true, &opening));
+  EXPECT_EQ(At(after, "kind").string_value(), "status-update");
+  EXPECT_EQ(At(after, "taskId").string_value(), "t");
+  EXPECT_EQ(At(after, "contextId").string_value(), "c");
+  EXPECT_TRUE(At(after, "final").bool_value());
+  EXPECT_EQ(At(At(after, "status"), "state").string_value(), "completed");
+  EXPECT_EQ(At(Item(At(At(At(after, "status"), "message"), "parts"), 0), "text").string_value(),
+            "done");
+}
+
 TEST(V03JsonTest, PushConfigsNestAndListsAreBareArrays) {
   a2apb::TaskPushNotificationConfig config;
   config.set_task_id("t");

@@ -24,9 +24,9 @@ using ClientMetadata = std::multimap<grpc::string_ref, grpc::string_ref>;
 // Adds "a2a-version: 1.0" to an outbound call.
 void AddVersion(grpc::ClientContext* context);
 
-// OK when the call's a2a-version is absent, empty, "1.0" or "1"; otherwise VERSION_NOT_SUPPORTED
-// naming the version asked for and `speaker` ("server", "agent": see VersionNotSupported). When
-// the key is repeated, the first value counts.
+// OK when the call's a2a-version is absent, empty, "1.0", "1.0.<patch>" or "1"; otherwise
+// VERSION_NOT_SUPPORTED naming the version asked for and `speaker` ("server", "agent": see
+// VersionNotSupported). When the key is repeated, the first value counts.
 [[nodiscard]] absl::Status CheckVersion(const ClientMetadata& client_metadata,
                                         absl::string_view speaker);
 

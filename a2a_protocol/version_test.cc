@@ -32,6 +32,8 @@ TEST(CheckVersionTest, AbsentEmptyAndOneAreAccepted) {
   EXPECT_OK(CheckVersion(With({{"a2a-version", ""}}), "server"));
   EXPECT_OK(CheckVersion(With({{"a2a-version", "1.0"}}), "server"));
   EXPECT_OK(CheckVersion(With({{"a2a-version", "1"}}), "server"));
+  EXPECT_OK(CheckVersion(With({{"a2a-version", "1.0.1"}}), "server"));  // a patch number
+  EXPECT_FALSE(CheckVersion(With({{"a2a-version", "1.01"}}), "server").ok());
 }
 
 TEST(CheckVersionTest, AnotherVersionIsVersionNotSupported) {
@@ -41,7 +43,7 @@ TEST(CheckVersionTest, AnotherVersionIsVersionNotSupported) {
   EXPECT_EQ(s.message(), "A2A version \"0.3\" is not supported; this server speaks 1.0");
   EXPECT_EQ(CheckVersion(With({{"a2a-version", "2.0"}}), "agent").message(),
             "A2A version \"2.0\" is not supported; this agent speaks 1.0");
-  EXPECT_EQ(Reason(CheckVersion(With({{"a2a-version", "1.0.1"}}), "server")), kVersionNotSupported);
+  EXPECT_EQ(Reason(CheckVersion(With({{"a2a-version", "1.1"}}), "server")), kVersionNotSupported);
 }
 
 TEST(CheckVersionTest, WhenRepeatedTheFirstValueCounts) {

@@ -758,12 +758,15 @@ class A2AHttpBindings::Impl {
   }
 
   // One event of a stream as the binding writes it.
-  static std::string Event(Binding binding, const std::string& id, const pb::Message& response) {
+  // `opening`: on a 0.3 stream, the task its first event carried (null before it, or when it
+  // carried none).
+  static std::string Event(Binding binding, const std::string& id, const pb::Message& response,
+                           const a2apb::Task* opening = nullptr) {
     if (IsV03(binding)) {
       // The stream's messages are of the generated type (NewMessage): a StreamResponse.
       return a2a_protocol::SseEvent(a2a_protocol::JsonRpcResult(
           id, a2a_protocol::v03::EventJson(static_cast<const a2apb::StreamResponse&>(response),
-                                           binding == Binding::kJsonRpcV03Send)));
+                                           binding == Binding::kJsonRpcV03Send, opening)));
     }
     if (binding == Binding::kJsonRpc) {
       return a2a_protocol::SseEvent(a2a_protocol::JsonRpcResult(id, ToJson(response)));
@@ -809,10 +812,15 @@ class A2AHttpBindings::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     auto pending = std::make_shared<std::string>(Event(binding, id, *first));
+    std::shared_ptr<const a2apb::Task> opening;
+    if (IsV03(binding) && static_cast<const a2apb::StreamResponse&>(*first).has_task()) {
+      opening =
+          std::make_shared<a2apb::Task>(static_cast<const a2apb::StreamResponse&>(*first).task());
+    }
     const absl::Duration keepalive = options_.keepalive;
     res.set_chunked_content_provider(
         a2a_protocol::kEventStreamContentType,
-        [call, pending, binding, id, keepalive](size_t, httplib::DataSink& sink) {
+        [call, pending, binding, id, keepalive, opening](size_t, httplib::DataSink& sink) {
           if (!pending->empty()) {
             if (!sink.write(pending->data(), pending->size())) return false;
             pending->clear();
@@ -821,7 +829,7 @@ class A2AHttpBindings::Impl {
             std::unique_ptr<pb::Message> response;
             switch (call->Wait(keepalive, &response)) {
               case StreamCall::Next::kResponse: {
-                const std::string event = Event(binding, id, *response);
+                const std::string event = Event(binding, id, *response, opening.get());
                 if (!sink.write(event.data(), event.size())) return false;
                 break;
               }

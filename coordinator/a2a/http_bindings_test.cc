@@ -700,6 +700,18 @@ TEST_F(A2AHttpTest, V03PushConfigsSetGetListDelete) {
   auto [after_status, after] =
       Rpc("tasks/pushNotificationConfig/list", absl::StrCat(R"({"id":")", id, R"("})"));
   EXPECT_EQ(At(after, "result").list_value().values_size(), 0) << ToJson(after);
+
+  // A config sent with the message, without an id, is the task's own: found by the task id.
+  auto [with_status, with] =
+      Rpc("message/send",
+          V03Send("push with",
+                  R"(,"configuration":{"pushNotificationConfig":{"url":"http://127.0.0.1:9/h"}})"));
+  ASSERT_EQ(with_status, 200) << ToJson(with);
+  const std::string task = At(At(with, "result"), "id").string_value();
+  auto [own_status, own] =
+      Rpc("tasks/pushNotificationConfig/get", absl::StrCat(R"({"id":")", task, R"("})"));
+  EXPECT_EQ(At(At(At(own, "result"), "pushNotificationConfig"), "id").string_value(), task)
+      << ToJson(own);
 }
 
 TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {

@@ -387,7 +387,8 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     change.queued_delivery_seq = history_seq;
     if (push_config != nullptr) {
       a2apb::TaskPushNotificationConfig config = *push_config;
-      if (config.id().empty()) config.set_id(common::NewUuid());
+      // Without an id the config is the task's own, found by the task id (as A2A SDKs do).
+      if (config.id().empty()) config.set_id(header.task().id());
       config.set_task_id(header.task().id());
       config.set_tenant(header.tenant());
       RETURN_IF_ERROR(a2a_records::PutPushConfig(txn, header, config));
