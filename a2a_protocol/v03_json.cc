@@ -66,18 +66,6 @@ constexpr char kDataPartCompat[] = "data_part_compat";
 
 // --- Writing.
 
-Value Str(absl::string_view s) {
-  Value v;
-  v.set_string_value(std::string(s));
-  return v;
-}
-
-Value Bool(bool b) {
-  Value v;
-  v.set_bool_value(b);
-  return v;
-}
-
 Value Obj(Struct s) {
   Value v;
   *v.mutable_struct_value() = std::move(s);
@@ -90,14 +78,14 @@ void Set(Struct* object, const char* name, Value value) {
 
 // Sets `name` to `value` unless it is empty.
 void SetNonEmpty(Struct* object, const char* name, absl::string_view value) {
-  if (!value.empty()) Set(object, name, Str(value));
+  if (!value.empty()) Set(object, name, common::JsonString(value));
 }
 
 template <typename Strings>
 Value StringList(const Strings& strings) {
   Value v;
   ListValue* list = v.mutable_list_value();
-  for (const std::string& s : strings) *list->add_values() = Str(s);
+  for (const std::string& s : strings) *list->add_values() = common::JsonString(s);
   return v;
 }
 
@@ -176,31 +164,31 @@ Value PartToJson(const a2apb::Part& part) {
     case a2apb::Part::kUrl: {
       Struct file;
       if (part.content_case() == a2apb::Part::kRaw) {
-        Set(&file, "bytes", Str(absl::Base64Escape(part.raw())));
+        Set(&file, "bytes", common::JsonString(absl::Base64Escape(part.raw())));
       } else {
-        Set(&file, "uri", Str(part.url()));
+        Set(&file, "uri", common::JsonString(part.url()));
       }
       SetNonEmpty(&file, "name", part.filename());
       SetNonEmpty(&file, "mimeType", part.media_type());
-      Set(&out, "kind", Str("file"));
+      Set(&out, "kind", common::JsonString("file"));
       Set(&out, "file", Obj(std::move(file)));
       break;
     }
     case a2apb::Part::kData:
-      Set(&out, "kind", Str("data"));
+      Set(&out, "kind", common::JsonString("data"));
       if (part.data().has_struct_value()) {
         Set(&out, "data", part.data());
       } else {
         Struct wrapped;
         Set(&wrapped, "value", part.data());
         Set(&out, "data", Obj(std::move(wrapped)));
-        Set(&metadata, kDataPartCompat, Bool(true));
+        Set(&metadata, kDataPartCompat, common::JsonBool(true));
       }
       break;
     case a2apb::Part::kText:
     default:
-      Set(&out, "kind", Str("text"));
-      Set(&out, "text", Str(part.text()));
+      Set(&out, "kind", common::JsonString("text"));
+      Set(&out, "text", common::JsonString(part.text()));
       break;
   }
   if (!metadata.fields().empty()) Set(&out, "metadata", Obj(std::move(metadata)));
@@ -217,7 +205,7 @@ Value PartsToJson(const Parts& parts) {
 
 Value ArtifactToJson(const a2apb::Artifact& artifact) {
   Struct out;
-  Set(&out, "artifactId", Str(artifact.artifact_id()));
+  Set(&out, "artifactId", common::JsonString(artifact.artifact_id()));
   SetNonEmpty(&out, "name", artifact.name());
   SetNonEmpty(&out, "description", artifact.description());
   Set(&out, "parts", PartsToJson(artifact.parts()));
@@ -228,10 +216,11 @@ Value ArtifactToJson(const a2apb::Artifact& artifact) {
 
 Value StatusToJson(const a2apb::TaskStatus& status) {
   Struct out;
-  Set(&out, "state", Str(StateName(status.state())));
+  Set(&out, "state", common::JsonString(StateName(status.state())));
   if (status.has_message()) Set(&out, "message", MessageToJson(status.message()));
   if (status.has_timestamp()) {
-    Set(&out, "timestamp", Str(google::protobuf::util::TimeUtil::ToString(status.timestamp())));
+    Set(&out, "timestamp",
+        common::JsonString(google::protobuf::util::TimeUtil::ToString(status.timestamp())));
   }
   return Obj(std::move(out));
 }
@@ -247,24 +236,24 @@ bool IsInterrupted(a2apb::TaskState state) {
 
 Value StatusUpdateToJson(const a2apb::TaskStatusUpdateEvent& update, bool send_stream) {
   Struct out;
-  Set(&out, "kind", Str("status-update"));
-  Set(&out, "taskId", Str(update.task_id()));
-  Set(&out, "contextId", Str(update.context_id()));
+  Set(&out, "kind", common::JsonString("status-update"));
+  Set(&out, "taskId", common::JsonString(update.task_id()));
+  Set(&out, "contextId", common::JsonString(update.context_id()));
   Set(&out, "status", StatusToJson(update.status()));
   const a2apb::TaskState state = update.status().state();
-  Set(&out, "final", Bool(IsTerminal(state) || (send_stream && IsInterrupted(state))));
+  Set(&out, "final", common::JsonBool(IsTerminal(state) || (send_stream && IsInterrupted(state))));
   SetMetadata(&out, update.metadata(), update.has_metadata());
   return Obj(std::move(out));
 }
 
 Value ArtifactUpdateToJson(const a2apb::TaskArtifactUpdateEvent& update) {
   Struct out;
-  Set(&out, "kind", Str("artifact-update"));
-  Set(&out, "taskId", Str(update.task_id()));
-  Set(&out, "contextId", Str(update.context_id()));
+  Set(&out, "kind", common::JsonString("artifact-update"));
+  Set(&out, "taskId", common::JsonString(update.task_id()));
+  Set(&out, "contextId", common::JsonString(update.context_id()));
   Set(&out, "artifact", ArtifactToJson(update.artifact()));
-  if (update.append()) Set(&out, "append", Bool(true));
-  if (update.last_chunk()) Set(&out, "lastChunk", Bool(true));
+  if (update.append()) Set(&out, "append", common::JsonBool(true));
+  if (update.last_chunk()) Set(&out, "lastChunk", common::JsonBool(true));
   SetMetadata(&out, update.metadata(), update.has_metadata());
   return Obj(std::move(out));
 }
@@ -274,10 +263,10 @@ Value ArtifactUpdateToJson(const a2apb::TaskArtifactUpdateEvent& update) {
 // The 0.3 card: 0.3 specification, section 5.5.
 Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::AgentInterface&)) {
   Struct out;
-  Set(&out, "name", Str(card.name()));
-  Set(&out, "description", Str(card.description()));
-  Set(&out, "version", Str(card.version()));
-  Set(&out, "protocolVersion", Str("0.3.0"));
+  Set(&out, "name", common::JsonString(card.name()));
+  Set(&out, "description", common::JsonString(card.description()));
+  Set(&out, "version", common::JsonString(card.version()));
+  Set(&out, "protocolVersion", common::JsonString("0.3.0"));
   std::vector<const a2apb::AgentInterface*> interfaces;
   for (const a2apb::AgentInterface& i : card.supported_interfaces()) {
     if (usable == nullptr || usable(i)) interfaces.push_back(&i);
@@ -290,31 +279,32 @@ Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::Agent
     }
   }
   if (preferred == nullptr && !interfaces.empty()) preferred = interfaces.front();
-  Set(&out, "url", Str(preferred != nullptr ? preferred->url() : ""));
+  Set(&out, "url", common::JsonString(preferred != nullptr ? preferred->url() : ""));
   Set(&out, "preferredTransport",
-      Str(preferred != nullptr ? preferred->protocol_binding() : "JSONRPC"));
+      common::JsonString(preferred != nullptr ? preferred->protocol_binding() : "JSONRPC"));
   Value additional;
   ListValue* list = additional.mutable_list_value();
   for (const a2apb::AgentInterface* i : interfaces) {
     Struct entry;
-    Set(&entry, "url", Str(i->url()));
-    Set(&entry, "transport", Str(i->protocol_binding()));
+    Set(&entry, "url", common::JsonString(i->url()));
+    Set(&entry, "transport", common::JsonString(i->protocol_binding()));
     *list->add_values() = Obj(std::move(entry));
   }
   Set(&out, "additionalInterfaces", std::move(additional));
   if (card.has_provider()) {
     Struct provider;
-    Set(&provider, "organization", Str(card.provider().organization()));
-    Set(&provider, "url", Str(card.provider().url()));
+    Set(&provider, "organization", common::JsonString(card.provider().organization()));
+    Set(&provider, "url", common::JsonString(card.provider().url()));
     Set(&out, "provider", Obj(std::move(provider)));
   }
-  if (card.has_documentation_url()) Set(&out, "documentationUrl", Str(card.documentation_url()));
-  if (card.has_icon_url()) Set(&out, "iconUrl", Str(card.icon_url()));
+  if (card.has_documentation_url())
+    Set(&out, "documentationUrl", common::JsonString(card.documentation_url()));
+  if (card.has_icon_url()) Set(&out, "iconUrl", common::JsonString(card.icon_url()));
   Struct capabilities;
   const a2apb::AgentCapabilities& c = card.capabilities();
-  if (c.has_streaming()) Set(&capabilities, "streaming", Bool(c.streaming()));
+  if (c.has_streaming()) Set(&capabilities, "streaming", common::JsonBool(c.streaming()));
   if (c.has_push_notifications()) {
-    Set(&capabilities, "pushNotifications", Bool(c.push_notifications()));
+    Set(&capabilities, "pushNotifications", common::JsonBool(c.push_notifications()));
   }
   Set(&out, "capabilities", Obj(std::move(capabilities)));
   Set(&out, "defaultInputModes", StringList(card.default_input_modes()));
@@ -323,9 +313,9 @@ Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::Agent
   ListValue* skill_list = skills.mutable_list_value();
   for (const a2apb::AgentSkill& skill : card.skills()) {
     Struct s;
-    Set(&s, "id", Str(skill.id()));
-    Set(&s, "name", Str(skill.name()));
-    Set(&s, "description", Str(skill.description()));
+    Set(&s, "id", common::JsonString(skill.id()));
+    Set(&s, "name", common::JsonString(skill.name()));
+    Set(&s, "description", common::JsonString(skill.description()));
     Set(&s, "tags", StringList(skill.tags()));
     SetStrings(&s, "examples", skill.examples());
     SetStrings(&s, "inputModes", skill.input_modes());
@@ -334,7 +324,7 @@ Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::Agent
   }
   Set(&out, "skills", std::move(skills));
   if (c.has_extended_agent_card()) {
-    Set(&out, "supportsAuthenticatedExtendedCard", Bool(c.extended_agent_card()));
+    Set(&out, "supportsAuthenticatedExtendedCard", common::JsonBool(c.extended_agent_card()));
   }
   return Obj(std::move(out));
 }
@@ -626,9 +616,9 @@ std::optional<a2apb::TaskState> StateNamed(absl::string_view name) {
 
 Value MessageToJson(const a2apb::Message& message) {
   Struct out;
-  Set(&out, "kind", Str("message"));
-  Set(&out, "messageId", Str(message.message_id()));
-  Set(&out, "role", Str(message.role() == a2apb::ROLE_AGENT ? "agent" : "user"));
+  Set(&out, "kind", common::JsonString("message"));
+  Set(&out, "messageId", common::JsonString(message.message_id()));
+  Set(&out, "role", common::JsonString(message.role() == a2apb::ROLE_AGENT ? "agent" : "user"));
   Set(&out, "parts", PartsToJson(message.parts()));
   SetNonEmpty(&out, "contextId", message.context_id());
   SetNonEmpty(&out, "taskId", message.task_id());
@@ -640,9 +630,9 @@ Value MessageToJson(const a2apb::Message& message) {
 
 Value TaskToJson(const a2apb::Task& task) {
   Struct out;
-  Set(&out, "kind", Str("task"));
-  Set(&out, "id", Str(task.id()));
-  Set(&out, "contextId", Str(task.context_id()));
+  Set(&out, "kind", common::JsonString("task"));
+  Set(&out, "id", common::JsonString(task.id()));
+  Set(&out, "contextId", common::JsonString(task.context_id()));
   Set(&out, "status", StatusToJson(task.status()));
   if (!task.artifacts().empty()) {
     Value artifacts;
@@ -665,13 +655,14 @@ Value TaskToJson(const a2apb::Task& task) {
 Value PushConfigToJson(const a2apb::TaskPushNotificationConfig& config) {
   Struct push;
   SetNonEmpty(&push, "id", config.id());
-  Set(&push, "url", Str(config.url()));
+  Set(&push, "url", common::JsonString(config.url()));
   SetNonEmpty(&push, "token", config.token());
   if (config.has_authentication()) {
     Struct authentication;
     Value schemes;
     if (!config.authentication().scheme().empty()) {
-      *schemes.mutable_list_value()->add_values() = Str(config.authentication().scheme());
+      *schemes.mutable_list_value()->add_values() =
+          common::JsonString(config.authentication().scheme());
     } else {
       schemes.mutable_list_value();
     }
@@ -680,7 +671,7 @@ Value PushConfigToJson(const a2apb::TaskPushNotificationConfig& config) {
     Set(&push, "authentication", Obj(std::move(authentication)));
   }
   Struct out;
-  Set(&out, "taskId", Str(config.task_id()));
+  Set(&out, "taskId", common::JsonString(config.task_id()));
   Set(&out, "pushNotificationConfig", Obj(std::move(push)));
   return Obj(std::move(out));
 }

@@ -145,35 +145,4 @@ std::string PythonIsoTime(absl::Time t) {
   return absl::FormatTime(format, t, absl::UTCTimeZone());
 }
 
-Value JsonString(absl::string_view s) {
-  Value v;
-  v.set_string_value(std::string(s));
-  return v;
-}
-
-Value JsonNumber(double d) {
-  Value v;
-  v.set_number_value(d);
-  return v;
-}
-
-Value JsonBool(bool b) {
-  Value v;
-  v.set_bool_value(b);
-  return v;
-}
-
-Value JsonNull() {
-  Value v;
-  v.set_null_value(google::protobuf::NULL_VALUE);
-  return v;
-}
-
-Value JsonStrings(const std::vector<std::string>& list) {
-  Value v;
-  auto* values = v.mutable_list_value()->mutable_values();
-  for (const std::string& s : list) *values->Add() = JsonString(s);
-  return v;
-}
-
 }  // namespace coordctl

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/proto_json.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/timestamp.pb.h"
 
@@ -72,12 +73,12 @@ std::string JsIsoTime(absl::Time t);
 // microseconds, "2026-01-31T10:05:00.123456" (UTC).
 std::string PythonIsoTime(absl::Time t);
 
-// JSON values, for building what an export writes.
-google::protobuf::Value JsonString(absl::string_view s);
-google::protobuf::Value JsonNumber(double d);
-google::protobuf::Value JsonBool(bool b);
-google::protobuf::Value JsonNull();
-google::protobuf::Value JsonStrings(const std::vector<std::string>& list);
+// JSON values, for building what an export writes (common/proto_json.h).
+using common::JsonBool;
+using common::JsonNull;
+using common::JsonNumber;
+using common::JsonString;
+using common::JsonStrings;
 
 }  // namespace coordctl
 
