@@ -351,11 +351,12 @@ int HttpStatusCode(const absl::Status& status) {
   return kHttpStatusOfCode[code];
 }
 
-std::string HttpErrorBody(const absl::Status& status) {
-  return absl::StrCat("{\"error\":{\"code\":", HttpStatusCode(status),
-                      ",\"status\":", common::JsonQuote(CodeName(status.code())),
-                      ",\"message\":", common::JsonQuote(status.message()),
-                      ",\"details\":", DetailsJson(status, nullptr), "}}");
+std::string HttpErrorBody(const absl::Status& status, int http_status) {
+  return absl::StrCat(
+      "{\"error\":{\"code\":", http_status != 0 ? http_status : HttpStatusCode(status),
+      ",\"status\":", common::JsonQuote(CodeName(status.code())),
+      ",\"message\":", common::JsonQuote(status.message()),
+      ",\"details\":", DetailsJson(status, nullptr), "}}");
 }
 
 absl::Status StatusFromHttpError(int http_status, absl::string_view body) {

@@ -98,8 +98,10 @@ absl::StatusOr<std::string> JsonRpcResultOf(absl::string_view body);
 int HttpStatusCode(const absl::Status& status);
 
 // The HTTP+JSON error body of `status` (not OK):
-// {"error":{"code":<http status>,"status":"NOT_FOUND","message":...,"details":[...]}}.
-std::string HttpErrorBody(const absl::Status& status);
+// {"error":{"code":<http status>,"status":"NOT_FOUND","message":...,"details":[...]}}, where
+// <http status> is `http_status` when the answer is sent with another status than
+// HttpStatusCode(status) (a 405 or 415; specification section 11.6: the code is the HTTP one).
+std::string HttpErrorBody(const absl::Status& status, int http_status = 0);
 
 // An HTTP+JSON error answer read back as a status: the code from its "status" name, else from
 // the HTTP status; its message, and its A2A reason (only that, as above).

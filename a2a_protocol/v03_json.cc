@@ -57,13 +57,6 @@ const MethodInfo& Info(Method method) {
   return kMethods[0];  // unreachable: every Method is in the table
 }
 
-// Push configs a 0.3 list reads in one page: the most the store gives (A2APush), more than a
-// task may have by default (16).
-constexpr int kListPageSize = 100;
-// The metadata flag of a data part that wraps a value other than an object (0.3 data parts are
-// objects only), as the JavaScript SDK's compatibility layer writes it.
-constexpr char kDataPartCompat[] = "data_part_compat";
-
 // --- Writing.
 
 Value Obj(Struct s) {
@@ -349,210 +342,6 @@ std::string HybridCardJson(const a2apb::AgentCard& card,
   return Print(hybrid);
 }
 
-namespace {
-
-// --- Reading.
-
-absl::Status Bad(absl::string_view where, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(where, " ", what));
-}
-
-// The member `name` of `object`; nullptr when absent or null (both mean "not given" in 0.3).
-const Value* Member(const Struct& object, absl::string_view name) {
-  auto it = object.fields().find(std::string(name));
-  if (it == object.fields().end() || it->second.has_null_value()) return nullptr;
-  return &it->second;
-}
-
-std::string Path(absl::string_view where, absl::string_view name) {
-  return absl::StrCat(where, ".", name);
-}
-
-absl::StatusOr<const Struct*> AsObject(const Value& v, absl::string_view where) {
-  if (!v.has_struct_value())
-    return Bad(where, absl::StrCat("must be an object, not ", common::JsonKindName(v)));
-  return &v.struct_value();
-}
-
-// The string member `name`: "" when absent; an error when of another type, or absent and
-// `required`.
-absl::StatusOr<std::string> StringMember(const Struct& object, absl::string_view where,
-                                         absl::string_view name, bool required = false) {
-  const Value* v = Member(object, name);
-  if (v == nullptr) {
-    if (required) return Bad(Path(where, name), "is required");
-    return std::string();
-  }
-  if (!v->has_string_value()) {
-    return Bad(Path(where, name), absl::StrCat("must be a string, not ", common::JsonKindName(*v)));
-  }
-  return v->string_value();
-}
-
-absl::StatusOr<std::optional<bool>> BoolMember(const Struct& object, absl::string_view where,
-                                               absl::string_view name) {
-  const Value* v = Member(object, name);
-  if (v == nullptr) return std::optional<bool>();
-  if (!v->has_bool_value()) {
-    return Bad(Path(where, name),
-               absl::StrCat("must be a boolean, not ", common::JsonKindName(*v)));
-  }
-  return std::optional<bool>(v->bool_value());
-}
-
-// A history length: absent or 0 mean "no limit" in 0.3 (nullopt), a positive integer a limit.
-absl::StatusOr<std::optional<int32_t>> HistoryLength(const Struct& object,
-                                                     absl::string_view where) {
-  const Value* v = Member(object, "historyLength");
-  if (v == nullptr) return std::optional<int32_t>();
-  const std::string path = Path(where, "historyLength");
-  if (!v->has_number_value())
-    return Bad(path, absl::StrCat("must be a number, not ", common::JsonKindName(*v)));
-  const double n = v->number_value();
-  if (!std::isfinite(n) || n != std::floor(n) || n < 0 || n > 1e9) {
-    return Bad(path, "must be a non-negative integer");
-  }
-  if (n == 0) return std::optional<int32_t>();
-  return std::optional<int32_t>(static_cast<int32_t>(n));
-}
-
-template <typename Strings>
-absl::Status StringsMember(const Struct& object, absl::string_view where, absl::string_view name,
-                           Strings* out) {
-  const Value* v = Member(object, name);
-  if (v == nullptr) return absl::OkStatus();
-  const std::string path = Path(where, name);
-  if (!v->has_list_value())
-    return Bad(path, absl::StrCat("must be an array, not ", common::JsonKindName(*v)));
-  for (int i = 0; i < v->list_value().values_size(); ++i) {
-    const Value& item = v->list_value().values(i);
-    if (!item.has_string_value()) {
-      return Bad(absl::StrCat(path, "[", i, "]"), "must be a string");
-    }
-    out->Add(std::string(item.string_value()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status MetadataMember(const Struct& object, absl::string_view where, Struct* out,
-                            bool* present = nullptr) {
-  const Value* v = Member(object, "metadata");
-  if (v == nullptr) return absl::OkStatus();
-  ASSIGN_OR_RETURN(const Struct* metadata, AsObject(*v, Path(where, "metadata")));
-  *out = *metadata;
-  if (present != nullptr) *present = true;
-  return absl::OkStatus();
-}
-
-// `kind`, when given, must be `expected`.
-absl::Status CheckKind(const Struct& object, absl::string_view where, absl::string_view expected) {
-  ASSIGN_OR_RETURN(const std::string kind, StringMember(object, where, "kind"));
-  if (!kind.empty() && kind != expected) {
-    return Bad(Path(where, "kind"), absl::StrCat("is \"", kind, "\"; expected \"", expected, "\""));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FileFromJson(const Struct& part, absl::string_view where, a2apb::Part* out) {
-  const Value* file_value = Member(part, "file");
-  if (file_value == nullptr) return Bad(Path(where, "file"), "is required for a file part");
-  ASSIGN_OR_RETURN(const Struct* file, AsObject(*file_value, Path(where, "file")));
-  const std::string file_where = Path(where, "file");
-  ASSIGN_OR_RETURN(const std::string bytes, StringMember(*file, file_where, "bytes"));
-  ASSIGN_OR_RETURN(const std::string uri, StringMember(*file, file_where, "uri"));
-  const bool has_bytes = Member(*file, "bytes") != nullptr;
-  const bool has_uri = Member(*file, "uri") != nullptr;
-  if (has_bytes == has_uri) return Bad(file_where, "must have exactly one of bytes and uri");
-  if (has_bytes) {
-    std::string raw;
-    if (!absl::Base64Unescape(bytes, &raw)) return Bad(Path(file_where, "bytes"), "is not base64");
-    out->set_raw(std::move(raw));
-  } else {
-    out->set_url(uri);
-  }
-  ASSIGN_OR_RETURN(const std::string name, StringMember(*file, file_where, "name"));
-  ASSIGN_OR_RETURN(const std::string mime, StringMember(*file, file_where, "mimeType"));
-  out->set_filename(name);
-  out->set_media_type(mime);
-  return absl::OkStatus();
-}
-
-absl::Status PartFromJson(const Value& json, absl::string_view where, a2apb::Part* out) {
-  ASSIGN_OR_RETURN(const Struct* part, AsObject(json, where));
-  ASSIGN_OR_RETURN(std::string kind, StringMember(*part, where, "kind"));
-  if (kind.empty()) {
-    // Without a kind, the member the part has says what it is; more than one is ambiguous.
-    int found = 0;
-    for (const char* member : {"text", "file", "data"}) {
-      if (Member(*part, member) != nullptr) {
-        kind = member;
-        ++found;
-      }
-    }
-    if (found != 1) return Bad(Path(where, "kind"), "is required (one of text, file, data)");
-  }
-  RETURN_IF_ERROR(MetadataMember(*part, where, out->mutable_metadata()));
-  if (kind == "text") {
-    ASSIGN_OR_RETURN(const std::string text, StringMember(*part, where, "text", true));
-    out->set_text(text);
-  } else if (kind == "file") {
-    RETURN_IF_ERROR(FileFromJson(*part, where, out));
-  } else if (kind == "data") {
-    const Value* data = Member(*part, "data");
-    if (data == nullptr) return Bad(Path(where, "data"), "is required for a data part");
-    ASSIGN_OR_RETURN(const Struct* object, AsObject(*data, Path(where, "data")));
-    // A value other than an object, wrapped by a writer that marked it so: unwrapped.
-    auto compat = out->metadata().fields().find(kDataPartCompat);
-    const Value* wrapped = Member(*object, "value");
-    if (compat != out->metadata().fields().end() && compat->second.bool_value() &&
-        wrapped != nullptr && object->fields_size() == 1) {
-      *out->mutable_data() = *wrapped;
-      out->mutable_metadata()->mutable_fields()->erase(kDataPartCompat);
-    } else {
-      *out->mutable_data() = *data;
-    }
-  } else {
-    return Bad(Path(where, "kind"), absl::StrCat("\"", kind, "\" is not one of text, file, data"));
-  }
-  if (out->metadata().fields().empty()) out->clear_metadata();
-  return absl::OkStatus();
-}
-
-// The `id` of a request's params: required, a string.
-absl::StatusOr<std::string> IdParam(const Struct& params, absl::string_view name = "id") {
-  return StringMember(params, "params", name, /*required=*/true);
-}
-
-absl::Status SendFromParams(const Struct& params, a2apb::SendMessageRequest* request) {
-  const Value* message = Member(params, "message");
-  if (message == nullptr) return Bad("params.message", "is required");
-  RETURN_IF_ERROR(MessageFromJson(*message, "params.message", request->mutable_message()));
-  bool has_metadata = false;
-  RETURN_IF_ERROR(MetadataMember(params, "params", request->mutable_metadata(), &has_metadata));
-  if (!has_metadata) request->clear_metadata();
-  const Value* configuration_value = Member(params, "configuration");
-  if (configuration_value == nullptr) return absl::OkStatus();
-  constexpr char kWhere[] = "params.configuration";
-  ASSIGN_OR_RETURN(const Struct* configuration, AsObject(*configuration_value, kWhere));
-  a2apb::SendMessageConfiguration* out = request->mutable_configuration();
-  RETURN_IF_ERROR(StringsMember(*configuration, kWhere, "acceptedOutputModes",
-                                out->mutable_accepted_output_modes()));
-  ASSIGN_OR_RETURN(const std::optional<int32_t> history, HistoryLength(*configuration, kWhere));
-  if (history.has_value()) out->set_history_length(*history);
-  // 0.3 servers wait for the answer unless told not to (blocking: false).
-  ASSIGN_OR_RETURN(const std::optional<bool> blocking,
-                   BoolMember(*configuration, kWhere, "blocking"));
-  out->set_return_immediately(blocking.has_value() && !*blocking);
-  if (const Value* push = Member(*configuration, "pushNotificationConfig"); push != nullptr) {
-    RETURN_IF_ERROR(PushConfigFromJson(*push, absl::StrCat(kWhere, ".pushNotificationConfig"),
-                                       request->message().task_id(),
-                                       out->mutable_task_push_notification_config()));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 std::optional<Method> MethodNamed(absl::string_view name) {
   for (const MethodInfo& info : kMethods) {
     if (name == info.name) return info.method;
@@ -676,138 +465,6 @@ Value PushConfigToJson(const a2apb::TaskPushNotificationConfig& config) {
   return Obj(std::move(out));
 }
 
-absl::Status MessageFromJson(const Value& json, absl::string_view where, a2apb::Message* message) {
-  ASSIGN_OR_RETURN(const Struct* object, AsObject(json, where));
-  RETURN_IF_ERROR(CheckKind(*object, where, "message"));
-  ASSIGN_OR_RETURN(const std::string message_id, StringMember(*object, where, "messageId"));
-  ASSIGN_OR_RETURN(const std::string context_id, StringMember(*object, where, "contextId"));
-  ASSIGN_OR_RETURN(const std::string task_id, StringMember(*object, where, "taskId"));
-  ASSIGN_OR_RETURN(const std::string role, StringMember(*object, where, "role", true));
-  message->set_message_id(message_id);
-  message->set_context_id(context_id);
-  message->set_task_id(task_id);
-  if (role == "user") {
-    message->set_role(a2apb::ROLE_USER);
-  } else if (role == "agent") {
-    message->set_role(a2apb::ROLE_AGENT);
-  } else {
-    return Bad(Path(where, "role"), absl::StrCat("\"", role, "\" is not \"user\" or \"agent\""));
-  }
-  const Value* parts = Member(*object, "parts");
-  if (parts == nullptr) return Bad(Path(where, "parts"), "is required");
-  if (!parts->has_list_value()) {
-    return Bad(Path(where, "parts"),
-               absl::StrCat("must be an array, not ", common::JsonKindName(*parts)));
-  }
-  for (int i = 0; i < parts->list_value().values_size(); ++i) {
-    RETURN_IF_ERROR(PartFromJson(parts->list_value().values(i),
-                                 absl::StrCat(where, ".parts[", i, "]"), message->add_parts()));
-  }
-  bool has_metadata = false;
-  RETURN_IF_ERROR(MetadataMember(*object, where, message->mutable_metadata(), &has_metadata));
-  if (!has_metadata) message->clear_metadata();
-  RETURN_IF_ERROR(StringsMember(*object, where, "extensions", message->mutable_extensions()));
-  RETURN_IF_ERROR(
-      StringsMember(*object, where, "referenceTaskIds", message->mutable_reference_task_ids()));
-  return absl::OkStatus();
-}
-
-absl::Status PushConfigFromJson(const Value& json, absl::string_view where,
-                                absl::string_view task_id,
-                                a2apb::TaskPushNotificationConfig* config) {
-  ASSIGN_OR_RETURN(const Struct* object, AsObject(json, where));
-  ASSIGN_OR_RETURN(const std::string id, StringMember(*object, where, "id"));
-  ASSIGN_OR_RETURN(const std::string url, StringMember(*object, where, "url", true));
-  ASSIGN_OR_RETURN(const std::string token, StringMember(*object, where, "token"));
-  config->set_task_id(std::string(task_id));
-  // Without an id the config is the task's own: 0.3 SDKs find it by the task id.
-  config->set_id(id.empty() ? std::string(task_id) : id);
-  config->set_url(url);
-  config->set_token(token);
-  if (const Value* auth = Member(*object, "authentication"); auth != nullptr) {
-    const std::string auth_where = Path(where, "authentication");
-    ASSIGN_OR_RETURN(const Struct* authentication, AsObject(*auth, auth_where));
-    google::protobuf::RepeatedPtrField<std::string> schemes;
-    RETURN_IF_ERROR(StringsMember(*authentication, auth_where, "schemes", &schemes));
-    ASSIGN_OR_RETURN(const std::string credentials,
-                     StringMember(*authentication, auth_where, "credentials"));
-    // 1.0 keeps one scheme: the one a sender uses, the first the webhook takes.
-    if (!schemes.empty()) config->mutable_authentication()->set_scheme(schemes[0]);
-    if (!credentials.empty()) config->mutable_authentication()->set_credentials(credentials);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RequestFromParams(Method method, absl::string_view params_json,
-                               google::protobuf::Message* request) {
-  Value parsed;
-  if (!google::protobuf::util::JsonStringToMessage(std::string(params_json), &parsed).ok()) {
-    return Bad("params", "are not JSON");
-  }
-  ASSIGN_OR_RETURN(const Struct* params, AsObject(parsed, "params"));
-  switch (method) {
-    case Method::kMessageSend:
-    case Method::kMessageStream:
-      return SendFromParams(*params, static_cast<a2apb::SendMessageRequest*>(request));
-    case Method::kTasksGet: {
-      auto* get = static_cast<a2apb::GetTaskRequest*>(request);
-      ASSIGN_OR_RETURN(const std::string id, IdParam(*params));
-      ASSIGN_OR_RETURN(const std::optional<int32_t> history, HistoryLength(*params, "params"));
-      get->set_id(id);
-      if (history.has_value()) get->set_history_length(*history);
-      return absl::OkStatus();
-    }
-    case Method::kTasksCancel: {
-      auto* cancel = static_cast<a2apb::CancelTaskRequest*>(request);
-      ASSIGN_OR_RETURN(const std::string id, IdParam(*params));
-      cancel->set_id(id);
-      bool has_metadata = false;
-      RETURN_IF_ERROR(MetadataMember(*params, "params", cancel->mutable_metadata(), &has_metadata));
-      if (!has_metadata) cancel->clear_metadata();
-      return absl::OkStatus();
-    }
-    case Method::kTasksResubscribe: {
-      ASSIGN_OR_RETURN(const std::string id, IdParam(*params));
-      static_cast<a2apb::SubscribeToTaskRequest*>(request)->set_id(id);
-      return absl::OkStatus();
-    }
-    case Method::kPushConfigSet: {
-      ASSIGN_OR_RETURN(const std::string task_id, IdParam(*params, "taskId"));
-      const Value* push = Member(*params, "pushNotificationConfig");
-      if (push == nullptr) return Bad("params.pushNotificationConfig", "is required");
-      return PushConfigFromJson(*push, "params.pushNotificationConfig", task_id,
-                                static_cast<a2apb::TaskPushNotificationConfig*>(request));
-    }
-    case Method::kPushConfigGet: {
-      auto* get = static_cast<a2apb::GetTaskPushNotificationConfigRequest*>(request);
-      ASSIGN_OR_RETURN(const std::string task_id, IdParam(*params));
-      ASSIGN_OR_RETURN(const std::string config_id,
-                       StringMember(*params, "params", "pushNotificationConfigId"));
-      get->set_task_id(task_id);
-      get->set_id(config_id.empty() ? task_id : config_id);
-      return absl::OkStatus();
-    }
-    case Method::kPushConfigList: {
-      auto* list = static_cast<a2apb::ListTaskPushNotificationConfigsRequest*>(request);
-      ASSIGN_OR_RETURN(const std::string task_id, IdParam(*params));
-      list->set_task_id(task_id);
-      list->set_page_size(kListPageSize);
-      return absl::OkStatus();
-    }
-    case Method::kPushConfigDelete: {
-      auto* del = static_cast<a2apb::DeleteTaskPushNotificationConfigRequest*>(request);
-      ASSIGN_OR_RETURN(const std::string task_id, IdParam(*params));
-      ASSIGN_OR_RETURN(const std::string config_id, IdParam(*params, "pushNotificationConfigId"));
-      del->set_task_id(task_id);
-      del->set_id(config_id);
-      return absl::OkStatus();
-    }
-    case Method::kGetExtendedAgentCard:
-      return absl::OkStatus();
-  }
-  return absl::InternalError("unknown 0.3 method");
-}
-
 absl::StatusOr<std::string> ResultJson(Method method, const google::protobuf::Message& response) {
   switch (method) {
     case Method::kMessageSend:
@@ -870,6 +527,72 @@ std::string EventJson(const a2apb::StreamResponse& event, bool send_stream,
     default:
       return "{}";
   }
+}
+
+std::string ParamsJson(Method method, const google::protobuf::Message& request) {
+  Struct params;
+  switch (method) {
+    case Method::kMessageSend:
+    case Method::kMessageStream: {
+      const auto& send = static_cast<const a2apb::SendMessageRequest&>(request);
+      Set(&params, "message", MessageToJson(send.message()));
+      Struct configuration;
+      // The gateway reads the whole answer: a unary send waits for it (0.3 gives no default).
+      Set(&configuration, "blocking", common::JsonBool(true));
+      SetStrings(&configuration, "acceptedOutputModes",
+                 send.configuration().accepted_output_modes());
+      if (send.configuration().has_history_length()) {
+        // 0 asks for none in 1.0 and for all in 0.3: the least 0.3 can ask for is one.
+        Set(&configuration, "historyLength",
+            common::JsonNumber(std::max(1, send.configuration().history_length())));
+      }
+      Set(&params, "configuration", Obj(std::move(configuration)));
+      SetMetadata(&params, send.metadata(), send.has_metadata());
+      break;
+    }
+    case Method::kTasksGet: {
+      const auto& get = static_cast<const a2apb::GetTaskRequest&>(request);
+      Set(&params, "id", common::JsonString(get.id()));
+      if (get.has_history_length()) {
+        Set(&params, "historyLength", common::JsonNumber(std::max(1, get.history_length())));
+      }
+      break;
+    }
+    case Method::kTasksCancel: {
+      const auto& cancel = static_cast<const a2apb::CancelTaskRequest&>(request);
+      Set(&params, "id", common::JsonString(cancel.id()));
+      SetMetadata(&params, cancel.metadata(), cancel.has_metadata());
+      break;
+    }
+    case Method::kTasksResubscribe:
+      Set(&params, "id",
+          common::JsonString(static_cast<const a2apb::SubscribeToTaskRequest&>(request).id()));
+      break;
+    case Method::kPushConfigSet:
+      return Print(
+          PushConfigToJson(static_cast<const a2apb::TaskPushNotificationConfig&>(request)));
+    case Method::kPushConfigGet: {
+      const auto& get = static_cast<const a2apb::GetTaskPushNotificationConfigRequest&>(request);
+      Set(&params, "id", common::JsonString(get.task_id()));
+      SetNonEmpty(&params, "pushNotificationConfigId", get.id());
+      break;
+    }
+    case Method::kPushConfigList:
+      Set(&params, "id",
+          common::JsonString(
+              static_cast<const a2apb::ListTaskPushNotificationConfigsRequest&>(request)
+                  .task_id()));
+      break;
+    case Method::kPushConfigDelete: {
+      const auto& del = static_cast<const a2apb::DeleteTaskPushNotificationConfigRequest&>(request);
+      Set(&params, "id", common::JsonString(del.task_id()));
+      Set(&params, "pushNotificationConfigId", common::JsonString(del.id()));
+      break;
+    }
+    case Method::kGetExtendedAgentCard:
+      break;
+  }
+  return Print(Obj(std::move(params)));
 }
 
 }  // namespace a2a_protocol::v03

@@ -29,6 +29,13 @@ namespace a2apb = ::lf::a2a::v1;
 // The version string of 0.3 (an A2A-Version header of "0.3" or "0.3.x" asks for it).
 inline constexpr char kVersion[] = "0.3";
 
+// Push configs a 0.3 list reads in one page: the most the store gives (A2APush), more than a
+// task may have by default (16).
+inline constexpr int kListPageSize = 100;
+// The metadata flag of a data part that wraps a value other than an object (0.3 data parts are
+// objects only), as the JavaScript SDK's compatibility layer writes it.
+inline constexpr char kDataPartCompat[] = "data_part_compat";
+
 // The methods of 0.3's JSON-RPC binding (0.3 specification, section 7).
 enum class Method {
   kMessageSend,           // message/send
@@ -98,9 +105,31 @@ google::protobuf::Value CardToJson(const a2apb::AgentCard& card,
 std::string HybridCardJson(const a2apb::AgentCard& card,
                            bool (*usable)(const a2apb::AgentInterface&) = nullptr);
 
+// --- Calling a 0.3 agent (the gateway's deliveries, docs/a2a-0.3.md section 7).
+
+// The 0.3 `params` (JSON) of the call `method` makes of `request` (of the input type of
+// ServiceMethodName(method)). A send always blocks (the gateway reads the whole answer); a
+// history length of 0 ("none" in 1.0, "all" in 0.3) is asked as 1.
+std::string ParamsJson(Method method, const google::protobuf::Message& request);
+// A 0.3 agent's `result` (JSON): a task, a message, a status update or an artifact update by its
+// `kind` (by its members when it has none; `final` is not kept). INVALID_ARGUMENT naming the
+// member when it is none of them.
+[[nodiscard]] absl::StatusOr<a2apb::StreamResponse> EventFromJson(absl::string_view result_json);
+// Whether a card's JSON is a 0.3 card: a string `url` and no `supportedInterfaces` (a hybrid card
+// that lists them is read as 1.0).
+bool IsV03Card(const google::protobuf::Struct& card);
+// A 0.3 card as the 1.0 card it stands for: `url` with `preferredTransport` (JSONRPC when absent)
+// and each of `additionalInterfaces` become supportedInterfaces at protocol version 0.3; the
+// members both versions name alike are read by 1.0's JSON mapping; the security schemes, in
+// 0.3's shape, and the signatures (of the 0.3 text) are not kept. INVALID_ARGUMENT when it is not
+// a card; FAILED_PRECONDITION when its protocolVersion is neither absent nor 0.3.x.
+[[nodiscard]] absl::StatusOr<a2apb::AgentCard> CardFromJson(const google::protobuf::Struct& card);
+
 // `where` names the value in errors ("params.message").
 [[nodiscard]] absl::Status MessageFromJson(const google::protobuf::Value& json,
                                            absl::string_view where, a2apb::Message* message);
+[[nodiscard]] absl::Status TaskFromJson(const google::protobuf::Value& json,
+                                        absl::string_view where, a2apb::Task* task);
 [[nodiscard]] absl::Status PushConfigFromJson(const google::protobuf::Value& json,
                                               absl::string_view where, absl::string_view task_id,
                                               a2apb::TaskPushNotificationConfig* config);

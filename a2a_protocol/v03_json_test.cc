@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
 #include "tests/test_util.h"
 
@@ -334,6 +335,172 @@ TEST(V03JsonTest, A10CardReadsAsA03Card) {
   EXPECT_EQ(At(v, "additionalInterfaces").list_value().values_size(), 2);
   EXPECT_TRUE(At(Item(At(v, "skills"), 0), "tags").has_list_value());
   EXPECT_TRUE(At(v, "capabilities").has_struct_value());
+}
+
+// --- Calling a 0.3 agent: the params written, the answers and cards read.
+
+TEST(V03AgentTest, ASendIsWrittenAsBlockingMessageSendParams) {
+  a2apb::SendMessageRequest send;
+  send.mutable_message()->set_message_id("m1");
+  send.mutable_message()->set_role(a2apb::ROLE_USER);
+  send.mutable_message()->set_task_id("agent-task");
+  send.mutable_message()->add_parts()->set_text("hi");
+  send.mutable_configuration()->set_history_length(0);
+  send.mutable_configuration()->set_return_immediately(true);
+  send.set_tenant("not-in-0.3");
+  const pb::Value params = Parse(ParamsJson(Method::kMessageStream, send));
+  EXPECT_EQ(At(At(params, "message"), "kind").string_value(), "message");
+  EXPECT_EQ(At(At(params, "message"), "role").string_value(), "user");
+  EXPECT_EQ(At(At(params, "message"), "taskId").string_value(), "agent-task");
+  EXPECT_EQ(At(Item(At(At(params, "message"), "parts"), 0), "kind").string_value(), "text");
+  // The gateway reads the whole answer; 0 ("none" in 1.0) is asked as 1 ("all" in 0.3 is 0).
+  EXPECT_TRUE(At(At(params, "configuration"), "blocking").bool_value());
+  EXPECT_EQ(At(At(params, "configuration"), "historyLength").number_value(), 1);
+  EXPECT_THAT(Print(params), ::testing::Not(HasSubstr("not-in-0.3")));
+
+  a2apb::GetTaskRequest get;
+  get.set_id("t");
+  EXPECT_EQ(ParamsJson(Method::kTasksGet, get), R"({"id":"t"})");
+  get.set_history_length(0);
+  EXPECT_EQ(ParamsJson(Method::kTasksGet, get), R"({"historyLength":1,"id":"t"})");
+  a2apb::SubscribeToTaskRequest subscribe;
+  subscribe.set_id("t");
+  EXPECT_EQ(ParamsJson(Method::kTasksResubscribe, subscribe), R"({"id":"t"})");
+}
+
+TEST(V03AgentTest, EveryEventReadsBackAsItWasWritten) {
+  a2apb::Task task;
+  task.set_id("t1");
+  task.set_context_id("c1");
+  task.mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
+  task.mutable_status()->mutable_message()->set_message_id("s1");
+  task.mutable_status()->mutable_message()->set_role(a2apb::ROLE_AGENT);
+  task.mutable_status()->mutable_message()->add_parts()->set_text("more?");
+  *task.mutable_status()->mutable_timestamp() = pb::util::TimeUtil::SecondsToTimestamp(1700000000);
+  a2apb::Artifact* artifact = task.add_artifacts();
+  artifact->set_artifact_id("a1");
+  artifact->set_name("report");
+  artifact->add_parts()->set_raw(std::string("\0\x01\xff", 3));
+  artifact->mutable_parts(0)->set_media_type("application/octet-stream");
+  a2apb::Message* said = task.add_history();
+  said->set_message_id("h1");
+  said->set_role(a2apb::ROLE_USER);
+  *said->add_parts()->mutable_data() = Parse(R"({"participants":{"purple":"http://x"}})");
+  a2apb::StreamResponse event;
+  *event.mutable_task() = task;
+
+  a2apb::TaskStatusUpdateEvent status;
+  status.set_task_id("t1");
+  status.set_context_id("c1");
+  status.mutable_status()->set_state(a2apb::TASK_STATE_COMPLETED);
+  a2apb::TaskArtifactUpdateEvent chunk;
+  chunk.set_task_id("t1");
+  chunk.set_context_id("c1");
+  *chunk.mutable_artifact() = *artifact;
+  chunk.set_append(true);
+  chunk.set_last_chunk(true);
+
+  std::vector<a2apb::StreamResponse> events(4);
+  *events[0].mutable_task() = task;
+  *events[1].mutable_message() = *said;
+  *events[2].mutable_status_update() = status;
+  *events[3].mutable_artifact_update() = chunk;
+  for (const a2apb::StreamResponse& e : events) {
+    const std::string json = EventJson(e, /*send_stream=*/true);
+    absl::StatusOr<a2apb::StreamResponse> back = EventFromJson(json);
+    ASSERT_TRUE(back.ok()) << back.status() << " " << json;
+    EXPECT_EQ(back->SerializeAsString(), e.SerializeAsString()) << json;
+  }
+}
+
+TEST(V03AgentTest, AResultWithoutKindIsReadByItsMembers) {
+  absl::StatusOr<a2apb::StreamResponse> task =
+      EventFromJson(R"({"id":"t","contextId":"c","status":{"state":"working"}})");
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->task().status().state(), a2apb::TASK_STATE_WORKING);
+  absl::StatusOr<a2apb::StreamResponse> update =
+      EventFromJson(R"({"taskId":"t","status":{"state":"unknown"},"final":true})");
+  ASSERT_TRUE(update.ok()) << update.status();
+  EXPECT_EQ(update->status_update().status().state(), a2apb::TASK_STATE_UNSPECIFIED);
+  absl::StatusOr<a2apb::StreamResponse> message =
+      EventFromJson(R"({"messageId":"m","role":"agent","parts":[{"text":"hi"}]})");
+  ASSERT_TRUE(message.ok()) << message.status();
+  EXPECT_EQ(message->message().parts(0).text(), "hi");
+}
+
+TEST(V03AgentTest, MalformedResultsAreRefusedNamingTheMember) {
+  struct Case {
+    const char* json;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"[]", "result must be an object"},
+           Case{"not json", "result is not JSON"},
+           Case{R"({"kind":"job"})", "\"job\" is not one of"},
+           Case{R"({"x":1})", "result.kind is missing"},
+           Case{R"({"kind":"task","contextId":"c","status":{"state":"working"}})", "result.id"},
+           Case{R"({"kind":"task","id":"t","status":{"state":"paused"}})", "result.status.state"},
+           Case{R"({"kind":"task","id":"t","status":{"state":"working","timestamp":"noon"}})",
+                "result.status.timestamp"},
+           Case{R"({"kind":"task","id":"t","status":{"state":"working"},"history":{}})",
+                "result.history must be an array"},
+           Case{R"({"kind":"task","id":"t","status":{"state":"working"},"artifacts":[{}]})",
+                "result.artifacts[0].artifactId"},
+           Case{R"({"kind":"artifact-update","taskId":"t","artifact":{"artifactId":"a"}})",
+                "result.artifact.parts"},
+           Case{R"({"kind":"status-update","taskId":"t"})", "result.status is required"},
+           Case{R"({"kind":"message","messageId":"m","role":"robot","parts":[]})", "result.role"},
+       }) {
+    absl::StatusOr<a2apb::StreamResponse> event = EventFromJson(c.json);
+    EXPECT_EQ(event.status().code(), absl::StatusCode::kInvalidArgument) << c.json;
+    EXPECT_THAT(event.status().message(), HasSubstr(c.says)) << c.json;
+  }
+}
+
+TEST(V03AgentTest, ACardIsReadAsTheOneZeroCardItStandsFor) {
+  const pb::Value json = Parse(R"({
+    "name": "purple", "description": "d", "version": "2", "protocolVersion": "0.3.0",
+    "url": "http://127.0.0.1:9/rpc", "preferredTransport": "JSONRPC",
+    "additionalInterfaces": [{"url": "http://127.0.0.1:9/rpc", "transport": "JSONRPC"},
+                             {"url": "127.0.0.1:10", "transport": "GRPC"}],
+    "capabilities": {"streaming": true, "stateTransitionHistory": true},
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "security": [{"bearer": []}], "supportsAuthenticatedExtendedCard": true,
+    "defaultInputModes": ["text"], "defaultOutputModes": ["text"],
+    "skills": [{"id": "s", "name": "s", "description": "d", "tags": ["x"],
+                "security": [{"bearer": []}]}]})");
+  ASSERT_TRUE(IsV03Card(json.struct_value()));
+  absl::StatusOr<a2apb::AgentCard> card = CardFromJson(json.struct_value());
+  ASSERT_TRUE(card.ok()) << card.status();
+  EXPECT_EQ(card->name(), "purple");
+  EXPECT_EQ(card->version(), "2");
+  EXPECT_TRUE(card->capabilities().streaming());
+  EXPECT_TRUE(card->capabilities().extended_agent_card());
+  EXPECT_EQ(card->skills(0).tags(0), "x");
+  ASSERT_EQ(card->supported_interfaces_size(), 2);  // the duplicate of `url` dropped
+  EXPECT_EQ(card->supported_interfaces(0).url(), "http://127.0.0.1:9/rpc");
+  EXPECT_EQ(card->supported_interfaces(0).protocol_binding(), "JSONRPC");
+  EXPECT_EQ(card->supported_interfaces(0).protocol_version(), "0.3");
+  EXPECT_EQ(card->supported_interfaces(1).protocol_binding(), "GRPC");
+  EXPECT_TRUE(card->security_schemes().empty());
+
+  // Not 0.3: a hybrid (supportedInterfaces beside `url`), a card without `url`.
+  EXPECT_FALSE(IsV03Card(
+      Parse(R"({"url":"http://x/","supportedInterfaces":[{"url":"http://x/"}]})").struct_value()));
+  EXPECT_FALSE(IsV03Card(Parse(R"({"name":"n"})").struct_value()));
+  // Another version, and malformed 0.3 members.
+  EXPECT_EQ(CardFromJson(Parse(R"({"url":"http://x/","protocolVersion":"0.2.9"})").struct_value())
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  for (const char* bad :
+       {R"({"url":"http://x/","additionalInterfaces":[{"url":"http://y/"}]})",
+        R"({"url":"http://x/","preferredTransport":5})", R"({"url":"http://x/","skills":"all"})",
+        R"({"url":"http://x/","supportsAuthenticatedExtendedCard":"no"})"}) {
+    EXPECT_EQ(CardFromJson(Parse(bad).struct_value()).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
 }
 
 }  // namespace

@@ -40,7 +40,9 @@ int RunRegister(const Env& env, const ParsedArgs& args) {
   } else {
     *env.out << "registered " << agent.name() << " at " << agent.endpoint();
     if (!agent.card_url().empty()) {
-      *env.out << " (" << agent.protocol_binding() << ", card " << agent.card_url() << ")";
+      *env.out << " (" << agent.protocol_binding()
+               << (agent.protocol_version() == "0.3" ? " A2A 0.3" : "") << ", card "
+               << agent.card_url() << ")";
     }
     *env.out << std::endl;
   }
@@ -61,7 +63,8 @@ int RunList(const Env& env, const ParsedArgs& args) {
       } else {
         // name, endpoint, binding, card URL ("-" for none): the first two columns as before.
         *env.out << agent.name() << "\t" << agent.endpoint() << "\t"
-                 << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding()) << "\t"
+                 << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding())
+                 << (agent.protocol_version() == "0.3" ? " 0.3" : "") << "\t"
                  << (agent.card_url().empty() ? "-" : agent.card_url()) << "\n";
       }
     }

@@ -2,6 +2,9 @@
 // params of a 0.3 JSON-RPC method must be read or refused with INVALID_ARGUMENT, never crash.
 // Invariant: a message that was read, written back as 0.3 JSON and read again is the same 1.0
 // message (nothing a 0.3 client sent is lost or changed on its way through the store and out).
+// The same bytes are also a 0.3 agent's answer (EventFromJson: read or INVALID_ARGUMENT; an
+// event read is written back and reads as the same event) and a 0.3 card (CardFromJson: read,
+// INVALID_ARGUMENT, or FAILED_PRECONDITION for another protocol version).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -70,5 +73,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckRefusal(v03::RequestFromParams(v03::Method::kPushConfigGet, params, &push_get));
   a2apb::DeleteTaskPushNotificationConfigRequest push_delete;
   CheckRefusal(v03::RequestFromParams(v03::Method::kPushConfigDelete, params, &push_delete));
+
+  absl::StatusOr<a2apb::StreamResponse> answer = v03::EventFromJson(params);
+  CheckRefusal(answer.status());
+  if (answer.ok()) {
+    const std::string written = v03::EventJson(*answer, /*send_stream=*/false);
+    absl::StatusOr<a2apb::StreamResponse> again = v03::EventFromJson(written);
+    if (!again.ok()) Fail("a written event does not read back", again.status().ToString());
+    if (!google::protobuf::util::MessageDifferencer::Equals(*answer, *again)) {
+      Fail("an event changed on its round trip",
+           answer->DebugString() + "\n---\n" + again->DebugString());
+    }
+  }
+  google::protobuf::Value card;
+  if (google::protobuf::util::JsonStringToMessage(std::string(params), &card).ok() &&
+      card.has_struct_value() && v03::IsV03Card(card.struct_value())) {
+    const absl::Status read_card = v03::CardFromJson(card.struct_value()).status();
+    if (!read_card.ok() && read_card.code() != absl::StatusCode::kInvalidArgument &&
+        read_card.code() != absl::StatusCode::kFailedPrecondition) {
+      Fail("a card was refused with an unexpected code", read_card.ToString());
+    }
+  }
   return 0;
 }

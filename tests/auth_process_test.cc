@@ -624,11 +624,14 @@ TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
   EXPECT_EQ(card.security_schemes().at("bearer").http_auth_security_scheme().scheme(), "Bearer");
   ASSERT_EQ(card.security_requirements_size(), 1);
   EXPECT_EQ(card.security_requirements(0).schemes().count("bearer"), 1u);
-  // The same card over gRPC.
+  // The card declares no extended card, and the call says so (after authentication).
+  EXPECT_FALSE(card.capabilities().extended_agent_card());
   a2apb::GetExtendedAgentCardRequest request;
   a2apb::AgentCard extended;
-  ASSERT_TRUE(a2a_->GetExtendedAgentCard(Ctx(Bearer(kReader)).get(), request, &extended).ok());
-  EXPECT_EQ(extended.security_schemes().count("bearer"), 1u);
+  EXPECT_EQ(a2a_->GetExtendedAgentCard(Ctx("").get(), request, &extended).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(a2a_->GetExtendedAgentCard(Ctx(Bearer(kReader)).get(), request, &extended).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 TEST_F(AuthProcessTest, AnEvaluationRunsWithEveryProcessOnItsOwnToken) {

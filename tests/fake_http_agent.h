@@ -14,6 +14,11 @@
 // task, then its end); a task it does not know is TaskNotFound, and a subscription to an ended
 // one UnsupportedOperation. Complete() ends a held task COMPLETED, as an agent that finishes on
 // its own; Forget() drops every task, as an agent restarted with its tasks in memory.
+// kJsonRpcV03 is the same agent speaking A2A 0.3's JSON-RPC: a 0.3 card (protocolVersion
+// 0.3.0, `url`, preferredTransport JSONRPC, 0.3's security scheme shape), the 0.3 methods
+// (message/stream, message/send, tasks/get, tasks/cancel, tasks/resubscribe; 1.0 names are
+// "method not found") and 0.3's JSON, converted with a2a_protocol/v03_json.h; "no-stream" is
+// UnsupportedOperation (-32004) for message/stream, as the 0.3 SDKs answer without streaming.
 // Header only: used by coordinator/a2a/ tests and by the process tests under tests/.
 #ifndef TESTS_FAKE_HTTP_AGENT_H_
 #define TESTS_FAKE_HTTP_AGENT_H_
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
+#include "a2a_protocol/v03_json.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -41,7 +47,7 @@ namespace testing_util {
 
 class FakeHttpAgent {
  public:
-  enum class Binding { kJsonRpc, kRest };
+  enum class Binding { kJsonRpc, kRest, kJsonRpcV03 };
 
   // Listens on 127.0.0.1:`port` (0 picks one; port() < 0 when it cannot bind). `tenant` is
   // declared in the card's interface.
@@ -103,7 +109,7 @@ class FakeHttpAgent {
   std::string base() const { return absl::StrCat("http://127.0.0.1:", port_); }
   std::string card_url() const { return base() + "/.well-known/agent-card.json"; }
   std::string interface_url() const {
-    return base() + (binding_ == Binding::kJsonRpc ? "/jsonrpc" : "/rest");
+    return base() + (binding_ == Binding::kRest ? "/rest" : "/jsonrpc");
   }
 
   // Serves `json` as the card from now on ("" for the default one).
@@ -135,6 +141,11 @@ class FakeHttpAgent {
     absl::MutexLock lock(&mu_);
     return calls_;
   }
+  // (kJsonRpcV03) Every call as "<0.3 method> <params JSON>", in order.
+  std::vector<std::string> v03_params() {
+    absl::MutexLock lock(&mu_);
+    return v03_params_;
+  }
 
   // Ends held task `id` COMPLETED, with a "finished" artifact, as if the agent finished on its
   // own: a held stream gets the end; nobody may be listening.
@@ -161,6 +172,17 @@ class FakeHttpAgent {
   }
 
   std::string DefaultCard() const {
+    if (binding_ == Binding::kJsonRpcV03) {
+      return absl::StrCat(
+          R"({"name":"fake03","description":"a fake 0.3 agent","version":"1",)",
+          R"("protocolVersion":"0.3.0","url":")", interface_url(),
+          R"(","preferredTransport":"JSONRPC","capabilities":{"streaming":true},)",
+          R"("defaultInputModes":["text"],"defaultOutputModes":["text"],)",
+          R"("skills":[{"id":"echo","name":"echo","description":"echoes","tags":[],)",
+          R"("security":[{"bearer":[]}]}],)",
+          R"("securitySchemes":{"bearer":{"type":"http","scheme":"bearer"}},)",
+          R"("security":[{"bearer":[]}],"supportsAuthenticatedExtendedCard":false})");
+    }
     return absl::StrCat(
         R"({"name":"fake","description":"a fake agent","version":"1","unknownField":{"x":1},)",
         R"("supportedInterfaces":[{"url":")", interface_url(), R"(","protocolBinding":")",
@@ -350,8 +372,8 @@ class FakeHttpAgent {
     const auto& fields = body.fields();
     std::string id = "null";
     if (fields.count("id") > 0) id = ToJson(fields.at("id"));
-    const std::string method = fields.count("method") > 0 ? fields.at("method").string_value() : "";
-    const std::string params = fields.count("params") > 0 ? ToJson(fields.at("params")) : "{}";
+    std::string method = fields.count("method") > 0 ? fields.at("method").string_value() : "";
+    std::string params = fields.count("params") > 0 ? ToJson(fields.at("params")) : "{}";
     auto result = [id](const std::string& json) {
       return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id, R"(,"result":)", json, "}");
     };
@@ -359,10 +381,49 @@ class FakeHttpAgent {
       return absl::StrCat(R"({"jsonrpc":"2.0","id":)", id, R"(,"error":{"code":)", code,
                           R"(,"message":")", message, R"("}})");
     };
+    const bool v03 = binding_ == Binding::kJsonRpcV03;
+    if (v03) {
+      // The 0.3 call read into its 1.0 request, answered by the 1.0 code below in 0.3 JSON.
+      namespace v03ns = a2a_protocol::v03;
+      const std::optional<v03ns::Method> named = v03ns::MethodNamed(method);
+      std::unique_ptr<google::protobuf::Message> request;
+      if (named == v03ns::Method::kMessageSend || named == v03ns::Method::kMessageStream) {
+        request = std::make_unique<::lf::a2a::v1::SendMessageRequest>();
+      } else if (named == v03ns::Method::kTasksGet) {
+        request = std::make_unique<::lf::a2a::v1::GetTaskRequest>();
+      } else if (named == v03ns::Method::kTasksCancel) {
+        request = std::make_unique<::lf::a2a::v1::CancelTaskRequest>();
+      } else if (named == v03ns::Method::kTasksResubscribe) {
+        request = std::make_unique<::lf::a2a::v1::SubscribeToTaskRequest>();
+      } else {
+        res.set_content(error(-32601, "method not found"), "application/json");
+        return;
+      }
+      if (!v03ns::RequestFromParams(*named, params, request.get()).ok()) {
+        res.set_content(error(-32602, "invalid params"), "application/json");
+        return;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        v03_params_.push_back(absl::StrCat(method, " ", params));
+      }
+      method = std::string(v03ns::ServiceMethodName(*named));
+      params = ToJson(*request);
+    }
+    // A result's JSON in the agent's version.
+    auto task_json = [v03](const ::lf::a2a::v1::Task& task) {
+      if (!v03) return ToJson(task);
+      StreamResponse event;
+      *event.mutable_task() = task;
+      return a2a_protocol::v03::EventJson(event, /*send_stream=*/true);
+    };
+    auto event_json = [v03](const StreamResponse& event) {
+      return v03 ? a2a_protocol::v03::EventJson(event, /*send_stream=*/true) : ToJson(event);
+    };
     if (method == "CancelTask") {
       ::lf::a2a::v1::CancelTaskRequest cancel;
       (void)google::protobuf::util::JsonStringToMessage(params, &cancel);
-      res.set_content(result(ToJson(CancelHeld(cancel.id()))), "application/json");
+      res.set_content(result(task_json(CancelHeld(cancel.id()))), "application/json");
       return;
     }
     if (method == "GetTask" || method == "SubscribeToTask") {
@@ -377,7 +438,7 @@ class FakeHttpAgent {
         return;
       }
       if (method == "GetTask") {
-        res.set_content(result(ToJson(*task)), "application/json");
+        res.set_content(result(task_json(*task)), "application/json");
         return;
       }
       std::optional<Answer> answer = Resubscription(which.id());
@@ -386,7 +447,7 @@ class FakeHttpAgent {
         return;
       }
       Stream(res, *std::move(answer),
-             [result](const StreamResponse& e) { return result(ToJson(e)); });
+             [result, event_json](const StreamResponse& e) { return result(event_json(e)); });
       return;
     }
     if (method != "SendStreamingMessage" && method != "SendMessage") {
@@ -401,7 +462,9 @@ class FakeHttpAgent {
     const std::string text =
         request.message().parts_size() > 0 ? request.message().parts(0).text() : "";
     if (text == "no-stream" && method == "SendStreamingMessage") {
-      res.set_content(error(-32601, "SendStreamingMessage is not supported"), "application/json");
+      res.set_content(v03 ? error(-32004, "streaming is not supported")
+                          : error(-32601, "SendStreamingMessage is not supported"),
+                      "application/json");
       return;
     }
     Record(request, req, request.tenant());
@@ -416,10 +479,11 @@ class FakeHttpAgent {
     Answer answer = AnswerTo(request);
     Keep(answer);
     if (text == "plain" || method == "SendMessage") {
-      res.set_content(result(ToJson(AsOneTask(answer))), "application/json");
+      res.set_content(result(event_json(AsOneTask(answer))), "application/json");
       return;
     }
-    Stream(res, std::move(answer), [result](const StreamResponse& e) { return result(ToJson(e)); });
+    Stream(res, std::move(answer),
+           [result, event_json](const StreamResponse& e) { return result(event_json(e)); });
   }
 
   void Rest(const httplib::Request& req, httplib::Response& res) {
@@ -469,6 +533,7 @@ class FakeHttpAgent {
   std::vector<std::string> tenants_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> v03_params_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ::lf::a2a::v1::Task> tasks_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "a2a_protocol/bindings.h"
+#include "a2a_protocol/v03_json.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a/card_fetch.h"
@@ -54,6 +55,12 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::A
     return std::make_unique<GrpcAgentTransport>(ChannelFor(agent.endpoint()), tenant);
   }
   ASSIGN_OR_RETURN(common::HttpUrl url, common::ParseHttpUrl(agent.endpoint()));
+  if (AgentVersion(agent) == a2a_protocol::v03::kVersion) {
+    // 0.3 agents stream only when their card says so (the capability defaults to off).
+    return std::make_unique<HttpAgentTransport>(
+        HttpAgentTransport::Binding::kJsonRpcV03, std::move(url), "", options_.max_event_bytes,
+        options_.connect_timeout, agent.card().capabilities().streaming());
+  }
   return std::make_unique<HttpAgentTransport>(
       binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpc
                                                : HttpAgentTransport::Binding::kHttpJson,

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "a2a_protocol/bindings.h"
+#include "a2a_protocol/v03_json.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a/http.h"
 #include "coordinator/store/a2a/agent_registry.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace coordinator {
@@ -30,9 +32,15 @@ std::optional<std::string> KnownBinding(absl::string_view name) {
   return std::nullopt;
 }
 
-// A2A 1.x, or a card that does not say.
-bool SpeaksVersion(absl::string_view version) {
-  return version.empty() || version == "1" || absl::StartsWith(version, "1.");
+// The version an interface's protocol_version stands for: 1.0 for 1.x or unset, 0.3 for 0.3.x;
+// "" for another.
+std::string VersionOf(absl::string_view version) {
+  if (version.empty() || version == "1" || absl::StartsWith(version, "1.")) return kVersion10;
+  if (version == a2a_protocol::v03::kVersion ||
+      absl::StartsWith(version, absl::StrCat(a2a_protocol::v03::kVersion, "."))) {
+    return a2a_protocol::v03::kVersion;
+  }
+  return "";
 }
 
 std::string UrlOf(absl::string_view binding, absl::string_view endpoint) {
@@ -45,6 +53,18 @@ std::string UrlOf(absl::string_view binding, absl::string_view endpoint) {
 }  // namespace
 
 absl::StatusOr<a2apb::AgentCard> ParseAgentCard(absl::string_view json) {
+  google::protobuf::Struct object;
+  if (google::protobuf::util::JsonStringToMessage(
+          google::protobuf::StringPiece(json.data(), json.size()), &object)
+          .ok() &&
+      a2a_protocol::v03::IsV03Card(object)) {
+    absl::StatusOr<a2apb::AgentCard> card = a2a_protocol::v03::CardFromJson(object);
+    if (!card.ok() && absl::IsInvalidArgument(card.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not an A2A agent card (0.3): ", card.status().message()));
+    }
+    return card;
+  }
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   a2apb::AgentCard card;
@@ -66,9 +86,15 @@ absl::StatusOr<std::string> InterfaceEndpoint(const a2apb::AgentInterface& inter
     return absl::FailedPreconditionError(
         absl::StrCat("binding \"", interface.protocol_binding(), "\" is not one we speak"));
   }
-  if (!SpeaksVersion(interface.protocol_version())) {
-    return absl::FailedPreconditionError(absl::StrCat(*binding, " interface speaks A2A ",
-                                                      interface.protocol_version(), ", not 1.x"));
+  const std::string version = VersionOf(interface.protocol_version());
+  if (version.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        *binding, " interface speaks A2A ", interface.protocol_version(), ", not 1.x or 0.3"));
+  }
+  if (version == a2a_protocol::v03::kVersion && *binding != a2a_protocol::kBindingJsonRpc) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        *binding,
+        " interface speaks A2A 0.3: the coordinator delivers to 0.3 agents over JSONRPC"));
   }
   const std::string& url = interface.url();
   std::string endpoint;
@@ -100,22 +126,27 @@ absl::StatusOr<ChosenInterface> ChooseInterface(const a2apb::AgentCard& card,
                                                 const common::HostAllowList& allow) {
   std::vector<std::string> skipped;
   absl::Status refused;
-  for (const char* binding : kPreference) {
-    for (const a2apb::AgentInterface& interface : card.supported_interfaces()) {
-      if (!absl::EqualsIgnoreCase(interface.protocol_binding(), binding)) continue;
-      absl::StatusOr<std::string> endpoint = InterfaceEndpoint(interface);
-      if (!endpoint.ok()) {
-        skipped.push_back(absl::StrCat(interface.url(), ": ", endpoint.status().message()));
-        continue;
+  // The version first (1.0 before 0.3), then the binding, then the card's order.
+  for (const char* version : {kVersion10, a2a_protocol::v03::kVersion})
+    for (const char* binding : kPreference) {
+      for (const a2apb::AgentInterface& interface : card.supported_interfaces()) {
+        if (!absl::EqualsIgnoreCase(interface.protocol_binding(), binding) ||
+            VersionOf(interface.protocol_version()) != version) {
+          continue;
+        }
+        absl::StatusOr<std::string> endpoint = InterfaceEndpoint(interface);
+        if (!endpoint.ok()) {
+          skipped.push_back(absl::StrCat(interface.url(), ": ", endpoint.status().message()));
+          continue;
+        }
+        absl::Status allowed = allow.Check(UrlOf(binding, *endpoint), "outbound_allow_hosts");
+        if (!allowed.ok()) {
+          if (refused.ok()) refused = allowed;
+          continue;
+        }
+        return ChosenInterface{binding, *std::move(endpoint), interface.tenant(), version};
       }
-      absl::Status allowed = allow.Check(UrlOf(binding, *endpoint), "outbound_allow_hosts");
-      if (!allowed.ok()) {
-        if (refused.ok()) refused = allowed;
-        continue;
-      }
-      return ChosenInterface{binding, *std::move(endpoint), interface.tenant()};
     }
-  }
   if (!refused.ok()) {
     return absl::PermissionDeniedError(
         absl::StrCat("the card's interfaces may not be called: ", refused.message()));
@@ -126,8 +157,8 @@ absl::StatusOr<ChosenInterface> ChooseInterface(const a2apb::AgentCard& card,
                                    " at ", interface.url()));
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "the card lists no interface the coordinator speaks (GRPC, JSONRPC or HTTP+JSON, A2A "
-      "1.x); it lists ",
+      "the card lists no interface the coordinator speaks (GRPC, JSONRPC or HTTP+JSON at A2A "
+      "1.x, JSONRPC at A2A 0.3); it lists ",
       offered.empty() ? "none" : absl::StrJoin(offered, ", "),
       skipped.empty() ? "" : absl::StrCat(" (", absl::StrJoin(skipped, "; "), ")")));
 }
@@ -135,11 +166,19 @@ absl::StatusOr<ChosenInterface> ChooseInterface(const a2apb::AgentCard& card,
 std::string InterfaceTenant(const v1::Agent& agent) {
   if (agent.card_url().empty()) return "";  // registered by endpoint: as before, no tenant
   for (const a2apb::AgentInterface& interface : agent.card().supported_interfaces()) {
-    if (!absl::EqualsIgnoreCase(interface.protocol_binding(), agent.protocol_binding())) continue;
+    if (!absl::EqualsIgnoreCase(interface.protocol_binding(), agent.protocol_binding()) ||
+        VersionOf(interface.protocol_version()) != AgentVersion(agent)) {
+      continue;
+    }
     absl::StatusOr<std::string> endpoint = InterfaceEndpoint(interface);
     if (endpoint.ok() && *endpoint == agent.endpoint()) return interface.tenant();
   }
   return "";
+}
+
+std::string AgentVersion(const v1::Agent& agent) {
+  return VersionOf(agent.protocol_version()).empty() ? kVersion10
+                                                     : VersionOf(agent.protocol_version());
 }
 
 std::string EndpointUrl(const v1::Agent& agent) {
@@ -155,6 +194,7 @@ absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request,
     }
     v1::Agent agent = request;
     agent.set_protocol_binding(a2a_protocol::kBindingGrpc);  // output only: never the caller's
+    agent.set_protocol_version(kVersion10);
     return agent;
   }
   if (!request.endpoint().empty()) {
@@ -186,8 +226,8 @@ absl::StatusOr<v1::Agent> AgentFromCard(const v1::Agent& request, absl::string_v
   const std::string& card_url = request.card_url();
   absl::StatusOr<a2apb::AgentCard> card = ParseAgentCard(card_json);
   if (!card.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the body at ", card_url, " is ", card.status().message()));
+    return absl::Status(card.status().code(),
+                        absl::StrCat("the body at ", card_url, " is ", card.status().message()));
   }
   absl::StatusOr<ChosenInterface> chosen = ChooseInterface(*card, allow);
   if (!chosen.ok()) {
@@ -200,6 +240,7 @@ absl::StatusOr<v1::Agent> AgentFromCard(const v1::Agent& request, absl::string_v
   agent.set_card_url(card_url);
   agent.set_endpoint(chosen->endpoint);
   agent.set_protocol_binding(chosen->binding);
+  agent.set_protocol_version(chosen->version);
   *agent.mutable_card() = *std::move(card);
   return agent;
 }

@@ -37,20 +37,29 @@ struct ChosenInterface {
   std::string endpoint;
   // The interface's tenant, sent in every request to the agent ("" for none).
   std::string tenant;
+  // The A2A version spoken over it: kVersion10 or "0.3".
+  std::string version;
 };
 
-// Parses an agent card: Protobuf's JSON mapping of lf.a2a.v1.AgentCard, unknown fields ignored.
-// INVALID_ARGUMENT when `json` is not JSON or not a card.
+// The protocol_version of an agent delivered to over A2A 1.x.
+inline constexpr char kVersion10[] = "1.0";
+
+// Parses an agent card: Protobuf's JSON mapping of lf.a2a.v1.AgentCard, unknown fields ignored;
+// a 0.3 card (a `url` and no supportedInterfaces) as the 1.0 card it stands for
+// (a2a_protocol::v03::CardFromJson: its interfaces at protocol version 0.3).
+// INVALID_ARGUMENT when `json` is not JSON or not a card; FAILED_PRECONDITION for a card of
+// another version (0.2).
 [[nodiscard]] absl::StatusOr<lf::a2a::v1::AgentCard> ParseAgentCard(absl::string_view json);
 
 // The endpoint the gateway would dial for `interface` (see ChosenInterface::endpoint);
 // INVALID_ARGUMENT when its URL does not suit its binding, FAILED_PRECONDITION for a binding or
-// protocol version (other than 1.x or unset) we do not speak.
+// protocol version (other than 1.x or unset, or 0.3 on JSONRPC) we do not speak.
 [[nodiscard]] absl::StatusOr<std::string> InterfaceEndpoint(
     const lf::a2a::v1::AgentInterface& interface);
 
 // Chooses the interface of `card` to deliver over: among those we speak and `allow` allows, the
-// first GRPC one in the card's order, else the first JSONRPC one, else the first HTTP+JSON one.
+// version first (1.x, else 0.3), then the first GRPC one in the card's order, else the first
+// JSONRPC one, else the first HTTP+JSON one. Of 0.3 the coordinator speaks JSONRPC.
 // PERMISSION_DENIED when every interface we speak names a host `allow` refuses;
 // FAILED_PRECONDITION when the card lists none we speak.
 [[nodiscard]] absl::StatusOr<ChosenInterface> ChooseInterface(const lf::a2a::v1::AgentCard& card,
@@ -59,6 +68,10 @@ struct ChosenInterface {
 // The tenant to send to `agent`: that of the first interface of its card with its binding and
 // endpoint; "" when there is none (an agent registered by endpoint).
 std::string InterfaceTenant(const v1::Agent& agent);
+
+// The A2A version the gateway speaks to `agent`: its protocol_version, kVersion10 when unset
+// (registered before versions were stored).
+std::string AgentVersion(const v1::Agent& agent);
 
 // The URL the allow-list judges for an agent's endpoint: the endpoint itself when it is a URL,
 // "http://host:port" for a plaintext gRPC host:port.

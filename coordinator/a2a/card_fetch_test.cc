@@ -58,11 +58,28 @@ TEST(AgentCardTest, SkipsWhatWeDoNotSpeakAndWhatTheAllowListRefuses) {
   const common::HostAllowList loopback;
   // Another protocol version, another binding, a malformed URL: nothing to speak.
   absl::StatusOr<ChosenInterface> chosen = ChooseInterface(
-      Card(R"({"url":"http://127.0.0.1:9/","protocolBinding":"JSONRPC","protocolVersion":"0.3"},)"
+      Card(R"({"url":"http://127.0.0.1:9/","protocolBinding":"JSONRPC","protocolVersion":"0.2"},)"
+           R"({"url":"127.0.0.1:9","protocolBinding":"GRPC","protocolVersion":"0.3"},)"
            R"({"url":"ws://127.0.0.1:9/","protocolBinding":"WEBSOCKET"},)"
            R"({"url":"127.0.0.1","protocolBinding":"GRPC"})"),
       loopback);
   EXPECT_EQ(chosen.status().code(), absl::StatusCode::kFailedPrecondition);
+  // The version first: a 1.0 HTTP+JSON interface before a 0.3 JSON-RPC one listed earlier.
+  chosen = ChooseInterface(
+      Card(
+          R"({"url":"http://127.0.0.1:9/old","protocolBinding":"JSONRPC","protocolVersion":"0.3"},)"
+          R"({"url":"http://127.0.0.1:9/new","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"})"),
+      loopback);
+  ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->binding, "HTTP+JSON");
+  EXPECT_EQ(chosen->version, "1.0");
+  chosen = ChooseInterface(
+      Card(
+          R"({"url":"http://127.0.0.1:9/old","protocolBinding":"JSONRPC","protocolVersion":"0.3.0"})"),
+      loopback);
+  ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->endpoint, "http://127.0.0.1:9/old");
+  EXPECT_EQ(chosen->version, "0.3");
   EXPECT_EQ(ChooseInterface(Card(""), loopback).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // A gRPC interface elsewhere is passed over for an allowed JSON-RPC one.

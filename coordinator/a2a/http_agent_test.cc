@@ -156,21 +156,30 @@ class CoordinatorFixture : public ::testing::Test {
   std::unique_ptr<v1::AgentRegistry::Stub> registry_;
 };
 
-// The same tests for both bindings.
+// The same tests for both bindings, and for JSON-RPC spoken in A2A 0.3.
 class HttpAgentTest : public CoordinatorFixture,
                       public ::testing::WithParamInterface<FakeHttpAgent::Binding> {
  protected:
+  bool V03() const { return GetParam() == FakeHttpAgent::Binding::kJsonRpcV03; }
   const char* BindingName() const {
-    return GetParam() == FakeHttpAgent::Binding::kJsonRpc ? "JSONRPC" : "HTTP+JSON";
+    return GetParam() == FakeHttpAgent::Binding::kRest ? "HTTP+JSON" : "JSONRPC";
   }
 };
 
 INSTANTIATE_TEST_SUITE_P(Bindings, HttpAgentTest,
                          ::testing::Values(FakeHttpAgent::Binding::kJsonRpc,
-                                           FakeHttpAgent::Binding::kRest),
+                                           FakeHttpAgent::Binding::kRest,
+                                           FakeHttpAgent::Binding::kJsonRpcV03),
                          [](const auto& info) {
-                           return info.param == FakeHttpAgent::Binding::kJsonRpc ? "JsonRpc"
-                                                                                 : "Rest";
+                           switch (info.param) {
+                             case FakeHttpAgent::Binding::kJsonRpc:
+                               return "JsonRpc";
+                             case FakeHttpAgent::Binding::kRest:
+                               return "Rest";
+                             case FakeHttpAgent::Binding::kJsonRpcV03:
+                               break;
+                           }
+                           return "JsonRpcV03";
                          });
 
 TEST_P(HttpAgentTest, AgentRegisteredByCardCompletesTasksSentOverGrpc) {
@@ -180,9 +189,11 @@ TEST_P(HttpAgentTest, AgentRegisteredByCardCompletesTasksSentOverGrpc) {
   grpc::Status s = RegisterByCard("fake", agent.card_url(), &registered);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(registered.protocol_binding(), BindingName());
+  EXPECT_EQ(registered.protocol_version(), V03() ? "0.3" : "1.0");
   EXPECT_EQ(registered.endpoint(), agent.interface_url());
   EXPECT_EQ(registered.card_url(), agent.card_url());
-  EXPECT_EQ(registered.card().name(), "fake");  // the card as fetched (its unknown field ignored)
+  // The card as fetched (its unknown field ignored; a 0.3 card as the 1.0 card it stands for).
+  EXPECT_EQ(registered.card().name(), V03() ? "fake03" : "fake");
 
   // A blocking send: the agent's events are stored, and the finished task is the answer.
   a2apb::SendMessageResponse response;
@@ -228,10 +239,11 @@ TEST_P(HttpAgentTest, AgentRegisteredByCardCompletesTasksSentOverGrpc) {
     EXPECT_EQ(events.back().status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
   }
 
-  // Each message reached the agent once, with the A2A version and the card's tenant.
+  // Each message reached the agent once, with the A2A version and the card's tenant (0.3 has
+  // neither a version header nor tenants).
   EXPECT_THAT(agent.texts(), ElementsAre("hello", "streamed"));
-  EXPECT_THAT(agent.versions(), ElementsAre("1.0", "1.0"));
-  EXPECT_THAT(agent.tenants(), ElementsAre("team-a", "team-a"));
+  EXPECT_THAT(agent.versions(), V03() ? ElementsAre("", "") : ElementsAre("1.0", "1.0"));
+  EXPECT_THAT(agent.tenants(), V03() ? ElementsAre("", "") : ElementsAre("team-a", "team-a"));
 }
 
 TEST_P(HttpAgentTest, APlainJsonAnswerIsTheOneEvent) {
@@ -460,8 +472,21 @@ TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
   });
   cards.Get("/old", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"name":"old","supportedInterfaces":[{"url":"http://127.0.0.1:1/",)"
-                    R"("protocolBinding":"JSONRPC","protocolVersion":"0.3"},)"
+                    R"("protocolBinding":"JSONRPC","protocolVersion":"0.2"},)"
                     R"({"url":"ws://127.0.0.1:1/","protocolBinding":"WEBSOCKET"}]})",
+                    "application/json");
+  });
+  cards.Get("/v029", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"old","protocolVersion":"0.2.9","url":"http://127.0.0.1:1/"})",
+                    "application/json");
+  });
+  cards.Get("/v03grpc", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"g","protocolVersion":"0.3.0","url":"127.0.0.1:1",)"
+                    R"("preferredTransport":"GRPC"})",
+                    "application/json");
+  });
+  cards.Get("/v03bad", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"name":"b","url":"http://127.0.0.1:1/","additionalInterfaces":7})",
                     "application/json");
   });
   cards.Get("/elsewhere", [](const httplib::Request&, httplib::Response& res) {
@@ -489,6 +514,9 @@ TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
       {base + "/html", grpc::StatusCode::INVALID_ARGUMENT, "not an A2A agent card"},
       {base + "/array", grpc::StatusCode::INVALID_ARGUMENT, "not an A2A agent card"},
       {base + "/old", grpc::StatusCode::FAILED_PRECONDITION, "no interface"},
+      {base + "/v029", grpc::StatusCode::FAILED_PRECONDITION, "0.2.9"},
+      {base + "/v03grpc", grpc::StatusCode::FAILED_PRECONDITION, "over JSONRPC"},
+      {base + "/v03bad", grpc::StatusCode::INVALID_ARGUMENT, "additionalInterfaces"},
       {base + "/elsewhere", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},
       {"http://agent.example/card", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},
   };
@@ -514,6 +542,90 @@ TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
   while (!cards.is_running()) absl::SleepFor(absl::Milliseconds(1));
   cards.stop();
   thread.join();
+}
+
+// A2A 0.3 agents (docs/a2a-0.3.md section 7): what goes on the wire.
+TEST_F(CardRegistrationTest, AV03AgentGetsZeroThreeCallsWithoutAVersionHeader) {
+  FakeHttpAgent agent(FakeHttpAgent::Binding::kJsonRpcV03);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("old", agent.card_url(), &registered).ok());
+  EXPECT_EQ(registered.protocol_version(), "0.3");
+  ASSERT_EQ(registered.card().supported_interfaces_size(), 1);
+  EXPECT_EQ(registered.card().supported_interfaces(0).protocol_version(), "0.3");
+  EXPECT_EQ(registered.card().skills(0).id(), "echo");  // 0.3's security members left out
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("hello", "old"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(StatusText(response.task()), "done: hello");
+  const std::vector<std::string> calls = agent.v03_params();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_THAT(calls[0], HasSubstr("message/stream "));
+  EXPECT_THAT(calls[0], HasSubstr(R"("blocking":true)"));
+  EXPECT_THAT(calls[0], HasSubstr(R"("kind":"message")"));
+  EXPECT_THAT(calls[0], HasSubstr(R"("role":"user")"));
+  EXPECT_THAT(agent.versions(), ElementsAre(""));
+
+  // The task read back and cancelled over 0.3 as well.
+  a2apb::SendMessageRequest held = Send("hold", "old");
+  held.mutable_configuration()->set_return_immediately(true);
+  s = stub_->SendMessage(Context().get(), held, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::string id = response.task().id();
+  ASSERT_TRUE(WaitFor([&] { return StatusText(GetTask(id)) == "holding"; }));
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_tenant("old");
+  cancel.set_id(id);
+  a2apb::Task canceled;
+  s = stub_->CancelTask(Context().get(), cancel, &canceled);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_CANCELED));
+  EXPECT_THAT(agent.cancels(), ElementsAre("agent-task-2"));
+  EXPECT_THAT(agent.v03_params().back(), ::testing::StartsWith("tasks/cancel {"));
+  EXPECT_THAT(agent.v03_params().back(), HasSubstr(R"("id":"agent-task-2")"));
+}
+
+TEST_F(CardRegistrationTest, AV03AgentWithoutStreamingGetsMessageSend) {
+  FakeHttpAgent agent(FakeHttpAgent::Binding::kJsonRpcV03);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("old", agent.card_url(), &registered).ok());
+  a2apb::SendMessageResponse response;
+  // message/stream answered UnsupportedOperation (-32004): message/send instead.
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("no-stream", "old"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_THAT(agent.texts(), ElementsAre("no-stream"));
+  std::vector<std::string> calls = agent.v03_params();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_THAT(calls[0], HasSubstr("message/stream "));
+  EXPECT_THAT(calls[1], HasSubstr("message/send "));
+
+  // A card without the streaming capability: message/send from the start.
+  std::string card = agent.DefaultCard();
+  const std::string streaming = R"("streaming":true)";
+  card.replace(card.find(streaming), streaming.size(), R"("streaming":false)");
+  agent.set_card(card);
+  ASSERT_TRUE(RegisterByCard("old", agent.card_url(), &registered).ok());
+  s = stub_->SendMessage(Context().get(), Send("hello", "old"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(StatusText(response.task()), "done: hello");
+  calls = agent.v03_params();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_THAT(calls[2], HasSubstr("message/send "));
+}
+
+TEST_F(CardRegistrationTest, AHybridCardIsReadAsOneZero) {
+  FakeHttpAgent v10(FakeHttpAgent::Binding::kJsonRpc);
+  FakeHttpAgent v03(FakeHttpAgent::Binding::kJsonRpcV03);
+  // Both versions' members (as the JavaScript SDK's compatibility layer serves): 1.0 wins.
+  std::string hybrid = v10.DefaultCard();
+  hybrid.insert(1, absl::StrCat(R"("protocolVersion":"0.3.0","url":")", v03.interface_url(),
+                                R"(","preferredTransport":"JSONRPC",)"));
+  v10.set_card(hybrid);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("both", v10.card_url(), &registered).ok());
+  EXPECT_EQ(registered.protocol_version(), "1.0");
+  EXPECT_EQ(registered.endpoint(), v10.interface_url());
 }
 
 TEST_F(CardRegistrationTest, AgentsRegisteredByEndpointStayGrpc) {

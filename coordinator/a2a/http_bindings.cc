@@ -404,9 +404,11 @@ class A2AHttpBindings::Impl {
     server.Post("/", [this](const httplib::Request& req, httplib::Response& res) {
       JsonRpc(req, res, "");
     });
-    server.Post(R"(/agents/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      JsonRpc(req, res, req.matches[1]);
-    });
+    // The interface URL, with or without a trailing slash.
+    server.Post(R"(/agents/([^/]+)/?)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  JsonRpc(req, res, req.matches[1]);
+                });
     const auto agent_route = [this](const httplib::Request& req, httplib::Response& res) {
       const std::string agent = req.matches[1];
       const std::string rest = req.matches[2];
@@ -605,7 +607,16 @@ class A2AHttpBindings::Impl {
       res.status = 204;
       return;
     }
-    if (!response.ok()) return JsonRpcFailure(res, id, response.status(), std::nullopt);
+    if (!response.ok()) {
+      // 0.3 names the refusal of a card not offered AuthenticatedExtendedCardNotConfigured.
+      if (v03 == a2a_protocol::v03::Method::kGetExtendedAgentCard &&
+          a2a_protocol::Reason(response.status()) == a2a_protocol::kUnsupportedOperation) {
+        return JsonRpcFailure(
+            res, id, a2a_protocol::ExtendedAgentCardNotConfigured(response.status().message()),
+            std::nullopt);
+      }
+      return JsonRpcFailure(res, id, response.status(), std::nullopt);
+    }
     absl::StatusOr<std::string> result = a2a_protocol::v03::ResultJson(v03, **response);
     if (!result.ok()) return JsonRpcFailure(res, id, result.status(), std::nullopt);
     res.set_content(a2a_protocol::JsonRpcResult(id, *result), a2a_protocol::kJsonContentType);
@@ -689,7 +700,8 @@ class A2AHttpBindings::Impl {
       res.set_header("WWW-Authenticate", "Bearer");
     }
     res.status = http_status;
-    res.set_content(a2a_protocol::HttpErrorBody(status), a2a_protocol::kA2AJsonContentType);
+    res.set_content(a2a_protocol::HttpErrorBody(status, http_status),
+                    a2a_protocol::kA2AJsonContentType);
   }
 
   // --- Calls.

@@ -476,7 +476,10 @@ TEST_F(A2AHttpTest, JsonRpcBadInputGetsTheSpecificationsCodesAndChangesNothing) 
 TEST_F(A2AHttpTest, RestBadInputGetsHttpStatusesAndChangesNothing) {
   const int before = TaskCount();
   EXPECT_EQ(Post("/agents/echo/message:send", "{not json").first, 400);
-  EXPECT_EQ(Post("/agents/echo/message:send", SendParams("x"), "text/plain").first, 415);
+  auto [type_status, type_body] = Post("/agents/echo/message:send", SendParams("x"), "text/plain");
+  EXPECT_EQ(type_status, 415);
+  // The body's code is the HTTP status it came with (specification section 11.6).
+  EXPECT_EQ(At(At(Parse(type_body), "error"), "code").number_value(), 415) << type_body;
   EXPECT_EQ(Post("/agents/echo/message:send", SendParams(std::string(100000, 'x'))).first, 413);
   EXPECT_EQ(Get("/agents/echo/message:send").first, 405);
   EXPECT_EQ(Get("/agents/echo/no/such/path").first, 404);
@@ -486,6 +489,31 @@ TEST_F(A2AHttpTest, RestBadInputGetsHttpStatusesAndChangesNothing) {
   EXPECT_EQ(status, 400) << body;
   EXPECT_EQ(At(At(Parse(body), "error"), "status").string_value(), "INVALID_ARGUMENT") << body;
   EXPECT_EQ(TaskCount(), before);
+}
+
+TEST_F(A2AHttpTest, TheInterfaceUrlWithATrailingSlashIsTheSame) {
+  auto [status, body] =
+      Post("/agents/echo/", R"({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}})");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(At(At(Parse(body), "error"), "code").number_value(), -32001) << body;
+}
+
+TEST_F(A2AHttpTest, NoCardOffersAnExtendedCard) {
+  // Specification section 3.3.3: the card says extendedAgentCard false, so the call is
+  // UnsupportedOperation on each binding; 0.3 names it AuthenticatedExtendedCardNotConfigured.
+  auto [status, body] =
+      Post("/agents/echo", R"({"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"})");
+  EXPECT_EQ(At(At(Parse(body), "error"), "code").number_value(), -32004) << body;
+  std::tie(status, body) = Post("/", R"({"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"})");
+  EXPECT_EQ(At(At(Parse(body), "error"), "code").number_value(), -32004) << body;
+  std::tie(status, body) = Post(
+      "/agents/echo", R"({"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"})");
+  EXPECT_EQ(At(At(Parse(body), "error"), "code").number_value(), -32007) << body;
+  std::tie(status, body) = Get("/agents/echo/extendedAgentCard");
+  EXPECT_EQ(status, 400) << body;
+  EXPECT_EQ(At(At(Parse(body), "error"), "status").string_value(), "FAILED_PRECONDITION") << body;
+  std::tie(status, body) = Get("/agents/nobody/extendedAgentCard");
+  EXPECT_EQ(status, 404) << body;
 }
 
 TEST_F(A2AHttpTest, AnEventStreamClientThatVanishesIsLetGo) {

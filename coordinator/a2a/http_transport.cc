@@ -9,6 +9,7 @@
 
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/json_binding.h"
+#include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -75,9 +76,36 @@ int64_t NextRequestId() {
   return next.fetch_add(1);
 }
 
-std::string JsonRpcCall(absl::string_view method, const google::protobuf::Message& params) {
+std::string JsonRpcCall(absl::string_view method, absl::string_view params_json) {
   return absl::StrCat(R"({"jsonrpc":"2.0","id":)", NextRequestId(), R"(,"method":")", method,
-                      R"(","params":)", ToJson(params), "}");
+                      R"(","params":)", params_json, "}");
+}
+
+std::string JsonRpcCall(absl::string_view method, const google::protobuf::Message& params) {
+  return JsonRpcCall(method, ToJson(params));
+}
+
+// A call of 0.3's JSON-RPC method `method` made of the 1.0 request `params`.
+std::string JsonRpcV03Call(a2a_protocol::v03::Method method,
+                           const google::protobuf::Message& params) {
+  return JsonRpcCall(a2a_protocol::v03::MethodName(method),
+                     a2a_protocol::v03::ParamsJson(method, params));
+}
+
+// One 0.3 JSON-RPC response (an event's data, or a plain body): its "result", read as 0.3 JSON.
+absl::StatusOr<a2apb::StreamResponse> DecodeJsonRpcV03Answer(absl::string_view json) {
+  absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(json);
+  if (!result.ok()) return WithSnippet(result.status(), json);
+  absl::StatusOr<a2apb::StreamResponse> event = a2a_protocol::v03::EventFromJson(*result);
+  if (!event.ok()) {
+    return a2a_protocol::InvalidAgentResponse(absl::StrCat(
+        "the agent's A2A 0.3 JSON-RPC result: ", event.status().message(), ": ", Shorten(json)));
+  }
+  return event;
+}
+
+bool IsJsonRpc(HttpAgentTransport::Binding binding) {
+  return binding != HttpAgentTransport::Binding::kHttpJson;
 }
 
 // One POST of an agent call: where, what, and how its answer reads.
@@ -171,7 +199,13 @@ class HttpAgentCall final : public AgentCall {
     bool unary;
     {
       absl::MutexLock lock(&mu_);
-      unary = status.code() == absl::StatusCode::kUnimplemented && !got_any_ && !cancelled_;
+      // A 0.3 agent without streaming answers UnsupportedOperation (both 0.3 SDKs check their
+      // card's capability) rather than "method not found".
+      const bool unsupported =
+          status.code() == absl::StatusCode::kUnimplemented ||
+          (binding_ == HttpAgentTransport::Binding::kJsonRpcV03 &&
+           a2a_protocol::Reason(status) == a2a_protocol::kUnsupportedOperation);
+      unary = unsupported && !got_any_ && !cancelled_;
     }
     // An agent without streaming: the unary SendMessage, whose answer is the one event (a
     // subscription has none).
@@ -212,7 +246,10 @@ class HttpAgentCall final : public AgentCall {
     request.body = exchange.body;
     request.set_header("Content-Type", exchange.content_type);
     request.set_header("Accept", exchange.accept);
-    request.set_header("A2A-Version", a2a_protocol::kVersion);
+    // A 0.3 client sends no version (0.3 has none; an A2A 1.x server reads its absence as 0.3).
+    if (binding_ != HttpAgentTransport::Binding::kJsonRpcV03) {
+      request.set_header("A2A-Version", a2a_protocol::kVersion);
+    }
     int http_status = 0;
     bool sse = false;
     std::string body;
@@ -269,8 +306,15 @@ class HttpAgentCall final : public AgentCall {
   }
 
   absl::StatusOr<a2apb::StreamResponse> Decode(absl::string_view json) const {
-    return binding_ == HttpAgentTransport::Binding::kJsonRpc ? DecodeJsonRpcAnswer(json)
-                                                             : DecodeRestAnswer(json);
+    switch (binding_) {
+      case HttpAgentTransport::Binding::kJsonRpc:
+        return DecodeJsonRpcAnswer(json);
+      case HttpAgentTransport::Binding::kJsonRpcV03:
+        return DecodeJsonRpcV03Answer(json);
+      case HttpAgentTransport::Binding::kHttpJson:
+        break;
+    }
+    return DecodeRestAnswer(json);
   }
 
   // Queues `event`, waiting while kMaxBurstEvents wait. False when the call was cancelled.
@@ -369,12 +413,14 @@ absl::Status DecodeHttpError(int http_status, absl::string_view body) {
 }
 
 HttpAgentTransport::HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
-                                       size_t max_event_bytes, absl::Duration connect_timeout)
+                                       size_t max_event_bytes, absl::Duration connect_timeout,
+                                       bool streams)
     : binding_(binding),
       url_(std::move(url)),
       tenant_(std::move(tenant)),
       max_event_bytes_(max_event_bytes),
-      connect_timeout_(connect_timeout) {}
+      connect_timeout_(connect_timeout),
+      streams_(streams) {}
 
 namespace {
 
@@ -403,12 +449,23 @@ std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
     stream = {path, JsonRpcCall("SendStreamingMessage", sent), kJsonContentType,
               kEventStreamContentType};
     unary = {path, JsonRpcCall("SendMessage", sent), kJsonContentType, kJsonContentType};
+  } else if (binding_ == Binding::kJsonRpcV03) {
+    using a2a_protocol::v03::Method;
+    const std::string path = url_.path.empty() ? "/" : url_.path;
+    stream = {path, JsonRpcV03Call(Method::kMessageStream, sent), kJsonContentType,
+              kEventStreamContentType};
+    unary = {path, JsonRpcV03Call(Method::kMessageSend, sent), kJsonContentType, kJsonContentType};
   } else {
     const std::string body = ToJson(sent);
     stream = {RestPath(url_, tenant_, "message:stream"), body, kA2AJsonContentType,
               kEventStreamContentType};
     unary = {RestPath(url_, tenant_, "message:send"), body, kA2AJsonContentType,
              kA2AJsonContentType};
+  }
+  if (!streams_) {
+    // An agent whose card says it does not stream is sent the unary call from the start.
+    stream = std::move(unary);
+    unary = Exchange{};
   }
   auto call =
       std::make_unique<HttpAgentCall>(binding_, Base(url_), std::move(stream), std::move(unary),
@@ -425,6 +482,10 @@ std::unique_ptr<AgentCall> HttpAgentTransport::Subscribe(
   if (binding_ == Binding::kJsonRpc) {
     stream = {url_.path.empty() ? "/" : url_.path, JsonRpcCall("SubscribeToTask", sent),
               kJsonContentType, kEventStreamContentType};
+  } else if (binding_ == Binding::kJsonRpcV03) {
+    stream = {url_.path.empty() ? "/" : url_.path,
+              JsonRpcV03Call(a2a_protocol::v03::Method::kTasksResubscribe, sent), kJsonContentType,
+              kEventStreamContentType};
   } else {
     stream = {
         RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":subscribe")), "",
@@ -440,7 +501,7 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTa
                                                            absl::Time deadline) {
   a2apb::CancelTaskRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
-  if (binding_ == Binding::kJsonRpc) return CallForTask("CancelTask", sent, "", deadline);
+  if (IsJsonRpc(binding_)) return CallForTask("CancelTask", sent, "", deadline);
   return CallForTask(
       "CancelTask", sent,
       RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel")),
@@ -451,7 +512,7 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::GetTask(const a2apb::GetTaskRequ
                                                         absl::Time deadline) {
   a2apb::GetTaskRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
-  if (binding_ == Binding::kJsonRpc) return CallForTask("GetTask", sent, "", deadline);
+  if (IsJsonRpc(binding_)) return CallForTask("GetTask", sent, "", deadline);
   std::string path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id())));
   if (sent.has_history_length()) absl::StrAppend(&path, "?historyLength=", sent.history_length());
   return CallForTask("GetTask", sent, path, deadline, /*rest_get=*/true);
@@ -467,6 +528,12 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
     path = url_.path.empty() ? "/" : url_.path;
     body = JsonRpcCall(method, request);
     content_type = kJsonContentType;
+  } else if (binding_ == Binding::kJsonRpcV03) {
+    path = url_.path.empty() ? "/" : url_.path;
+    body = JsonRpcV03Call(method == "GetTask" ? a2a_protocol::v03::Method::kTasksGet
+                                              : a2a_protocol::v03::Method::kTasksCancel,
+                          request);
+    content_type = kJsonContentType;
   } else {
     path = rest_path;
     if (!rest_get) body = ToJson(request);
@@ -476,7 +543,8 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
   const std::string what = absl::StrCat(get ? "GET " : "POST ", Base(url_), path);
   httplib::Client client(Base(url_));
   client.set_follow_location(false);
-  httplib::Headers headers = {{"Accept", content_type}, {"A2A-Version", a2a_protocol::kVersion}};
+  httplib::Headers headers = {{"Accept", content_type}};
+  if (binding_ != Binding::kJsonRpcV03) headers.emplace("A2A-Version", a2a_protocol::kVersion);
   bool expired = false;
   const absl::Duration timeout = std::max(deadline - absl::Now(), absl::Milliseconds(1));
   httplib::Result res = common::CallWithDeadline(
@@ -491,6 +559,15 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
                 : absl::StrCat(what, ": ", httplib::to_string(res.error())));
   }
   if (res->status < 200 || res->status >= 300) return DecodeHttpError(res->status, res->body);
+  if (binding_ == Binding::kJsonRpcV03) {
+    absl::StatusOr<a2apb::StreamResponse> event = DecodeJsonRpcV03Answer(res->body);
+    if (!event.ok()) return event.status();
+    if (!event->has_task()) {
+      return a2a_protocol::InvalidAgentResponse(
+          absl::StrCat("the agent's ", method, " answer is not a task: ", Shorten(res->body)));
+    }
+    return std::move(*event->mutable_task());
+  }
   std::string task_json = res->body;
   if (binding_ == Binding::kJsonRpc) {
     absl::StatusOr<std::string> result = a2a_protocol::JsonRpcResultOf(res->body);

@@ -30,12 +30,18 @@ namespace coordinator {
 
 class HttpAgentTransport final : public AgentTransport {
  public:
-  enum class Binding { kJsonRpc, kHttpJson };
+  // kJsonRpcV03: A2A 0.3's JSON-RPC (docs/a2a-0.3.md section 7): `message/stream` (falling back
+  // to a blocking `message/send` on "method not found" or UnsupportedOperation before any event),
+  // `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, with 0.3's JSON (a2a_protocol/v03_json.h)
+  // and no A2A-Version header.
+  enum class Binding { kJsonRpc, kHttpJson, kJsonRpcV03 };
 
   // `url`: the agent's interface (parsed); `tenant` goes into every request ("" for none);
-  // `max_event_bytes` and `connect_timeout` as AgentTransportOptions says.
+  // `max_event_bytes` and `connect_timeout` as AgentTransportOptions says; `streams`: whether to
+  // send the streaming call first (false: the unary one only, for an agent whose card says it
+  // does not stream).
   HttpAgentTransport(Binding binding, common::HttpUrl url, std::string tenant,
-                     size_t max_event_bytes, absl::Duration connect_timeout);
+                     size_t max_event_bytes, absl::Duration connect_timeout, bool streams = true);
 
   std::unique_ptr<AgentCall> SendStreaming(const a2apb::SendMessageRequest& request,
                                            absl::Time deadline) override;
@@ -59,6 +65,7 @@ class HttpAgentTransport final : public AgentTransport {
   const std::string tenant_;
   const size_t max_event_bytes_;
   const absl::Duration connect_timeout_;
+  const bool streams_;
 };
 
 // --- The conversions, exposed for tests. ---

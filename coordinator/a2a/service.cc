@@ -678,17 +678,20 @@ grpc::ServerUnaryReactor* A2AServiceImpl::DeleteTaskPushNotificationConfig(
 grpc::ServerUnaryReactor* A2AServiceImpl::GetExtendedAgentCard(
     grpc::CallbackServerContext* context, const a2apb::GetExtendedAgentCardRequest* request,
     a2apb::AgentCard* response) {
+  // The cards the coordinator publishes declare no extended card (capabilities.extendedAgentCard
+  // is false), so the call is UnsupportedOperation, as specification section 3.3.3 requires; an
+  // unknown agent is still NOT_FOUND.
   return HandleA2A(context, calls_, CallKind::kPool, response,
                    [this, request](const Access&) -> absl::StatusOr<a2apb::AgentCard> {
-                     if (request->tenant().empty()) {
-                       return CoordinatorCard(agents_, card_addresses());
+                     std::string card_path = "/.well-known/agent-card.json";
+                     if (!request->tenant().empty()) {
+                       ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
+                       card_path = absl::StrCat(AgentBasePath(agent.name()), card_path);
                      }
-                     ASSIGN_OR_RETURN(v1::Agent agent, agents_->Get(request->tenant()));
-                     if (agent.card().name().empty()) {
-                       return a2a_protocol::ExtendedAgentCardNotConfigured(
-                           absl::StrCat("agent ", agent.name(), " registered no card"));
-                     }
-                     return agent.card();
+                     return a2a_protocol::UnsupportedOperation(
+                         absl::StrCat("the card declares no extended agent card (capabilities."
+                                      "extendedAgentCard is false): read the public card at ",
+                                      card_path, " on the HTTP port"));
                    });
 }
 

@@ -321,29 +321,21 @@ test('an unknown tenant is NOT_FOUND; a foreign A2A-Version is VERSION_NOT_SUPPO
   );
 });
 
-test('GetExtendedAgentCard: the coordinator card and the registered agent cards', async () => {
-  // The coordinator's card says extendedAgentCard: false, so the SDK Client never asks; the
-  // bare transport does.
+test('GetExtendedAgentCard: UnsupportedOperation, since no card declares an extended card', async () => {
+  // Specification section 3.3.3: with capabilities.extendedAgentCard false or absent the call
+  // MUST be UnsupportedOperationError. The SDK Client never asks; the bare transport does.
   const transport = await rawTransport();
   const v1 = { ...bounded(), serviceParameters: { 'A2A-Version': '1.0' } };
-  const own = await transport.getExtendedAgentCard(GetExtendedAgentCardRequest.fromJSON({}), v1);
-  assert.equal(own.name, 'coordinator');
-  const grpc = own.supportedInterfaces.filter((i) => i.protocolBinding === 'GRPC');
-  const tenants = grpc.map((i) => i.tenant);
-  for (const agent of REGISTERED) assert.ok(tenants.includes(agent), `${agent} in ${tenants}`);
-  const echo = await transport.getExtendedAgentCard(
-    GetExtendedAgentCardRequest.fromJSON({ tenant: TENANT }),
-    v1,
-  );
-  assert.equal(echo.name, 'echo');
-  assert.equal(echo.capabilities.streaming, true);
-  // jsecho was registered by run.sh with coordctl --description, which makes its card.
-  const js = await transport.getExtendedAgentCard(
-    GetExtendedAgentCardRequest.fromJSON({ tenant: 'jsecho' }),
-    v1,
-  );
-  assert.equal(js.name, 'jsecho');
-  assert.equal(js.description, 'echo agent on the A2A JavaScript SDK');
+  for (const tenant of [undefined, TENANT, 'jsecho']) {
+    await assert.rejects(
+      transport.getExtendedAgentCard(GetExtendedAgentCardRequest.fromJSON(tenant ? { tenant } : {}), v1),
+      (err) => {
+        assert.ok(err instanceof UnsupportedOperationError, `${tenant}: ${err}`);
+        assert.equal(err.status, 9 /* FAILED_PRECONDITION */);
+        return true;
+      },
+    );
+  }
 });
 
 test('every call used /lf.a2a.v1.A2AService/* with A2A-Version: 1.0', () => {

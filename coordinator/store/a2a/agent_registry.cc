@@ -75,6 +75,15 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
   const std::string binding =
       request.protocol_binding().empty() ? a2a_protocol::kBindingGrpc : request.protocol_binding();
   RETURN_IF_ERROR(ValidateBindingEndpoint(binding, request.endpoint()));
+  const std::string& version = request.protocol_version();
+  if (!version.empty() && version != "1.0" && version != "0.3") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol_version \"", version, "\" is not 1.0 or 0.3"));
+  }
+  if (version == "0.3" && binding != a2a_protocol::kBindingJsonRpc) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol_version 0.3 is delivered over JSONRPC, not ", binding));
+  }
   if (!request.card_url().empty()) {
     RETURN_IF_ERROR(common::ValidateId("card_url", request.card_url()));
     RETURN_IF_ERROR(common::ParseHttpUrl(request.card_url()).status());
@@ -89,6 +98,7 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
   *agent.mutable_card() = request.card();
   agent.set_card_url(request.card_url());
   agent.set_protocol_binding(binding);
+  agent.set_protocol_version(version);
   const auto now = ToProtoTime(absl::Now());
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
     const std::string key = keys::A2AAgent(agent.name());
