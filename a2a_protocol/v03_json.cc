@@ -253,6 +253,60 @@ Value ArtifactUpdateToJson(const a2apb::TaskArtifactUpdateEvent& update) {
 
 }  // namespace
 
+namespace {
+
+// A security scheme's 0.3 members (0.3 specification section 5.5.2: OpenAPI's shape, told apart
+// by `type`).
+Value SecuritySchemeV03(const a2apb::SecurityScheme& scheme) {
+  Struct out;
+  switch (scheme.scheme_case()) {
+    case a2apb::SecurityScheme::kHttpAuthSecurityScheme: {
+      const auto& http = scheme.http_auth_security_scheme();
+      Set(&out, "type", common::JsonString("http"));
+      Set(&out, "scheme", common::JsonString(http.scheme()));
+      SetNonEmpty(&out, "bearerFormat", http.bearer_format());
+      SetNonEmpty(&out, "description", http.description());
+      break;
+    }
+    case a2apb::SecurityScheme::kApiKeySecurityScheme: {
+      const auto& key = scheme.api_key_security_scheme();
+      Set(&out, "type", common::JsonString("apiKey"));
+      Set(&out, "in", common::JsonString(key.location()));
+      Set(&out, "name", common::JsonString(key.name()));
+      SetNonEmpty(&out, "description", key.description());
+      break;
+    }
+    case a2apb::SecurityScheme::kOauth2SecurityScheme:
+      // Its flows read the same in both versions' JSON.
+      Set(&out, "type", common::JsonString("oauth2"));
+      SetNonEmpty(&out, "description", scheme.oauth2_security_scheme().description());
+      if (scheme.oauth2_security_scheme().has_flows()) {
+        std::string flows_json;
+        Value flows;
+        if (google::protobuf::util::MessageToJsonString(scheme.oauth2_security_scheme().flows(),
+                                                        &flows_json)
+                .ok() &&
+            google::protobuf::util::JsonStringToMessage(flows_json, &flows).ok()) {
+          Set(&out, "flows", std::move(flows));
+        }
+      }
+      break;
+    case a2apb::SecurityScheme::kOpenIdConnectSecurityScheme:
+      Set(&out, "type", common::JsonString("openIdConnect"));
+      Set(&out, "openIdConnectUrl",
+          common::JsonString(scheme.open_id_connect_security_scheme().open_id_connect_url()));
+      break;
+    case a2apb::SecurityScheme::kMtlsSecurityScheme:
+      Set(&out, "type", common::JsonString("mutualTLS"));
+      break;
+    default:
+      break;
+  }
+  return Obj(std::move(out));
+}
+
+}  // namespace
+
 // The 0.3 card: 0.3 specification, section 5.5.
 Value CardToJson(const a2apb::AgentCard& card, bool (*usable)(const a2apb::AgentInterface&)) {
   Struct out;
@@ -338,6 +392,33 @@ std::string HybridCardJson(const a2apb::AgentCard& card,
   if (hybrid.struct_value().fields().count("capabilities") == 0) {
     (*hybrid.mutable_struct_value()->mutable_fields())["capabilities"] =
         v03.struct_value().fields().at("capabilities");
+  }
+  // Security: each scheme carries 0.3's members beside 1.0's (a 0.3 reader picks the scheme by
+  // `type`; a 1.0 reader by the one member it knows), and 0.3's `security` sits beside 1.0's
+  // securityRequirements.
+  auto* fields = hybrid.mutable_struct_value()->mutable_fields();
+  if (auto schemes = fields->find("securitySchemes");
+      schemes != fields->end() && schemes->second.has_struct_value()) {
+    for (auto& [name, scheme] : *schemes->second.mutable_struct_value()->mutable_fields()) {
+      const auto found = card.security_schemes().find(name);
+      if (found == card.security_schemes().end() || !scheme.has_struct_value()) continue;
+      const Value v03_members = SecuritySchemeV03(found->second);
+      for (const auto& [member, value] : v03_members.struct_value().fields()) {
+        (*scheme.mutable_struct_value()->mutable_fields())[member] = value;
+      }
+    }
+  }
+  if (!card.security_requirements().empty()) {
+    Value security;
+    security.mutable_list_value();
+    for (const a2apb::SecurityRequirement& requirement : card.security_requirements()) {
+      Struct entry;
+      for (const auto& [name, scopes] : requirement.schemes()) {
+        Set(&entry, name.c_str(), StringList(scopes.list()));
+      }
+      *security.mutable_list_value()->add_values() = Obj(std::move(entry));
+    }
+    (*fields)["security"] = std::move(security);
   }
   return Print(hybrid);
 }

@@ -337,6 +337,30 @@ TEST(V03JsonTest, A10CardReadsAsA03Card) {
   EXPECT_TRUE(At(v, "capabilities").has_struct_value());
 }
 
+TEST(V03JsonTest, AHybridCardCarriesBothVersionsSecuritySchemes) {
+  a2apb::AgentCard card;
+  card.set_name("echo");
+  auto* rpc = card.add_supported_interfaces();
+  rpc->set_protocol_binding("JSONRPC");
+  rpc->set_url("http://h/agents/echo");
+  (*card.mutable_security_schemes())["bearer"].mutable_http_auth_security_scheme()->set_scheme(
+      "Bearer");
+  (*card.add_security_requirements()->mutable_schemes())["bearer"];
+  const pb::Value hybrid = Parse(HybridCardJson(card));
+  const pb::Value& bearer = At(At(hybrid, "securitySchemes"), "bearer");
+  // 0.3's shape (by `type`) beside 1.0's (by its one member).
+  EXPECT_EQ(At(bearer, "type").string_value(), "http");
+  EXPECT_EQ(At(bearer, "scheme").string_value(), "Bearer");
+  EXPECT_EQ(At(At(bearer, "httpAuthSecurityScheme"), "scheme").string_value(), "Bearer");
+  EXPECT_TRUE(At(Item(At(hybrid, "security"), 0), "bearer").has_list_value()) << Print(hybrid);
+  // A 1.0 reader still finds its scheme.
+  a2apb::AgentCard read;
+  pb::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  ASSERT_TRUE(pb::util::JsonStringToMessage(HybridCardJson(card), &read, lenient).ok());
+  EXPECT_EQ(read.security_schemes().at("bearer").http_auth_security_scheme().scheme(), "Bearer");
+}
+
 // --- Calling a 0.3 agent: the params written, the answers and cards read.
 
 TEST(V03AgentTest, ASendIsWrittenAsBlockingMessageSendParams) {

@@ -25,10 +25,15 @@ namespace {
 
 // Services whose health is reported individually as well as under "".
 constexpr const char* kServiceNames[] = {
-    "coordinator.v1.ContextService",   "coordinator.v1.ConversationService",
-    "coordinator.v1.TaskStateService", "coordinator.v1.BreakerService",
-    "coordinator.v1.WorkService",      "lf.a2a.v1.A2AService",
-    "coordinator.v1.AgentRegistry",    "coordinator.v1.Admin",
+    "coordinator.v1.ContextService",
+    "coordinator.v1.ConversationService",
+    "coordinator.v1.TaskStateService",
+    "coordinator.v1.BreakerService",
+    "coordinator.v1.WorkService",
+    "lf.a2a.v1.A2AService",
+    "a2a.v1.A2AService",
+    "coordinator.v1.AgentRegistry",
+    "coordinator.v1.Admin",
 };
 
 std::string WithPort(const std::string& listen, int port) {
@@ -241,6 +246,7 @@ void CoordinatorServer::BuildParts(const ServerOptions& options) {
   a2a_service_->set_stream_limits(stream_slots_.get(),
                                   static_cast<size_t>(options.stream_queue_limit));
   a2a_service_->set_default_agent(options.default_agent);
+  a2a_v03_service_ = std::make_unique<A2AServiceV03>();
   agent_registry_service_ = std::make_unique<AgentRegistryServiceImpl>(agents_.get(), calls_.get());
   agent_registry_service_->set_resolver(
       [gateway](const v1::Agent& request) { return gateway->ResolveRegistration(request); });
@@ -296,7 +302,7 @@ absl::Status CoordinatorServer::Listen(const ServerOptions& options,
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   for (grpc::Service* service : std::initializer_list<grpc::Service*>{
            context_service_.get(), conversation_service_.get(), task_state_service_.get(),
-           breaker_service_.get(), work_service_.get(), a2a_service_.get(),
+           breaker_service_.get(), work_service_.get(), a2a_service_.get(), a2a_v03_service_.get(),
            agent_registry_service_.get(), admin_service_.get()}) {
     builder.RegisterService(service);
   }
@@ -309,6 +315,7 @@ absl::Status CoordinatorServer::Listen(const ServerOptions& options,
   for (const char* name : kServiceNames) health->SetServingStatus(name, true);
   health->SetServingStatus(true);
   address_ = WithPort(options.listen, port_);
+  a2a_v03_service_->set_channel(ChannelToSelf(tls.has_value()));
   // Tests and scripts read the port from the "listening on" line, so TLS gets a line of its own.
   if (tls.has_value()) LOG_INFO("gRPC and HTTP take TLS only (%s)", tls->cert_file);
   LOG_INFO("listening on %s", address_);
@@ -403,30 +410,30 @@ void CoordinatorServer::AbandonElectionForTest() {
   if (election_ != nullptr) election_->AbandonForTest();
 }
 
-void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
-                                  std::shared_ptr<TokenSource> tokens) {
-  // The JSON bindings call the gRPC service in-process; its answers may be as large as any.
+std::shared_ptr<grpc::Channel> CoordinatorServer::ChannelToSelf(bool tls) {
+  // The JSON bindings and the A2A 0.3 service call the gRPC services of this server; its answers
+  // may be as large as any.
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(-1);
+  // Over loopback TCP when the port is plain: gRPC 1.51's in-process transport runs the server's
+  // interceptors on the caller's thread and, under ASan, an early error answer showed a use
+  // after free there. With TLS the in-process channel saves a handshake per connection.
+  if (tls) return server_->InProcessChannel(channel_args);
+  std::string target = address_;
+  if (absl::StartsWith(target, "0.0.0.0:")) target = "127.0.0.1:" + target.substr(8);
+  if (absl::StartsWith(target, "[::]:")) target = "[::1]:" + target.substr(5);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
+}
+
+void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
+                                  std::shared_ptr<TokenSource> tokens) {
   A2AServiceImpl* service = a2a_service_.get();
   HttpBindingOptions binding_options;
   binding_options.max_call_time = options.gateway.stream_timeout;
   binding_options.keepalive = options.http_keepalive;
-  // Over loopback TCP when the port is plain: gRPC 1.51's in-process transport runs the server's
-  // interceptors on the caller's thread and, under ASan, an early error answer showed a use
-  // after free there. With TLS the in-process channel saves a handshake per connection.
-  std::shared_ptr<grpc::Channel> channel;
-  if (tls.has_value()) {
-    channel = server_->InProcessChannel(channel_args);
-  } else {
-    std::string target = address_;
-    if (absl::StartsWith(target, "0.0.0.0:")) target = "127.0.0.1:" + target.substr(8);
-    if (absl::StartsWith(target, "[::]:")) target = "[::1]:" + target.substr(5);
-    channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
-  }
   http_bindings_ = std::make_unique<A2AHttpBindings>(
-      std::move(channel), agents_.get(), [service] { return service->card_addresses(); },
-      binding_options);
+      ChannelToSelf(tls.has_value()), agents_.get(),
+      [service] { return service->card_addresses(); }, binding_options);
   HttpServerOptions http_options;
   http_options.threads = options.http_threads;
   http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);

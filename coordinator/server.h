@@ -17,6 +17,7 @@
 #include "coordinator/a2a/http.h"
 #include "coordinator/a2a/http_bindings.h"
 #include "coordinator/a2a/service.h"
+#include "coordinator/a2a/service_v03.h"
 #include "coordinator/console/console.h"
 #include "coordinator/console/console_feed.h"
 #include "coordinator/replica_feed.h"
@@ -190,6 +191,8 @@ class CoordinatorServer {
   void LogRecordsWithoutOwner();
   // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
   // (http_bindings.h) and /metrics.
+  // A channel to this server's own gRPC port (in-process with TLS, loopback TCP without).
+  std::shared_ptr<grpc::Channel> ChannelToSelf(bool tls);
   void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
                  std::shared_ptr<TokenSource> tokens);
 
@@ -220,6 +223,8 @@ class CoordinatorServer {
   std::unique_ptr<AgentRegistryStore> agents_;
   std::unique_ptr<A2AGateway> gateway_;
   std::unique_ptr<A2AServiceImpl> a2a_service_;
+  // A2A 0.3's gRPC service, relaying to a2a_service_ over ChannelToSelf.
+  std::unique_ptr<A2AServiceV03> a2a_v03_service_;
   std::unique_ptr<AgentRegistryServiceImpl> agent_registry_service_;
   std::unique_ptr<Exporter> exporter_;
   std::unique_ptr<Retention> retention_;

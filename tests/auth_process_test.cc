@@ -27,6 +27,7 @@
 #include "coordinator/v1/task_state.grpc.pb.h"
 #include "coordinator/v1/work.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -624,6 +625,18 @@ TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
   EXPECT_EQ(card.security_schemes().at("bearer").http_auth_security_scheme().scheme(), "Bearer");
   ASSERT_EQ(card.security_requirements_size(), 1);
   EXPECT_EQ(card.security_requirements(0).schemes().count("bearer"), 1u);
+  // ...and as a 0.3 reader does: the scheme by its `type`, and `security` (so that 0.3 clients
+  // send the token).
+  google::protobuf::Struct raw;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &raw).ok());
+  const auto& bearer =
+      raw.fields().at("securitySchemes").struct_value().fields().at("bearer").struct_value();
+  EXPECT_EQ(bearer.fields().at("type").string_value(), "http") << *json;
+  EXPECT_EQ(bearer.fields().at("scheme").string_value(), "Bearer") << *json;
+  ASSERT_EQ(raw.fields().count("security"), 1u) << *json;
+  EXPECT_EQ(
+      raw.fields().at("security").list_value().values(0).struct_value().fields().count("bearer"),
+      1u);
   // The card declares no extended card, and the call says so (after authentication).
   EXPECT_FALSE(card.capabilities().extended_agent_card());
   a2apb::GetExtendedAgentCardRequest request;

@@ -19,6 +19,9 @@
 // (message/stream, message/send, tasks/get, tasks/cancel, tasks/resubscribe; 1.0 names are
 // "method not found") and 0.3's JSON, converted with a2a_protocol/v03_json.h; "no-stream" is
 // UnsupportedOperation (-32004) for message/stream, as the 0.3 SDKs answer without streaming.
+// kRestV03 is the same agent on A2A 0.3's HTTP+JSON below /rest03/v1 (the ProtoJSON of 0.3's
+// proto, a2a_protocol/v03_proto.h): errors as the 0.3 SDKs send them, {"code": <JSON-RPC code>,
+// "message"} or a bare {"message"} with the HTTP status (404 task not found, 501 "no-stream").
 // Header only: used by coordinator/a2a/ tests and by the process tests under tests/.
 #ifndef TESTS_FAKE_HTTP_AGENT_H_
 #define TESTS_FAKE_HTTP_AGENT_H_
@@ -35,6 +38,7 @@
 
 #include "a2a/v1/a2a.pb.h"
 #include "a2a_protocol/v03_json.h"
+#include "a2a_protocol/v03_proto.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -47,7 +51,7 @@ namespace testing_util {
 
 class FakeHttpAgent {
  public:
-  enum class Binding { kJsonRpc, kRest, kJsonRpcV03 };
+  enum class Binding { kJsonRpc, kRest, kJsonRpcV03, kRestV03 };
 
   // Listens on 127.0.0.1:`port` (0 picks one; port() < 0 when it cannot bind). `tenant` is
   // declared in the card's interface.
@@ -83,6 +87,7 @@ class FakeHttpAgent {
                    Stream(res, *std::move(answer),
                           [](const StreamResponse& e) { return ToJson(e); });
                  });
+    InstallRestV03();
     if (port == 0) {
       port_ = server_.bind_to_any_port("127.0.0.1");
     } else {
@@ -109,7 +114,14 @@ class FakeHttpAgent {
   std::string base() const { return absl::StrCat("http://127.0.0.1:", port_); }
   std::string card_url() const { return base() + "/.well-known/agent-card.json"; }
   std::string interface_url() const {
-    return base() + (binding_ == Binding::kRest ? "/rest" : "/jsonrpc");
+    switch (binding_) {
+      case Binding::kRest:
+        return base() + "/rest";
+      case Binding::kRestV03:
+        return base() + "/rest03";
+      default:
+        return base() + "/jsonrpc";
+    }
   }
 
   // Serves `json` as the card from now on ("" for the default one).
@@ -172,11 +184,12 @@ class FakeHttpAgent {
   }
 
   std::string DefaultCard() const {
-    if (binding_ == Binding::kJsonRpcV03) {
+    if (binding_ == Binding::kJsonRpcV03 || binding_ == Binding::kRestV03) {
       return absl::StrCat(
           R"({"name":"fake03","description":"a fake 0.3 agent","version":"1",)",
-          R"("protocolVersion":"0.3.0","url":")", interface_url(),
-          R"(","preferredTransport":"JSONRPC","capabilities":{"streaming":true},)",
+          R"("protocolVersion":"0.3.0","url":")", interface_url(), R"(","preferredTransport":")",
+          binding_ == Binding::kRestV03 ? "HTTP+JSON" : "JSONRPC",
+          R"(","capabilities":{"streaming":true},)",
           R"("defaultInputModes":["text"],"defaultOutputModes":["text"],)",
           R"("skills":[{"id":"echo","name":"echo","description":"echoes","tags":[],)",
           R"("security":[{"bearer":[]}]}],)",
@@ -484,6 +497,85 @@ class FakeHttpAgent {
     }
     Stream(res, std::move(answer),
            [result, event_json](const StreamResponse& e) { return result(event_json(e)); });
+  }
+
+  // A2A 0.3's HTTP+JSON below /rest03/v1.
+  void InstallRestV03() {
+    namespace v03 = a2a_protocol::v03;
+    server_.Post(R"(/rest03/v1/message:(stream|send))", [this](const httplib::Request& req,
+                                                               httplib::Response& res) {
+      ::a2a::v1::SendMessageRequest sent;
+      if (!google::protobuf::util::JsonStringToMessage(req.body, &sent).ok()) {
+        res.status = 400;
+        res.set_content(R"({"message":"bad body"})", "application/json");
+        return;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        v03_params_.push_back(absl::StrCat(req.path, " ", req.body));
+      }
+      const ::lf::a2a::v1::SendMessageRequest request = v03::FromProto(sent, "");
+      const std::string text =
+          request.message().parts_size() > 0 ? request.message().parts(0).text() : "";
+      const bool stream = req.matches[1] == "stream";
+      if (text == "no-stream" && stream) {
+        res.status = 501;
+        res.set_content(R"({"message":"streaming is not supported"})", "application/json");
+        return;
+      }
+      Record(request, req, "");
+      if (text == "fail") {
+        res.status = 500;
+        res.set_content(R"({"code":-32603,"message":"the agent broke"})", "application/json");
+        return;
+      }
+      if (text == "garbage") {
+        res.set_content("data: this is not json\n\n", "text/event-stream");
+        return;
+      }
+      Answer answer = AnswerTo(request);
+      Keep(answer);
+      if (text == "plain" || !stream) {
+        res.set_content(ToJson(v03::ToProto(AsOneTask(answer), true)), "application/json");
+        return;
+      }
+      Stream(res, std::move(answer),
+             [](const StreamResponse& e) { return ToJson(v03::ToProto(e, true)); });
+    });
+    server_.Post(R"(/rest03/v1/tasks/([^/:]+):cancel)", [this](const httplib::Request& req,
+                                                               httplib::Response& res) {
+      res.set_content(ToJson(v03::ToProto(CancelHeld(req.matches[1]))), "application/json");
+    });
+    server_.Get(R"(/rest03/v1/tasks/([^/:]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  RecordCall("GetTask", req.matches[1].str());
+                  {
+                    absl::MutexLock lock(&mu_);
+                    v03_params_.push_back(req.target);
+                  }
+                  std::optional<::lf::a2a::v1::Task> task = Find(req.matches[1]);
+                  if (!task.has_value()) {
+                    res.status = 404;
+                    res.set_content(R"({"message":"no such task"})", "application/json");
+                    return;
+                  }
+                  res.set_content(ToJson(v03::ToProto(*task)), "application/json");
+                });
+    server_.Get(R"(/rest03/v1/tasks/([^/:]+):subscribe)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  RecordCall("SubscribeToTask", req.matches[1].str());
+                  std::optional<Answer> answer = Resubscription(req.matches[1]);
+                  if (!answer.has_value()) {
+                    const bool known = Find(req.matches[1]).has_value();
+                    res.status = known ? 400 : 404;
+                    res.set_content(known ? R"({"code":-32004,"message":"the task has ended"})"
+                                          : R"({"code":-32001,"message":"no such task"})",
+                                    "application/json");
+                    return;
+                  }
+                  Stream(res, *std::move(answer),
+                         [](const StreamResponse& e) { return ToJson(v03::ToProto(e, false)); });
+                });
   }
 
   void Rest(const httplib::Request& req, httplib::Response& res) {

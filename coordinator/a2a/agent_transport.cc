@@ -58,8 +58,10 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::A
   if (AgentVersion(agent) == a2a_protocol::v03::kVersion) {
     // 0.3 agents stream only when their card says so (the capability defaults to off).
     return std::make_unique<HttpAgentTransport>(
-        HttpAgentTransport::Binding::kJsonRpcV03, std::move(url), "", options_.max_event_bytes,
-        options_.connect_timeout, agent.card().capabilities().streaming());
+        binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpcV03
+                                                 : HttpAgentTransport::Binding::kRestV03,
+        std::move(url), "", options_.max_event_bytes, options_.connect_timeout,
+        agent.card().capabilities().streaming());
   }
   return std::make_unique<HttpAgentTransport>(
       binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpc

@@ -160,16 +160,23 @@ class CoordinatorFixture : public ::testing::Test {
 class HttpAgentTest : public CoordinatorFixture,
                       public ::testing::WithParamInterface<FakeHttpAgent::Binding> {
  protected:
-  bool V03() const { return GetParam() == FakeHttpAgent::Binding::kJsonRpcV03; }
+  bool V03() const {
+    return GetParam() == FakeHttpAgent::Binding::kJsonRpcV03 ||
+           GetParam() == FakeHttpAgent::Binding::kRestV03;
+  }
   const char* BindingName() const {
-    return GetParam() == FakeHttpAgent::Binding::kRest ? "HTTP+JSON" : "JSONRPC";
+    return GetParam() == FakeHttpAgent::Binding::kRest ||
+                   GetParam() == FakeHttpAgent::Binding::kRestV03
+               ? "HTTP+JSON"
+               : "JSONRPC";
   }
 };
 
 INSTANTIATE_TEST_SUITE_P(Bindings, HttpAgentTest,
                          ::testing::Values(FakeHttpAgent::Binding::kJsonRpc,
                                            FakeHttpAgent::Binding::kRest,
-                                           FakeHttpAgent::Binding::kJsonRpcV03),
+                                           FakeHttpAgent::Binding::kJsonRpcV03,
+                                           FakeHttpAgent::Binding::kRestV03),
                          [](const auto& info) {
                            switch (info.param) {
                              case FakeHttpAgent::Binding::kJsonRpc:
@@ -177,9 +184,11 @@ INSTANTIATE_TEST_SUITE_P(Bindings, HttpAgentTest,
                              case FakeHttpAgent::Binding::kRest:
                                return "Rest";
                              case FakeHttpAgent::Binding::kJsonRpcV03:
+                               return "JsonRpcV03";
+                             case FakeHttpAgent::Binding::kRestV03:
                                break;
                            }
-                           return "JsonRpcV03";
+                           return "RestV03";
                          });
 
 TEST_P(HttpAgentTest, AgentRegisteredByCardCompletesTasksSentOverGrpc) {
@@ -583,6 +592,30 @@ TEST_F(CardRegistrationTest, AV03AgentGetsZeroThreeCallsWithoutAVersionHeader) {
   EXPECT_THAT(agent.cancels(), ElementsAre("agent-task-2"));
   EXPECT_THAT(agent.v03_params().back(), ::testing::StartsWith("tasks/cancel {"));
   EXPECT_THAT(agent.v03_params().back(), HasSubstr(R"("id":"agent-task-2")"));
+}
+
+TEST_F(CardRegistrationTest, AV03RestAgentGetsProtoJsonOnItsV1Paths) {
+  FakeHttpAgent agent(FakeHttpAgent::Binding::kRestV03);
+  v1::Agent registered;
+  ASSERT_TRUE(RegisterByCard("old", agent.card_url(), &registered).ok());
+  EXPECT_EQ(registered.protocol_binding(), "HTTP+JSON");
+  EXPECT_EQ(registered.protocol_version(), "0.3");
+  a2apb::SendMessageResponse response;
+  grpc::Status s = stub_->SendMessage(Context().get(), Send("hello", "old"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(StatusText(response.task()), "done: hello");
+  // "no-stream": 501 for :stream, then :send.
+  s = stub_->SendMessage(Context().get(), Send("no-stream", "old"), &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  const std::vector<std::string> calls = agent.v03_params();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_THAT(calls[0], ::testing::StartsWith("/rest03/v1/message:stream {"));
+  EXPECT_THAT(calls[0], HasSubstr(R"("content":[{"text":"hello"}])"));
+  EXPECT_THAT(calls[0], HasSubstr(R"("blocking":true)"));
+  EXPECT_THAT(calls[1], ::testing::StartsWith("/rest03/v1/message:stream {"));
+  EXPECT_THAT(calls[2], ::testing::StartsWith("/rest03/v1/message:send {"));
+  EXPECT_THAT(agent.versions(), ElementsAre("", ""));
 }
 
 TEST_F(CardRegistrationTest, AV03AgentWithoutStreamingGetsMessageSend) {

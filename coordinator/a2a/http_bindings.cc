@@ -24,6 +24,9 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "coordinator/a2a/generic_stream_call.h"
+#include "coordinator/a2a/rest_v03.h"
+#include "coordinator/a2a/service_v03.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -53,21 +56,10 @@ constexpr std::pair<const char*, const char*> kForwardedHeaders[] = {
 };
 constexpr char kVersionHeader[] = "A2A-Version";
 
-using GenericStub = grpc::TemplatedGenericStub<pb::Message, pb::Message>;
-
 const pb::ServiceDescriptor* A2AService() {
   static const pb::ServiceDescriptor* service =
       pb::DescriptorPool::generated_pool()->FindServiceByName(kServiceName);
   return service;
-}
-
-std::unique_ptr<pb::Message> NewMessage(const pb::Descriptor* type) {
-  return std::unique_ptr<pb::Message>(
-      pb::MessageFactory::generated_factory()->GetPrototype(type)->New());
-}
-
-std::string MethodPath(const pb::MethodDescriptor* method) {
-  return absl::StrCat("/", kServiceName, "/", method->name());
 }
 
 // Sets string field `name` of `message` to `value` (a path parameter or the URL's agent) unless
@@ -172,123 +164,10 @@ bool IsPrintableAscii(const std::string& value) {
   return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
 }
 
-// One streaming call to the gRPC service, read one response at a time by the HTTP thread that
-// serves it. The next read starts when the reader takes a response, outside any of gRPC's
-// reactions, so the call carries a hold (gRPC's AddHold) for as long as the reader may still
-// start one: without it, the status could end the call (OnDone) in the gap between a read and
-// the next, and the next read would land on a call gRPC has already freed. The hold goes when
-// no read can follow: the reads ended (a read that failed), or the reader gave up (Abandon).
-// The reader's calls (Start, Wait, Abandon) come from one thread at a time.
-class StreamCall : public grpc::ClientBidiReactor<pb::Message, pb::Message> {
- public:
-  StreamCall(const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request)
-      : method_(method), request_(std::move(request)) {}
-
-  grpc::ClientContext* context() { return &context_; }
-
-  // `self` is this call: the call keeps itself alive until OnDone has returned, so whoever
-  // drops the last other reference never deletes it while gRPC is still in OnDone.
-  void Start(GenericStub* stub, std::shared_ptr<StreamCall> self) {
-    self_ = std::move(self);
-    stub->PrepareBidiStreamingCall(&context_, MethodPath(method_), grpc::StubOptions(), this);
-    AddHold();
-    StartWriteLast(request_.get(), grpc::WriteOptions());
-    ReadNext();
-    StartCall();
-  }
-
-  enum class Next { kResponse, kIdle, kEnd };
-
-  // The next response (kResponse, in `*response`), nothing within `wait` (kIdle), or the end of
-  // the stream (kEnd: status() is final).
-  Next Wait(absl::Duration wait, std::unique_ptr<pb::Message>* response) {
-    {
-      absl::MutexLock lock(&mu_);
-      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return read_ != nullptr || done_;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), wait);
-      if (read_ == nullptr) return done_ ? Next::kEnd : Next::kIdle;
-      *response = std::move(read_);
-    }
-    ReadNext();  // the hold is still there: only a failed read or Abandon removes it
-    return Next::kResponse;
-  }
-
-  grpc::Status status() {
-    absl::MutexLock lock(&mu_);
-    return status_;
-  }
-
-  // The reader is done with the call (its client went away, or the stream was written whole):
-  // cancels it and waits until gRPC is done with it.
-  void Abandon() {
-    context_.TryCancel();
-    bool release = false;
-    {
-      absl::MutexLock lock(&mu_);
-      abandoned_ = true;
-      // With a read in flight, its completion lets the hold go (OnReadDone); without one, no
-      // completion will come, so it goes here.
-      release = !reading_ && !hold_released_;
-      hold_released_ = hold_released_ || release;
-    }
-    if (release) RemoveHold();
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-  }
-
-  void OnReadDone(bool ok) override {
-    bool release = false;
-    {
-      absl::MutexLock lock(&mu_);
-      reading_ = false;
-      if (ok) read_ = std::move(buffer_);
-      // A failed read is the end of the reads; after Abandon nobody starts another.
-      release = (!ok || abandoned_) && !hold_released_;
-      hold_released_ = hold_released_ || release;
-    }
-    if (release) RemoveHold();
-  }
-  void OnDone(const grpc::Status& status) override {
-    // Released when OnDone returns (declared before the lock, so it outlives the unlock).
-    const std::shared_ptr<StreamCall> keep = std::move(self_);
-    absl::MutexLock lock(&mu_);
-    status_ = status;
-    done_ = true;
-  }
-
- private:
-  // Starts the next read into a fresh buffer (the hold is held: Start, or Wait after a read that
-  // succeeded, when nothing can have let it go).
-  void ReadNext() {
-    pb::Message* buffer;
-    {
-      absl::MutexLock lock(&mu_);
-      buffer_ = NewMessage(method_->output_type());
-      buffer = buffer_.get();
-      reading_ = true;
-    }
-    StartRead(buffer);
-  }
-
-  const pb::MethodDescriptor* const method_;
-  grpc::ClientContext context_;
-  const std::unique_ptr<pb::Message> request_;
-  std::shared_ptr<StreamCall> self_;  // from Start to OnDone
-  absl::Mutex mu_;
-  std::unique_ptr<pb::Message> buffer_ ABSL_GUARDED_BY(mu_);  // the outstanding read's
-  std::unique_ptr<pb::Message> read_ ABSL_GUARDED_BY(mu_);    // read, not yet taken
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;                 // a read is in flight
-  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
-  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
 // How a stream's events are written: 1.0 JSON-RPC, 1.0 HTTP+JSON, or 0.3 JSON-RPC (message/stream
 // and tasks/resubscribe, whose `final` flags differ).
-enum class Binding { kJsonRpc, kRest, kJsonRpcV03Send, kJsonRpcV03Subscribe };
+// kRestV03: 0.3's HTTP+JSON, transcoded onto the 0.3 gRPC service (rest_v03.h).
+enum class Binding { kJsonRpc, kRest, kJsonRpcV03Send, kJsonRpcV03Subscribe, kRestV03 };
 
 bool IsV03(Binding binding) {
   return binding == Binding::kJsonRpcV03Send || binding == Binding::kJsonRpcV03Subscribe;
@@ -416,6 +295,7 @@ class A2AHttpBindings::Impl {
         if (req.method == "GET" || req.method == "HEAD") return ServeCard(req, res, agent);
         return RestError(res, 405, absl::InvalidArgumentError("the agent card is read with GET"));
       }
+      if (absl::StartsWith(rest, "/v1/")) return RestV03(req, res, agent, rest.substr(3));
       Rest(req, res, agent, rest);
     };
     const auto root_route = [this](const httplib::Request& req, httplib::Response& res) {
@@ -465,8 +345,15 @@ class A2AHttpBindings::Impl {
     if (!card.ok())
       return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
     // A reader that asks for 1.0 gets the 1.0 card; any other (0.3 clients send no version) the
-    // card both versions read, whose 0.3 members name only what is served in 0.3 (JSON-RPC).
-    const bool v10 = AskedVersionOf(req) == a2a_protocol::v03::AskedVersion::kV10;
+    // card both versions read, whose 0.3 members name only what is served in 0.3 (JSON-RPC and
+    // HTTP+JSON at the same base URL).
+    const a2a_protocol::v03::AskedVersion asked = AskedVersionOf(req);
+    if (asked == a2a_protocol::v03::AskedVersion::kOther) {
+      return RestError(
+          res, 400,
+          a2a_protocol::VersionNotSupported(AskedVersionValue(req).substr(0, 32), "server"));
+    }
+    const bool v10 = asked == a2a_protocol::v03::AskedVersion::kV10;
     const std::string json =
         v10 ? ToJson(*card) : a2a_protocol::v03::HybridCardJson(*card, &ServedInV03);
     const CardValidators::Validators validators =
@@ -505,20 +392,20 @@ class A2AHttpBindings::Impl {
     // answered as that version would answer an unknown method (docs/a2a-0.3.md, section 1).
     const a2a_protocol::v03::AskedVersion asked = AskedVersionOf(req);
     if (asked == a2a_protocol::v03::AskedVersion::kOther) {
-      return JsonRpcFailure(res, id,
-                            a2a_protocol::VersionNotSupported(
-                                req.get_header_value(kVersionHeader).substr(0, 32), "server"),
-                            std::nullopt);
+      return JsonRpcFailure(
+          res, id,
+          a2a_protocol::VersionNotSupported(AskedVersionValue(req).substr(0, 32), "server"),
+          std::nullopt);
     }
     if (std::optional<a2a_protocol::v03::Method> v03 =
             a2a_protocol::v03::MethodNamed(request->method)) {
       if (asked == a2a_protocol::v03::AskedVersion::kV10) {
         return JsonRpcFailure(
             res, id,
-            absl::UnimplementedError(absl::StrCat(
-                "method \"", request->method, "\" is A2A 0.3; this request says A2A-Version ",
-                req.get_header_value(kVersionHeader), " (its 1.0 method is ",
-                a2a_protocol::v03::ServiceMethodName(*v03), ")")),
+            absl::UnimplementedError(absl::StrCat("method \"", request->method,
+                                                  "\" is A2A 0.3; this request says A2A-Version ",
+                                                  AskedVersionValue(req), " (its 1.0 method is ",
+                                                  a2a_protocol::v03::ServiceMethodName(*v03), ")")),
             a2a_protocol::kJsonRpcMethodNotFound);
       }
       return JsonRpcV03(req, res, agent, *request, *v03);
@@ -528,11 +415,11 @@ class A2AHttpBindings::Impl {
       const absl::string_view v03_name = a2a_protocol::v03::V03NameOf(request->method);
       return JsonRpcFailure(
           res, id,
-          absl::UnimplementedError(absl::StrCat(
-              "method \"", request->method, "\" is A2A 1.0; this request says A2A-Version ",
-              req.get_header_value(kVersionHeader),
-              v03_name.empty() ? std::string(" (A2A 0.3 has no such method)")
-                               : absl::StrCat(" (its 0.3 method is ", v03_name, ")"))),
+          absl::UnimplementedError(
+              absl::StrCat("method \"", request->method,
+                           "\" is A2A 1.0; this request says A2A-Version ", AskedVersionValue(req),
+                           v03_name.empty() ? std::string(" (A2A 0.3 has no such method)")
+                                            : absl::StrCat(" (its 0.3 method is ", v03_name, ")"))),
           a2a_protocol::kJsonRpcMethodNotFound);
     }
     if (method == nullptr) {
@@ -567,12 +454,17 @@ class A2AHttpBindings::Impl {
 
   // The interfaces of a card that the coordinator serves in A2A 0.3.
   static bool ServedInV03(const a2apb::AgentInterface& interface) {
-    return interface.protocol_binding() == "JSONRPC";
+    return interface.protocol_binding() == "JSONRPC" || interface.protocol_binding() == "HTTP+JSON";
   }
 
-  // What the request's A2A-Version header asks for.
+  // The A2A-Version the request asks for: its header, else its query parameter (specification
+  // section 3.6.1; a browser reading a card can only set the latter).
+  static std::string AskedVersionValue(const httplib::Request& req) {
+    if (req.has_header(kVersionHeader)) return req.get_header_value(kVersionHeader);
+    return req.get_param_value(kVersionHeader);
+  }
   static a2a_protocol::v03::AskedVersion AskedVersionOf(const httplib::Request& req) {
-    return a2a_protocol::v03::ParseVersion(req.get_header_value(kVersionHeader));
+    return a2a_protocol::v03::ParseVersion(AskedVersionValue(req));
   }
 
   // An A2A 0.3 JSON-RPC request: its params read into the 1.0 request, the call made on the
@@ -647,6 +539,8 @@ class A2AHttpBindings::Impl {
   // A path below the root: /{tenant}/... when its first segment is not one of the binding's.
   void RootRest(const httplib::Request& req, httplib::Response& res) {
     const std::string& path = req.matches[1];
+    // A2A 0.3's paths, tenant-less ("v1" is a reserved agent name).
+    if (absl::StartsWith(path, "/v1/")) return RestV03(req, res, "", path.substr(3));
     if (MatchRest(req.method, path).has_value()) return Rest(req, res, "", path);
     const size_t slash = path.find('/', 1);
     if (slash != std::string::npos) {
@@ -695,6 +589,37 @@ class A2AHttpBindings::Impl {
     res.set_content(ToJson(**response), a2a_protocol::kA2AJsonContentType);
   }
 
+  // A2A 0.3 over HTTP+JSON (rest_v03.h): the call of the 0.3 gRPC service the request makes, for
+  // agent `agent` ("" for the tenant-less rules), answered in 0.3's ProtoJSON.
+  void RestV03(const httplib::Request& req, httplib::Response& res, const std::string& agent,
+               const std::string& path) {
+    if (!req.body.empty() && !IsJsonContentType(req)) {
+      return RestV03Error(
+          res, 415, absl::InvalidArgumentError("the body's Content-Type is application/json"));
+    }
+    RestV03Result matched = MatchRestV03(req.method, path, req.params, req.body);
+    if (!matched.error.ok()) return RestV03Error(res, matched.call.http_status, matched.error);
+    const pb::MethodDescriptor* method = matched.call.method;
+    if (method->server_streaming()) {
+      return Stream(req, res, method, std::move(matched.call.request), Binding::kRestV03, "",
+                    agent);
+    }
+    absl::StatusOr<std::unique_ptr<pb::Message>> response =
+        Unary(req, method, *matched.call.request, /*version=*/nullptr, agent);
+    if (!response.ok()) {
+      return RestV03Error(res, RestV03HttpStatus(response.status()), response.status());
+    }
+    res.set_content(ToJson(**response), a2a_protocol::kJsonContentType);
+  }
+
+  static void RestV03Error(httplib::Response& res, int http_status, const absl::Status& status) {
+    if (status.code() == absl::StatusCode::kUnauthenticated) {
+      res.set_header("WWW-Authenticate", "Bearer");
+    }
+    res.status = http_status;
+    res.set_content(RestV03ErrorBody(status), a2a_protocol::kJsonContentType);
+  }
+
   static void RestError(httplib::Response& res, int http_status, const absl::Status& status) {
     if (status.code() == absl::StatusCode::kUnauthenticated) {
       res.set_header("WWW-Authenticate", "Bearer");
@@ -728,8 +653,9 @@ class A2AHttpBindings::Impl {
   // The call's metadata from the request's headers, and its deadline. `version`, when given,
   // is the a2a-version the call carries instead of the request's (a 0.3 request made as 1.0).
   absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context,
-                       const char* version = nullptr) {
+                       const char* version = nullptr, const std::string& v03_tenant = "") {
     if (version != nullptr) context->AddMetadata("a2a-version", version);
+    if (!v03_tenant.empty()) context->AddMetadata(kTenantMetadata, v03_tenant);
     for (const auto& [header, key] : kForwardedHeaders) {
       if (!req.has_header(header)) continue;
       if (version != nullptr && absl::string_view(header) == kVersionHeader) continue;
@@ -747,9 +673,10 @@ class A2AHttpBindings::Impl {
   absl::StatusOr<std::unique_ptr<pb::Message>> Unary(const httplib::Request& req,
                                                      const pb::MethodDescriptor* method,
                                                      const pb::Message& request,
-                                                     const char* version = nullptr) {
+                                                     const char* version = nullptr,
+                                                     const std::string& v03_tenant = "") {
     grpc::ClientContext context;
-    RETURN_IF_ERROR(Prepare(req, &context, version));
+    RETURN_IF_ERROR(Prepare(req, &context, version, v03_tenant));
     std::unique_ptr<pb::Message> response = NewMessage(method->output_type());
     // A completion queue of the call's own: when its one tag comes back and the queue is
     // drained, gRPC is done with the call, so the context and messages may go.
@@ -788,6 +715,9 @@ class A2AHttpBindings::Impl {
 
   static std::string ErrorEvent(Binding binding, const std::string& id, const absl::Status& status,
                                 std::optional<int> code = std::nullopt) {
+    if (binding == Binding::kRestV03) {
+      return a2a_protocol::SseEvent(RestV03ErrorBody(status), "error");
+    }
     if (binding != Binding::kRest) {
       return a2a_protocol::SseEvent(a2a_protocol::JsonRpcError(id, status, code));
     }
@@ -799,12 +729,13 @@ class A2AHttpBindings::Impl {
   // last event.
   void Stream(const httplib::Request& req, httplib::Response& res,
               const pb::MethodDescriptor* method, std::unique_ptr<pb::Message> request,
-              Binding binding, const std::string& id) {
+              Binding binding, const std::string& id, const std::string& v03_tenant = "") {
     auto call = std::make_shared<StreamCall>(method, std::move(request));
-    if (absl::Status prepared =
-            Prepare(req, call->context(), IsV03(binding) ? a2a_protocol::kVersion : nullptr);
+    if (absl::Status prepared = Prepare(
+            req, call->context(), IsV03(binding) ? a2a_protocol::kVersion : nullptr, v03_tenant);
         !prepared.ok()) {
       if (IsV03(binding)) return StreamOfOneError(res, binding, id, prepared, std::nullopt);
+      if (binding == Binding::kRestV03) return RestV03Error(res, 400, prepared);
       return binding == Binding::kJsonRpc ? JsonRpcFailure(res, id, prepared, std::nullopt)
                                           : RestError(res, 400, prepared);
     }
@@ -817,6 +748,9 @@ class A2AHttpBindings::Impl {
       const absl::Status failed =
           status.ok() ? absl::InternalError("the stream ended before its first event") : status;
       if (IsV03(binding)) return StreamOfOneError(res, binding, id, failed, std::nullopt);
+      if (binding == Binding::kRestV03) {
+        return RestV03Error(res, RestV03HttpStatus(failed), failed);
+      }
       return binding == Binding::kJsonRpc
                  ? JsonRpcFailure(res, id, failed, std::nullopt)
                  : RestError(res, a2a_protocol::HttpStatusCode(failed), failed);

@@ -627,6 +627,112 @@ TEST_F(A2AHttpTest, V03SendAndGetAnswerInV03JsonAndSeeTheTaskThat10Sees) {
   EXPECT_EQ(At(At(quick, "result"), "kind").string_value(), "task");
 }
 
+// A2A 0.3's HTTP+JSON (rest_v03.h): the ProtoJSON of the 0.3 proto under /v1.
+TEST_F(A2AHttpTest, V03RestSendGetStreamAndPushConfigsInV03ProtoJson) {
+  const std::string send =
+      absl::StrCat(R"({"message":{"messageId":"rest03-)", TaskCount(),
+                   R"(","role":"ROLE_USER","content":[{"text":"hello rest 0.3"}]},)",
+                   R"("configuration":{"blocking":true}})");
+  auto [status, body] = Post("/agents/echo/v1/message:send", send);
+  ASSERT_EQ(status, 200) << body;
+  const pb::Value answer = Parse(body);
+  const pb::Value& task = At(answer, "task");
+  EXPECT_EQ(At(At(task, "status"), "state").string_value(), "TASK_STATE_COMPLETED") << body;
+  EXPECT_EQ(At(Item(At(At(At(task, "status"), "message"), "content"), 0), "text").string_value(),
+            "echo: hello rest 0.3")
+      << body;
+  const std::string id = At(task, "id").string_value();
+  ASSERT_FALSE(id.empty());
+
+  // Read back with a history length, as 0.3 and as 1.0.
+  std::tie(status, body) = Get(absl::StrCat("/agents/echo/v1/tasks/", id, "?historyLength=1"));
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(At(Parse(body), "id").string_value(), id);
+  EXPECT_EQ(Parse(body).struct_value().fields().at("history").list_value().values_size(), 1);
+  std::tie(status, body) = Get(absl::StrCat("/agents/echo/tasks/", id));
+  EXPECT_EQ(status, 200) << body;
+
+  // Push configs: the proto's create body, then the bare config, listed and deleted.
+  const std::string configs =
+      absl::StrCat("/agents/echo/v1/tasks/", id, "/pushNotificationConfigs");
+  std::tie(status, body) =
+      Post(configs, absl::StrCat(R"({"parent":"tasks/)", id,
+                                 R"(","configId":"a","config":{"pushNotificationConfig":{"url":)",
+                                 R"("http://127.0.0.1:1/a"}}})"));
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(At(Parse(body), "name").string_value(),
+            absl::StrCat("tasks/", id, "/pushNotificationConfigs/a"));
+  std::tie(status, body) =
+      Post(configs, R"({"pushNotificationConfig":{"id":"b","url":"http://127.0.0.1:1/b"}})");
+  ASSERT_EQ(status, 200) << body;
+  std::tie(status, body) = Get(configs);
+  ASSERT_EQ(status, 200) << body;
+  EXPECT_EQ(At(Parse(body), "configs").list_value().values_size(), 2) << body;
+  httplib::Result deleted = Client()->Delete((configs + "/a").c_str());
+  ASSERT_TRUE(deleted);
+  EXPECT_EQ(deleted->status, 200) << deleted->body;
+  std::tie(status, body) = Get(configs + "/a");
+  EXPECT_EQ(status, 404) << body;
+
+  // A stream: 0.3 StreamResponses, the last a final status update.
+  StreamResult streamed =
+      Stream("/agents/echo/v1/message:stream",
+             absl::StrCat(R"({"message":{"messageId":"rest03-stream-)", TaskCount(),
+                          R"(","role":"ROLE_USER",)", R"("content":[{"text":"streamed"}]}})"));
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  ASSERT_FALSE(streamed.events.empty());
+  EXPECT_EQ(At(Parse(streamed.events.front()), "task").struct_value().fields().count("id"), 1u);
+  if (streamed.events.size() > 1) {
+    const pb::Value last = Parse(streamed.events.back());
+    EXPECT_TRUE(At(At(last, "statusUpdate"), "final").bool_value()) << streamed.events.back();
+  }
+
+  // Tenant-less at the root: the task's own agent.
+  std::tie(status, body) = Get(absl::StrCat("/v1/tasks/", id));
+  EXPECT_EQ(status, 200) << body;
+}
+
+TEST_F(A2AHttpTest, V03RestBadInputGetsTheVersionsErrorsAndChangesNothing) {
+  const int before = TaskCount();
+  struct Case {
+    std::string method;
+    std::string path;
+    std::string body;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/agents/echo/v1/message:send", "{not json", 400},
+      // 1.0's field names are not 0.3's: a strict reader refuses them.
+      {"POST", "/agents/echo/v1/message:send",
+       R"({"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}})", 400},
+      {"POST", "/agents/echo/v1/message:send", R"({"message":{"messageId":"m"}})", 400},
+      {"GET", "/agents/echo/v1/message:send", "", 405},
+      {"GET", "/agents/echo/v1/tasks/nope", "", 404},
+      {"GET", "/agents/echo/v1/tasks/nope?historyLength=-1", "", 400},
+      {"GET", "/agents/echo/v1/tasks/nope?historyLength=lots", "", 400},
+      {"GET", "/agents/echo/v1/no/such/path", "", 404},
+      {"POST", "/agents/echo/v1/tasks/nope/pushNotificationConfigs",
+       R"({"parent":"tasks/other","config":{"pushNotificationConfig":{"url":"http://h/"}}})", 400},
+      {"GET", "/agents/echo/v1/card", "", 400},
+      {"POST", "/agents/nobody/v1/message:send",
+       R"({"message":{"messageId":"m","role":"ROLE_USER","content":[{"text":"x"}]}})", 404},
+  };
+  for (const Case& c : cases) {
+    httplib::Result res = c.method == "GET"
+                              ? Client()->Get(c.path.c_str())
+                              : Client()->Post(c.path.c_str(), c.body, "application/json");
+    ASSERT_TRUE(res) << c.path;
+    EXPECT_EQ(res->status, c.status)
+        << c.method << " " << c.path << " " << c.body << " -> " << res->body;
+    // The body 0.3 clients read: an A2A JSON-RPC code and a message.
+    const pb::Value error = Parse(res->body);
+    EXPECT_NE(At(error, "code").number_value(), 0) << res->body;
+    EXPECT_FALSE(At(error, "message").string_value().empty()) << res->body;
+  }
+  EXPECT_EQ(Post("/agents/echo/v1/message:send", "{}", "text/plain").first, 415);
+  EXPECT_EQ(TaskCount(), before);
+}
+
 TEST_F(A2AHttpTest, V03StreamIsAnEventStreamOfKindTaggedEventsEndingFinal) {
   const std::string body = absl::StrCat(R"({"jsonrpc":"2.0","id":"s1","method":"message/stream",)",
                                         R"("params":)", V03Send("streamed"), "}");
@@ -750,9 +856,10 @@ TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {
   EXPECT_EQ(At(both, "protocolVersion").string_value(), "0.3.0");
   EXPECT_EQ(At(both, "url").string_value(), base);
   EXPECT_EQ(At(both, "preferredTransport").string_value(), "JSONRPC");
-  // Only what is served in 0.3 is offered to 0.3 readers.
-  ASSERT_EQ(At(both, "additionalInterfaces").list_value().values_size(), 1) << body;
+  // Only what is served in 0.3 is offered to 0.3 readers: JSON-RPC and HTTP+JSON (below /v1).
+  ASSERT_EQ(At(both, "additionalInterfaces").list_value().values_size(), 2) << body;
   EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 0), "transport").string_value(), "JSONRPC");
+  EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 1), "transport").string_value(), "HTTP+JSON");
   EXPECT_TRUE(At(Item(At(both, "skills"), 0), "tags").has_list_value()) << body;
   // A 1.0 reader of the same bytes finds its interfaces.
   a2apb::AgentCard card;
@@ -763,6 +870,15 @@ TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {
   ASSERT_EQ(v10_status, 200) << v10_body;
   EXPECT_FALSE(At(Parse(v10_body), "url").has_string_value()) << v10_body;
   EXPECT_FALSE(At(Parse(v10_body), "protocolVersion").has_string_value()) << v10_body;
+  // The query parameter asks the same (a browser cannot set the header); another version is
+  // VersionNotSupported.
+  auto [query_status, query_body] = Get("/agents/echo/.well-known/agent-card.json?A2A-Version=1.0");
+  ASSERT_EQ(query_status, 200) << query_body;
+  EXPECT_EQ(query_body, v10_body);
+  auto [bad_status, bad_body] =
+      Get("/agents/echo/.well-known/agent-card.json", {{"A2A-Version", "0.5"}});
+  EXPECT_EQ(bad_status, 400) << bad_body;
+  EXPECT_THAT(bad_body, ::testing::HasSubstr("VERSION_NOT_SUPPORTED"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/json_binding.h"
 #include "a2a_protocol/v03_json.h"
+#include "a2a_protocol/v03_proto.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -19,6 +20,7 @@
 #include "common/http_deadline.h"
 #include "common/thread_name.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "httplib.h"
 
 namespace coordinator {
@@ -105,7 +107,61 @@ absl::StatusOr<a2apb::StreamResponse> DecodeJsonRpcV03Answer(absl::string_view j
 }
 
 bool IsJsonRpc(HttpAgentTransport::Binding binding) {
-  return binding != HttpAgentTransport::Binding::kHttpJson;
+  return binding == HttpAgentTransport::Binding::kJsonRpc ||
+         binding == HttpAgentTransport::Binding::kJsonRpcV03;
+}
+
+bool IsV03(HttpAgentTransport::Binding binding) {
+  return binding == HttpAgentTransport::Binding::kJsonRpcV03 ||
+         binding == HttpAgentTransport::Binding::kRestV03;
+}
+
+// One 0.3 HTTP+JSON answer (an event's data, or a plain body): the ProtoJSON of a 0.3
+// StreamResponse (a SendMessageResponse reads the same), or an error object {code, message}.
+absl::StatusOr<a2apb::StreamResponse> DecodeRestV03Answer(absl::string_view json) {
+  google::protobuf::Struct object;
+  if (!a2a_protocol::FromJson(json, &object).ok()) {
+    return a2a_protocol::InvalidAgentResponse(
+        absl::StrCat("the agent's answer is not a JSON object: ", Shorten(json)));
+  }
+  if (const auto code = object.fields().find("code"); code != object.fields().end() &&
+                                                      code->second.has_number_value() &&
+                                                      object.fields().count("message") > 0) {
+    return a2a_protocol::StatusFromJsonRpcError(json);  // an error event
+  }
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  ::a2a::v1::StreamResponse event;
+  if (!google::protobuf::util::JsonStringToMessage(std::string(json), &event, lenient).ok()) {
+    return a2a_protocol::InvalidAgentResponse(
+        absl::StrCat("the agent's answer is not an A2A 0.3 StreamResponse: ", Shorten(json)));
+  }
+  return a2a_protocol::v03::FromProto(event);
+}
+
+// A 0.3 HTTP+JSON error answer: its {code, message} body when it has one (the A2A JSON-RPC code,
+// as one 0.3 SDK sends it), else its HTTP status read as 0.3 servers use them.
+absl::Status DecodeRestV03Error(int http_status, absl::string_view body) {
+  google::protobuf::Struct object;
+  if (a2a_protocol::FromJson(body, &object).ok()) {
+    const auto code = object.fields().find("code");
+    if (code != object.fields().end() && code->second.has_number_value() &&
+        code->second.number_value() < 0) {
+      return a2a_protocol::StatusFromJsonRpcError(body);
+    }
+  }
+  const std::string said =
+      absl::StrCat("HTTP ", http_status, body.empty() ? "" : ": ", Shorten(body));
+  switch (http_status) {
+    case 404:
+      return a2a_protocol::TaskNotFound(said);
+    case 409:
+      return a2a_protocol::TaskNotCancelable(said);
+    case 501:
+      return a2a_protocol::UnsupportedOperation(said);
+    default:
+      return DecodeHttpError(http_status, body);
+  }
 }
 
 // One POST of an agent call: where, what, and how its answer reads.
@@ -114,6 +170,7 @@ struct Exchange {
   std::string body;
   std::string content_type;
   std::string accept;
+  bool get = false;  // a GET (a 0.3 subscription) rather than a POST
 };
 
 // One delivery over JSON-RPC or HTTP+JSON. A thread of the call's own POSTs the request and
@@ -203,8 +260,7 @@ class HttpAgentCall final : public AgentCall {
       // card's capability) rather than "method not found".
       const bool unsupported =
           status.code() == absl::StatusCode::kUnimplemented ||
-          (binding_ == HttpAgentTransport::Binding::kJsonRpcV03 &&
-           a2a_protocol::Reason(status) == a2a_protocol::kUnsupportedOperation);
+          (IsV03(binding_) && a2a_protocol::Reason(status) == a2a_protocol::kUnsupportedOperation);
       unary = unsupported && !got_any_ && !cancelled_;
     }
     // An agent without streaming: the unary SendMessage, whose answer is the one event (a
@@ -241,15 +297,13 @@ class HttpAgentCall final : public AgentCall {
     if (IsCancelled()) return absl::CancelledError("the delivery was cancelled");
 
     httplib::Request request;
-    request.method = "POST";
+    request.method = exchange.get ? "GET" : "POST";
     request.path = exchange.path;
     request.body = exchange.body;
     request.set_header("Content-Type", exchange.content_type);
     request.set_header("Accept", exchange.accept);
     // A 0.3 client sends no version (0.3 has none; an A2A 1.x server reads its absence as 0.3).
-    if (binding_ != HttpAgentTransport::Binding::kJsonRpcV03) {
-      request.set_header("A2A-Version", a2a_protocol::kVersion);
-    }
+    if (!IsV03(binding_)) request.set_header("A2A-Version", a2a_protocol::kVersion);
     int http_status = 0;
     bool sse = false;
     std::string body;
@@ -296,7 +350,11 @@ class HttpAgentCall final : public AgentCall {
       }
       return absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(error)));
     }
-    if (http_status < 200 || http_status >= 300) return DecodeHttpError(http_status, body);
+    if (http_status < 200 || http_status >= 300) {
+      return binding_ == HttpAgentTransport::Binding::kRestV03
+                 ? DecodeRestV03Error(http_status, body)
+                 : DecodeHttpError(http_status, body);
+    }
     if (sse) return absl::OkStatus();  // an event left without its blank line is dropped
     // One plain JSON answer instead of a stream: the one event.
     absl::StatusOr<a2apb::StreamResponse> event = Decode(body);
@@ -311,6 +369,8 @@ class HttpAgentCall final : public AgentCall {
         return DecodeJsonRpcAnswer(json);
       case HttpAgentTransport::Binding::kJsonRpcV03:
         return DecodeJsonRpcV03Answer(json);
+      case HttpAgentTransport::Binding::kRestV03:
+        return DecodeRestV03Answer(json);
       case HttpAgentTransport::Binding::kHttpJson:
         break;
     }
@@ -455,6 +515,11 @@ std::unique_ptr<AgentCall> HttpAgentTransport::SendStreaming(
     stream = {path, JsonRpcV03Call(Method::kMessageStream, sent), kJsonContentType,
               kEventStreamContentType};
     unary = {path, JsonRpcV03Call(Method::kMessageSend, sent), kJsonContentType, kJsonContentType};
+  } else if (binding_ == Binding::kRestV03) {
+    const std::string body = ToJson(a2a_protocol::v03::ToProto(sent));
+    stream = {RestPath(url_, "", "v1/message:stream"), body, kJsonContentType,
+              kEventStreamContentType};
+    unary = {RestPath(url_, "", "v1/message:send"), body, kJsonContentType, kJsonContentType};
   } else {
     const std::string body = ToJson(sent);
     stream = {RestPath(url_, tenant_, "message:stream"), body, kA2AJsonContentType,
@@ -486,6 +551,10 @@ std::unique_ptr<AgentCall> HttpAgentTransport::Subscribe(
     stream = {url_.path.empty() ? "/" : url_.path,
               JsonRpcV03Call(a2a_protocol::v03::Method::kTasksResubscribe, sent), kJsonContentType,
               kEventStreamContentType};
+  } else if (binding_ == Binding::kRestV03) {
+    // GET: one 0.3 server takes nothing else.
+    stream = {RestPath(url_, "", absl::StrCat("v1/tasks/", EncodeSegment(sent.id()), ":subscribe")),
+              "", kJsonContentType, kEventStreamContentType, /*get=*/true};
   } else {
     stream = {
         RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":subscribe")), "",
@@ -502,6 +571,14 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CancelTask(const a2apb::CancelTa
   a2apb::CancelTaskRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
   if (IsJsonRpc(binding_)) return CallForTask("CancelTask", sent, "", deadline);
+  if (binding_ == Binding::kRestV03) {
+    ::a2a::v1::CancelTaskRequest cancel;
+    cancel.set_name(absl::StrCat("tasks/", sent.id()));
+    return CallForTask(
+        "CancelTask", cancel,
+        RestPath(url_, "", absl::StrCat("v1/tasks/", EncodeSegment(sent.id()), ":cancel")),
+        deadline);
+  }
   return CallForTask(
       "CancelTask", sent,
       RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id()), ":cancel")),
@@ -513,8 +590,14 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::GetTask(const a2apb::GetTaskRequ
   a2apb::GetTaskRequest sent = request;
   if (!tenant_.empty()) sent.set_tenant(tenant_);
   if (IsJsonRpc(binding_)) return CallForTask("GetTask", sent, "", deadline);
-  std::string path = RestPath(url_, tenant_, absl::StrCat("tasks/", EncodeSegment(sent.id())));
-  if (sent.has_history_length()) absl::StrAppend(&path, "?historyLength=", sent.history_length());
+  const bool v03 = binding_ == Binding::kRestV03;
+  std::string path = RestPath(url_, v03 ? "" : tenant_,
+                              absl::StrCat(v03 ? "v1/" : "", "tasks/", EncodeSegment(sent.id())));
+  if (sent.has_history_length()) {
+    // 0 means "all" to a 0.3 agent: the least it can be asked for is 1.
+    absl::StrAppend(
+        &path, "?historyLength=", v03 ? std::max(1, sent.history_length()) : sent.history_length());
+  }
   return CallForTask("GetTask", sent, path, deadline, /*rest_get=*/true);
 }
 
@@ -537,14 +620,14 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
   } else {
     path = rest_path;
     if (!rest_get) body = ToJson(request);
-    content_type = kA2AJsonContentType;
+    content_type = binding_ == Binding::kRestV03 ? kJsonContentType : kA2AJsonContentType;
   }
-  const bool get = binding_ == Binding::kHttpJson && rest_get;
+  const bool get = !IsJsonRpc(binding_) && rest_get;
   const std::string what = absl::StrCat(get ? "GET " : "POST ", Base(url_), path);
   httplib::Client client(Base(url_));
   client.set_follow_location(false);
   httplib::Headers headers = {{"Accept", content_type}};
-  if (binding_ != Binding::kJsonRpcV03) headers.emplace("A2A-Version", a2a_protocol::kVersion);
+  if (!IsV03(binding_)) headers.emplace("A2A-Version", a2a_protocol::kVersion);
   bool expired = false;
   const absl::Duration timeout = std::max(deadline - absl::Now(), absl::Milliseconds(1));
   httplib::Result res = common::CallWithDeadline(
@@ -558,7 +641,20 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
         expired ? absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout))
                 : absl::StrCat(what, ": ", httplib::to_string(res.error())));
   }
-  if (res->status < 200 || res->status >= 300) return DecodeHttpError(res->status, res->body);
+  if (res->status < 200 || res->status >= 300) {
+    return binding_ == Binding::kRestV03 ? DecodeRestV03Error(res->status, res->body)
+                                         : DecodeHttpError(res->status, res->body);
+  }
+  if (binding_ == Binding::kRestV03) {
+    google::protobuf::util::JsonParseOptions lenient;
+    lenient.ignore_unknown_fields = true;
+    ::a2a::v1::Task task;
+    if (!google::protobuf::util::JsonStringToMessage(res->body, &task, lenient).ok()) {
+      return a2a_protocol::InvalidAgentResponse(absl::StrCat(
+          "the agent's ", method, " answer is not an A2A 0.3 Task: ", Shorten(res->body)));
+    }
+    return a2a_protocol::v03::FromProto(task);
+  }
   if (binding_ == Binding::kJsonRpcV03) {
     absl::StatusOr<a2apb::StreamResponse> event = DecodeJsonRpcV03Answer(res->body);
     if (!event.ok()) return event.status();

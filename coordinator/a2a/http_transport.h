@@ -34,7 +34,12 @@ class HttpAgentTransport final : public AgentTransport {
   // to a blocking `message/send` on "method not found" or UnsupportedOperation before any event),
   // `tasks/get`, `tasks/cancel`, `tasks/resubscribe`, with 0.3's JSON (a2a_protocol/v03_json.h)
   // and no A2A-Version header.
-  enum class Binding { kJsonRpc, kHttpJson, kJsonRpcV03 };
+  // kRestV03: A2A 0.3's HTTP+JSON: POST <url>/v1/message:stream (falling back to :send likewise),
+  // GET <url>/v1/tasks/{id}[?historyLength], POST <url>/v1/tasks/{id}:cancel, GET
+  // <url>/v1/tasks/{id}:subscribe, with the ProtoJSON of 0.3's proto (a2a_protocol/v03_proto.h);
+  // an error is read by its {code, message} body, else by its HTTP status as 0.3 servers use
+  // them (404 task not found, 409 not cancelable, 501 unsupported).
+  enum class Binding { kJsonRpc, kHttpJson, kJsonRpcV03, kRestV03 };
 
   // `url`: the agent's interface (parsed); `tenant` goes into every request ("" for none);
   // `max_event_bytes` and `connect_timeout` as AgentTransportOptions says; `streams`: whether to

@@ -108,6 +108,18 @@ constexpr MethodPermission kMethods[] = {
     {"/lf.a2a.v1.A2AService/ListTaskPushNotificationConfigs", Permission::kRead},
     {"/lf.a2a.v1.A2AService/DeleteTaskPushNotificationConfig", Permission::kAgent},
     {"/lf.a2a.v1.A2AService/GetExtendedAgentCard", Permission::kRead},
+    // A2A 0.3's service relays each call to the 1.0 one with the caller's credentials, where
+    // the same rules apply again to what the call touches.
+    {"/a2a.v1.A2AService/SendMessage", Permission::kAgent},
+    {"/a2a.v1.A2AService/SendStreamingMessage", Permission::kAgent},
+    {"/a2a.v1.A2AService/GetTask", Permission::kRead},
+    {"/a2a.v1.A2AService/CancelTask", Permission::kAgent},
+    {"/a2a.v1.A2AService/TaskSubscription", Permission::kRead},
+    {"/a2a.v1.A2AService/CreateTaskPushNotificationConfig", Permission::kAgent},
+    {"/a2a.v1.A2AService/GetTaskPushNotificationConfig", Permission::kRead},
+    {"/a2a.v1.A2AService/ListTaskPushNotificationConfig", Permission::kRead},
+    {"/a2a.v1.A2AService/DeleteTaskPushNotificationConfig", Permission::kAgent},
+    {"/a2a.v1.A2AService/GetAgentCard", Permission::kRead},
 };
 
 bool IsParty(const Caller& caller, const v1::TaskContext& context) {

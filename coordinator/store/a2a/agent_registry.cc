@@ -65,7 +65,8 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
   RETURN_IF_ERROR(common::ValidateId("name", request.name()));
   // An agent's name is also the first segment of its HTTP+JSON paths (/{tenant}/...), which
   // must not be one the HTTP port serves itself.
-  for (absl::string_view reserved : {"agents", "console", "metrics", ".well-known"}) {
+  // "v1" starts A2A 0.3's HTTP+JSON paths at the root (/v1/message:send).
+  for (absl::string_view reserved : {"agents", "console", "metrics", ".well-known", "v1"}) {
     if (request.name() == reserved) {
       return absl::InvalidArgumentError(
           absl::StrCat("agent name \"", reserved, "\" is reserved: /", reserved,
@@ -80,9 +81,9 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
     return absl::InvalidArgumentError(
         absl::StrCat("protocol_version \"", version, "\" is not 1.0 or 0.3"));
   }
-  if (version == "0.3" && binding != a2a_protocol::kBindingJsonRpc) {
+  if (version == "0.3" && binding == a2a_protocol::kBindingGrpc) {
     return absl::InvalidArgumentError(
-        absl::StrCat("protocol_version 0.3 is delivered over JSONRPC, not ", binding));
+        "protocol_version 0.3 is delivered over JSONRPC or HTTP+JSON, not GRPC");
   }
   if (!request.card_url().empty()) {
     RETURN_IF_ERROR(common::ValidateId("card_url", request.card_url()));

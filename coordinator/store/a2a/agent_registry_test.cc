@@ -48,7 +48,7 @@ TEST(AgentRegistryStoreTest, NamesTheHttpPortUsesAreRefused) {
       storage::testing::OpenTestStore(dir.Sub("db"));
   ASSERT_OK(store);
   AgentRegistryStore registry(store->get());
-  for (const char* name : {"agents", "console", "metrics", ".well-known"}) {
+  for (const char* name : {"agents", "console", "metrics", ".well-known", "v1"}) {
     v1::Agent agent;
     agent.set_name(name);
     agent.set_endpoint("127.0.0.1:1234");
