@@ -19,6 +19,7 @@
 #include "agent_runtime/echo_agent.h"
 #include "common/grpc_status.h"
 #include "coordinator/a2a/http.h"
+#include "coordinator/a2a/test_server_options.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -55,17 +56,13 @@ class GatewayTest : public ::testing::Test {
   void SetUp() override { StartCoordinator(); }
 
   void StartCoordinator(int max_attempts = 1000, const std::string& default_agent = "") {
-    ServerOptions options;
+    absl::StatusOr<ServerOptions> started = GatewayTestServerOptions(dir_.Sub("data"));
+    ASSERT_OK(started);
+    ServerOptions& options = *started;
     options.default_agent = default_agent;
-    options.listen = "127.0.0.1:0";
-    options.data_dir = dir_.Sub("data");
-    ASSERT_OK(
-        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
     options.http_listen = "127.0.0.1:0";
     options.worker_threads = 8;
     options.limits.max_message_bytes = 64 << 10;
-    options.gateway.initial_backoff = absl::Milliseconds(20);
-    options.gateway.max_backoff = absl::Milliseconds(200);
     options.gateway.max_delivery_attempts = max_attempts;
     options.gateway.delivery_threads = 4;
     options.before_wal_sync = before_wal_sync_;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "coordinator/a2a/test_server_options.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -179,17 +180,9 @@ class ResumeTest : public ::testing::Test {
   }
 
   void StartCoordinator() {
-    ServerOptions options;
-    options.listen = "127.0.0.1:0";
-    options.data_dir = dir_.Sub("data");
-    ASSERT_OK(
-        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
-    options.http_listen = "";
-    options.worker_threads = 4;
-    options.gateway.initial_backoff = absl::Milliseconds(20);
-    options.gateway.max_backoff = absl::Milliseconds(200);
-    options.gateway.delivery_threads = 2;
-    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
+    absl::StatusOr<ServerOptions> options = GatewayTestServerOptions(dir_.Sub("data"));
+    ASSERT_OK(options);
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(*options);
     ASSERT_OK(server);
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());

@@ -26,8 +26,9 @@ std::string Metadata(const grpc::ServerContext* context, const char* key) {
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-// The 1.0 call made for `context`: the caller's credentials and extensions, its deadline,
-// a2a-version 1.0. Refuses a call that asks for another version than 0.3.
+// The 1.0 call made for `context` (made from it, so that it ends when the caller goes and by the
+// caller's deadline): the caller's credentials and extensions, a2a-version 1.0. Refuses a call
+// that asks for another version than 0.3.
 absl::Status Prepare(const grpc::ServerContext* context, grpc::ClientContext* inner) {
   switch (v03::ParseVersion(Metadata(context, a2a_protocol::kVersionHeader))) {
     case v03::AskedVersion::kV10:
@@ -47,9 +48,6 @@ absl::Status Prepare(const grpc::ServerContext* context, grpc::ClientContext* in
       inner->AddMetadata(
           absl::string_view(key) == "authorization" ? "authorization" : "a2a-extensions", value);
     }
-  }
-  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
-    inner->set_deadline(context->deadline());
   }
   return absl::OkStatus();
 }
@@ -84,7 +82,9 @@ std::shared_ptr<pb10::A2AService::Stub> A2AServiceV03::Stub() {
 #define COORD_V03_PREPARE(inner)                                                       \
   std::shared_ptr<pb10::A2AService::Stub> stub = Stub();                               \
   if (stub == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "starting"); \
-  grpc::ClientContext inner;                                                           \
+  const std::unique_ptr<grpc::ClientContext> inner##_owner =                           \
+      grpc::ClientContext::FromServerContext(*context);                                \
+  grpc::ClientContext& inner = *inner##_owner;                                         \
   if (absl::Status prepared = Prepare(context, &inner); !prepared.ok()) return Refuse(prepared)
 
 grpc::Status A2AServiceV03::SendMessage(grpc::ServerContext* context,

@@ -14,7 +14,8 @@
 // VERSION_NOT_SUPPORTED.
 //
 // The methods are synchronous (gRPC's sync thread pool): a stream holds a thread while it is
-// open, as long as the 1.0 stream it relays.
+// open. The 1.0 call is made from the caller's context (ClientContext::FromServerContext), so it
+// ends when the caller goes or its deadline passes.
 #ifndef COORDINATOR_A2A_SERVICE_V03_H_
 #define COORDINATOR_A2A_SERVICE_V03_H_
 

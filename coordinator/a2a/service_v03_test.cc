@@ -13,6 +13,7 @@
 #include "a2a_protocol/version.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "coordinator/a2a/test_server_options.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "gmock/gmock.h"
@@ -34,16 +35,9 @@ class A2AServiceV03Test : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_GT(agent_.port(), 0);
-    ServerOptions options;
-    options.listen = "127.0.0.1:0";
-    options.data_dir = dir_.Sub("data");
-    ASSERT_OK(
-        storage::testing::SetTestServerStore(options.data_dir, &options.store_url, &options.etcd));
-    options.http_listen = "";
-    options.worker_threads = 8;
-    options.gateway.initial_backoff = absl::Milliseconds(20);
-    options.gateway.max_backoff = absl::Milliseconds(200);
-    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(options);
+    absl::StatusOr<ServerOptions> options = GatewayTestServerOptions(dir_.Sub("data"));
+    ASSERT_OK(options);
+    absl::StatusOr<std::unique_ptr<CoordinatorServer>> server = CoordinatorServer::Start(*options);
     ASSERT_OK(server);
     server_ = *std::move(server);
     auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());

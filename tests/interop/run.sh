@@ -10,10 +10,11 @@
 # port (cards, JSON-RPC, HTTP+JSON) on 127.0.0.1:0, the C++ echo_agent (tenant "echo", registers
 # itself), the SDK's gRPC server (js_agent.mjs, tenant "jsecho", registered with coordctl by
 # address), the SDK's Express servers (js_rpc_agent.mjs: "jsrpc" on JSON-RPC and "jsrest" on
-# HTTP+JSON, registered with coordctl by card URL) and the green agent (examples/tasks), then
-# runs the node:test files one at a time. Tests that start processes of their own (a coordinator
-# to kill, an agent to restart) list them in $INTEROP_WORK/pids. Every process is stopped by PID
-# when this script exits, whatever happens.
+# HTTP+JSON, registered with coordctl by card URL), js03_agent.mjs ("js03", an A2A 0.3 agent on
+# the SDK 0.3's Express JSON-RPC server, registered by its 0.3 card URL) and the green agent
+# (examples/tasks), then runs the node:test files one at a time. Tests that start processes of
+# their own (a coordinator to kill, an agent to restart) list them in $INTEROP_WORK/pids. Every
+# process is stopped by PID when this script exits, whatever happens.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +32,8 @@ shift || true
 test_files=("$@")
 if [ "${#test_files[@]}" -eq 0 ]; then
   test_files=(sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs
-    sdk_express_agent.test.mjs sdk_restart.test.mjs sdk_assessment.test.mjs sdk03_client.test.mjs)
+    sdk_express_agent.test.mjs sdk_restart.test.mjs sdk_assessment.test.mjs sdk03_client.test.mjs
+    sdk03_agent.test.mjs sdk03_assessment.test.mjs)
 fi
 for b in coordinator coordctl echo_agent green_agent; do
   if [ ! -x "$bin_dir/$b" ]; then
@@ -119,6 +121,17 @@ for agent in jsrpc:JSONRPC jsrest:HTTP+JSON; do
     echo "interop: could not register $name by its card URL; its tests will fail" >&2
   fi
 done
+# An A2A 0.3 agent on the SDK 0.3's Express JSON-RPC server (js03_agent.mjs), registered by its
+# 0.3 card URL alone: the coordinator stores it with protocol_version 0.3 and speaks 0.3 to it.
+# It logs every execution to $work/js03/executions.jsonl (JS03_STATE) for the tests to count.
+node "${node_flags[@]}" "$here/js03_agent.mjs" --listen=127.0.0.1:0 --name=js03 \
+  --state_dir="$work/js03" >"$work/js03.log" 2>&1 &
+pids+=($!)
+js03_card="$(wait_for "$work/js03.log" 'http://127\.0\.0\.1:[0-9]+' $! js03)/.well-known/agent-card.json"
+if ! "$bin_dir/coordctl" --target="$coord_addr" --timeout=10s agent register js03 \
+    --card "$js03_card"; then
+  echo "interop: could not register js03 by its card URL; its tests will fail" >&2
+fi
 
 "$bin_dir/green_agent" --listen=127.0.0.1:0 --coordinator="$coord_addr" \
   --tasks_dir="$repo/examples/tasks" --workspaces_dir="$work/workspaces" \
@@ -139,6 +152,7 @@ cd "$here"
 # In the background, so that a signal to this script runs the cleanup at once.
 COORD_ADDR="$coord_addr" COORD_HTTP="$coord_http" COORD_BIN_DIR="$bin_dir" INTEROP_WORK="$work" \
   JSRPC_CARD="${js_cards[jsrpc]}" JSREST_CARD="${js_cards[jsrest]}" \
+  JS03_CARD="$js03_card" JS03_STATE="$work/js03" \
   node "${node_flags[@]}" "${test_flags[@]}" "${test_files[@]}" &
 pids+=($!)
 set +e
