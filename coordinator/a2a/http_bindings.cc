@@ -655,7 +655,9 @@ class A2AHttpBindings::Impl {
   absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context,
                        const char* version = nullptr, const std::string& v03_tenant = "") {
     if (version != nullptr) context->AddMetadata("a2a-version", version);
-    if (!v03_tenant.empty()) context->AddMetadata(kTenantMetadata, v03_tenant);
+    // Binary metadata: an agent's name is UTF-8, which ASCII metadata cannot carry (found by
+    // fuzz_http_bindings: gRPC aborts on such a value).
+    if (!v03_tenant.empty()) context->AddMetadata(kTenantBinaryMetadata, v03_tenant);
     for (const auto& [header, key] : kForwardedHeaders) {
       if (!req.has_header(header)) continue;
       if (version != nullptr && absl::string_view(header) == kVersionHeader) continue;

@@ -26,6 +26,12 @@ std::string Metadata(const grpc::ServerContext* context, const char* key) {
   return it == metadata.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
+// The agent a call names (kTenantBinaryMetadata, else kTenantMetadata; "" for none).
+std::string Tenant(const grpc::ServerContext* context) {
+  const std::string binary = Metadata(context, kTenantBinaryMetadata);
+  return binary.empty() ? Metadata(context, kTenantMetadata) : binary;
+}
+
 // The 1.0 call made for `context` (made from it, so that it ends when the caller goes and by the
 // caller's deadline): the caller's credentials and extensions, a2a-version 1.0. Refuses a call
 // that asks for another version than 0.3.
@@ -92,8 +98,8 @@ grpc::Status A2AServiceV03::SendMessage(grpc::ServerContext* context,
                                         pb03::SendMessageResponse* response) {
   COORD_V03_PREPARE(inner);
   pb10::SendMessageResponse answer;
-  grpc::Status status = stub->SendMessage(
-      &inner, v03::FromProto(*request, Metadata(context, kTenantMetadata)), &answer);
+  grpc::Status status =
+      stub->SendMessage(&inner, v03::FromProto(*request, Tenant(context)), &answer);
   if (status.ok()) *response = v03::ToProto(answer);
   return Answer(status);
 }
@@ -120,8 +126,7 @@ grpc::Status A2AServiceV03::SendStreamingMessage(grpc::ServerContext* context,
                                                  const pb03::SendMessageRequest* request,
                                                  grpc::ServerWriter<pb03::StreamResponse>* writer) {
   COORD_V03_PREPARE(inner);
-  auto reader = stub->SendStreamingMessage(
-      &inner, v03::FromProto(*request, Metadata(context, kTenantMetadata)));
+  auto reader = stub->SendStreamingMessage(&inner, v03::FromProto(*request, Tenant(context)));
   return Relay(&inner, reader.get(), writer, /*send_stream=*/true);
 }
 
@@ -131,7 +136,7 @@ grpc::Status A2AServiceV03::GetTask(grpc::ServerContext* context,
   absl::StatusOr<std::string> id = v03::TaskIdOfName(request->name(), "name");
   if (!id.ok()) return Refuse(id.status());
   pb10::GetTaskRequest get;
-  get.set_tenant(Metadata(context, kTenantMetadata));
+  get.set_tenant(Tenant(context));
   get.set_id(*id);
   if (request->history_length() < 0) {
     return Refuse(absl::InvalidArgumentError("history_length must not be negative"));
@@ -151,7 +156,7 @@ grpc::Status A2AServiceV03::CancelTask(grpc::ServerContext* context,
   absl::StatusOr<std::string> id = v03::TaskIdOfName(request->name(), "name");
   if (!id.ok()) return Refuse(id.status());
   pb10::CancelTaskRequest cancel;
-  cancel.set_tenant(Metadata(context, kTenantMetadata));
+  cancel.set_tenant(Tenant(context));
   cancel.set_id(*id);
   pb10::Task task;
   grpc::Status status = stub->CancelTask(&inner, cancel, &task);
@@ -166,7 +171,7 @@ grpc::Status A2AServiceV03::TaskSubscription(grpc::ServerContext* context,
   absl::StatusOr<std::string> id = v03::TaskIdOfName(request->name(), "name");
   if (!id.ok()) return Refuse(id.status());
   pb10::SubscribeToTaskRequest subscribe;
-  subscribe.set_tenant(Metadata(context, kTenantMetadata));
+  subscribe.set_tenant(Tenant(context));
   subscribe.set_id(*id);
   auto reader = stub->SubscribeToTask(&inner, subscribe);
   return Relay(&inner, reader.get(), writer, /*send_stream=*/false);
@@ -190,7 +195,7 @@ grpc::Status A2AServiceV03::CreateTaskPushNotificationConfig(
   }
   pb10::TaskPushNotificationConfig config =
       v03::FromProto(request->config().push_notification_config(), *task_id, request->config_id());
-  config.set_tenant(Metadata(context, kTenantMetadata));
+  config.set_tenant(Tenant(context));
   pb10::TaskPushNotificationConfig created;
   grpc::Status status = stub->CreateTaskPushNotificationConfig(&inner, config, &created);
   if (status.ok()) *response = v03::ToProto(created);
@@ -204,7 +209,7 @@ grpc::Status A2AServiceV03::GetTaskPushNotificationConfig(
   absl::StatusOr<v03::PushConfigName> name = v03::PushConfigIdsOfName(request->name(), "name");
   if (!name.ok()) return Refuse(name.status());
   pb10::GetTaskPushNotificationConfigRequest get;
-  get.set_tenant(Metadata(context, kTenantMetadata));
+  get.set_tenant(Tenant(context));
   get.set_task_id(name->task_id);
   get.set_id(name->config_id);
   pb10::TaskPushNotificationConfig config;
@@ -220,7 +225,7 @@ grpc::Status A2AServiceV03::ListTaskPushNotificationConfig(
   absl::StatusOr<std::string> task_id = v03::TaskIdOfName(request->parent(), "parent");
   if (!task_id.ok()) return Refuse(task_id.status());
   pb10::ListTaskPushNotificationConfigsRequest list;
-  list.set_tenant(Metadata(context, kTenantMetadata));
+  list.set_tenant(Tenant(context));
   list.set_task_id(*task_id);
   list.set_page_size(request->page_size() > 0 ? request->page_size() : v03::kListPageSize);
   list.set_page_token(request->page_token());
@@ -238,7 +243,7 @@ grpc::Status A2AServiceV03::GetAgentCard(grpc::ServerContext* context,
                                          const pb03::GetAgentCardRequest*, pb03::AgentCard*) {
   COORD_V03_PREPARE(inner);
   pb10::GetExtendedAgentCardRequest get;
-  get.set_tenant(Metadata(context, kTenantMetadata));
+  get.set_tenant(Tenant(context));
   pb10::AgentCard card;
   grpc::Status status = stub->GetExtendedAgentCard(&inner, get, &card);
   // No card offers an extended card (the 1.0 service answers UnsupportedOperation); 0.3 names
@@ -259,7 +264,7 @@ grpc::Status A2AServiceV03::DeleteTaskPushNotificationConfig(
   absl::StatusOr<v03::PushConfigName> name = v03::PushConfigIdsOfName(request->name(), "name");
   if (!name.ok()) return Refuse(name.status());
   pb10::DeleteTaskPushNotificationConfigRequest del;
-  del.set_tenant(Metadata(context, kTenantMetadata));
+  del.set_tenant(Tenant(context));
   del.set_task_id(name->task_id);
   del.set_id(name->config_id);
   return Answer(stub->DeleteTaskPushNotificationConfig(&inner, del, response));

@@ -28,8 +28,10 @@
 
 namespace coordinator {
 
-// The metadata key a 0.3 gRPC call names its agent with (0.3 has no tenant field).
+// The metadata key a 0.3 gRPC call names its agent with (0.3 has no tenant field): an ASCII
+// value, or any bytes (a UTF-8 name) under the binary key, which wins when both are given.
 inline constexpr char kTenantMetadata[] = "coordinator-tenant";
+inline constexpr char kTenantBinaryMetadata[] = "coordinator-tenant-bin";
 
 class A2AServiceV03 final : public ::a2a::v1::A2AService::Service {
  public:
