@@ -352,3 +352,29 @@ export async function waitUntil(what, check) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+// The JSON objects of a JSON Lines file, in order ([] when the file does not exist yet).
+export function readJsonLines(file) {
+  if (!fs.existsSync(file)) return [];
+  return jsonLines(fs.readFileSync(file, 'utf8'));
+}
+
+function jsonLines(text) {
+  return text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+}
+
+// Every agent the coordinator has registered, as `coordctl agent list --json` prints them.
+export async function registeredAgents() {
+  const listed = await coordctl(['agent', 'list', '--json']);
+  assert.equal(listed.code, 0, listed.stderr);
+  return jsonLines(listed.stdout);
+}
+
+// An assessment request to the green agent (docs/evaluations.md): one data part
+// {participants, config}.
+export function assessmentRequest(participants, config) {
+  return sendRequest('', { message: { parts: [{ data: { participants, config } }] } });
+}

@@ -8,16 +8,14 @@
 // that its message was executed once and that the agent's own task id stays behind the gateway.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { Message, StreamResponse, Task } from '@a2a-js/sdk';
 import { JsonRpcTransport } from 'a2a-sdk-v03/client';
 import {
   COORD_HTTP,
-  TaskState,
   agentCardUrl,
-  asTask,
   assertState,
+  asTask,
   bindingClient,
   bounded,
   cancelTaskRequest,
@@ -27,8 +25,11 @@ import {
   eventCases,
   eventState,
   getTaskRequest,
+  readJsonLines,
+  registeredAgents,
   sendRequest,
   subscribeRequest,
+  TaskState,
   textOf,
   waitUntil,
 } from './lib.mjs';
@@ -53,13 +54,7 @@ function unique(words) {
 // The agent's executions, as it logged them: {taskId, contextId, messageId, text}.
 function executions() {
   assert.ok(STATE, 'run.sh sets JS03_STATE');
-  const file = path.join(STATE, 'executions.jsonl');
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
+  return readJsonLines(path.join(STATE, 'executions.jsonl'));
 }
 
 // The one execution of `text`; fails if the agent ran it never or more than once.
@@ -85,14 +80,9 @@ test('the registry took the 0.3 card: JSONRPC at protocol_version 0.3', async ()
   assert.equal(card.preferredTransport, 'JSONRPC');
   assert.equal(card.supportedInterfaces, undefined, 'a pure 0.3 card');
 
-  const listed = await coordctl(['agent', 'list', '--json']);
-  assert.equal(listed.code, 0, listed.stderr);
-  const agent = listed.stdout
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l))
-    .find((a) => a.name === NAME);
-  assert.ok(agent, `${NAME} is not registered: ${listed.stdout}`);
+  const agents = await registeredAgents();
+  const agent = agents.find((a) => a.name === NAME);
+  assert.ok(agent, `${NAME} is not registered: ${JSON.stringify(agents)}`);
   assert.equal(agent.protocolVersion, '0.3', JSON.stringify(agent));
   assert.equal(agent.protocolBinding, 'JSONRPC');
   assert.equal(agent.cardUrl, CARD);

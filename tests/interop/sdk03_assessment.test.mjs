@@ -7,20 +7,22 @@
 // coordinator's 0.3 JSON-RPC binding, and the green agent's task completes with the score.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import {
   HERE,
   INTEROP_WORK,
-  TaskState,
   agentCardUrl,
-  asTask,
   assertState,
+  assessmentRequest,
+  asTask,
   bindingClient,
   coordctl,
+  readJsonLines,
+  registeredAgents,
   sendRequest,
   startProcess,
   stopProcess,
+  TaskState,
   textOf,
 } from './lib.mjs';
 
@@ -33,28 +35,9 @@ const EVAL_MS = 60000;
 let purple;
 const registeredHere = [];
 
-async function agents() {
-  const listed = await coordctl(['agent', 'list', '--json']);
-  assert.equal(listed.code, 0, listed.stderr);
-  return listed.stdout
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-}
-
-function assessment(participants, config) {
-  return sendRequest('', { message: { parts: [{ data: { participants, config } }] } });
-}
-
 // The purple's executions (js03_agent.mjs --state_dir).
 function executions() {
-  const file = path.join(STATE_DIR, 'executions.jsonl');
-  if (!fs.existsSync(file)) return [];
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
+  return readJsonLines(path.join(STATE_DIR, 'executions.jsonl'));
 }
 
 before(async () => {
@@ -86,11 +69,11 @@ after(async () => {
 test('an assessment request names the 0.3 purple by card URL; it is scored', async () => {
   const green = await bindingClient(agentCardUrl('green'), 'JSONRPC');
   const task = asTask(
-    await green.sendMessage(assessment({ purple: purple.card }, { task_ids: [TASK] }), {
+    await green.sendMessage(assessmentRequest({ purple: purple.card }, { task_ids: [TASK] }), {
       signal: AbortSignal.timeout(EVAL_MS),
     }),
   );
-  const registered = (await agents()).filter((a) => a.cardUrl === purple.card);
+  const registered = (await registeredAgents()).filter((a) => a.cardUrl === purple.card);
   registeredHere.push(...registered.map((a) => a.name));
   assertState(task, TaskState.TASK_STATE_COMPLETED, `green: ${textOf(task.status.message)}`);
   const score = task.artifacts.find((a) => a.artifactId === 'score');
@@ -124,6 +107,6 @@ test('an assessment request names the 0.3 purple by card URL; it is scored', asy
   const byId = Object.fromEntries(again.artifacts.map((a) => [a.artifactId, a.parts[0]?.content?.value]));
   assert.equal(byId.score?.task_id, 'uaf-list-remove', JSON.stringify(byId));
   assert.equal(byId.score?.score, 1, JSON.stringify(byId));
-  assert.equal((await agents()).filter((a) => a.cardUrl === purple.card).length, 1);
+  assert.equal((await registeredAgents()).filter((a) => a.cardUrl === purple.card).length, 1);
   assert.equal(executions().length, 2, JSON.stringify(executions()));
 });

@@ -10,15 +10,17 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import {
   HERE,
-  TaskState,
   agentCardUrl,
-  asTask,
   assertState,
+  assessmentRequest,
+  asTask,
   bindingClient,
   coordctl,
+  registeredAgents,
   sendRequest,
   startJsRpcAgent,
   stopProcess,
+  TaskState,
   textOf,
 } from './lib.mjs';
 
@@ -29,21 +31,6 @@ const EVAL_MS = 60000;
 
 let purple;
 const registeredHere = [];
-
-async function agents() {
-  const listed = await coordctl(['agent', 'list', '--json']);
-  assert.equal(listed.code, 0, listed.stderr);
-  return listed.stdout
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
-}
-
-function assessment(participants, config) {
-  return sendRequest('', {
-    message: { parts: [{ data: { participants, config } }] },
-  });
-}
 
 before(async () => {
   purple = await startJsRpcAgent('assessment-purple', [
@@ -62,7 +49,7 @@ after(async () => {
 
 test('bad assessment requests are refused with what is wrong, and register nothing', async () => {
   const green = await bindingClient(agentCardUrl('green'), 'JSONRPC');
-  const before = (await agents()).map((a) => a.name).sort();
+  const before = (await registeredAgents()).map((a) => a.name).sort();
   const cases = [
     [{}, { task_ids: [TASK] }, /no participant plays the role "purple"/],
     [{ purple: 'ftp://127.0.0.1/card.json' }, { task_ids: [TASK] }, /is not an http:\/\/ or https:\/\/ URL/],
@@ -72,7 +59,7 @@ test('bad assessment requests are refused with what is wrong, and register nothi
   ];
   for (const [participants, config, expected] of cases) {
     const task = asTask(
-      await green.sendMessage(assessment(participants, config), {
+      await green.sendMessage(assessmentRequest(participants, config), {
         signal: AbortSignal.timeout(EVAL_MS),
       }),
     );
@@ -87,17 +74,17 @@ test('bad assessment requests are refused with what is wrong, and register nothi
   );
   assertState(missing, TaskState.TASK_STATE_REJECTED);
   assert.match(textOf(missing.status.message), /"participants" is missing/);
-  assert.deepEqual((await agents()).map((a) => a.name).sort(), before);
+  assert.deepEqual((await registeredAgents()).map((a) => a.name).sort(), before);
 });
 
 test('an assessment request names the JS JSON-RPC purple by card URL; it is scored', async () => {
   const green = await bindingClient(agentCardUrl('green'), 'JSONRPC');
   const task = asTask(
-    await green.sendMessage(assessment({ purple: purple.card }, { task_ids: [TASK] }), {
+    await green.sendMessage(assessmentRequest({ purple: purple.card }, { task_ids: [TASK] }), {
       signal: AbortSignal.timeout(EVAL_MS),
     }),
   );
-  const registered = (await agents()).filter((a) => a.cardUrl === purple.card);
+  const registered = (await registeredAgents()).filter((a) => a.cardUrl === purple.card);
   registeredHere.push(...registered.map((a) => a.name));
   assertState(task, TaskState.TASK_STATE_COMPLETED, `green: ${textOf(task.status.message)}`);
   const score = task.artifacts.find((a) => a.artifactId === 'score');
@@ -132,5 +119,5 @@ test('an assessment request names the JS JSON-RPC purple by card URL; it is scor
   assert.equal(byId['score-uaf-list-remove']?.score, 1, JSON.stringify(byId));
   assert.equal(byId.score?.score, 1, JSON.stringify(byId));
   assert.equal(byId.score?.tasks?.length, 2, JSON.stringify(byId));
-  assert.equal((await agents()).filter((a) => a.cardUrl === purple.card).length, 1);
+  assert.equal((await registeredAgents()).filter((a) => a.cardUrl === purple.card).length, 1);
 });

@@ -7,10 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  TaskState,
   agentCardUrl,
-  asTask,
   assertState,
+  asTask,
   bindingClient,
   bounded,
   cancelTaskRequest,
@@ -20,8 +19,10 @@ import {
   eventCases,
   eventState,
   getTaskRequest,
+  registeredAgents,
   sendRequest,
   subscribeRequest,
+  TaskState,
   textOf,
 } from './lib.mjs';
 
@@ -31,16 +32,11 @@ const AGENTS = [
 ];
 
 test('the registry took the cards: endpoint and binding from each card', async () => {
-  const listed = await coordctl(['agent', 'list', '--json']);
-  assert.equal(listed.code, 0, listed.stderr);
-  const agents = listed.stdout
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l));
+  const agents = await registeredAgents();
   for (const { name, binding, card } of AGENTS) {
     assert.ok(card, 'run.sh sets JSRPC_CARD and JSREST_CARD');
     const agent = agents.find((a) => a.name === name);
-    assert.ok(agent, `${name} is not registered: ${listed.stdout}`);
+    assert.ok(agent, `${name} is not registered: ${JSON.stringify(agents)}`);
     assert.equal(agent.cardUrl, card);
     assert.equal(agent.protocolBinding, binding);
     const base = card.replace('/.well-known/agent-card.json', '');
