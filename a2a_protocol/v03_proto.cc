@@ -96,6 +96,23 @@ bool Ends(pb10::TaskState state, bool send_stream) {
   }
 }
 
+// The members a status or artifact update has under the same names in both versions.
+template <typename From, typename To>
+void CopyUpdateHeader(const From& from, To* to) {
+  to->set_task_id(from.task_id());
+  to->set_context_id(from.context_id());
+  if (from.has_metadata()) *to->mutable_metadata() = from.metadata();
+}
+
+// An artifact update either way, its artifact converted by `artifact`.
+template <typename From, typename To, typename ArtifactOf>
+void CopyArtifactUpdate(const From& from, To* to, ArtifactOf artifact) {
+  CopyUpdateHeader(from, to);
+  *to->mutable_artifact() = artifact(from.artifact());
+  to->set_append(from.append());
+  to->set_last_chunk(from.last_chunk());
+}
+
 absl::Status BadName(absl::string_view field, absl::string_view name, absl::string_view form) {
   return absl::InvalidArgumentError(
       absl::StrCat(field, " \"", name, "\" is not of the form ", form));
@@ -144,26 +161,13 @@ pb10::StreamResponse FromProto(const pb03::StreamResponse& event) {
     case pb03::StreamResponse::kMsg:
       *out.mutable_message() = FromProto(event.msg());
       break;
-    case pb03::StreamResponse::kStatusUpdate: {
-      const pb03::TaskStatusUpdateEvent& update = event.status_update();
-      pb10::TaskStatusUpdateEvent* to = out.mutable_status_update();
-      to->set_task_id(update.task_id());
-      to->set_context_id(update.context_id());
-      *to->mutable_status() = StatusFrom(update.status());
-      if (update.has_metadata()) *to->mutable_metadata() = update.metadata();
+    case pb03::StreamResponse::kStatusUpdate:
+      CopyUpdateHeader(event.status_update(), out.mutable_status_update());
+      *out.mutable_status_update()->mutable_status() = StatusFrom(event.status_update().status());
       break;
-    }
-    case pb03::StreamResponse::kArtifactUpdate: {
-      const pb03::TaskArtifactUpdateEvent& update = event.artifact_update();
-      pb10::TaskArtifactUpdateEvent* to = out.mutable_artifact_update();
-      to->set_task_id(update.task_id());
-      to->set_context_id(update.context_id());
-      *to->mutable_artifact() = ArtifactFrom(update.artifact());
-      to->set_append(update.append());
-      to->set_last_chunk(update.last_chunk());
-      if (update.has_metadata()) *to->mutable_metadata() = update.metadata();
+    case pb03::StreamResponse::kArtifactUpdate:
+      CopyArtifactUpdate(event.artifact_update(), out.mutable_artifact_update(), ArtifactFrom);
       break;
-    }
     default:
       break;
   }
@@ -287,24 +291,14 @@ pb03::StreamResponse ToProto(const pb10::StreamResponse& event, bool send_stream
     case pb10::StreamResponse::kStatusUpdate: {
       const pb10::TaskStatusUpdateEvent& update = event.status_update();
       pb03::TaskStatusUpdateEvent* to = out.mutable_status_update();
-      to->set_task_id(update.task_id());
-      to->set_context_id(update.context_id());
+      CopyUpdateHeader(update, to);
       *to->mutable_status() = StatusTo(update.status());
       to->set_final(Ends(update.status().state(), send_stream));
-      if (update.has_metadata()) *to->mutable_metadata() = update.metadata();
       break;
     }
-    case pb10::StreamResponse::kArtifactUpdate: {
-      const pb10::TaskArtifactUpdateEvent& update = event.artifact_update();
-      pb03::TaskArtifactUpdateEvent* to = out.mutable_artifact_update();
-      to->set_task_id(update.task_id());
-      to->set_context_id(update.context_id());
-      *to->mutable_artifact() = ArtifactTo(update.artifact());
-      to->set_append(update.append());
-      to->set_last_chunk(update.last_chunk());
-      if (update.has_metadata()) *to->mutable_metadata() = update.metadata();
+    case pb10::StreamResponse::kArtifactUpdate:
+      CopyArtifactUpdate(event.artifact_update(), out.mutable_artifact_update(), ArtifactTo);
       break;
-    }
     default:
       break;
   }
