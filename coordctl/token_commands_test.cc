@@ -66,7 +66,9 @@ TEST(TokenNewTest, BadArgumentsAreUsageErrorsAndPrintNothing) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {},
            {"--principal", ""},
-           {"--principal", "ctl\x01char"},
+           {"--principal",
+            "ctl\x01"
+            "char"},
            {"--principal", std::string(300, 'a')},
            {"--principal", "p", "--role", "root"},
            {"--principal", "p", "--valid_for", "soon"},

@@ -716,7 +716,10 @@ TEST_F(A2AHttpTest, V03RestBadInputGetsTheVersionsErrorsAndChangesNothing) {
       {"GET", "/agents/echo/v1/card", "", 400},
       // A name that is not ASCII reaches the 0.3 service as binary metadata (found by
       // fuzz_http_bindings: ASCII metadata aborted the process); one that is not UTF-8 is 400.
-      {"GET", "/agents/\xc3\xa9cho\xd9/v1/tasks/x", "", 400},
+      {"GET",
+       "/agents/\xc3\xa9"
+       "cho\xd9/v1/tasks/x",
+       "", 400},
       {"POST", "/agents/nobody/v1/message:send",
        R"({"message":{"messageId":"m","role":"ROLE_USER","content":[{"text":"x"}]}})", 404},
   };

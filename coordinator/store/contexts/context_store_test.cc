@@ -201,7 +201,9 @@ TEST_F(ContextStoreTest, ARetryWithTheSameRequestIdIsAnsweredFromTheRecord) {
   // Hostile ids are refused before anything is read or written.
   const std::string unchanged = Dump();
   v1::RecordCommandRequest bad = command;
-  bad.set_request_id(std::string("a\x01b"));
+  bad.set_request_id(
+      std::string("a\x01"
+                  "b"));
   EXPECT_EQ(contexts_->RecordCommand(bad).status().code(), absl::StatusCode::kInvalidArgument);
   bad.set_request_id(std::string(300, 'x'));
   EXPECT_EQ(contexts_->RecordCommand(bad).status().code(), absl::StatusCode::kInvalidArgument);

@@ -11,7 +11,10 @@ namespace coordinator {
 namespace {
 
 TEST(PageTokenTest, RoundTrip) {
-  const std::string resume("\x00\x01binary", 8);
+  const std::string resume(
+      "\x00\x01"
+      "binary",
+      8);
   const std::string token = EncodePageToken("commands", "ctx-1", resume);
   absl::StatusOr<std::string> decoded = DecodePageToken(token, "commands", "ctx-1");
   ASSERT_OK(decoded);
