@@ -111,5 +111,36 @@ TEST(ErrorsTest, APeersGarbledDetailsLeaveCodeAndMessage) {
   EXPECT_OK(FromGrpcStatus(grpc::Status::OK));
 }
 
+TEST(ErrorsTest, A03PeersErrorNameGivesTheReason) {
+  absl::Status received =
+      v03::FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "TaskNotFoundError: gone"));
+  EXPECT_EQ(received.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(received.message(), "TaskNotFoundError: gone");
+  EXPECT_EQ(Reason(received), kTaskNotFound);
+  EXPECT_EQ(Reason(v03::FromGrpcStatus(
+                grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "UnsupportedOperationError: no"))),
+            kUnsupportedOperation);
+  EXPECT_EQ(Reason(v03::FromGrpcStatus(
+                grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             "AuthenticatedExtendedCardNotConfiguredError: none"))),
+            kExtendedAgentCardNotConfigured);
+  // A name that is not one of 0.3's errors, a name not at the start, no name: no reason.
+  for (const char* message : {"InvalidParamsError: bad", "TaskNotFoundErrorish: x",
+                              "the TaskNotFoundError: x", "TaskNotFound: x", ""}) {
+    received = v03::FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, message));
+    EXPECT_EQ(received, absl::NotFoundError(message)) << message;
+  }
+  // An ErrorInfo wins over the name.
+  google::rpc::Status details;
+  google::rpc::ErrorInfo info;
+  info.set_reason(kTaskNotCancelable);
+  info.set_domain(kErrorDomain);
+  details.add_details()->PackFrom(info);
+  EXPECT_EQ(Reason(v03::FromGrpcStatus(grpc::Status(
+                grpc::StatusCode::NOT_FOUND, "TaskNotFoundError: x", details.SerializeAsString()))),
+            kTaskNotCancelable);
+  EXPECT_OK(v03::FromGrpcStatus(grpc::Status::OK));
+}
+
 }  // namespace
 }  // namespace a2a_protocol

@@ -15,6 +15,14 @@ namespace a2a_protocol {
 // it sent one; every other detail is dropped.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+namespace v03 {
+
+// A 0.3 agent's `status`, as FromGrpcStatus reads a 1.0 one. 0.3 sends no ErrorInfo: its SDKs
+// start the message with the error's name ("TaskNotFoundError: ..."), which gives the reason
+// (TaskNotFoundError is TASK_NOT_FOUND). An ErrorInfo, when one comes, wins.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace v03
 }  // namespace a2a_protocol
 
 #endif  // A2A_PROTOCOL_GRPC_ERRORS_H_

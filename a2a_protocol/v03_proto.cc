@@ -187,6 +187,36 @@ pb03::SendMessageRequest ToProto(const pb10::SendMessageRequest& request) {
   return out;
 }
 
+namespace {
+std::string TaskName(absl::string_view id) { return absl::StrCat("tasks/", id); }
+}  // namespace
+
+pb03::GetTaskRequest ToProto(const pb10::GetTaskRequest& request) {
+  pb03::GetTaskRequest out;
+  out.set_name(TaskName(request.id()));
+  if (request.has_history_length()) out.set_history_length(std::max(1, request.history_length()));
+  return out;
+}
+
+pb03::CancelTaskRequest ToProto(const pb10::CancelTaskRequest& request) {
+  pb03::CancelTaskRequest out;
+  out.set_name(TaskName(request.id()));
+  return out;
+}
+
+pb03::TaskSubscriptionRequest ToProto(const pb10::SubscribeToTaskRequest& request) {
+  pb03::TaskSubscriptionRequest out;
+  out.set_name(TaskName(request.id()));
+  return out;
+}
+
+pb10::StreamResponse FromProto(const pb03::SendMessageResponse& response) {
+  pb10::StreamResponse out;
+  if (response.has_task()) *out.mutable_task() = FromProto(response.task());
+  if (response.has_msg()) *out.mutable_message() = FromProto(response.msg());
+  return out;
+}
+
 pb10::Message FromProto(const pb03::Message& message) {
   pb10::Message out;
   out.set_message_id(message.message_id());

@@ -51,6 +51,14 @@ pb10::StreamResponse FromProto(const pb03::StreamResponse& event);
 // 0 ("none" in 1.0, "all" in 0.3) asked as 1, no push config (the coordinator keeps those).
 pb03::SendMessageRequest ToProto(const pb10::SendMessageRequest& request);
 
+// The calls of a delivery to a 0.3 gRPC agent, which names a task by "tasks/{id}": GetTask asks
+// a history length of at least 1 when it asks one (0 is "all" in 0.3), and unset for all.
+pb03::GetTaskRequest ToProto(const pb10::GetTaskRequest& request);
+pb03::CancelTaskRequest ToProto(const pb10::CancelTaskRequest& request);
+pb03::TaskSubscriptionRequest ToProto(const pb10::SubscribeToTaskRequest& request);
+// A 0.3 agent's answer to SendMessage as the one event it stands for (empty without a payload).
+pb10::StreamResponse FromProto(const pb03::SendMessageResponse& response);
+
 pb03::Message ToProto(const pb10::Message& message);
 pb03::Task ToProto(const pb10::Task& task);
 // One event of a stream; `send_stream` as EventJson has it (`final` on the status update that

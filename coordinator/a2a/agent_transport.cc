@@ -51,12 +51,16 @@ absl::StatusOr<std::unique_ptr<AgentTransport>> AgentTransports::For(const v1::A
     }
   }
   const std::string tenant = InterfaceTenant(agent);
+  // 0.3 agents stream only when their card says so (the capability defaults to off).
+  const bool v03 = AgentVersion(agent) == a2a_protocol::v03::kVersion;
   if (binding == a2a_protocol::kBindingGrpc) {
-    return std::make_unique<GrpcAgentTransport>(ChannelFor(agent.endpoint()), tenant);
+    return std::make_unique<GrpcAgentTransport>(
+        ChannelFor(agent.endpoint()), tenant,
+        v03 ? GrpcAgentTransport::Version::k03 : GrpcAgentTransport::Version::k10,
+        !v03 || agent.card().capabilities().streaming());
   }
   ASSIGN_OR_RETURN(common::HttpUrl url, common::ParseHttpUrl(agent.endpoint()));
-  if (AgentVersion(agent) == a2a_protocol::v03::kVersion) {
-    // 0.3 agents stream only when their card says so (the capability defaults to off).
+  if (v03) {
     return std::make_unique<HttpAgentTransport>(
         binding == a2a_protocol::kBindingJsonRpc ? HttpAgentTransport::Binding::kJsonRpcV03
                                                  : HttpAgentTransport::Binding::kRestV03,

@@ -91,11 +91,6 @@ absl::StatusOr<std::string> InterfaceEndpoint(const a2apb::AgentInterface& inter
     return absl::FailedPreconditionError(absl::StrCat(
         *binding, " interface speaks A2A ", interface.protocol_version(), ", not 1.x or 0.3"));
   }
-  if (version == a2a_protocol::v03::kVersion && *binding == a2a_protocol::kBindingGrpc) {
-    return absl::FailedPreconditionError(
-        "GRPC interface speaks A2A 0.3: the coordinator delivers to 0.3 agents over JSONRPC or "
-        "HTTP+JSON");
-  }
   const std::string& url = interface.url();
   std::string endpoint;
   if (*binding == a2a_protocol::kBindingGrpc) {
@@ -158,7 +153,7 @@ absl::StatusOr<ChosenInterface> ChooseInterface(const a2apb::AgentCard& card,
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "the card lists no interface the coordinator speaks (GRPC, JSONRPC or HTTP+JSON at A2A "
-      "1.x, JSONRPC or HTTP+JSON at A2A 0.3); it lists ",
+      "1.x or 0.3); it lists ",
       offered.empty() ? "none" : absl::StrJoin(offered, ", "),
       skipped.empty() ? "" : absl::StrCat(" (", absl::StrJoin(skipped, "; "), ")")));
 }

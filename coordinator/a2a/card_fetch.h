@@ -53,13 +53,13 @@ inline constexpr char kVersion10[] = "1.0";
 
 // The endpoint the gateway would dial for `interface` (see ChosenInterface::endpoint);
 // INVALID_ARGUMENT when its URL does not suit its binding, FAILED_PRECONDITION for a binding or
-// protocol version (other than 1.x or unset, or 0.3 on JSONRPC or HTTP+JSON) we do not speak.
+// protocol version (other than 1.x or unset, or 0.3) we do not speak.
 [[nodiscard]] absl::StatusOr<std::string> InterfaceEndpoint(
     const lf::a2a::v1::AgentInterface& interface);
 
 // Chooses the interface of `card` to deliver over: among those we speak and `allow` allows, the
 // version first (1.x, else 0.3), then the first GRPC one in the card's order, else the first
-// JSONRPC one, else the first HTTP+JSON one. Of 0.3 the coordinator speaks JSONRPC and HTTP+JSON.
+// JSONRPC one, else the first HTTP+JSON one.
 // PERMISSION_DENIED when every interface we speak names a host `allow` refuses;
 // FAILED_PRECONDITION when the card lists none we speak.
 [[nodiscard]] absl::StatusOr<ChosenInterface> ChooseInterface(const lf::a2a::v1::AgentCard& card,

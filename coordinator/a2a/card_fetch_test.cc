@@ -59,11 +59,19 @@ TEST(AgentCardTest, SkipsWhatWeDoNotSpeakAndWhatTheAllowListRefuses) {
   // Another protocol version, another binding, a malformed URL: nothing to speak.
   absl::StatusOr<ChosenInterface> chosen = ChooseInterface(
       Card(R"({"url":"http://127.0.0.1:9/","protocolBinding":"JSONRPC","protocolVersion":"0.2"},)"
-           R"({"url":"127.0.0.1:9","protocolBinding":"GRPC","protocolVersion":"0.3"},)"
+           R"({"url":"127.0.0.1:9","protocolBinding":"GRPC","protocolVersion":"2.0"},)"
            R"({"url":"ws://127.0.0.1:9/","protocolBinding":"WEBSOCKET"},)"
            R"({"url":"127.0.0.1","protocolBinding":"GRPC"})"),
       loopback);
   EXPECT_EQ(chosen.status().code(), absl::StatusCode::kFailedPrecondition);
+  // 0.3 over gRPC: dialled as host:port.
+  chosen = ChooseInterface(
+      Card(R"({"url":"http://127.0.0.1:9/","protocolBinding":"GRPC","protocolVersion":"0.3.0"})"),
+      loopback);
+  ASSERT_OK(chosen);
+  EXPECT_EQ(chosen->binding, "GRPC");
+  EXPECT_EQ(chosen->endpoint, "127.0.0.1:9");
+  EXPECT_EQ(chosen->version, "0.3");
   // The version first: a 1.0 HTTP+JSON interface before a 0.3 JSON-RPC one listed earlier.
   chosen = ChooseInterface(
       Card(

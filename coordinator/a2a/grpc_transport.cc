@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "a2a/v0_3/a2a.grpc.pb.h"
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/grpc_errors.h"
+#include "a2a_protocol/v03_proto.h"
 #include "a2a_protocol/version.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/strip.h"
@@ -18,32 +20,106 @@
 namespace coordinator {
 namespace {
 
+namespace pb03 = ::a2a::v1;
+
+// The wire of each A2A version: its service, its messages, how a call is stamped and how its
+// answers and errors read as 1.0. The call and the unary calls below are written once over it.
+struct Wire10 {
+  using Service = a2apb::A2AService;
+  using SendRequest = a2apb::SendMessageRequest;
+  using SendReply = a2apb::SendMessageResponse;
+  using SubscribeRequest = a2apb::SubscribeToTaskRequest;
+  using GetRequest = a2apb::GetTaskRequest;
+  using CancelRequest = a2apb::CancelTaskRequest;
+  using Event = a2apb::StreamResponse;
+  using Task = a2apb::Task;
+
+  static void Stamp(grpc::ClientContext* context) { a2a_protocol::AddVersion(context); }
+  static void Subscribe(Service::Stub* stub, grpc::ClientContext* context,
+                        const SubscribeRequest* request, grpc::ClientReadReactor<Event>* reactor) {
+    stub->async()->SubscribeToTask(context, request, reactor);
+  }
+  template <typename Request>
+  static Request Out(const Request& request, const std::string& tenant) {
+    Request sent = request;
+    if (!tenant.empty()) sent.set_tenant(tenant);
+    return sent;
+  }
+  static a2apb::StreamResponse In(Event&& event) { return std::move(event); }
+  static a2apb::StreamResponse In(SendReply&& reply) {
+    a2apb::StreamResponse event;
+    if (reply.has_task()) *event.mutable_task() = std::move(*reply.mutable_task());
+    if (reply.has_message()) *event.mutable_message() = std::move(*reply.mutable_message());
+    return event;
+  }
+  static a2apb::Task In(Task&& task) { return std::move(task); }
+  static absl::Status In(const grpc::Status& status) {
+    return a2a_protocol::FromGrpcStatus(status);
+  }
+};
+
+// A2A 0.3's service (package a2a.v1): no version header, no tenant, tasks named "tasks/{id}".
+struct Wire03 {
+  using Service = pb03::A2AService;
+  using SendRequest = pb03::SendMessageRequest;
+  using SendReply = pb03::SendMessageResponse;
+  using SubscribeRequest = pb03::TaskSubscriptionRequest;
+  using GetRequest = pb03::GetTaskRequest;
+  using CancelRequest = pb03::CancelTaskRequest;
+  using Event = pb03::StreamResponse;
+  using Task = pb03::Task;
+
+  static void Stamp(grpc::ClientContext*) {}
+  static void Subscribe(Service::Stub* stub, grpc::ClientContext* context,
+                        const SubscribeRequest* request, grpc::ClientReadReactor<Event>* reactor) {
+    stub->async()->TaskSubscription(context, request, reactor);
+  }
+  template <typename Request>
+  static auto Out(const Request& request, const std::string& /*tenant*/) {
+    return a2a_protocol::v03::ToProto(request);
+  }
+  template <typename Answer>
+  static auto In(const Answer& answer) {
+    return a2a_protocol::v03::FromProto(answer);
+  }
+  static absl::Status In(const grpc::Status& status) {
+    return a2a_protocol::v03::FromGrpcStatus(status);
+  }
+};
+
 // The agent's event stream of one delivery, read ahead on gRPC's callback threads: events that
-// arrive while the gateway stores the previous burst wait here and are taken together. At most
-// kMaxBurstEvents wait; beyond that reading pauses until they are taken. An agent that answers
-// the stream with UNIMPLEMENTED before any event (no streaming) gets the unary SendMessage, and
-// its answer becomes the one event.
-class GrpcAgentCall final : public AgentCall,
-                            public grpc::ClientReadReactor<a2apb::StreamResponse> {
+// arrive while the gateway stores the previous burst wait here (as 1.0) and are taken together.
+// At most kMaxBurstEvents wait; beyond that reading pauses until they are taken. An agent without
+// streaming (it answers the stream with UNIMPLEMENTED before any event, or its 0.3 card says so)
+// gets the unary SendMessage, and its answer becomes the one event.
+template <typename Wire>
+class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typename Wire::Event> {
+  using Reactor = grpc::ClientReadReactor<typename Wire::Event>;
+
  public:
   GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, absl::Time deadline)
-      : stub_(a2apb::A2AService::NewStub(std::move(channel))), deadline_(deadline) {
+      : stub_(Wire::Service::NewStub(std::move(channel))), deadline_(deadline) {
     context_.set_deadline(absl::ToChronoTime(deadline));
-    a2a_protocol::AddVersion(&context_);
+    Wire::Stamp(&context_);
   }
 
-  // SendStreamingMessage, with the unary SendMessage for an agent without streaming.
-  void StartSend(a2apb::SendMessageRequest request) {
+  // SendStreamingMessage, with the unary SendMessage for an agent without streaming; only the
+  // unary one when `streams` is false.
+  void StartSend(typename Wire::SendRequest request, bool streams) {
     request_ = std::move(request);
     sending_ = true;
+    if (!streams) {
+      StartUnary(&unary_context_.emplace());  // no other thread knows the call yet
+      return;
+    }
     stub_->async()->SendStreamingMessage(&context_, &request_, this);
     StartReading();
   }
 
   // SubscribeToTask.
-  void StartSubscribe(a2apb::SubscribeToTaskRequest request) {
+  void StartSubscribe(typename Wire::SubscribeRequest request) {
     subscribe_request_ = std::move(request);
-    stub_->async()->SubscribeToTask(&context_, &subscribe_request_, this);
+    Wire::Subscribe(stub_.get(), &context_, &subscribe_request_, this);
     StartReading();
   }
 
@@ -63,7 +139,7 @@ class GrpcAgentCall final : public AgentCall,
         // pauses (a hold taken now would never be removed, and OnDone, which Finish() waits
         // for, would never come). The reads end when the call does.
       } else {
-        queue_.push_back(std::move(incoming_));
+        queue_.push_back(Wire::In(std::move(incoming_)));
         if (opening_ready_ != nullptr && OpeningComplete(queue_, holds_, ends_)) {
           ready = std::move(opening_ready_);
           opening_ready_ = nullptr;
@@ -73,13 +149,13 @@ class GrpcAgentCall final : public AgentCall,
           // pending, so that Take() may still start one; Take() or Finish() removes it.
           paused_ = true;
           paused = true;
-          AddHold();
+          this->AddHold();
         }
       }
     }
     if (!paused) {
       incoming_.Clear();
-      StartRead(&incoming_);
+      this->StartRead(&incoming_);
     }
     // Last: it may take the events, store them and end the call (gRPC holds the call until
     // this reaction returns).
@@ -95,13 +171,10 @@ class GrpcAgentCall final : public AgentCall,
         // Made only now (most agents stream): a context costs allocations, and its cancel a
         // batch. A Cancel() from now on cancels it, before or after the call starts on it.
         unary = &unary_context_.emplace();
-        unary->set_deadline(absl::ToChronoTime(deadline_));
-        a2a_protocol::AddVersion(unary);
       }
     }
     if (unary != nullptr) {
-      stub_->async()->SendMessage(unary, &request_, &reply_,
-                                  [this](grpc::Status s) { OnUnaryDone(s); });
+      StartUnary(unary);
       return;
     }
     End(status);
@@ -120,8 +193,8 @@ class GrpcAgentCall final : public AgentCall,
     }
     if (resume) {  // OnReadDone stopped reading: no read is pending, incoming_ is ours
       incoming_.Clear();
-      StartRead(&incoming_);
-      RemoveHold();
+      this->StartRead(&incoming_);
+      this->RemoveHold();
     }
     return taken;
   }
@@ -184,8 +257,8 @@ class GrpcAgentCall final : public AgentCall,
         finished_ready_ = std::move(done);  // End() runs it
       }
     }
-    if (release) RemoveHold();  // may end the call, and End() run `done`, on this thread
-    if (ended) std::move(done)(a2a_protocol::FromGrpcStatus(status));
+    if (release) this->RemoveHold();  // may end the call, and End() run `done`, on this thread
+    if (ended) std::move(done)(Wire::In(status));
   }
 
   void Cancel() override {
@@ -213,23 +286,29 @@ class GrpcAgentCall final : public AgentCall,
       paused_ = false;
       finishing_ = true;  // under mu_ with the check above: OnReadDone pauses before or never
     }
-    if (release) RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
+    if (release) this->RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
     finished_.WaitForNotification();
     absl::MutexLock lock(&mu_);
-    return a2a_protocol::FromGrpcStatus(status_);
+    return Wire::In(status_);
   }
 
  private:
   void StartReading() {
-    StartRead(&incoming_);
-    StartCall();
+    this->StartRead(&incoming_);
+    this->StartCall();
+  }
+
+  // The unary SendMessage on `unary` (unary_context_).
+  void StartUnary(grpc::ClientContext* unary) {
+    unary->set_deadline(absl::ToChronoTime(deadline_));
+    Wire::Stamp(unary);
+    stub_->async()->SendMessage(unary, &request_, &reply_,
+                                [this](grpc::Status s) { OnUnaryDone(s); });
   }
 
   void OnUnaryDone(const grpc::Status& status) {
     if (status.ok()) {
-      a2apb::StreamResponse update;
-      if (reply_.has_task()) *update.mutable_task() = std::move(*reply_.mutable_task());
-      if (reply_.has_message()) *update.mutable_message() = std::move(*reply_.mutable_message());
+      a2apb::StreamResponse update = Wire::In(std::move(reply_));
       absl::MutexLock lock(&mu_);
       queue_.push_back(std::move(update));
     }
@@ -253,21 +332,21 @@ class GrpcAgentCall final : public AgentCall,
     if (ready != nullptr) {
       std::move(ready)();
     } else if (finished != nullptr) {
-      std::move(finished)(a2a_protocol::FromGrpcStatus(status));
+      std::move(finished)(Wire::In(status));
     }
   }
 
-  std::unique_ptr<a2apb::A2AService::Stub> stub_;
-  a2apb::SendMessageRequest request_;                // when sending_
-  a2apb::SubscribeToTaskRequest subscribe_request_;  // otherwise
+  std::unique_ptr<typename Wire::Service::Stub> stub_;
+  typename Wire::SendRequest request_;                 // when sending_
+  typename Wire::SubscribeRequest subscribe_request_;  // otherwise
   bool sending_ = false;
   grpc::ClientContext context_;
   const absl::Time deadline_;
   // Made by OnDone, under mu_, for an agent that answers the stream with UNIMPLEMENTED; never
   // reset, so a pointer taken under mu_ stays good for the call's life.
   std::optional<grpc::ClientContext> unary_context_ ABSL_GUARDED_BY(mu_);
-  a2apb::StreamResponse incoming_;    // written by gRPC while a read is pending
-  a2apb::SendMessageResponse reply_;  // written by gRPC during the unary call
+  typename Wire::Event incoming_;   // written by gRPC while a read is pending
+  typename Wire::SendReply reply_;  // written by gRPC during the unary call
   absl::Mutex mu_;
   std::deque<a2apb::StreamResponse> queue_ ABSL_GUARDED_BY(mu_);
   bool got_any_ ABSL_GUARDED_BY(mu_) = false;
@@ -287,55 +366,77 @@ class GrpcAgentCall final : public AgentCall,
 
 }  // namespace
 
-std::unique_ptr<AgentCall> GrpcAgentTransport::SendStreaming(
-    const a2apb::SendMessageRequest& request, absl::Time deadline) {
-  a2apb::SendMessageRequest sent = request;
-  if (!tenant_.empty()) sent.set_tenant(tenant_);
-  auto call = std::make_unique<GrpcAgentCall>(channel_, deadline);
-  call->StartSend(std::move(sent));
-  return call;
-}
-
-std::unique_ptr<AgentCall> GrpcAgentTransport::Subscribe(
-    const a2apb::SubscribeToTaskRequest& request, absl::Time deadline) {
-  a2apb::SubscribeToTaskRequest sent = request;
-  if (!tenant_.empty()) sent.set_tenant(tenant_);
-  auto call = std::make_unique<GrpcAgentCall>(channel_, deadline);
-  call->StartSubscribe(std::move(sent));
-  return call;
-}
-
 namespace {
 
-// One unary call of the A2A service that answers with a Task: `sent` with the tenant set, the
-// A2A version stamped and `deadline` kept.
-template <typename Request>
-absl::StatusOr<a2apb::Task> CallForTask(const std::shared_ptr<grpc::Channel>& channel,
-                                        const std::string& tenant, Request sent,
-                                        absl::Time deadline,
-                                        grpc::Status (a2apb::A2AService::Stub::*method)(
-                                            grpc::ClientContext*, const Request&, a2apb::Task*)) {
-  a2apb::A2AService::Stub stub(channel);
+// One unary call of the A2A service that answers with a Task, on `Wire`: the request as the
+// wire has it, stamped, and `deadline` kept.
+template <typename Wire, typename Request>
+absl::StatusOr<a2apb::Task> CallForTask(
+    const std::shared_ptr<grpc::Channel>& channel, const Request& request, absl::Time deadline,
+    grpc::Status (Wire::Service::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                typename Wire::Task*)) {
+  typename Wire::Service::Stub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
-  a2a_protocol::AddVersion(&context);
-  if (!tenant.empty()) sent.set_tenant(tenant);
-  a2apb::Task reply;
-  const grpc::Status status = (stub.*method)(&context, sent, &reply);
-  if (!status.ok()) return a2a_protocol::FromGrpcStatus(status);
-  return reply;
+  Wire::Stamp(&context);
+  typename Wire::Task reply;
+  const grpc::Status status = (stub.*method)(&context, request, &reply);
+  if (!status.ok()) return Wire::In(status);
+  return Wire::In(std::move(reply));
+}
+
+template <typename Wire>
+std::unique_ptr<AgentCall> Send(const std::shared_ptr<grpc::Channel>& channel,
+                                const std::string& tenant, bool streams,
+                                const a2apb::SendMessageRequest& request, absl::Time deadline) {
+  auto call = std::make_unique<GrpcAgentCall<Wire>>(channel, deadline);
+  call->StartSend(Wire::Out(request, tenant), streams);
+  return call;
+}
+
+template <typename Wire>
+std::unique_ptr<AgentCall> Subscribe(const std::shared_ptr<grpc::Channel>& channel,
+                                     const std::string& tenant,
+                                     const a2apb::SubscribeToTaskRequest& request,
+                                     absl::Time deadline) {
+  auto call = std::make_unique<GrpcAgentCall<Wire>>(channel, deadline);
+  call->StartSubscribe(Wire::Out(request, tenant));
+  return call;
 }
 
 }  // namespace
 
+std::unique_ptr<AgentCall> GrpcAgentTransport::SendStreaming(
+    const a2apb::SendMessageRequest& request, absl::Time deadline) {
+  return version_ == Version::k03 ? Send<Wire03>(channel_, tenant_, streams_, request, deadline)
+                                  : Send<Wire10>(channel_, tenant_, true, request, deadline);
+}
+
+std::unique_ptr<AgentCall> GrpcAgentTransport::Subscribe(
+    const a2apb::SubscribeToTaskRequest& request, absl::Time deadline) {
+  return version_ == Version::k03
+             ? coordinator::Subscribe<Wire03>(channel_, tenant_, request, deadline)
+             : coordinator::Subscribe<Wire10>(channel_, tenant_, request, deadline);
+}
+
 absl::StatusOr<a2apb::Task> GrpcAgentTransport::CancelTask(const a2apb::CancelTaskRequest& request,
                                                            absl::Time deadline) {
-  return CallForTask(channel_, tenant_, request, deadline, &a2apb::A2AService::Stub::CancelTask);
+  if (version_ == Version::k03) {
+    return CallForTask<Wire03>(channel_, Wire03::Out(request, tenant_), deadline,
+                               &Wire03::Service::Stub::CancelTask);
+  }
+  return CallForTask<Wire10>(channel_, Wire10::Out(request, tenant_), deadline,
+                             &Wire10::Service::Stub::CancelTask);
 }
 
 absl::StatusOr<a2apb::Task> GrpcAgentTransport::GetTask(const a2apb::GetTaskRequest& request,
                                                         absl::Time deadline) {
-  return CallForTask(channel_, tenant_, request, deadline, &a2apb::A2AService::Stub::GetTask);
+  if (version_ == Version::k03) {
+    return CallForTask<Wire03>(channel_, Wire03::Out(request, tenant_), deadline,
+                               &Wire03::Service::Stub::GetTask);
+  }
+  return CallForTask<Wire10>(channel_, Wire10::Out(request, tenant_), deadline,
+                             &Wire10::Service::Stub::GetTask);
 }
 
 std::shared_ptr<grpc::Channel> NewAgentChannel(const std::string& endpoint) {

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "a2a/v0_3/a2a.grpc.pb.h"
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/errors.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -309,6 +311,154 @@ TEST_F(GrpcTransportTest, WhenFinishedOnAnEndedCallRunsAtOnce) {
     ran_on = std::this_thread::get_id();
   });
   EXPECT_EQ(ran_on, caller);
+}
+
+// A 0.3 agent (package a2a.v1), written against its proto: it records what it is sent, answers
+// the stream with its task and a final status update, SendMessage with a completed task, GetTask
+// with the task it names, and CancelTask with 0.3's TaskNotCancelableError.
+class V03Agent final : public ::a2a::v1::A2AService::Service {
+ public:
+  grpc::Status SendStreamingMessage(
+      grpc::ServerContext* context, const ::a2a::v1::SendMessageRequest* request,
+      grpc::ServerWriter<::a2a::v1::StreamResponse>* writer) override {
+    Record("stream", *context, request->request().content(0).text(),
+           request->configuration().blocking());
+    ::a2a::v1::StreamResponse task;
+    task.mutable_task()->set_id("t1");
+    task.mutable_task()->mutable_status()->set_state(::a2a::v1::TASK_STATE_WORKING);
+    writer->Write(task);
+    ::a2a::v1::StreamResponse done;
+    done.mutable_status_update()->set_task_id("t1");
+    done.mutable_status_update()->mutable_status()->set_state(::a2a::v1::TASK_STATE_COMPLETED);
+    done.mutable_status_update()->set_final(true);
+    writer->Write(done);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SendMessage(grpc::ServerContext* context,
+                           const ::a2a::v1::SendMessageRequest* request,
+                           ::a2a::v1::SendMessageResponse* response) override {
+    Record("send", *context, request->request().content(0).text(),
+           request->configuration().blocking());
+    response->mutable_task()->set_id("t1");
+    response->mutable_task()->mutable_status()->set_state(::a2a::v1::TASK_STATE_COMPLETED);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetTask(grpc::ServerContext* context, const ::a2a::v1::GetTaskRequest* request,
+                       ::a2a::v1::Task* task) override {
+    Record("get", *context, request->name(), request->history_length() > 0);
+    if (request->name() != "tasks/t1") {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "TaskNotFoundError: Task not found");
+    }
+    task->set_id("t1");
+    task->mutable_status()->set_state(::a2a::v1::TASK_STATE_COMPLETED);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelTask(grpc::ServerContext* context, const ::a2a::v1::CancelTaskRequest* request,
+                          ::a2a::v1::Task*) override {
+    Record("cancel", *context, request->name(), false);
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "TaskNotCancelableError: Task cannot be canceled");
+  }
+
+  // "<call> <text or name> <blocking or history asked> <a2a-version header or ->".
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  void Record(const std::string& call, const grpc::ServerContext& context, const std::string& what,
+              bool flag) {
+    auto version = context.client_metadata().find("a2a-version");
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(call + " " + what + " " + (flag ? "1" : "0") + " " +
+                     (version == context.client_metadata().end()
+                          ? "-"
+                          : std::string(version->second.data(), version->second.size())));
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+class GrpcTransportV03Test : public testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&agent_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    channel_ = NewAgentChannel("127.0.0.1:" + std::to_string(port));
+  }
+
+  void TearDown() override {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  }
+
+  // Sends "hello" and returns the events read back, as 1.0.
+  std::vector<a2apb::StreamResponse> SendHello(GrpcAgentTransport& transport) {
+    a2apb::SendMessageRequest request;
+    request.set_tenant("never-sent");
+    request.mutable_message()->set_message_id("m1");
+    request.mutable_message()->set_role(a2apb::ROLE_USER);
+    request.mutable_message()->add_parts()->set_text("hello");
+    std::unique_ptr<AgentCall> call =
+        transport.SendStreaming(request, absl::Now() + absl::Seconds(60));
+    std::vector<a2apb::StreamResponse> events;
+    while (call->Take(&events) > 0) {
+    }
+    EXPECT_TRUE(call->Finish().ok());
+    return events;
+  }
+
+  V03Agent agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+TEST_F(GrpcTransportV03Test, AStreamingAgentIsSentIts03MessageAndAnsweredIn10) {
+  GrpcAgentTransport transport(channel_, "", GrpcAgentTransport::Version::k03, /*streams=*/true);
+  const std::vector<a2apb::StreamResponse> events = SendHello(transport);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].task().id(), "t1");
+  EXPECT_EQ(events[0].task().status().state(), a2apb::TASK_STATE_WORKING);
+  EXPECT_EQ(events[1].status_update().status().state(), a2apb::TASK_STATE_COMPLETED);
+  // Blocking, no A2A-Version header (0.3 has none).
+  EXPECT_EQ(agent_.calls(), std::vector<std::string>{"stream hello 1 -"});
+}
+
+TEST_F(GrpcTransportV03Test, AnAgentWhoseCardSaysNoStreamingGetsOnlyTheUnaryCall) {
+  GrpcAgentTransport transport(channel_, "", GrpcAgentTransport::Version::k03, /*streams=*/false);
+  const std::vector<a2apb::StreamResponse> events = SendHello(transport);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  EXPECT_EQ(agent_.calls(), std::vector<std::string>{"send hello 1 -"});
+}
+
+TEST_F(GrpcTransportV03Test, TasksAreNamedAndErrorsReadByTheirNames) {
+  GrpcAgentTransport transport(channel_, "", GrpcAgentTransport::Version::k03);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  a2apb::GetTaskRequest get;
+  get.set_id("t1");
+  get.set_history_length(0);  // "none" in 1.0, "all" in 0.3: asked as 1
+  absl::StatusOr<a2apb::Task> task = transport.GetTask(get, deadline);
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ(task->status().state(), a2apb::TASK_STATE_COMPLETED);
+  get.set_id("gone");
+  task = transport.GetTask(get, deadline);
+  EXPECT_EQ(task.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(a2a_protocol::Reason(task.status()), a2a_protocol::kTaskNotFound);
+  a2apb::CancelTaskRequest cancel;
+  cancel.set_id("t1");
+  task = transport.CancelTask(cancel, deadline);
+  EXPECT_EQ(a2a_protocol::Reason(task.status()), a2a_protocol::kTaskNotCancelable);
+  EXPECT_EQ(agent_.calls(), (std::vector<std::string>{"get tasks/t1 1 -", "get tasks/gone 1 -",
+                                                      "cancel tasks/t1 0 -"}));
 }
 
 }  // namespace

@@ -485,7 +485,7 @@ TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
                     "application/json");
   });
   cards.Get("/v03grpc", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"name":"g","protocolVersion":"0.3.0","url":"127.0.0.1:1",)"
+    res.set_content(R"({"name":"g","protocolVersion":"0.3.0","url":"http://127.0.0.1:1/a2a",)"
                     R"("preferredTransport":"GRPC"})",
                     "application/json");
   });
@@ -519,7 +519,7 @@ TEST_F(CardRegistrationTest, BadCardsAreRefusedAndNothingIsStored) {
       {base + "/array", grpc::StatusCode::INVALID_ARGUMENT, "not an A2A agent card"},
       {base + "/old", grpc::StatusCode::FAILED_PRECONDITION, "no interface"},
       {base + "/v029", grpc::StatusCode::FAILED_PRECONDITION, "0.2.9"},
-      {base + "/v03grpc", grpc::StatusCode::FAILED_PRECONDITION, "over JSONRPC"},
+      {base + "/v03grpc", grpc::StatusCode::FAILED_PRECONDITION, "gRPC dials host:port"},
       {base + "/v03bad", grpc::StatusCode::INVALID_ARGUMENT, "additionalInterfaces"},
       {base + "/elsewhere", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},
       {"http://agent.example/card", grpc::StatusCode::PERMISSION_DENIED, "outbound_allow_hosts"},

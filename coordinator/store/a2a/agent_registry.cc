@@ -81,10 +81,6 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
     return absl::InvalidArgumentError(
         absl::StrCat("protocol_version \"", version, "\" is not 1.0 or 0.3"));
   }
-  if (version == "0.3" && binding == a2a_protocol::kBindingGrpc) {
-    return absl::InvalidArgumentError(
-        "protocol_version 0.3 is delivered over JSONRPC or HTTP+JSON, not GRPC");
-  }
   if (!request.card_url().empty()) {
     RETURN_IF_ERROR(common::ValidateId("card_url", request.card_url()));
     RETURN_IF_ERROR(common::ParseHttpUrl(request.card_url()).status());
