@@ -138,6 +138,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(Serv
   addresses.grpc_address =
       tls.has_value() ? absl::StrCat("https://", server->address_) : server->address_;
   addresses.bearer_auth = tokens != nullptr;
+  addresses.default_agent = options.default_agent;
   server->a2a_service_->set_card_addresses(addresses);
   RETURN_IF_ERROR(server->StartBackgroundJobs(options));
   if (!options.http_listen.empty()) server->ServeHttp(options, tls, tokens);

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include "a2a_protocol/bindings.h"
+#include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -16,24 +17,43 @@ namespace coordinator {
 namespace {
 
 void AddInterface(a2apb::AgentCard* card, const std::string& url, const char* binding,
-                  const std::string& tenant) {
+                  const std::string& tenant, const char* version = a2a_protocol::kVersion) {
   a2apb::AgentInterface* iface = card->add_supported_interfaces();
   iface->set_url(url);
   iface->set_protocol_binding(binding);
   if (!tenant.empty()) iface->set_tenant(tenant);
-  iface->set_protocol_version(a2a_protocol::kVersion);
+  iface->set_protocol_version(version);
+}
+
+// Agent `name`'s base URL; "" when the HTTP port is off.
+std::string AgentBaseUrl(const std::string& name, const CardAddresses& addresses) {
+  if (addresses.http_base_url.empty()) return "";
+  return absl::StrCat(addresses.http_base_url, AgentBasePath(name));
 }
 
 // The interfaces that reach `name`: both JSON bindings at its base URL (when the HTTP port is
 // on), then gRPC with its name as tenant.
 void AddAgentInterfaces(a2apb::AgentCard* card, const std::string& name,
                         const CardAddresses& addresses) {
-  if (!addresses.http_base_url.empty()) {
-    const std::string base = absl::StrCat(addresses.http_base_url, AgentBasePath(name));
+  if (const std::string base = AgentBaseUrl(name, addresses); !base.empty()) {
     AddInterface(card, base, a2a_protocol::kBindingJsonRpc, "");
     AddInterface(card, base, a2a_protocol::kBindingHttpJson, "");
   }
   AddInterface(card, addresses.grpc_address, a2a_protocol::kBindingGrpc, name);
+}
+
+// The 0.3 interfaces at `base_url` (an agent's, or the root: 0.3's HTTP+JSON paths start with
+// /v1, so one URL serves both JSON bindings), and gRPC when it reaches the agent without a tenant.
+void AddV03Interfaces(a2apb::AgentCard* card, const std::string& base_url, bool grpc,
+                      const CardAddresses& addresses) {
+  if (!base_url.empty()) {
+    AddInterface(card, base_url, a2a_protocol::kBindingJsonRpc, "", a2a_protocol::v03::kVersion);
+    AddInterface(card, base_url, a2a_protocol::kBindingHttpJson, "", a2a_protocol::v03::kVersion);
+  }
+  if (grpc) {
+    AddInterface(card, addresses.grpc_address, a2a_protocol::kBindingGrpc, "",
+                 a2a_protocol::v03::kVersion);
+  }
 }
 
 // The "bearer" HTTP security scheme, required on every call (docs/security.md).
@@ -105,6 +125,7 @@ absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
     if (page.next_page_token().empty()) break;
     request.set_page_token(page.next_page_token());
   }
+  AddV03Interfaces(&card, addresses.http_base_url, !addresses.tenantless_agent.empty(), addresses);
   return card;
 }
 
@@ -131,6 +152,8 @@ a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses&
     skill->add_tags("agent");
   }
   AddAgentInterfaces(&card, agent.name(), addresses);
+  AddV03Interfaces(&card, AgentBaseUrl(agent.name(), addresses),
+                   addresses.tenantless_agent == agent.name(), addresses);
   if (addresses.bearer_auth) AddBearerScheme(&card);
   return card;
 }

@@ -26,6 +26,12 @@ struct CardAddresses {
   std::string http_base_url;
   // Whether calls need "Authorization: Bearer <token>" (a token file is configured).
   bool bearer_auth = false;
+  // --default_agent.
+  std::string default_agent;
+  // The agent a call without a tenant reaches (default_agent, else the only agent; "" for
+  // none; the HTTP binding works it out per card request). A2A 0.3's gRPC has no tenant, so only
+  // this agent's cards, and the coordinator's, list a 0.3 GRPC interface.
+  std::string tenantless_agent;
 };
 
 // Path of agent `name`'s base URL below the HTTP port: "/agents/<name>", the name
@@ -34,13 +40,15 @@ std::string AgentBasePath(const std::string& name);
 
 // The coordinator's own card: for each registered agent, a GRPC interface with the agent's name
 // as tenant and, with an HTTP port, JSONRPC and HTTP+JSON interfaces at the agent's base URL;
-// one skill per agent.
+// then the 0.3 interfaces, which name no agent: JSONRPC and HTTP+JSON at the root, GRPC when a
+// call without a tenant reaches an agent. One skill per agent.
 [[nodiscard]] absl::StatusOr<a2apb::AgentCard> CoordinatorCard(AgentRegistryStore* agents,
                                                                const CardAddresses& addresses);
 
 // Agent `agent`'s card as the coordinator publishes it at its base URL: the agent's own card
 // (name, description, skills, modes) with the coordinator's interfaces (JSONRPC and HTTP+JSON at
-// the base URL, then GRPC with the agent's name as tenant), its security scheme, and streaming
+// the base URL, then GRPC with the agent's name as tenant; then the same at protocol version 0.3,
+// GRPC only for addresses.tenantless_agent), its security scheme, and streaming
 // and push notifications on (the coordinator provides them whatever the agent does). The agent's
 // signatures are dropped: they signed other interfaces.
 a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses& addresses);

@@ -27,6 +27,7 @@
 #include "coordinator/a2a/generic_stream_call.h"
 #include "coordinator/a2a/rest_v03.h"
 #include "coordinator/a2a/service_v03.h"
+#include "coordinator/a2a/tenant_routing.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -325,6 +326,8 @@ class A2AHttpBindings::Impl {
       host = absl::StrCat(req.local_addr, ":", req.local_port);
     }
     addresses.http_base_url = absl::StrCat(scheme_, "://", host);
+    absl::StatusOr<std::string> tenantless = ResolveTenant(agents_, addresses.default_agent, "");
+    if (tenantless.ok()) addresses.tenantless_agent = *std::move(tenantless);
     return addresses;
   }
 
@@ -454,7 +457,7 @@ class A2AHttpBindings::Impl {
 
   // The interfaces of a card that the coordinator serves in A2A 0.3.
   static bool ServedInV03(const a2apb::AgentInterface& interface) {
-    return interface.protocol_binding() == "JSONRPC" || interface.protocol_binding() == "HTTP+JSON";
+    return interface.protocol_version() == a2a_protocol::v03::kVersion;
   }
 
   // The A2A-Version the request asks for: its header, else its query parameter (specification
@@ -667,6 +670,15 @@ class A2AHttpBindings::Impl {
             absl::StrCat("the ", header, " header holds bytes other than printable ASCII"));
       }
       context->AddMetadata(key, value);
+    }
+    // The version asked by query parameter (specification section 3.6.1) when no header asks.
+    if (version == nullptr && !req.has_header(kVersionHeader) && req.has_param(kVersionHeader)) {
+      const std::string value = req.get_param_value(kVersionHeader);
+      if (!IsPrintableAscii(value)) {
+        return absl::InvalidArgumentError(
+            "the A2A-Version parameter holds bytes other than printable ASCII");
+      }
+      context->AddMetadata("a2a-version", value);
     }
     context->set_deadline(absl::ToChronoTime(absl::Now() + options_.max_call_time));
     return absl::OkStatus();

@@ -192,14 +192,29 @@ TEST_F(A2AHttpTest, AgentCardsNameEveryBindingAndAreCacheable) {
   a2apb::AgentCard card;
   ASSERT_OK(FromJson(res->body, &card));
   const std::string base = absl::StrCat("http://127.0.0.1:", http_port_, "/agents/echo");
-  ASSERT_EQ(card.supported_interfaces_size(), 3) << res->body;
-  EXPECT_EQ(card.supported_interfaces(0).protocol_binding(), "JSONRPC");
-  EXPECT_EQ(card.supported_interfaces(0).url(), base);
-  EXPECT_EQ(card.supported_interfaces(1).protocol_binding(), "HTTP+JSON");
-  EXPECT_EQ(card.supported_interfaces(1).url(), base);
-  EXPECT_EQ(card.supported_interfaces(2).protocol_binding(), "GRPC");
-  EXPECT_EQ(card.supported_interfaces(2).url(), coordinator_->target());
-  EXPECT_EQ(card.supported_interfaces(2).tenant(), "echo");
+  // The 1.0 interfaces, then the 0.3 ones: gRPC too, since echo is the only agent (0.3's gRPC
+  // has no tenant, and a call without one reaches echo).
+  ASSERT_EQ(card.supported_interfaces_size(), 6) << res->body;
+  const struct {
+    const char* binding;
+    std::string url;
+    const char* tenant;
+    const char* version;
+  } expected[] = {
+      {"JSONRPC", base, "", "1.0"},
+      {"HTTP+JSON", base, "", "1.0"},
+      {"GRPC", coordinator_->target(), "echo", "1.0"},
+      {"JSONRPC", base, "", "0.3"},
+      {"HTTP+JSON", base, "", "0.3"},
+      {"GRPC", coordinator_->target(), "", "0.3"},
+  };
+  for (int i = 0; i < 6; ++i) {
+    const a2apb::AgentInterface& iface = card.supported_interfaces(i);
+    EXPECT_EQ(iface.protocol_binding(), expected[i].binding) << i;
+    EXPECT_EQ(iface.url(), expected[i].url) << i;
+    EXPECT_EQ(iface.tenant(), expected[i].tenant) << i;
+    EXPECT_EQ(iface.protocol_version(), expected[i].version) << i;
+  }
   EXPECT_TRUE(card.capabilities().streaming());
   EXPECT_FALSE(card.skills().empty());
 
@@ -224,8 +239,15 @@ TEST_F(A2AHttpTest, AgentCardsNameEveryBindingAndAreCacheable) {
   ASSERT_TRUE(root);
   a2apb::AgentCard coordinator_card;
   ASSERT_OK(FromJson(root->body, &coordinator_card));
-  ASSERT_EQ(coordinator_card.supported_interfaces_size(), 3) << root->body;
+  ASSERT_EQ(coordinator_card.supported_interfaces_size(), 6) << root->body;
   EXPECT_EQ(coordinator_card.supported_interfaces(0).url(), base);
+  // Its 0.3 interfaces name no agent: the root.
+  const std::string root_url = absl::StrCat("http://127.0.0.1:", http_port_);
+  EXPECT_EQ(coordinator_card.supported_interfaces(3).url(), root_url);
+  EXPECT_EQ(coordinator_card.supported_interfaces(3).protocol_version(), "0.3");
+  EXPECT_EQ(coordinator_card.supported_interfaces(4).url(), root_url);
+  EXPECT_EQ(coordinator_card.supported_interfaces(5).url(), coordinator_->target());
+  EXPECT_EQ(coordinator_card.supported_interfaces(5).tenant(), "");
   EXPECT_FALSE(root->get_header_value("ETag").empty());
   EXPECT_NE(root->get_header_value("ETag"), etag);
 
@@ -314,6 +336,30 @@ TEST_F(A2AHttpTest, JsonRpcSessionSendGetListStreamSubscribeCancel) {
   EXPECT_EQ(missing_status, 200);
   EXPECT_EQ(At(At(missing, "error"), "code").number_value(), -32001) << ToJson(missing);
   EXPECT_TRUE(absl::StrContains(ToJson(missing), "TASK_NOT_FOUND"));
+}
+
+// The version asked by query parameter is the version asked (specification section 3.6.1): an
+// HTTP+JSON call that asks 9.9 by parameter is refused as one asking it by header is.
+TEST_F(A2AHttpTest, RestCallsReadTheVersionFromTheQueryParameterToo) {
+  auto [header_status, by_header] = [&] {
+    httplib::Result res = Client()->Post("/agents/echo/message:send", {{"A2A-Version", "9.9"}},
+                                         SendParams("v"), "application/json");
+    EXPECT_TRUE(res);
+    return std::make_pair(res ? res->status : 0, res ? res->body : "");
+  }();
+  auto [param_status, by_param] =
+      Post("/agents/echo/message:send?A2A-Version=9.9", SendParams("v"));
+  EXPECT_NE(header_status, 200) << by_header;
+  EXPECT_EQ(param_status, header_status) << by_param;
+  EXPECT_TRUE(absl::StrContains(by_param, "VERSION_NOT_SUPPORTED")) << by_param;
+  // The header wins over the parameter; 1.0 by parameter is served.
+  httplib::Result both =
+      Client()->Post("/agents/echo/message:send?A2A-Version=9.9", {{"A2A-Version", "1.0"}},
+                     SendParams("v"), "application/json");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->status, 200) << both->body;
+  EXPECT_EQ(Post("/agents/echo/message:send?A2A-Version=1.0", SendParams("v")).first, 200);
+  EXPECT_EQ(Post("/agents/echo/message:send?A2A-Version=%01", SendParams("v")).first, 400);
 }
 
 TEST_F(A2AHttpTest, RestSessionSendGetListStreamCancelAndPushConfigs) {
@@ -862,15 +908,24 @@ TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {
   EXPECT_EQ(At(both, "protocolVersion").string_value(), "0.3.0");
   EXPECT_EQ(At(both, "url").string_value(), base);
   EXPECT_EQ(At(both, "preferredTransport").string_value(), "JSONRPC");
-  // Only what is served in 0.3 is offered to 0.3 readers: JSON-RPC and HTTP+JSON (below /v1).
-  ASSERT_EQ(At(both, "additionalInterfaces").list_value().values_size(), 2) << body;
+  // The 0.3 interfaces: JSON-RPC and HTTP+JSON (below /v1) at the base URL, and gRPC, which
+  // reaches echo without a tenant while it is the only agent.
+  ASSERT_EQ(At(both, "additionalInterfaces").list_value().values_size(), 3) << body;
   EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 0), "transport").string_value(), "JSONRPC");
   EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 1), "transport").string_value(), "HTTP+JSON");
+  EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 2), "transport").string_value(), "GRPC");
+  EXPECT_EQ(At(Item(At(both, "additionalInterfaces"), 2), "url").string_value(),
+            coordinator_->target());
   EXPECT_TRUE(At(Item(At(both, "skills"), 0), "tags").has_list_value()) << body;
   // A 1.0 reader of the same bytes finds its interfaces.
   a2apb::AgentCard card;
   ASSERT_OK(FromJson(body, &card));
-  EXPECT_EQ(card.supported_interfaces_size(), 3);
+  EXPECT_EQ(card.supported_interfaces_size(), 6);
+  // The coordinator's card, as 0.3 reads it, is the root's: its `url` names no agent.
+  auto [root_status, root_body] = Get("/.well-known/agent-card.json");
+  ASSERT_EQ(root_status, 200) << root_body;
+  EXPECT_EQ(At(Parse(root_body), "url").string_value(),
+            absl::StrCat("http://127.0.0.1:", http_port_));
   auto [v10_status, v10_body] =
       Get("/agents/echo/.well-known/agent-card.json", {{"A2A-Version", "1.0"}});
   ASSERT_EQ(v10_status, 200) << v10_body;

@@ -108,3 +108,15 @@ test('0.3 client made from the agent card URL alone: the card reads as 0.3 and l
   assert.equal(card.url.replace(/\/$/, ''), ENDPOINT);
   assert.ok(Array.isArray(card.supportedInterfaces), '1.0 readers still find their interfaces');
 });
+
+test("0.3 client made from the coordinator's own card reaches the root: tasks of every agent, no tenant", async () => {
+  const rootCard = `${COORD_HTTP}/.well-known/agent-card.json`;
+  const card = await (await fetch(rootCard)).json();
+  assert.equal(card.url.replace(/\/$/, ''), COORD_HTTP, "the root's card names the root");
+  const rootClient = await new ClientFactory().createFromUrl(rootCard, '');
+  const task = await client().sendMessage({ message: userMessage('found from the root') });
+  assert.equal(task.kind, 'task', JSON.stringify(task));
+  const again = await rootClient.getTask({ id: task.id });
+  assert.equal(again.id, task.id);
+  assert.equal(textOf(again.status.message), 'echo: found from the root');
+});

@@ -36,7 +36,11 @@ const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
 test('the per-agent card lists the JSON-RPC, HTTP+JSON and gRPC interfaces of the agent', async () => {
   const card = await fetchCard(CARD);
-  const byBinding = (b) => (card.supportedInterfaces ?? []).filter((i) => i.protocolBinding === b);
+  // The 1.0 interfaces; the 0.3 ones follow them (checked in sdk03_client.test.mjs).
+  const byBinding = (b) =>
+    (card.supportedInterfaces ?? []).filter(
+      (i) => i.protocolBinding === b && i.protocolVersion === '1.0',
+    );
   for (const binding of BINDINGS) {
     const [iface, ...more] = byBinding(binding);
     assert.ok(iface, `no ${binding} interface in ${JSON.stringify(card.supportedInterfaces)}`);

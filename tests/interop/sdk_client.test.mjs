@@ -51,7 +51,9 @@ const REGISTERED = ['echo', 'green', 'jsecho', 'jsrest', 'jsrpc'];
 test('the coordinator card lists a GRPC 1.0 interface per registered agent', async () => {
   const card = await coordinatorCard();
   assert.equal(card.capabilities?.streaming, true);
-  const grpc = (card.supportedInterfaces ?? []).filter((i) => i.protocolBinding === 'GRPC');
+  const grpc = (card.supportedInterfaces ?? []).filter(
+    (i) => i.protocolBinding === 'GRPC' && i.protocolVersion === '1.0',
+  );
   const tenants = grpc.map((i) => i.tenant).sort();
   // run.sh registers these (the JS SDK's Express agents by card URL); other files may add more.
   for (const agent of REGISTERED) assert.ok(tenants.includes(agent), `${agent} in ${tenants}`);
