@@ -311,17 +311,22 @@ export async function startCoordinator(name, dataDir, { grpcPort = 0, httpPort =
   return { proc, addr, http, grpcPort: Number(addr.split(':')[1]), httpPort: Number(http.split(':')[2]) };
 }
 
-// Starts js_rpc_agent.mjs with `args`. Resolves to { proc, base, port, card }.
-export async function startJsRpcAgent(name, args) {
+// Starts the agent script `script` of this folder with `args`. Resolves to
+// { proc, base, port, card }.
+async function startJsAgent(script, name, args) {
   const proc = await startProcess(
     name,
     process.execPath,
-    [...process.execArgv, path.join(HERE, 'js_rpc_agent.mjs'), ...args],
+    [...process.execArgv, path.join(HERE, script), ...args],
     /listening on (http:\/\/127\.0\.0\.1:(\d+))/,
   );
   const base = proc.match[1];
   return { proc, base, port: Number(proc.match[2]), card: `${base}/.well-known/agent-card.json` };
 }
+
+// js_rpc_agent.mjs (SDK 1.x) and js03_agent.mjs (SDK 0.3), each with `args`.
+export const startJsRpcAgent = (name, args) => startJsAgent('js_rpc_agent.mjs', name, args);
+export const startJs03Agent = (name, args) => startJsAgent('js03_agent.mjs', name, args);
 
 // Runs coordctl against `target`; resolves to { code, stdout, stderr } (bounded).
 export function coordctl(args, target = COORD_ADDR) {
