@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/v03_json.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -895,8 +896,15 @@ void A2AGateway::SendPush(const v1::PushDelivery& push) {
   // What was checked is what is called: the parsed scheme, host and port.
   const std::string target = absl::StrCat(url->scheme, "://", url->HostPort(),
                                           absl::StartsWith(url->path, "/") ? "" : "/", url->path);
+  // The body in the version the config was created in: 1.0's StreamResponse, or 0.3's Task.
+  const bool v03 = push.protocol_version() == kPushVersion03;
   std::string body;
-  (void)google::protobuf::util::MessageToJsonString(push.payload(), &body);
+  if (v03) {
+    (void)google::protobuf::util::MessageToJsonString(
+        a2a_protocol::v03::TaskToJson(push.payload().task()), &body);
+  } else {
+    (void)google::protobuf::util::MessageToJsonString(push.payload(), &body);
+  }
   std::vector<std::pair<std::string, std::string>> headers;
   if (!push.config().token().empty()) {
     headers.emplace_back("X-A2A-Notification-Token", push.config().token());
@@ -906,8 +914,8 @@ void A2AGateway::SendPush(const v1::PushDelivery& push) {
                          absl::StrCat(push.config().authentication().scheme(), " ",
                                       push.config().authentication().credentials()));
   }
-  HttpPostResult result =
-      HttpPost(target, body, "application/a2a+json", headers, options_.push_timeout);
+  HttpPostResult result = HttpPost(target, body, v03 ? "application/json" : "application/a2a+json",
+                                   headers, options_.push_timeout);
   v1::PushAttempt attempt;
   *attempt.mutable_time() = ToProtoTime(absl::Now());
   attempt.set_http_status(result.status);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "a2a/v0_3/a2a.grpc.pb.h"
 #include "a2a/v1/a2a.grpc.pb.h"
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/version.h"
@@ -702,6 +703,64 @@ TEST_F(GatewayTest, StatusChangesArePostedToWebhooksWithTheToken) {
   ASSERT_TRUE(stub_->ListTaskPushNotificationConfigs(Context().get(), list, &configs).ok());
   ASSERT_EQ(configs.configs_size(), 1);
   EXPECT_EQ(configs.configs(0).token(), "tok-123");
+}
+
+// A push config created by a 0.3 call (here 0.3's gRPC service) is posted in 0.3: the Task in
+// 0.3's JSON, as application/json, with the token.
+TEST_F(GatewayTest, AConfigCreatedOver03IsPostedTheTaskIn03Json) {
+  httplib::Server hook;
+  absl::Mutex mu;
+  std::vector<std::string> bodies;
+  std::vector<std::string> types;
+  std::vector<std::string> tokens;
+  hook.Post("/hook03", [&](const httplib::Request& req, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    bodies.push_back(req.body);
+    types.push_back(req.get_header_value("Content-Type"));
+    tokens.push_back(req.get_header_value("X-A2A-Notification-Token"));
+    res.status = 200;
+  });
+  const int port = hook.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread hook_thread([&] { hook.listen_after_bind(); });
+
+  auto agent = StartAgent();
+  auto v03 = ::a2a::v1::A2AService::NewStub(channel_);
+  ::a2a::v1::SendMessageRequest request;
+  request.mutable_request()->set_message_id("m-03-push");
+  request.mutable_request()->set_role(::a2a::v1::ROLE_USER);
+  request.mutable_request()->add_content()->set_text("notify me in 0.3");
+  request.mutable_configuration()->set_blocking(true);
+  ::a2a::v1::PushNotificationConfig* config =
+      request.mutable_configuration()->mutable_push_notification();
+  config->set_url("http://127.0.0.1:" + std::to_string(port) + "/hook03");
+  config->set_token("tok-03");
+  ::a2a::v1::SendMessageResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  context.AddMetadata("coordinator-tenant", "echo");
+  const grpc::Status s = v03->SendMessage(&context, request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(response.task().status().state(), ::a2a::v1::TASK_STATE_COMPLETED);
+
+  const bool got_completed = WaitFor([&] {
+    absl::MutexLock lock(&mu);
+    for (const std::string& b : bodies) {
+      if (absl::StrContains(b, R"("state":"completed")")) return true;
+    }
+    return false;
+  });
+  hook.stop();
+  hook_thread.join();
+  ASSERT_TRUE(got_completed);
+  absl::MutexLock lock(&mu);
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    EXPECT_TRUE(absl::StrContains(bodies[i], R"("kind":"task")")) << bodies[i];
+    EXPECT_TRUE(absl::StrContains(bodies[i], response.task().id())) << bodies[i];
+    EXPECT_FALSE(absl::StrContains(bodies[i], "statusUpdate")) << bodies[i];
+    EXPECT_EQ(types[i], "application/json");
+    EXPECT_EQ(tokens[i], "tok-03");
+  }
 }
 
 // A2A makes `tenant` optional: a generic client sends none. With one agent registered it gets

@@ -657,7 +657,10 @@ class A2AHttpBindings::Impl {
   // is the a2a-version the call carries instead of the request's (a 0.3 request made as 1.0).
   absl::Status Prepare(const httplib::Request& req, grpc::ClientContext* context,
                        const char* version = nullptr, const std::string& v03_tenant = "") {
-    if (version != nullptr) context->AddMetadata("a2a-version", version);
+    if (version != nullptr) {
+      context->AddMetadata("a2a-version", version);
+      context->AddMetadata(kCallerVersionMetadata, a2a_protocol::v03::kVersion);
+    }
     // Binary metadata: an agent's name is UTF-8, which ASCII metadata cannot carry (found by
     // fuzz_http_bindings: gRPC aborts on such a value).
     if (!v03_tenant.empty()) context->AddMetadata(kTenantBinaryMetadata, v03_tenant);

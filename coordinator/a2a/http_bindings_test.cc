@@ -6,12 +6,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
 #include "a2a_protocol/json_binding.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -898,6 +901,57 @@ TEST_F(A2AHttpTest, V03PushConfigsSetGetListDelete) {
       Rpc("tasks/pushNotificationConfig/get", absl::StrCat(R"({"id":")", task, R"("})"));
   EXPECT_EQ(At(At(At(own, "result"), "pushNotificationConfig"), "id").string_value(), task)
       << ToJson(own);
+}
+
+// A webhook is posted in the version of the request that created its config: a 0.3 JSON-RPC
+// send's config gets the Task in 0.3's JSON, a 1.0 send's the StreamResponse.
+TEST_F(A2AHttpTest, WebhooksArePostedInTheVersionTheirConfigWasCreatedIn) {
+  httplib::Server hook;
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, std::string>> posted;  // path, body
+  hook.Post(R"(/(v03|v10))", [&](const httplib::Request& req, httplib::Response& res) {
+    absl::MutexLock lock(&mu);
+    posted.emplace_back(req.path, req.body);
+    res.status = 200;
+  });
+  const int port = hook.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread hook_thread([&] { hook.listen_after_bind(); });
+  const std::string url = absl::StrCat("http://127.0.0.1:", port);
+
+  auto [v03_status, v03] =
+      Rpc("message/send",
+          V03Send("hook 0.3", absl::StrCat(R"(,"configuration":{"pushNotificationConfig":{"url":")",
+                                           url, R"(/v03"}})")));
+  ASSERT_EQ(v03_status, 200) << ToJson(v03);
+  const std::string v03_task = At(At(v03, "result"), "id").string_value();
+  auto [v10_status, v10] =
+      Rpc("SendMessage",
+          SendParams("hook 1.0", absl::StrCat(R"(,"configuration":{"taskPushNotificationConfig":)",
+                                              R"({"url":")", url, R"(/v10"}})")));
+  ASSERT_EQ(v10_status, 200) << ToJson(v10);
+
+  auto completed = [&](const std::string& path) {
+    absl::MutexLock lock(&mu);
+    return std::any_of(posted.begin(), posted.end(), [&](const auto& p) {
+      return p.first == path && (absl::StrContains(p.second, R"("state":"completed")") ||
+                                 absl::StrContains(p.second, "TASK_STATE_COMPLETED"));
+    });
+  };
+  const bool both =
+      testing_util::WaitFor([&] { return completed("/v03") && completed("/v10"); }, kWait);
+  hook.stop();
+  hook_thread.join();
+  ASSERT_TRUE(both);
+  absl::MutexLock lock(&mu);
+  for (const auto& [path, body] : posted) {
+    if (path == "/v03") {
+      EXPECT_TRUE(absl::StrContains(body, R"("kind":"task")")) << body;
+      EXPECT_TRUE(absl::StrContains(body, v03_task)) << body;
+    } else {
+      EXPECT_TRUE(absl::StrContains(body, "statusUpdate")) << body;
+    }
+  }
 }
 
 TEST_F(A2AHttpTest, TheCardReadsAs03AndAs10UnlessA10ReaderAsksForOnlyThat) {

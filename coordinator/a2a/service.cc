@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "a2a_protocol/errors.h"
+#include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/stream_writer.h"
+#include "coordinator/a2a/service_v03.h"
 #include "coordinator/rpc/auth_interceptor.h"
 #include "coordinator/rpc/unary_handler.h"
 #include "storage/durability_scope.h"
@@ -537,6 +539,19 @@ absl::Status CheckA2AVersion(const grpc::CallbackServerContext* context) {
   return a2a_protocol::CheckVersion(context->client_metadata(), "server");
 }
 
+namespace {
+
+// The A2A version a call's push configs are created in: 0.3 when a 0.3 binding of the
+// coordinator relayed it (kCallerVersionMetadata), else 1.0.
+const char* PushVersionOf(const grpc::ServerContextBase* context) {
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find(kCallerVersionMetadata);
+  return it != metadata.end() && it->second == a2a_protocol::v03::kVersion ? kPushVersion03
+                                                                           : kPushVersion10;
+}
+
+}  // namespace
+
 absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServerContext* context,
                                                         const a2apb::SendMessageRequest& request) {
   RETURN_IF_ERROR(CheckA2AVersion(context));
@@ -558,7 +573,8 @@ absl::StatusOr<A2ATasks::Change> A2AServiceImpl::Accept(const grpc::CallbackServ
   if (request.configuration().has_task_push_notification_config()) {
     push = &request.configuration().task_push_notification_config();
   }
-  return tasks_->AcceptMessage(tenant, request.message(), push, AccessOf(caller));
+  return tasks_->AcceptMessage(tenant, request.message(), push, AccessOf(caller),
+                               PushVersionOf(context));
 }
 
 grpc::ServerUnaryReactor* A2AServiceImpl::SendMessage(grpc::CallbackServerContext* context,
@@ -631,9 +647,10 @@ grpc::ServerUnaryReactor* A2AServiceImpl::CreateTaskPushNotificationConfig(
     a2apb::TaskPushNotificationConfig* response) {
   return HandleA2A(
       context, calls_, CallKind::kPool, response,
-      [this, request](const Access& access) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
+      [this, request, version = PushVersionOf(context)](
+          const Access& access) -> absl::StatusOr<a2apb::TaskPushNotificationConfig> {
         RETURN_IF_ERROR(tasks_->CheckAccess(request->task_id(), access, /*change=*/true));
-        return push_->CreatePushConfig(*request);
+        return push_->CreatePushConfig(*request, version);
       });
 }
 

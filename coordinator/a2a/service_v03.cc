@@ -48,6 +48,7 @@ absl::Status Prepare(const grpc::ServerContext* context, grpc::ClientContext* in
       break;
   }
   inner->AddMetadata(a2a_protocol::kVersionHeader, a2a_protocol::kVersion);
+  inner->AddMetadata(kCallerVersionMetadata, v03::kVersion);
   for (const char* key : {"authorization", "a2a-extensions", "x-a2a-extensions"}) {
     const std::string value = Metadata(context, key);
     if (!value.empty()) {

@@ -32,6 +32,11 @@ namespace coordinator {
 // value, or any bytes (a UTF-8 name) under the binary key, which wins when both are given.
 inline constexpr char kTenantMetadata[] = "coordinator-tenant";
 inline constexpr char kTenantBinaryMetadata[] = "coordinator-tenant-bin";
+// The metadata key the coordinator's 0.3 bindings (this service, and JSON-RPC 0.3 on the HTTP
+// port) add when they relay a call to the 1.0 service: the A2A version the caller spoke ("0.3").
+// It decides the body of the webhook calls of the push configs the call creates (0.3 posts the
+// Task in 0.3's JSON).
+inline constexpr char kCallerVersionMetadata[] = "coordinator-caller-version";
 
 class A2AServiceV03 final : public ::a2a::v1::A2AService::Service {
  public:

@@ -33,8 +33,26 @@ constexpr int kMaxConfigPageSize = 100;
 
 namespace a2a_records {
 
+std::string EncodePushConfig(const a2apb::TaskPushNotificationConfig& config,
+                             absl::string_view protocol_version) {
+  v1::StoredPushConfig stored;
+  *stored.mutable_config() = config;
+  if (protocol_version != kPushVersion10)
+    stored.set_protocol_version(std::string(protocol_version));
+  return EncodeRecord(stored);
+}
+
+absl::Status DecodePushConfig(absl::string_view raw, v1::StoredPushConfig* stored) {
+  RETURN_IF_ERROR(DecodeRecord(raw, stored));
+  if (stored->has_config()) return absl::OkStatus();
+  // Stored before StoredPushConfig: the bare config, created over 1.0.
+  stored->Clear();
+  return DecodeRecord(raw, stored->mutable_config());
+}
+
 absl::Status PutPushConfig(Transaction& txn, v1::StoredTask& header,
-                           const a2apb::TaskPushNotificationConfig& config) {
+                           const a2apb::TaskPushNotificationConfig& config,
+                           absl::string_view protocol_version) {
   const std::string key = keys::A2APushConfig(config.task_id(), config.id());
   if (header.has_push_config_count()) {
     absl::StatusOr<std::string> existing = txn.GetForUpdate(ColumnFamily::kA2A, key);
@@ -44,7 +62,7 @@ absl::Status PutPushConfig(Transaction& txn, v1::StoredTask& header,
       RETURN_IF_ERROR(existing.status());
     }
   }
-  return txn.Put(ColumnFamily::kA2A, key, EncodeRecord(config));
+  return txn.Put(ColumnFamily::kA2A, key, EncodePushConfig(config, protocol_version));
 }
 
 absl::StatusOr<bool> QueuePushCalls(Transaction& txn, v1::StoredTask& header,
@@ -58,12 +76,19 @@ absl::StatusOr<bool> QueuePushCalls(Transaction& txn, v1::StoredTask& header,
       txn.NewIterator(ColumnFamily::kA2A, prefix, storage::PrefixUpperBound(prefix));
   for (; it->Valid(); it->Next()) {
     ++configs;
+    v1::StoredPushConfig stored;
+    RETURN_IF_ERROR(DecodePushConfig(it->value(), &stored));
     v1::PushDelivery push;
-    RETURN_IF_ERROR(DecodeRecord(it->value(), push.mutable_config()));
+    *push.mutable_config() = std::move(*stored.mutable_config());
+    push.set_protocol_version(stored.protocol_version());
     push.set_seq(static_cast<uint64_t>(event.seq()));
     push.set_task_id(task_id);
     push.set_config_id(push.config().id());
-    *push.mutable_payload() = event.event();
+    if (stored.protocol_version() == kPushVersion03) {
+      *push.mutable_payload()->mutable_task() = header.task();  // the header holds no history
+    } else {
+      *push.mutable_payload() = event.event();
+    }
     push.set_state(v1::PUSH_STATE_PENDING);
     *push.mutable_next_attempt_time() = event.time();
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kA2A,
@@ -79,7 +104,8 @@ absl::StatusOr<bool> QueuePushCalls(Transaction& txn, v1::StoredTask& header,
 }  // namespace a2a_records
 
 absl::StatusOr<a2apb::TaskPushNotificationConfig> A2APush::CreatePushConfig(
-    const a2apb::TaskPushNotificationConfig& request) {
+    const a2apb::TaskPushNotificationConfig& request, absl::string_view protocol_version) {
+  RETURN_IF_ERROR(ValidatePushVersion(protocol_version));
   RETURN_IF_ERROR(common::ValidateId("task_id", request.task_id()));
   RETURN_IF_ERROR(ValidatePushConfig(request, limits_, options_));
   a2apb::TaskPushNotificationConfig config = request;
@@ -105,7 +131,7 @@ absl::StatusOr<a2apb::TaskPushNotificationConfig> A2APush::CreatePushConfig(
     }
     header.set_push_config_count(replacing ? count : count + 1);
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kA2A, keys::A2APushConfig(config.task_id(), config.id()),
-                            EncodeRecord(config)));
+                            a2a_records::EncodePushConfig(config, protocol_version)));
     return a2a_records::PutTaskHeader(txn, header);
   }));
   return config;
@@ -123,9 +149,9 @@ absl::StatusOr<a2apb::TaskPushNotificationConfig> A2APush::GetPushConfig(absl::s
         absl::StrCat("push config ", id, " of task ", task_id, " not found"));
   }
   RETURN_IF_ERROR(raw.status());
-  a2apb::TaskPushNotificationConfig config;
-  RETURN_IF_ERROR(DecodeRecord(*raw, &config));
-  return config;
+  v1::StoredPushConfig stored;
+  RETURN_IF_ERROR(a2a_records::DecodePushConfig(*raw, &stored));
+  return std::move(*stored.mutable_config());
 }
 
 absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> A2APush::ListPushConfigs(
@@ -141,14 +167,14 @@ absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> A2APush::ListPush
   if (!resume.empty()) it->Seek(keys::A2APushConfig(request.task_id(), resume));
   a2apb::ListTaskPushNotificationConfigsResponse response;
   for (; it->Valid(); it->Next()) {
-    a2apb::TaskPushNotificationConfig config;
-    RETURN_IF_ERROR(DecodeRecord(it->value(), &config));
+    v1::StoredPushConfig stored;
+    RETURN_IF_ERROR(a2a_records::DecodePushConfig(it->value(), &stored));
     if (response.configs_size() == page_size) {
       response.set_next_page_token(
-          EncodePageToken("a2a_push_configs", request.task_id(), config.id()));
+          EncodePageToken("a2a_push_configs", request.task_id(), stored.config().id()));
       break;
     }
-    *response.add_configs() = std::move(config);
+    *response.add_configs() = std::move(*stored.mutable_config());
   }
   RETURN_IF_ERROR(it->status());
   return response;

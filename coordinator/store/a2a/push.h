@@ -27,8 +27,11 @@ class A2APush {
       : store_(store), limits_(limits), options_(options) {}
 
   // --- Push-notification configs. ---
+  // `protocol_version`: the A2A version of the request that creates the config
+  // (push_config.h), which decides the body of its webhook calls.
   [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> CreatePushConfig(
-      const a2apb::TaskPushNotificationConfig& config);
+      const a2apb::TaskPushNotificationConfig& config,
+      absl::string_view protocol_version = kPushVersion10);
   [[nodiscard]] absl::StatusOr<a2apb::TaskPushNotificationConfig> GetPushConfig(
       absl::string_view tenant, absl::string_view task_id, absl::string_view id);
   [[nodiscard]] absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> ListPushConfigs(

@@ -19,6 +19,12 @@ absl::StatusOr<common::HttpUrl> CheckWebhookUrl(absl::string_view url,
   return parsed;
 }
 
+absl::Status ValidatePushVersion(absl::string_view version) {
+  if (version == kPushVersion10 || version == kPushVersion03) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("push config version \"", version, "\" is not 0.3 or 1.0"));
+}
+
 absl::Status ValidatePushConfig(const a2apb::TaskPushNotificationConfig& config,
                                 const Limits& limits, const A2AStoreOptions& options) {
   RETURN_IF_ERROR(common::ValidateOptionalId("id", config.id()));

@@ -29,6 +29,13 @@ struct A2AStoreOptions {
   common::HostAllowList outbound_allow;
 };
 
+// The A2A version a push config was created in, which decides the body of its webhook calls:
+// 1.0 posts the StreamResponse of each status update, 0.3 the Task in 0.3's JSON.
+inline constexpr char kPushVersion10[] = "";
+inline constexpr char kPushVersion03[] = "0.3";
+// INVALID_ARGUMENT for a version other than those two.
+[[nodiscard]] absl::Status ValidatePushVersion(absl::string_view version);
+
 // INVALID_ARGUMENT or PERMISSION_DENIED when `config` may not be stored: a bad id, a URL that
 // is not http(s) or names a host `options` does not allow, a token or credentials over
 // `limits`. Shared by CreatePushConfig and a message that carries a config (AcceptMessage).

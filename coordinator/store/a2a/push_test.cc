@@ -188,5 +188,79 @@ TEST_F(A2APushTest, ATaskStoredBeforeTheCountIsCountedAtItsNextStatusChange) {
   EXPECT_EQ(header->push_config_count(), 1);
 }
 
+// A config created by a 0.3 request is kept with its version, and its webhook calls carry the
+// task as the status change left it (0.3 posts the Task), without its history.
+TEST_F(A2APushTest, AConfigCreatedOver03QueuesTheTaskForEachStatusChange) {
+  const std::string id = NewTask("echo");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_url("http://127.0.0.1:9/hook03");
+  ASSERT_OK(push_->CreatePushConfig(config, kPushVersion03));
+  config.set_id("v10");
+  config.set_url("http://127.0.0.1:9/hook10");
+  ASSERT_OK(push_->CreatePushConfig(config));
+  // Another version: refused, nothing stored.
+  config.set_id("v2");
+  EXPECT_EQ(push_->CreatePushConfig(config, "2.0").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(push_->GetPushConfig("", id, "v2").status().code(), absl::StatusCode::kNotFound);
+
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING, "busy")));
+  absl::StatusOr<std::vector<v1::PushDelivery>> pushes = push_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  ASSERT_EQ(pushes->size(), 2u);
+  for (const v1::PushDelivery& push : *pushes) {
+    if (push.config().url() == "http://127.0.0.1:9/hook03") {
+      EXPECT_EQ(push.protocol_version(), kPushVersion03);
+      ASSERT_TRUE(push.payload().has_task()) << push.DebugString();
+      EXPECT_EQ(push.payload().task().id(), id);
+      EXPECT_EQ(push.payload().task().status().state(), a2apb::TASK_STATE_WORKING);
+      EXPECT_EQ(push.payload().task().history_size(), 0);
+    } else {
+      EXPECT_EQ(push.protocol_version(), kPushVersion10);
+      EXPECT_EQ(push.payload().status_update().status().state(), a2apb::TASK_STATE_WORKING);
+    }
+  }
+  // Read back, the configs are the same whatever their version.
+  a2apb::ListTaskPushNotificationConfigsRequest list;
+  list.set_task_id(id);
+  absl::StatusOr<a2apb::ListTaskPushNotificationConfigsResponse> configs =
+      push_->ListPushConfigs(list);
+  ASSERT_OK(configs);
+  ASSERT_EQ(configs->configs_size(), 2);
+  for (const a2apb::TaskPushNotificationConfig& c : configs->configs()) {
+    EXPECT_EQ(c.task_id(), id);
+    EXPECT_EQ(c.tenant(), "echo");
+  }
+}
+
+// A config stored before configs had versions (the bare lf.a2a.v1 config under its key) reads
+// as one created over 1.0.
+TEST_F(A2APushTest, AConfigStoredBeforeVersionsReadsAsA10Config) {
+  const std::string id = NewTask("echo");
+  a2apb::TaskPushNotificationConfig config;
+  config.set_task_id(id);
+  config.set_id("old");
+  config.set_tenant("echo");
+  config.set_url("http://127.0.0.1:9/old");
+  config.set_token("kept");
+  ASSERT_OK(push_->CreatePushConfig(config));  // counted in the task's header
+  ASSERT_OK(store_->RunTransaction([&](storage::Transaction& txn) {
+    return txn.Put(storage::ColumnFamily::kA2A, keys::A2APushConfig(id, "old"),
+                   EncodeRecord(config));
+  }));
+  absl::StatusOr<a2apb::TaskPushNotificationConfig> read = push_->GetPushConfig("", id, "old");
+  ASSERT_OK(read);
+  EXPECT_EQ(read->url(), "http://127.0.0.1:9/old");
+  EXPECT_EQ(read->token(), "kept");
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_WORKING)));
+  absl::StatusOr<std::vector<v1::PushDelivery>> pushes = push_->PendingPushes(10);
+  ASSERT_OK(pushes);
+  ASSERT_EQ(pushes->size(), 1u);
+  EXPECT_EQ((*pushes)[0].protocol_version(), kPushVersion10);
+  EXPECT_EQ((*pushes)[0].config().token(), "kept");
+  EXPECT_TRUE((*pushes)[0].payload().has_status_update());
+}
+
 }  // namespace
 }  // namespace coordinator

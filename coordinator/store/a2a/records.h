@@ -62,10 +62,18 @@ absl::Status DropDeliveries(storage::Transaction& txn, v1::StoredTask& header);
 
 // --- Push records (push.cc). ---
 
-// Stores `config` (its task_id and id set) under the task of the locked `header`, and counts it
-// in header.push_config_count when it is new; the caller writes the header.
+// The record of `config` created in `protocol_version` (kPushVersion10 or kPushVersion03).
+std::string EncodePushConfig(const a2apb::TaskPushNotificationConfig& config,
+                             absl::string_view protocol_version);
+// Reads a push config record: a StoredPushConfig, or a bare config stored before there were
+// versions (then created over 1.0).
+absl::Status DecodePushConfig(absl::string_view raw, v1::StoredPushConfig* stored);
+// Stores `config` (its task_id and id set), created in `protocol_version`, under the task of the
+// locked `header`, and counts it in header.push_config_count when it is new; the caller writes
+// the header.
 absl::Status PutPushConfig(storage::Transaction& txn, v1::StoredTask& header,
-                           const a2apb::TaskPushNotificationConfig& config);
+                           const a2apb::TaskPushNotificationConfig& config,
+                           absl::string_view protocol_version);
 // Queues one webhook call carrying `event` (just appended to the log of the locked `header`'s
 // task) per push config of the task, due at the event's time. Whether it queued any. Looks for
 // configs only when header.push_config_count says there are some, or is absent (a task stored

@@ -335,13 +335,17 @@ absl::Status A2ATasks::ValidateMessage(const a2apb::Message& message) const {
 
 absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     absl::string_view tenant, const a2apb::Message& message,
-    const a2apb::TaskPushNotificationConfig* push_config, const Access& access) {
+    const a2apb::TaskPushNotificationConfig* push_config, const Access& access,
+    absl::string_view push_version) {
   RETURN_IF_ERROR(ValidateMessage(message));
   RETURN_IF_ERROR(common::ValidateOptionalId("tenant", tenant));
   if (message.task_id().empty() && tenant.empty()) {
     return absl::InvalidArgumentError("tenant is required: it names the agent to send to");
   }
-  if (push_config != nullptr) RETURN_IF_ERROR(ValidatePushConfig(*push_config, limits_, options_));
+  if (push_config != nullptr) {
+    RETURN_IF_ERROR(ValidatePushConfig(*push_config, limits_, options_));
+    RETURN_IF_ERROR(ValidatePushVersion(push_version));
+  }
   const std::string new_task_id = common::NewUuid();
   const std::string new_context_id =
       message.context_id().empty() ? common::NewUuid() : message.context_id();
@@ -391,7 +395,7 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       if (config.id().empty()) config.set_id(header.task().id());
       config.set_task_id(header.task().id());
       config.set_tenant(header.tenant());
-      RETURN_IF_ERROR(a2a_records::PutPushConfig(txn, header, config));
+      RETURN_IF_ERROR(a2a_records::PutPushConfig(txn, header, config, push_version));
     }
     RETURN_IF_ERROR(PutTask(txn, header, old_index_key));
     change.header = std::move(header);

@@ -77,14 +77,15 @@ class A2ATasks {
   // with one, that task is continued (it must exist, belong to `tenant` when `tenant` is set,
   // match the message's context_id, and not have ended). Either way the message is appended to
   // the history, the task goes to SUBMITTED (logged as an event), and a delivery is queued.
-  // `push_config`, when given, is registered for the task in the same write. A new task is
+  // `push_config`, when given, is registered for the task in the same write, as created in
+  // `push_version` (the A2A version of the request, push_config.h). A new task is
   // owned by `access`'s principal (none without authentication); a task continued must be one
   // `access` owns (TASK_NOT_FOUND when it does not see it, PERMISSION_DENIED when it only sees
   // it).
   [[nodiscard]] absl::StatusOr<Change> AcceptMessage(
       absl::string_view tenant, const a2apb::Message& message,
       const a2apb::TaskPushNotificationConfig* push_config = nullptr,
-      const Access& access = Access::Unscoped());
+      const Access& access = Access::Unscoped(), absl::string_view push_version = kPushVersion10);
 
   // OK when `access` may read (or, with `change`, change) task `task_id`: TASK_NOT_FOUND when
   // the task does not exist or `access` does not see it, PERMISSION_DENIED when it sees it but

@@ -77,7 +77,7 @@ enum class A2ATaskRecord : uint8_t {
   kHeader = 0x00,      // StoredTask
   kHistory = 0x01,     // + seq: lf.a2a.v1.Message
   kEvent = 0x02,       // + seq: StoredEvent
-  kPushConfig = 0x03,  // + config_id: TaskPushNotificationConfig
+  kPushConfig = 0x03,  // + config_id: StoredPushConfig (or a bare TaskPushNotificationConfig)
   kPushLog = 0x04,     // + event_seq + config_id: PushDelivery, finished
 };
 
@@ -385,7 +385,7 @@ inline std::string DerivedBuilt(absl::string_view name) {
 //   0x51 <task_id> 0x00                          StoredTask (header, without history)
 //   0x51 <task_id> 0x01 <seq:u64>                lf.a2a.v1.Message: history entry seq
 //   0x51 <task_id> 0x02 <seq:u64>                StoredEvent: the task's append-only event log
-//   0x51 <task_id> 0x03 <config_id>              lf.a2a.v1.TaskPushNotificationConfig
+//   0x51 <task_id> 0x03 <config_id>              StoredPushConfig (older: its bare config)
 //   0x51 <task_id> 0x04 <event_seq:u64> <config_id>  PushDelivery, finished (attempt record)
 //   0x52 <inverted_status_micros:u64> <task_id>  TaskIndexEntry: tasks, newest status first
 //   0x53 <task_id> <history_seq:u64>             PendingDelivery: a message not yet delivered
