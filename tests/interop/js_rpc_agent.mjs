@@ -16,9 +16,19 @@
 // sent action by action to the green agent through the coordinator (the SDK's JSON-RPC client
 // made from --green_card, the coordinator's per-agent card of the green agent), in the
 // message's context, and the task completes with green's answer to "submit".
+// --versions lists the A2A versions of the card's one binding (default 1.0): with 0.3 among them
+// (--versions=0.3, or --versions=1.0,0.3) the SDK's opt-in 0.3 compatibility layer is on
+// (`legacyCompat: { enabled: true }` on jsonRpcHandler or restHandler and on agentCardHandler):
+// the card lists an interface per version at the same URL, a card request without
+// `A2A-Version: 1.0` gets the 0.3 card the layer makes from it (url, preferredTransport, and the
+// card's supportedInterfaces embedded), and 0.3 requests (A2A-Version 0.3 or none) are
+// translated by the layer for the same executor.
+// With --state_dir, every execution appends one JSON line to <state_dir>/executions.jsonl:
+// {taskId, contextId, messageId, text, version} as the agent saw them (its own task id; the
+// A2A-Version the request came in, 0.3 when it had none), so that a test can count executions.
 //
 // Usage: node js_rpc_agent.mjs [--listen=127.0.0.1:0] [--name=jsrpc] [--binding=JSONRPC]
-//          [--state_dir=DIR] [--green_card=URL --tasks_dir=DIR]
+//          [--versions=1.0] [--state_dir=DIR] [--green_card=URL --tasks_dir=DIR]
 // Restart it on the port it printed (--listen=127.0.0.1:<port>) and its card URL stays valid.
 // Prints "js_rpc_agent <name> listening on http://127.0.0.1:<port>" once it serves.
 import fs from 'node:fs';
@@ -41,6 +51,13 @@ const binding = flag('binding', 'JSONRPC');
 const stateDir = flag('state_dir', '');
 const greenCard = flag('green_card', '');
 const tasksDir = flag('tasks_dir', '');
+const versions = flag('versions', '1.0').split(',');
+const legacyCompat = { enabled: versions.includes('0.3') };
+if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
+if (versions.some((v) => v !== '1.0' && v !== '0.3')) {
+  console.error(`js_rpc_agent: --versions lists 1.0 and/or 0.3, not ${versions.join(',')}`);
+  process.exit(2);
+}
 if (binding !== 'JSONRPC' && binding !== 'HTTP+JSON') {
   console.error(`js_rpc_agent: --binding must be JSONRPC or HTTP+JSON, not ${binding}`);
   process.exit(2);
@@ -93,6 +110,18 @@ function artifact(ctx, id, text) {
       lastChunk: true,
     }),
   );
+}
+
+function record(ctx, text) {
+  if (!stateDir) return;
+  const line = {
+    taskId: ctx.taskId,
+    contextId: ctx.contextId,
+    messageId: ctx.userMessage.messageId,
+    text,
+    version: ctx.context?.requestedVersion,
+  };
+  fs.appendFileSync(path.join(stateDir, 'executions.jsonl'), `${JSON.stringify(line)}\n`);
 }
 
 function sleep(ms) {
@@ -151,6 +180,7 @@ class Executor {
 
   async execute(ctx, bus) {
     const text = textOf(ctx.userMessage);
+    record(ctx, text);
     if (text === 'message') {
       bus.publish(AgentEvent.message(agentMessage(ctx, 'a bare message from the js rpc agent')));
       return;
@@ -211,7 +241,11 @@ const card = AgentCard.fromJSON({
   description: `Echo agent on the A2A JavaScript SDK's Express ${binding} server (coordinator interop tests)`,
   version: '1.0.0',
   // The server checks a request's A2A-Version against the versions listed for its binding.
-  supportedInterfaces: [{ url: 'http://unset', protocolBinding: binding, protocolVersion: '1.0' }],
+  supportedInterfaces: versions.map((protocolVersion) => ({
+    url: 'http://unset',
+    protocolBinding: binding,
+    protocolVersion,
+  })),
   capabilities: { streaming: true },
   defaultInputModes: ['text/plain'],
   defaultOutputModes: ['text/plain'],
@@ -222,16 +256,20 @@ const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Exe
 const app = express();
 app.use(
   '/.well-known/agent-card.json',
-  agentCardHandler({ agentCardProvider: async () => AgentCard.toJSON(card), cache: { maxAge: 0 } }),
+  agentCardHandler({
+    agentCardProvider: async () => AgentCard.toJSON(card),
+    cache: { maxAge: 0 },
+    legacyCompat,
+  }),
 );
-const options = { requestHandler: handler, userBuilder: UserBuilder.noAuthentication };
+const options = { requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat };
 app.use('/', binding === 'JSONRPC' ? jsonRpcHandler(options) : restHandler(options));
 
 const colon = listen.lastIndexOf(':');
 const host = listen.slice(0, colon);
 const server = app.listen(Number(listen.slice(colon + 1)), host, () => {
   const base = `http://${host}:${server.address().port}`;
-  card.supportedInterfaces[0].url = binding === 'JSONRPC' ? `${base}/` : base;
+  for (const iface of card.supportedInterfaces) iface.url = binding === 'JSONRPC' ? `${base}/` : base;
   console.log(`js_rpc_agent ${name} listening on ${base}`);
 });
 server.on('error', (err) => {

@@ -25,10 +25,12 @@ import {
   AgentCardResolver,
   ClientFactory,
   ClientFactoryOptions,
+  DefaultAgentCardResolver,
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { JsonRpcTransport as JsonRpcTransportV03 } from 'a2a-sdk-v03/client';
 
 export { TaskState };
 
@@ -66,8 +68,9 @@ function recorder(options, nextCall) {
   });
 }
 
-export function grpcTransportFactory() {
-  return new GrpcTransportFactory({ grpcCallOptions: { interceptors: [recorder] } });
+// `options`: more GrpcTransportFactory options (legacyCompat).
+export function grpcTransportFactory(options = {}) {
+  return new GrpcTransportFactory({ grpcCallOptions: { interceptors: [recorder] }, ...options });
 }
 
 function factory() {
@@ -196,19 +199,27 @@ export function agentCardUrl(name, http = COORD_HTTP) {
   return `${http}/agents/${name}/.well-known/agent-card.json`;
 }
 
-// Every HTTP request an SDK client made through `recordingFetch`: method, URL, A2A-Version.
+// Every HTTP request an SDK client made through `recordingFetch`: method, URL, A2A-Version, and
+// the JSON-RPC method when the body is a JSON-RPC request.
 export const httpCalls = [];
 
 function recordingFetch(url, init = {}) {
   const headers = new Headers(init.headers);
-  httpCalls.push({ method: init.method ?? 'GET', url: String(url), version: headers.get('A2A-Version') });
+  let rpc;
+  try {
+    rpc = typeof init.body === 'string' ? JSON.parse(init.body).method : undefined;
+  } catch {
+    rpc = undefined;
+  }
+  httpCalls.push({ method: init.method ?? 'GET', url: String(url), version: headers.get('A2A-Version'), rpc });
   return fetch(url, init);
 }
 
+// `options`: more transport factory options (legacyCompat).
 const transportFactories = {
-  JSONRPC: () => new JsonRpcTransportFactory({ fetchImpl: recordingFetch }),
-  'HTTP+JSON': () => new RestTransportFactory({ fetchImpl: recordingFetch }),
-  GRPC: () => grpcTransportFactory(),
+  JSONRPC: (options) => new JsonRpcTransportFactory({ fetchImpl: recordingFetch, ...options }),
+  'HTTP+JSON': (options) => new RestTransportFactory({ fetchImpl: recordingFetch, ...options }),
+  GRPC: (options) => grpcTransportFactory(options),
 };
 
 // An SDK client made from the card at `cardUrl` that can only speak `binding` ("JSONRPC",
@@ -218,9 +229,66 @@ export async function bindingClient(cardUrl, binding) {
   return factory.createFromUrl(cardUrl, '');
 }
 
+// The SDK 1.3 client with its opt-in A2A 0.3 compatibility layer on (`legacyCompat: { enabled:
+// true }` on the card resolver and the transport factory), made from the card at `cardUrl`, that
+// can only speak `binding`. Without `version` the SDK picks the interface; with `version` ("0.3")
+// the card is first narrowed to that version's interfaces: given one binding in both versions the
+// SDK always takes the 1.0 one (ClientFactory keeps the 1.0 interface of each binding, and the
+// factories' pickMatchingInterface the 1.0 one at a URL), so narrowing is how a client is made
+// to speak 0.3. HTTP calls are recorded in httpCalls, gRPC calls in calls.
+export async function compatClient(cardUrl, binding, version) {
+  const legacyCompat = { enabled: true };
+  const resolver = new DefaultAgentCardResolver({ legacyCompat, fetchImpl: recordingFetch });
+  const factory = new ClientFactory({
+    transports: [transportFactories[binding]({ legacyCompat })],
+    cardResolver: resolver,
+  });
+  if (version === undefined) return factory.createFromUrl(cardUrl, '');
+  const card = await resolver.resolve(cardUrl, '');
+  const interfaces = (card.supportedInterfaces ?? []).filter((i) => i.protocolVersion === version);
+  assert.ok(
+    interfaces.some((i) => i.protocolBinding === binding),
+    `the card at ${cardUrl} lists no ${binding} ${version} interface: ${JSON.stringify(card.supportedInterfaces)}`,
+  );
+  return factory.createFromAgentCard({ ...card, supportedInterfaces: interfaces });
+}
+
 // The card at `cardUrl`, as the SDK reads it.
 export async function fetchCard(cardUrl) {
   return AgentCardResolver.default.resolve(cardUrl, '');
+}
+
+// --- The SDK 0.3 (a2a-sdk-v03) JSON-RPC client on the coordinator's 0.3 binding.
+
+// The SDK 0.3's JSON-RPC transport to agent `name` behind a coordinator (its base URL, where the
+// coordinator serves JSON-RPC 0.3 beside 1.0).
+export function v03Client(name, http = COORD_HTTP) {
+  return new JsonRpcTransportV03({ endpoint: `${http}/agents/${name}` });
+}
+
+// A 0.3 user message (0.3 JSON: kind, role "user", parts with kind).
+export function v03Message(text, fields = {}) {
+  counter += 1;
+  return {
+    kind: 'message',
+    messageId: `interop03-${process.pid}-${Date.now()}-${counter}`,
+    role: 'user',
+    parts: [{ kind: 'text', text }],
+    ...fields,
+  };
+}
+
+// The text parts of a 0.3 message or artifact, joined.
+export function v03Text(message) {
+  return (message?.parts ?? [])
+    .filter((p) => p.kind === 'text')
+    .map((p) => p.text)
+    .join('');
+}
+
+// The task state a 0.3 event (task or status-update) carries, if any.
+export function v03State(event) {
+  return event?.kind === 'task' || event?.kind === 'status-update' ? event.status?.state : undefined;
 }
 
 // --- Processes a test starts itself.

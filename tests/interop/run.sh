@@ -33,7 +33,7 @@ test_files=("$@")
 if [ "${#test_files[@]}" -eq 0 ]; then
   test_files=(sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs
     sdk_express_agent.test.mjs sdk_restart.test.mjs sdk_assessment.test.mjs sdk03_client.test.mjs
-    sdk03_agent.test.mjs sdk03_assessment.test.mjs sdk03_restart.test.mjs)
+    sdk03_agent.test.mjs sdk03_assessment.test.mjs sdk03_restart.test.mjs sdk13_compat.test.mjs)
 fi
 for b in coordinator coordctl echo_agent green_agent; do
   if [ ! -x "$bin_dir/$b" ]; then

@@ -5,6 +5,9 @@
 // protocol_version 0.3), sends it the task through the coordinator (0.3 message/stream), the
 // purple plays the task's script against the green agent with the SDK 0.3 client on the
 // coordinator's 0.3 JSON-RPC binding, and the green agent's task completes with the score.
+// The assessment request is sent by a 1.0 client (the SDK 1.3's JSON-RPC client) and by a 0.3
+// client (the SDK 0.3's JsonRpcTransport, message/stream to http://<http>/agents/green, which the
+// coordinator translates for the C++ green agent); both evaluations are scored.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -16,7 +19,9 @@ import {
   assessmentRequest,
   asTask,
   bindingClient,
+  collect,
   coordctl,
+  getTaskRequest,
   readJsonLines,
   registeredAgents,
   sendRequest,
@@ -24,6 +29,10 @@ import {
   stopProcess,
   TaskState,
   textOf,
+  v03Client,
+  v03Message,
+  v03State,
+  v03Text,
 } from './lib.mjs';
 
 const TASK = 'heap-overflow-record';
@@ -33,7 +42,14 @@ const STATE_DIR = path.join(INTEROP_WORK, 'js03purple');
 const EVAL_MS = 60000;
 
 let purple;
-const registeredHere = [];
+const registeredHere = new Set();
+
+// Notes the agents the green agent registered for the purple's card, for after() to remove.
+async function purpleRegistrations() {
+  const registered = (await registeredAgents()).filter((a) => a.cardUrl === purple.card);
+  for (const agent of registered) registeredHere.add(agent.name);
+  return registered;
+}
 
 // The purple's executions (js03_agent.mjs --state_dir).
 function executions() {
@@ -73,8 +89,7 @@ test('an assessment request names the 0.3 purple by card URL; it is scored', asy
       signal: AbortSignal.timeout(EVAL_MS),
     }),
   );
-  const registered = (await registeredAgents()).filter((a) => a.cardUrl === purple.card);
-  registeredHere.push(...registered.map((a) => a.name));
+  const registered = await purpleRegistrations();
   assertState(task, TaskState.TASK_STATE_COMPLETED, `green: ${textOf(task.status.message)}`);
   const score = task.artifacts.find((a) => a.artifactId === 'score');
   assert.ok(score, JSON.stringify(task.artifacts));
@@ -109,4 +124,47 @@ test('an assessment request names the 0.3 purple by card URL; it is scored', asy
   assert.equal(byId.score?.score, 1, JSON.stringify(byId));
   assert.equal((await registeredAgents()).filter((a) => a.cardUrl === purple.card).length, 1);
   assert.equal(executions().length, 2, JSON.stringify(executions()));
+});
+
+test('a 0.3 client sends the assessment request (message/stream to green); the 0.3 purple is scored', async () => {
+  const before = executions().length;
+  const green = v03Client('green');
+  const request = v03Message('', {
+    parts: [{ kind: 'data', data: { participants: { purple: purple.card }, config: { task_ids: [TASK] } } }],
+  });
+  const events = await collect(
+    green.sendMessageStream({ message: request }, { signal: AbortSignal.timeout(EVAL_MS) }),
+  );
+  assert.equal(events[0].kind, 'task', JSON.stringify(events[0]));
+  const last = events.at(-1);
+  assert.equal(last.kind, 'status-update', JSON.stringify(last));
+  assert.equal(last.final, true);
+  assert.equal(last.status.state, 'completed', `green: ${v03Text(last.status.message)}`);
+  assert.equal(events.filter((e) => e.final).length, 1);
+  assert.ok(events.some((e) => v03State(e) === 'working'), JSON.stringify(events.map((e) => e.kind)));
+
+  // The task as 0.3 reads it: the score as a 0.3 data part.
+  const task = await green.getTask({ id: events[0].id }, { signal: AbortSignal.timeout(EVAL_MS) });
+  assert.equal(task.status.state, 'completed');
+  const score = task.artifacts.find((a) => a.artifactId === 'score');
+  assert.ok(score, JSON.stringify(task.artifacts));
+  assert.equal(score.parts[0]?.kind, 'data', JSON.stringify(score.parts));
+  const data = score.parts[0].data;
+  assert.equal(data.task_id, TASK);
+  assert.equal(data.score, 1);
+  assert.equal(data.line_accuracy, 1);
+  // The same task as a 1.0 client reads it.
+  const v10 = await bindingClient(agentCardUrl('green'), 'JSONRPC');
+  const same = asTask(
+    await v10.getTask(getTaskRequest({ id: task.id }), { signal: AbortSignal.timeout(EVAL_MS) }),
+  );
+  assertState(same, TaskState.TASK_STATE_COMPLETED);
+  const v10Score = same.artifacts.find((a) => a.artifactId === 'score')?.parts[0]?.content;
+  assert.equal(v10Score?.value?.score, 1, JSON.stringify(v10Score));
+
+  // The purple: registered once by its card URL (at 0.3), asked once more.
+  const registered = await purpleRegistrations();
+  assert.equal(registered.length, 1, JSON.stringify(registered));
+  assert.equal(registered[0].protocolVersion, '0.3');
+  assert.equal(executions().length, before + 1, JSON.stringify(executions()));
 });
