@@ -142,8 +142,11 @@ bool NestingWithin(absl::string_view json, int max_depth) {
   return true;
 }
 
+// A value the state file holds as a JSON number: digits without a leading zero, of any length.
+// The digits are written as they were stored; a reader such as jq takes them as a double, as it
+// took the original's `jq ".f = <digits>"` (99999999999999999999 reads as 1e+20 both ways).
 bool AllDigits(const std::string& s) {
-  return !s.empty() && s.size() <= 15 && (s.size() == 1 || s[0] != '0') &&
+  return !s.empty() && (s.size() == 1 || s[0] != '0') &&
          std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c); });
 }
 

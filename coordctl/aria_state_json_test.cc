@@ -159,6 +159,24 @@ TEST(AriaStateJsonTest, FormatIsTheFileShapeAndRoundTrips) {
       << state->DebugString();
 }
 
+// A custom field of digits prints as a number of any length, its digits as stored (a reader
+// such as jq takes it as the double the original's jq stored); a leading zero keeps a string.
+TEST(AriaStateJsonTest, DigitsOfAnyLengthPrintAsTheNumberTheyWrite) {
+  coordinator::v1::TaskState state;
+  state.set_task_id("cc6b6bad");
+  state.set_description("digits");
+  state.set_model_tier(1);
+  (*state.mutable_custom_fields())["big"] = "99999999999999999999";
+  (*state.mutable_custom_fields())["zero"] = "0";
+  (*state.mutable_custom_fields())["padded"] = "007";
+  (*state.mutable_custom_fields())["text"] = "12a";
+  const std::string json = FormatAriaStateJson(state);
+  EXPECT_THAT(json, HasSubstr("\"big\": 99999999999999999999"));
+  EXPECT_THAT(json, HasSubstr("\"zero\": 0"));
+  EXPECT_THAT(json, HasSubstr("\"padded\": \"007\""));
+  EXPECT_THAT(json, HasSubstr("\"text\": \"12a\""));
+}
+
 TEST(AriaStateJsonTest, ReadBoundedFile) {
   TempDir dir;
   const std::string small = dir.Sub("small.json");

@@ -44,6 +44,7 @@ int RunInit(const Env& env, const ParsedArgs& args) {
   }
   coordinator::v1::InitTaskRequest request;
   request.set_description(FreeText(args, 0));
+  if (args.has("id_text")) request.set_id_text(args.get("id_text"));
   coordinator::v1::InitTaskResponse response;
   grpc::Status s =
       TaskStateService::NewStub(env.channel)->InitTask(env.NewContext().get(), request, &response);
@@ -272,9 +273,10 @@ int RunCleanup(const Env& env, const ParsedArgs& args) {
 
 void AddTaskCommands(std::vector<Command>* commands) {
   commands->push_back({{"task", "init"},
-                       "\"<description>\"",
-                       "create the task's retry state unless it exists; prints the task id",
-                       {},
+                       "[--id_text=<text>] \"<description>\"",
+                       "create the task's retry state unless it exists; prints the task id (the "
+                       "SHA-256 of the description, or of --id_text: what ARIA's scripts hashed)",
+                       {"id_text"},
                        {},
                        0,
                        1,

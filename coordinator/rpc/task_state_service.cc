@@ -9,10 +9,13 @@ namespace coordinator {
 grpc::ServerUnaryReactor* TaskStateServiceImpl::InitTask(grpc::CallbackServerContext* context,
                                                          const v1::InitTaskRequest* request,
                                                          v1::InitTaskResponse* response) {
-  return HandleUnary(context, calls_, CallKind::kShort, response,
-                     [this, request](const Caller& caller) {
-                       return tasks_->Init(request->description(), AccessOf(caller));
-                     });
+  return HandleUnary(
+      context, calls_, CallKind::kShort, response, [this, request](const Caller& caller) {
+        return tasks_->Init(request->description(), AccessOf(caller),
+                            request->has_id_text()
+                                ? std::optional<absl::string_view>(request->id_text())
+                                : std::nullopt);
+      });
 }
 
 grpc::ServerUnaryReactor* TaskStateServiceImpl::GetTaskState(grpc::CallbackServerContext* context,

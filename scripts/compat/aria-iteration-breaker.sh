@@ -128,6 +128,27 @@ _get_latest_error() {
     _breaker_latest_error "$json"
 }
 
+# Status 0 when the escalation log holds more than one distinct from_tier (as the original
+# counts a tier change); 1 otherwise, and for a task that is not there.
+_has_tier_changed() {
+    local json tiers
+    [[ -z "$1" ]] && return 1
+    json=$(_aria_task_json "$1" 2>/dev/null) || return 1
+    tiers=$(jq -r '.escalation_log[] | .from_tier' <<< "$json" 2>/dev/null | sort -u | wc -l)
+    [[ $tiers -gt 1 ]]
+}
+
+# Prints the failures the original counts as "at the current tier": those whose model equals
+# the tier's number. A failure's model is a name, so that is 0 for every task, as the original
+# prints. Nothing for a task that is not there (status 0, as the original).
+_failures_at_current_tier() {
+    local json tier
+    [[ -z "$1" ]] && return 0
+    json=$(_aria_task_json "$1" 2>/dev/null) || return 0
+    tier=$(jq -r '.model_tier // empty' <<< "$json" 2>/dev/null)
+    jq --arg tier "$tier" '[.failures[] | select(.model == $tier)] | length' <<< "$json" 2>/dev/null
+}
+
 # Status 0 when the failures mentioning "Quality gate" repeat the same check
 # (LOOP_QG_FAIL_REPEAT times like the first of them); prints quality_gate_loop then.
 _breaker_qg_loop() {

@@ -42,10 +42,21 @@ _aria_task_lock() {
     echo "/tmp/aria-task-${1}.lock"
 }
 
-# The task id of a description: the first 8 hex digits of its SHA-256 (the coordinator
-# derives the same id).
+# Whether bash's echo takes the description for its options (-n, -e, -E and their mixes), so
+# that the original's `echo -n "$desc"` printed nothing: it hashed the empty string, and all such
+# descriptions share one task id (e3b0c442) and one state, as here.
+_aria_echo_swallows() {
+    [[ "$1" =~ ^-[neE]+$ ]]
+}
+
+# The task id of a description: the first 8 hex digits of the SHA-256 of what the original's
+# `echo -n` printed (the coordinator derives the same id).
 _aria_task_hash() {
-    printf '%s' "$1" | sha256sum 2>/dev/null | cut -c1-8
+    if _aria_echo_swallows "$1"; then
+        printf '' | sha256sum 2>/dev/null | cut -c1-8
+    else
+        printf '%s' "$1" | sha256sum 2>/dev/null | cut -c1-8
+    fi
 }
 
 # The whole state as JSON in the state file's layout, or status 1 when the task is unknown.
@@ -56,7 +67,11 @@ _aria_task_json() {
 
 aria_task_init() {
     [[ -z "$1" ]] && return 1
-    _aria_coordctl_quiet_not_found task init -- "$1" || return 1
+    if _aria_echo_swallows "$1"; then
+        _aria_coordctl_quiet_not_found task init --id_text= -- "$1" || return 1
+    else
+        _aria_coordctl_quiet_not_found task init -- "$1" || return 1
+    fi
     return 0
 }
 

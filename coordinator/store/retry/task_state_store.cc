@@ -333,11 +333,14 @@ absl::StatusOr<TaskStateStore::ForAnalysis> TaskStateStore::ReadForAnalysis(
   return read;
 }
 
-absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(absl::string_view description,
-                                                          const Access& access) {
+absl::StatusOr<v1::InitTaskResponse> TaskStateStore::Init(
+    absl::string_view description, const Access& access, std::optional<absl::string_view> id_text) {
   if (description.empty()) return absl::InvalidArgumentError("description is required");
   RETURN_IF_ERROR(common::ValidateSize("description", description, options_.max_description_bytes));
-  const std::string digest = Sha256Hex(description);
+  if (id_text.has_value()) {
+    RETURN_IF_ERROR(common::ValidateSize("id_text", *id_text, options_.max_description_bytes));
+  }
+  const std::string digest = Sha256Hex(id_text.value_or(description));
   if (digest.empty()) return absl::InternalError("SHA-256 is unavailable");
   v1::InitTaskResponse response;
   response.set_task_id(digest.substr(0, 8));

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,8 +77,11 @@ class TaskStateStore {
   // answers PERMISSION_DENIED and changes nothing. Unscoped access (the default) reaches all.
 
   // Creates the task of `description`, owned by access.principal, or returns the existing one.
-  [[nodiscard]] absl::StatusOr<v1::InitTaskResponse> Init(absl::string_view description,
-                                                          const Access& access = {});
+  // The task id is the start of the SHA-256 of `id_text` when given (InitTaskRequest.id_text),
+  // else of the description.
+  [[nodiscard]] absl::StatusOr<v1::InitTaskResponse> Init(
+      absl::string_view description, const Access& access = {},
+      std::optional<absl::string_view> id_text = std::nullopt);
   [[nodiscard]] absl::StatusOr<v1::TaskState> GetState(absl::string_view task_id,
                                                        const Access& access = {});
   [[nodiscard]] absl::StatusOr<std::string> GetField(absl::string_view task_id,

@@ -119,6 +119,30 @@ TEST_F(TaskStateStoreTest, InitRejectsBadDescriptions) {
   EXPECT_EQ(listed->tasks_size(), 0);
 }
 
+// An id text names the task instead of the description: ARIA's scripts hashed what
+// `echo -n "-n"` printed (nothing), so "-n" and "-e" are one task there, and here.
+TEST_F(TaskStateStoreTest, AnIdTextNamesTheTaskAndTasksOfOneIdTextShareTheirState) {
+  auto first = tasks_->Init("-n", {}, "");
+  ASSERT_OK(first);
+  EXPECT_EQ(first->task_id(), "e3b0c442");  // the SHA-256 of nothing
+  EXPECT_TRUE(first->created());
+  auto second = tasks_->Init("-e", {}, "");
+  ASSERT_OK(second);
+  EXPECT_EQ(second->task_id(), "e3b0c442");
+  EXPECT_FALSE(second->created());
+  EXPECT_EQ(State("e3b0c442").description(), "-n");  // the first description stays
+  // Without one, the description names the task as before.
+  auto plain = tasks_->Init("-n");
+  ASSERT_OK(plain);
+  EXPECT_EQ(plain->task_id(), TaskIdForDescription("-n"));
+  // Bounded like a description; nothing stored.
+  EXPECT_EQ(tasks_->Init("x", {}, std::string((64 << 10) + 1, 'x')).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  auto listed = tasks_->List(v1::ListTasksRequest());
+  ASSERT_OK(listed);
+  EXPECT_EQ(listed->tasks_size(), 2);
+}
+
 TEST_F(TaskStateStoreTest, InitReportsAnIdCollisionInsteadOfSharingState) {
   // A state whose id is that of "Fix the login bug" but that holds another description, as a
   // colliding description would.
