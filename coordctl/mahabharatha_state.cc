@@ -89,7 +89,7 @@ std::string LevelStatusName(LevelStatus s) {
     case coordinator::v1::LEVEL_STATUS_COMPLETE:
       return "complete";
     case coordinator::v1::LEVEL_STATUS_MERGED:
-      return "merged";
+      return "complete";  // with merge_status "complete" (FormatMahabharathaState)
     default:
       return "pending";
   }
@@ -123,6 +123,14 @@ const Value* Get(const Struct& s, const std::string& key) {
 std::string GetString(const Struct& s, const std::string& key) {
   const Value* v = Get(s, key);
   return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
+}
+
+// The status a level entry of the file says: merged when its merge completed (their
+// LevelCoordinator writes status "complete" and then merge_status "complete"; "merged" is what
+// set_level_status(level, "merged") writes), else its status.
+LevelStatus LevelStatusOf(const Struct& level) {
+  if (GetString(level, "merge_status") == "complete") return coordinator::v1::LEVEL_STATUS_MERGED;
+  return ParseLevelStatus(GetString(level, "status"));
 }
 
 Value StructValue(Struct s) {
@@ -362,6 +370,13 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
     const MahabharathaRun& parsed) {
   coordinator::v1::ImportRunRequest request;
   *request.mutable_run() = parsed.run;
+  if (parsed.levels_known) {
+    // Kept with the run, so that the export writes each task's level (FormatMahabharathaState).
+    (*(*request.mutable_run()->mutable_metadata()->mutable_fields())[kMetaKey]
+          .mutable_struct_value()
+          ->mutable_fields())["levels_known"]
+        .set_bool_value(true);
+  }
   const Struct& state = Meta(parsed.run.metadata(), "state");
   // Which worker's current_task each task is.
   std::map<std::string, std::string> current_of;
@@ -421,7 +436,7 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
       std::sort(levels.begin(), levels.end());
       for (const auto& entry : levels) {
         const Struct& l = *entry.second;
-        if (GetString(l, "status") != "merged") continue;
+        if (LevelStatusOf(l) != coordinator::v1::LEVEL_STATUS_MERGED) continue;
         coordinator::v1::LevelState* level = request.mutable_run()->add_level_states();
         level->set_level(entry.first);
         level->set_status(coordinator::v1::LEVEL_STATUS_MERGED);
@@ -442,8 +457,63 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
   return request;
 }
 
+namespace {
+
+// The execution_log entry of `event` as their append_event writes it ({timestamp, event, data});
+// nullopt for an event their log has no entry for. `items_at_level` counts a level's tasks.
+std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
+                                       const std::map<int64_t, int>& items_at_level) {
+  using coordinator::v1::WorkEvent;
+  std::string name;
+  Struct data;
+  switch (event.kind()) {
+    case WorkEvent::KIND_ITEM_CLAIMED:
+      name = "task_claimed";
+      break;
+    case WorkEvent::KIND_ITEM_COMPLETED:
+      name = "task_complete";
+      break;
+    case WorkEvent::KIND_ITEM_FAILED:
+      name = "task_failed";
+      Put(&data, "error", JsonString(event.message()));
+      break;
+    case WorkEvent::KIND_ITEM_RETRIED:
+      name = "task_retry";
+      break;
+    case WorkEvent::KIND_ITEM_HEARTBEAT_LOST:
+      name = "task_stale_detected";
+      break;
+    case WorkEvent::KIND_LEVEL_CHANGED:
+      if (event.level_status() == coordinator::v1::LEVEL_STATUS_RUNNING) {
+        name = "level_started";
+        auto it = items_at_level.find(event.level());
+        Put(&data, "tasks", JsonNumber(it == items_at_level.end() ? 0 : it->second));
+      } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_COMPLETE ||
+                 event.level_status() == coordinator::v1::LEVEL_STATUS_MERGED) {
+        name = "level_complete";
+        if (!event.message().empty()) Put(&data, "merge_commit", JsonString(event.message()));
+      } else {
+        return std::nullopt;
+      }
+      Put(&data, "level", JsonNumber(static_cast<double>(event.level())));
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (!event.item_id().empty()) Put(&data, "task_id", JsonString(event.item_id()));
+  if (!event.worker_id().empty()) Put(&data, "worker_id", WorkerIdValue(event.worker_id()));
+  Struct entry;
+  Put(&entry, "timestamp", JsonString(PythonIsoTime(FromTimestamp(event.time()))));
+  Put(&entry, "event", JsonString(name));
+  Put(&entry, "data", StructValue(std::move(data)));
+  return StructValue(std::move(entry));
+}
+
+}  // namespace
+
 std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
-                                    const std::vector<RunWorker>& workers) {
+                                    const std::vector<RunWorker>& workers,
+                                    const std::vector<coordinator::v1::WorkEvent>* events) {
   const Struct& original = Meta(run.metadata(), "state");
   const bool imported = !original.fields().empty();
   Struct state = original;
@@ -462,11 +532,52 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
   }
   Put(&state, "feature", JsonString(run.feature()));
 
+  // The log: as imported, then what happened here since (the import's own entries, made in its
+  // commit at the run's creation time, are not theirs).
+  if (events != nullptr) {
+    std::map<int64_t, int> items_at_level;
+    for (const WorkItem& item : items) ++items_at_level[item.level()];
+    Value log;
+    if (const Value* v = Get(state, "execution_log"); v != nullptr && v->has_list_value()) {
+      log = *v;
+    }
+    log.mutable_list_value();
+    bool appended = false;
+    for (const coordinator::v1::WorkEvent& event : *events) {
+      if (imported && FromTimestamp(event.time()) <= FromTimestamp(run.create_time())) {
+        continue;
+      }
+      std::optional<Value> entry = ExecutionLogEntry(event, items_at_level);
+      if (!entry.has_value()) continue;
+      *log.mutable_list_value()->add_values() = *std::move(entry);
+      appended = true;
+    }
+    if (appended || !imported) Put(&state, "execution_log", std::move(log));
+  }
+
   bool changed = !imported;
+  // A task's level, title and description, which their status --tasks shows, are written when
+  // the coordinator knows them and the file did not have them: the level of a run made here or
+  // imported with its task graph (a plain state file has none; its tasks read as level 1).
+  const bool write_levels = !imported || [&] {
+    const Value* m = Get(run.metadata(), kMetaKey);
+    const Value* known =
+        m != nullptr && m->has_struct_value() ? Get(m->struct_value(), "levels_known") : nullptr;
+    return known != nullptr && known->kind_case() == Value::kBoolValue && known->bool_value();
+  }();
   Struct tasks;
   for (const WorkItem& item : items) {
     const Struct& task_original = Meta(item.metadata(), "task");
     Struct task = task_original;
+    if (write_levels && item.level() > 0 && Get(task, "level") == nullptr) {
+      Put(&task, "level", JsonNumber(static_cast<double>(item.level())));
+    }
+    if (!item.title().empty() && Get(task, "title") == nullptr) {
+      Put(&task, "title", JsonString(item.title()));
+    }
+    if (!item.description().empty() && Get(task, "description") == nullptr) {
+      Put(&task, "description", JsonString(item.description()));
+    }
     // An item the coordinator changed (or made) is written as set_task_status writes a task.
     const bool item_changed = item.version() > 1 || task_original.fields().empty();
     if (item_changed) {
@@ -511,12 +622,20 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       }
       const Value* was = Get(level, "status");
       if (was != nullptr && was->kind_case() == Value::kStringValue &&
-          ParseLevelStatus(was->string_value()) == live.status()) {
+          LevelStatusOf(level) == live.status()) {
         continue;
       }
       if (was == nullptr && live.status() == coordinator::v1::LEVEL_STATUS_PENDING) continue;
       Put(&level, "status", JsonString(LevelStatusName(live.status())));
       Put(&level, "updated_at", JsonString(PythonIsoTime(FromTimestamp(run.update_time()))));
+      if (live.status() == coordinator::v1::LEVEL_STATUS_MERGED) {
+        // As set_level_merge_status(level, COMPLETE) writes it after set_level_status.
+        const std::string merged = PythonIsoTime(
+            FromTimestamp(live.has_merge_time() ? live.merge_time() : run.update_time()));
+        Put(&level, "merge_status", JsonString("complete"));
+        Put(&level, "merge_updated_at", JsonString(merged));
+        Put(&level, "merge_completed_at", JsonString(merged));
+      }
       if (live.has_start_time()) {
         Put(&level, "started_at", JsonString(PythonIsoTime(FromTimestamp(live.start_time()))));
       }

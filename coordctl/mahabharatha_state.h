@@ -75,11 +75,15 @@ google::protobuf::Value MahabharathaWorkerId(const std::string& id);
 
 // The state file the StateManager would have written for `run`, its `items` and its `workers`
 // (the run's worker registry; may be empty). A worker the import registered and nothing changed
-// since is written as it was imported. Laid out as json.dump(indent=2) writes it, with
-// no final newline.
-std::string FormatMahabharathaState(const coordinator::v1::Run& run,
-                                    const std::vector<coordinator::v1::WorkItem>& items,
-                                    const std::vector<coordinator::v1::RunWorker>& workers);
+// since is written as it was imported. With the run's `events` (its work log; may be null), the
+// execution_log gets, after the imported entries, one entry per event since the run came here
+// that their status shows (task_claimed, task_complete, task_failed, task_retry,
+// task_stale_detected, level_started, level_complete), in their append_event
+// shape. Laid out as json.dump(indent=2) writes it, with no final newline.
+std::string FormatMahabharathaState(
+    const coordinator::v1::Run& run, const std::vector<coordinator::v1::WorkItem>& items,
+    const std::vector<coordinator::v1::RunWorker>& workers,
+    const std::vector<coordinator::v1::WorkEvent>* events = nullptr);
 
 // worker-assignments.json (.gsd/specs/<feature>/), as MAHABHARATHA's
 // WorkerAssignment.save_to_file writes it (json.dump(indent=2), no final newline): feature,

@@ -322,6 +322,117 @@ TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
   EXPECT_EQ(request->run().level_states(0).merge_commit(), "4f2a9c1");
 }
 
+// What their status reads from our export: a merged level as their LevelCoordinator writes it
+// (status "complete", then merge_status "complete"), and each task's level and description,
+// known from the task graph. Their merge format reads back as merged, and an unchanged level is
+// not written again.
+TEST(MahabharathaStateTest, TheExportIsWhatTheirStatusReads) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  ASSERT_OK(parsed);
+  ASSERT_OK(JoinMahabharathaTaskGraph(ReadTestData("user-auth-task-graph.json"), &*parsed));
+  absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
+  ASSERT_OK(request);
+  std::vector<WorkItem> imported(request->items().begin(), request->items().end());
+  auto [run, items] = AsCreated(request->run(), imported);
+  // Level 2 is merged since the import; the task AUTH-L2-001 completed.
+  run.set_current_level(3);
+  run.mutable_update_time()->set_seconds(1767225720);
+  coordinator::v1::LevelState* level2 = run.add_level_states();
+  level2->set_level(2);
+  level2->set_status(coordinator::v1::LEVEL_STATUS_MERGED);
+  level2->set_merge_commit("9c0ffee");
+  level2->mutable_complete_time()->set_seconds(1767225700);
+  level2->mutable_merge_time()->set_seconds(1767225710);
+  items[2].set_version(2);
+  items[2].set_status(coordinator::v1::ITEM_STATUS_DONE);
+  items[2].mutable_update_time()->set_seconds(1767225700);
+  const google::protobuf::Struct out = JsonObject(FormatMahabharathaState(run, items, {}));
+  const auto& levels = out.fields().at("levels").struct_value().fields();
+  const auto& l2 = levels.at("2").struct_value().fields();
+  EXPECT_EQ(l2.at("status").string_value(), "complete");
+  EXPECT_EQ(l2.at("merge_status").string_value(), "complete");
+  EXPECT_EQ(l2.at("merge_commit").string_value(), "9c0ffee");
+  EXPECT_EQ(l2.at("completed_at").string_value(), "2026-01-01T00:01:40");
+  EXPECT_EQ(l2.at("merge_completed_at").string_value(), "2026-01-01T00:01:50");
+  EXPECT_EQ(l2.at("merge_updated_at").string_value(), "2026-01-01T00:01:50");
+  // Level 1 is as the file had it.
+  EXPECT_EQ(levels.at("1").struct_value().fields().at("merge_commit").string_value(), "4f2a9c1");
+  EXPECT_EQ(levels.at("1").struct_value().fields().at("updated_at").string_value(),
+            "2026-11-24T11:18:45.108000");
+  const auto& tasks = out.fields().at("tasks").struct_value().fields();
+  const auto& login = tasks.at("AUTH-L2-001").struct_value().fields();
+  EXPECT_EQ(login.at("level").number_value(), 2);
+  EXPECT_EQ(login.at("title").string_value(), "Login endpoint");
+  EXPECT_EQ(tasks.at("AUTH-L3-001").struct_value().fields().at("level").number_value(), 3);
+
+  // Their format of a merge reads back as merged.
+  const std::string theirs =
+      absl::StrReplaceAll(FormatMahabharathaState(run, items, {}),
+                          {{R"("status": "merged")", R"("status": "complete")"}});
+  absl::StatusOr<MahabharathaRun> again = ParseMahabharathaState(theirs);
+  ASSERT_OK(again);
+  absl::StatusOr<coordinator::v1::ImportRunRequest> reread = MahabharathaImportRequest(*again);
+  ASSERT_OK(reread);
+  ASSERT_EQ(reread->run().level_states_size(), 2);
+  for (const coordinator::v1::LevelState& level : reread->run().level_states()) {
+    EXPECT_EQ(level.status(), coordinator::v1::LEVEL_STATUS_MERGED) << level.level();
+  }
+}
+
+// execution_log: what their status shows as EVENTS, from the run's work log since the import,
+// after the entries the file had.
+TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
+  run.mutable_create_time()->set_seconds(1767225600);
+  using coordinator::v1::WorkEvent;
+  std::vector<WorkEvent> events;
+  auto add = [&](WorkEvent::Kind kind, int64_t seconds) -> WorkEvent& {
+    WorkEvent& e = events.emplace_back();
+    e.set_seq(static_cast<int64_t>(events.size()));
+    e.set_kind(kind);
+    e.mutable_time()->set_seconds(seconds);
+    return e;
+  };
+  add(WorkEvent::KIND_RUN_CREATED, 1767225600);  // the import's own: not theirs
+  add(WorkEvent::KIND_LEVEL_CHANGED, 1767225601).set_level(1);
+  events.back().set_level_status(coordinator::v1::LEVEL_STATUS_RUNNING);
+  WorkEvent& claimed = add(WorkEvent::KIND_ITEM_CLAIMED, 1767225602);
+  claimed.set_item_id("DOCS-L1-001");
+  claimed.set_worker_id("3");
+  WorkEvent& failed = add(WorkEvent::KIND_ITEM_FAILED, 1767225603);
+  failed.set_item_id("DOCS-L1-001");
+  failed.set_worker_id("3");
+  failed.set_message("pytest: 1 failed");
+  add(WorkEvent::KIND_RUN_STATUS_CHANGED, 1767225604);  // no entry of theirs
+  WorkEvent& merged = add(WorkEvent::KIND_LEVEL_CHANGED, 1767225605);
+  merged.set_level(1);
+  merged.set_level_status(coordinator::v1::LEVEL_STATUS_MERGED);
+  merged.set_message("4f2a9c1");
+  const google::protobuf::Struct out = JsonObject(FormatMahabharathaState(run, items, {}, &events));
+  const auto& log = out.fields().at("execution_log").list_value();
+  const int before = 0;  // plan-only.json's log is empty
+  ASSERT_EQ(log.values_size(), before + 4);
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(log, &json);
+  ExpectSameJson(absl::StrCat(R"({"v":)", json, "}"), R"({"v":[
+      {"timestamp":"2026-01-01T00:00:01","event":"level_started","data":{"tasks":3,"level":1}},
+      {"timestamp":"2026-01-01T00:00:02","event":"task_claimed",
+       "data":{"task_id":"DOCS-L1-001","worker_id":3}},
+      {"timestamp":"2026-01-01T00:00:03","event":"task_failed",
+       "data":{"error":"pytest: 1 failed","task_id":"DOCS-L1-001","worker_id":3}},
+      {"timestamp":"2026-01-01T00:00:05","event":"level_complete",
+       "data":{"merge_commit":"4f2a9c1","level":1}}]})");
+  // Without a log (an older coordinator), the file's log as it was.
+  EXPECT_EQ(JsonObject(FormatMahabharathaState(run, items, {}))
+                .fields()
+                .at("execution_log")
+                .list_value()
+                .values_size(),
+            before);
+}
+
 TEST(MahabharathaStateTest, ATaskGraphThatDoesNotFitIsRefused) {
   const std::string state = ReadTestData("user-auth.json");
   const std::string graph = ReadTestData("user-auth-task-graph.json");

@@ -203,7 +203,8 @@ class RunExport {
     grpc::Status s = stub_->GetRun(env_.NewContext().get(), get, &run);
     if (!s.ok()) return s;
     run_ = std::move(run);
-    if (format_ == ExportFormat::kArial || format_ == ExportFormat::kMahabharathaLogs) {
+    if (format_ == ExportFormat::kArial || format_ == ExportFormat::kMahabharathaLogs ||
+        format_ == ExportFormat::kMahabharatha) {
       s = ReadNewEvents();
       if (!s.ok()) return s;
     }
@@ -247,7 +248,7 @@ class RunExport {
         text = FormatArialState(run_, items_, have_log_ ? &events_ : nullptr);
         break;
       case ExportFormat::kMahabharatha:
-        text = FormatMahabharathaState(run_, items_, workers_);
+        text = FormatMahabharathaState(run_, items_, workers_, have_log_ ? &events_ : nullptr);
         break;
       default:
         text = FormatMahabharathaAssignments(run_, items_, workers_, absl::Now());
@@ -279,7 +280,9 @@ class RunExport {
       grpc::Status s = stub_->ListEvents(env_.NewContext().get(), list, &page);
       if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
           format_ != ExportFormat::kMahabharathaLogs) {
-        have_log_ = false;  // an older coordinator: Arial's status from the items as they are
+        // An older coordinator: Arial's status from the items as they are, MAHABHARATHA's
+        // execution_log as imported.
+        have_log_ = false;
         return grpc::Status::OK;
       }
       if (!s.ok()) return s;
