@@ -29,8 +29,6 @@ struct Wire10 {
   using SendRequest = a2apb::SendMessageRequest;
   using SendReply = a2apb::SendMessageResponse;
   using SubscribeRequest = a2apb::SubscribeToTaskRequest;
-  using GetRequest = a2apb::GetTaskRequest;
-  using CancelRequest = a2apb::CancelTaskRequest;
   using Event = a2apb::StreamResponse;
   using Task = a2apb::Task;
 
@@ -64,8 +62,6 @@ struct Wire03 {
   using SendRequest = pb03::SendMessageRequest;
   using SendReply = pb03::SendMessageResponse;
   using SubscribeRequest = pb03::TaskSubscriptionRequest;
-  using GetRequest = pb03::GetTaskRequest;
-  using CancelRequest = pb03::CancelTaskRequest;
   using Event = pb03::StreamResponse;
   using Task = pb03::Task;
 
