@@ -120,7 +120,11 @@ ABSL_FLAG(absl::Duration, a2a_retry_initial_backoff, absl::Milliseconds(500),
 ABSL_FLAG(absl::Duration, a2a_retry_max_backoff, absl::Seconds(30),
           "A2A gateway: longest wait between two delivery attempts");
 ABSL_FLAG(int, a2a_delivery_max_attempts, 10,
-          "A2A gateway: failed deliveries after which the task is marked FAILED");
+          "A2A gateway: failed deliveries that reached the agent after which the task is marked "
+          "FAILED (attempts that found the agent down are not counted)");
+ABSL_FLAG(absl::Duration, a2a_delivery_ttl, absl::Hours(24),
+          "A2A gateway: how long a message may wait for its agent (down, or failing) before its "
+          "task is marked FAILED");
 ABSL_FLAG(int, a2a_delivery_threads, 64,
           "A2A gateway: messages that can be at agents at the same time");
 ABSL_FLAG(absl::Duration, a2a_push_timeout, absl::Seconds(10),
@@ -210,14 +214,16 @@ int main(int argc, char** argv) {
   options.gateway.max_backoff = absl::GetFlag(FLAGS_a2a_retry_max_backoff);
   options.gateway.max_delivery_attempts = absl::GetFlag(FLAGS_a2a_delivery_max_attempts);
   options.gateway.delivery_threads = absl::GetFlag(FLAGS_a2a_delivery_threads);
+  options.gateway.delivery_ttl = absl::GetFlag(FLAGS_a2a_delivery_ttl);
   options.gateway.push_timeout = absl::GetFlag(FLAGS_a2a_push_timeout);
   options.a2a_store.push_max_attempts = absl::GetFlag(FLAGS_a2a_push_max_attempts);
   options.a2a_store.push_initial_backoff = absl::GetFlag(FLAGS_a2a_push_initial_backoff);
   if (options.gateway.max_delivery_attempts <= 0 || options.gateway.delivery_threads <= 0 ||
-      options.a2a_store.push_max_attempts <= 0) {
+      options.a2a_store.push_max_attempts <= 0 ||
+      options.gateway.delivery_ttl <= absl::ZeroDuration()) {
     LOG_ERROR(
-        "--a2a_delivery_max_attempts, --a2a_delivery_threads and --a2a_push_max_attempts "
-        "must be positive");
+        "--a2a_delivery_max_attempts, --a2a_delivery_threads, --a2a_push_max_attempts and "
+        "--a2a_delivery_ttl must be positive");
     return 2;
   }
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0 || options.http_threads <= 0 ||

@@ -6,6 +6,7 @@
 
 #include "a2a_protocol/bindings.h"
 #include "a2a_protocol/v03_json.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/a2a/card_fetch.h"
@@ -14,6 +15,25 @@
 #include "coordinator/store/a2a/agent_registry.h"
 
 namespace coordinator {
+namespace {
+
+// The payload NotListening sets; its value is empty.
+constexpr absl::string_view kNotListening = "type.coordinator.dev/a2a.NotListening";
+
+}  // namespace
+
+absl::Status NotListening(absl::Status status) {
+  status.SetPayload(kNotListening, absl::Cord());
+  return status;
+}
+
+bool IsNotListening(const absl::Status& status) {
+  return status.GetPayload(kNotListening).has_value();
+}
+
+absl::Status KeepNotListening(const absl::Status& cause, absl::Status status) {
+  return IsNotListening(cause) ? NotListening(std::move(status)) : status;
+}
 
 size_t TakeBurst(std::deque<a2apb::StreamResponse>* queue,
                  std::vector<a2apb::StreamResponse>* out) {

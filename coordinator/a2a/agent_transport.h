@@ -40,11 +40,21 @@ namespace a2apb = ::lf::a2a::v1;
 inline constexpr size_t kMaxBurstEvents = 64;
 inline constexpr size_t kMaxBurstBytes = 4 << 20;
 
+// Marks a failed call that found nothing listening at the agent's address: the connection was
+// refused or could not be made (the agent is down or not started), as opposed to an agent that
+// took the call and failed it or broke it off. The gateway spends none of a message's attempts
+// on such calls (GatewayOptions::delivery_ttl bounds them instead).
+absl::Status NotListening(absl::Status status);
+bool IsNotListening(const absl::Status& status);
+// `status` marked NotListening when `cause` is: for an error that rewords another.
+absl::Status KeepNotListening(const absl::Status& cause, absl::Status status);
+
 // The agent's answer to one message, in flight. Its transport reads the answer ahead of the
 // gateway; the gateway takes what waits in bursts. Thread-safe.
 //
 // How Finish reports the end, for every binding: OK when the agent ended its answer cleanly;
-// UNAVAILABLE when it could not be reached or the connection broke; DEADLINE_EXCEEDED when the
+// UNAVAILABLE when it could not be reached or the connection broke (marked NotListening when
+// nothing took the connection at all); DEADLINE_EXCEEDED when the
 // call's deadline passed; CANCELLED after Cancel; INTERNAL with reason INVALID_AGENT_RESPONSE
 // when the answer does not parse; otherwise the agent's own error, with its code and A2A reason.
 class AgentCall {

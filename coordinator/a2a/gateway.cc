@@ -32,6 +32,7 @@ struct DeliveryCounters {
   common::Gauge* queued;
   common::Counter* delivered;
   common::Counter* retries;
+  common::Counter* waits;
   common::Counter* given_up;
 };
 
@@ -50,7 +51,12 @@ const DeliveryCounters& DeliveryMetrics() {
             ->WithLabels({}),
         registry
             .AddCounter("coordinator_a2a_delivery_retries_total",
-                        "Failed delivery attempts that will be retried.")
+                        "Failed delivery attempts that reached the agent and will be retried.")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_delivery_waits_total",
+                        "Delivery attempts that found nothing listening at the agent: the "
+                        "message waits for it (not counted against its attempts).")
             ->WithLabels({}),
         registry
             .AddCounter("coordinator_a2a_deliveries_given_up_total",
@@ -405,7 +411,7 @@ bool A2AGateway::AttemptEnded(AttemptRun& run, const absl::Status& result) {
     }
     return !run.remaining.has_value() || *run.remaining > 0;
   }
-  DeliveryFailed(delivery, result);
+  DeliveryFailed(run, result);
   // The agent registered again while this attempt failed: its reschedule may have come before
   // this failure's backoff was stored, which would then hold the message back for a whole
   // backoff although the agent is there now.
@@ -420,7 +426,8 @@ void A2AGateway::DeliveryEnded(const std::string& task_id, bool rescan) {
   if (rescan) kicked_ = true;
 }
 
-void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result) {
+void A2AGateway::DeliveryFailed(const AttemptRun& run, const absl::Status& result) {
+  const v1::PendingDelivery& delivery = run.delivery;
   const std::string& task_id = delivery.task_id();
   {
     // A delivery cut short by our own shutdown, or by this replica turning passive, is not the
@@ -428,15 +435,48 @@ void A2AGateway::DeliveryFailed(const v1::PendingDelivery& delivery, const absl:
     absl::MutexLock lock(&mu_);
     if (!active_) return;
   }
-  const int attempts = delivery.attempts() + 1;
+  const absl::Time now = absl::Now();
+  // Enqueued before the time was kept: its time to live starts now.
+  const absl::Time expires =
+      (delivery.has_enqueue_time() ? FromProtoTime(delivery.enqueue_time()) : now) +
+      options_.delivery_ttl;
+  DeliveryFailure failure;
+  failure.error = std::string(result.message());
+  failure.reached = run.got_any || !IsNotListening(result);
+  // While nothing listens the message waits for the agent, retried at most max_backoff apart
+  // (and at once when it registers), without spending its attempts.
+  const int attempts = delivery.attempts() + (failure.reached ? 1 : 0);
+  const int backoff_step = failure.reached ? attempts : delivery.unreached() + 1;
+  failure.next_attempt = std::min(now + Backoff(backoff_step), expires);
   // Errors without a retryable code are the agent's definite answer: no point retrying.
-  const bool give_up = !IsRetryable(result.code()) || attempts >= options_.max_delivery_attempts;
-  (give_up ? DeliveryMetrics().given_up : DeliveryMetrics().retries)->Increment();
-  common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
-                  "delivery attempt %d failed: %s%s", attempts, result.message(),
-                  give_up ? " (giving up)" : "");
-  absl::StatusOr<A2ATasks::Change> change = deliveries_->DeliveryFailed(
-      task_id, delivery.history_seq(), result.message(), absl::Now() + Backoff(attempts), give_up);
+  if (!IsRetryable(result.code()) ||
+      (failure.reached && attempts >= options_.max_delivery_attempts)) {
+    failure.give_up = absl::StrCat("delivery to agent ", delivery.tenant(), " failed after ",
+                                   attempts, " attempts: ", result.message());
+  } else if (now >= expires) {
+    failure.give_up = absl::StrCat(
+        "delivery to agent ", delivery.tenant(), " gave up: not delivered within ",
+        absl::FormatDuration(options_.delivery_ttl), " of being sent (--a2a_delivery_ttl); ",
+        failure.reached ? "last error: " : "nothing listened at the agent's address: ",
+        result.message());
+  }
+  const bool give_up = failure.give_up.has_value();
+  (give_up           ? DeliveryMetrics().given_up
+   : failure.reached ? DeliveryMetrics().retries
+                     : DeliveryMetrics().waits)
+      ->Increment();
+  if (failure.reached || give_up) {
+    common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                    "delivery attempt %d failed: %s%s", attempts, result.message(),
+                    give_up ? " (giving up)" : "");
+  } else if (delivery.unreached() == 0) {
+    // Once per outage of the agent, not once per try.
+    common::LogWarn({{"task_id", task_id}, {"agent", delivery.tenant()}},
+                    "agent not reachable, the message waits for it (at most until %s): %s",
+                    absl::FormatTime(expires), result.message());
+  }
+  absl::StatusOr<A2ATasks::Change> change =
+      deliveries_->DeliveryFailed(task_id, delivery.history_seq(), failure);
   if (!change.ok()) {
     common::LogError({{"task_id", task_id}, {"agent", delivery.tenant()}},
                      "cannot record a failed delivery: %s", change.status().message());
@@ -453,8 +493,8 @@ absl::Status A2AGateway::StartAttempt(AttemptRun& run) {
   if (IsTerminal(run.header.task().status().state())) return absl::OkStatus();
   absl::StatusOr<v1::Agent> agent = agents_->Get(run.header.tenant());
   if (absl::IsNotFound(agent.status())) {
-    return absl::UnavailableError(
-        absl::StrCat("agent ", run.header.tenant(), " is not registered"));
+    return NotListening(
+        absl::UnavailableError(absl::StrCat("agent ", run.header.tenant(), " is not registered")));
   }
   RETURN_IF_ERROR(agent.status());
   run.agent = *std::move(agent);
@@ -709,9 +749,9 @@ absl::Status A2AGateway::FinishAttempt(AttemptRun& run, const absl::Status& stat
   if (IsRetryable(status.code()) || (run.resume && !run.got_any)) {
     // A subscription refused before any event: the task most likely ended between GetTask and
     // SubscribeToTask (agents refuse to subscribe to an ended task). The next attempt reads it.
-    return absl::UnavailableError(absl::StrCat("agent ", agent.name(), " at ", agent.endpoint(),
-                                               " (", agent.protocol_binding(),
-                                               "): ", status.message()));
+    return KeepNotListening(status, absl::UnavailableError(absl::StrCat(
+                                        "agent ", agent.name(), " at ", agent.endpoint(), " (",
+                                        agent.protocol_binding(), "): ", status.message())));
   }
   return status;  // the agent's definite answer, its A2A reason kept
 }
@@ -739,9 +779,11 @@ absl::StatusOr<std::unique_ptr<AgentCall>> A2AGateway::Resume(
       *resumed = false;
       return nullptr;
     }
-    return absl::UnavailableError(absl::StrCat(
-        "agent ", agent.name(), " at ", agent.endpoint(), ": cannot read back its task ",
-        header.agent_task_id(), ": ", task.status().message()));
+    return KeepNotListening(
+        task.status(),
+        absl::UnavailableError(absl::StrCat("agent ", agent.name(), " at ", agent.endpoint(),
+                                            ": cannot read back its task ", header.agent_task_id(),
+                                            ": ", task.status().message())));
   }
   if (IsFinalOrInterrupted(task->status().state())) {
     // Its answer ended while nobody listened: the task as the agent has it is the outcome.

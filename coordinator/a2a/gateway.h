@@ -43,8 +43,14 @@ struct GatewayOptions {
   // Defaults 500ms and 30s.
   absl::Duration initial_backoff = absl::Milliseconds(500);
   absl::Duration max_backoff = absl::Seconds(30);
-  // Failed attempts after which a message is given up and its task FAILED (default 10).
+  // Failed attempts that reached the agent after which a message is given up and its task
+  // FAILED (default 10). Attempts that found nothing listening (NotListening: the agent is
+  // down) are not counted: they go on at most max_backoff apart, and at once when the agent
+  // registers, until delivery_ttl.
   int max_delivery_attempts = 10;
+  // How long after it was sent a message not yet delivered is given up, its task FAILED saying
+  // so (default 24h: long enough for an agent's restart during a night's run).
+  absl::Duration delivery_ttl = absl::Hours(24);
   // Threads carrying deliveries to agents (default 64): how many messages can be at agents at
   // once. Each holds its thread through every durable write of the agent's answer, so fewer
   // threads cap the gateway (bench/analysis.md: 16 threads, 300/s; 64, 424/s).
@@ -126,8 +132,6 @@ class A2AGateway {
   // records its outcome (AttemptEnded) and ends the task's delivery (DeliveryEnded).
   // `message`: the queued message when the caller holds it (Dispatch), else read back.
   void Deliver(v1::PendingDelivery seen, std::optional<a2apb::Message> message = std::nullopt);
-  // Records a failed attempt: retried later, or given up and the task FAILED.
-  void DeliveryFailed(const v1::PendingDelivery& delivery, const absl::Status& result);
 
   // One attempt is in steps, so that it may wait for the agent on a thread of its own
   // (RunBlocking) or on none (GoOnAsync: the agent's answer is stored from the transport's
@@ -135,6 +139,8 @@ class A2AGateway {
   // answered; `remaining` is the task's deliveries still queued when this one left the queue in
   // the same transaction as the agent's answer.
   struct AttemptRun;
+  // Records a failed attempt: retried later, or given up and the task FAILED.
+  void DeliveryFailed(const AttemptRun& run, const absl::Status& result);
   // Reads the task, the agent and the message and calls the agent (or resumes its task), leaving
   // the call in run.reader; no call (null) when there is nothing to deliver.
   absl::Status StartAttempt(AttemptRun& run);

@@ -65,6 +65,7 @@ class GatewayTest : public ::testing::Test {
     options.worker_threads = 8;
     options.limits.max_message_bytes = 64 << 10;
     options.gateway.max_delivery_attempts = max_attempts;
+    options.gateway.delivery_ttl = delivery_ttl_;
     options.gateway.delivery_threads = 4;
     options.before_wal_sync = before_wal_sync_;
     on_etcd_ = !options.store_url.empty();
@@ -177,6 +178,8 @@ class GatewayTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  // Given to the coordinator started next (GatewayOptions::delivery_ttl).
+  absl::Duration delivery_ttl_ = absl::Hours(24);
   agent_runtime::EchoAgent echo_;
   // Given to the coordinator started next (ServerOptions::before_wal_sync).
   std::function<absl::Status()> before_wal_sync_;
@@ -543,20 +546,73 @@ TEST_F(GatewayTest, CancelWhileTheAgentIsDownEndsTheQueuedTask) {
   EXPECT_EQ(canceled.status().state(), a2apb::TASK_STATE_CANCELED);
 }
 
-TEST_F(GatewayTest, DeliveryGivesUpAfterTheLimitAndFailsTheTask) {
+// An agent that takes every call and fails it with a code worth retrying.
+class BusyAgentService : public a2apb::A2AService::Service {
+ public:
+  grpc::Status SendStreamingMessage(grpc::ServerContext*, const a2apb::SendMessageRequest*,
+                                    grpc::ServerWriter<a2apb::StreamResponse>*) override {
+    calls_.fetch_add(1);
+    return grpc::Status(grpc::StatusCode::ABORTED, "too busy, try later");
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  std::atomic<int> calls_{0};
+};
+
+TEST_F(GatewayTest, DeliveryToAnAgentThatFailsGivesUpAfterTheLimitAndFailsTheTask) {
   StopCoordinator();
   StartCoordinator(/*max_attempts=*/3);
+  BusyAgentService busy;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&busy);
+  std::unique_ptr<grpc::Server> agent = builder.BuildAndStart();
+  ASSERT_NE(agent, nullptr);
   auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
   coordinator::v1::RegisterAgentRequest reg;
-  reg.mutable_agent()->set_name("gone");
-  reg.mutable_agent()->set_endpoint("127.0.0.1:1");
-  coordinator::v1::Agent agent;
-  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &agent).ok());
-  const std::string id = SendNow("hello?", "gone");
+  reg.mutable_agent()->set_name("busy");
+  reg.mutable_agent()->set_endpoint(absl::StrCat("127.0.0.1:", port));
+  coordinator::v1::Agent registered;
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &registered).ok());
+  const std::string id = SendNow("hello?", "busy");
   ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
   const a2apb::Task task = GetTask(id);
   EXPECT_TRUE(absl::StrContains(task.status().message().parts(0).text(), "after 3 attempts"))
       << task.status().message().parts(0).text();
+  EXPECT_EQ(busy.calls(), 3);
+  agent->Shutdown();
+}
+
+// The agent is down (nothing listens at its address) for far longer than the attempt budget
+// would last: the message waits, and is delivered when the agent comes back and registers.
+TEST_F(GatewayTest, AMessageWaitsForAnAgentThatIsDownLongerThanItsAttempts) {
+  StopCoordinator();
+  StartCoordinator(/*max_attempts=*/2);
+  RegisterAway("late");
+  const uint64_t waits_before = DeliveryCounter("coordinator_a2a_delivery_waits_total");
+  const std::string id = SendNow("better late than never", "late");
+  // Three times the budget of tries found nobody; the task waits.
+  ASSERT_TRUE(WaitFor(
+      [&] { return DeliveryCounter("coordinator_a2a_delivery_waits_total") >= waits_before + 6; }));
+  EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
+  auto agent = StartAgent("late");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_COMPLETED));
+  EXPECT_EQ(GetTask(id).artifacts(0).parts(0).text(), "better late than never");
+}
+
+// Past its time to live a message is given up, and its task says why.
+TEST_F(GatewayTest, AMessageNotDeliveredWithinItsTtlFailsItsTaskSayingSo) {
+  StopCoordinator();
+  delivery_ttl_ = absl::Seconds(1);
+  StartCoordinator();
+  RegisterAway("gone");
+  const std::string id = SendNow("hello?", "gone");
+  ASSERT_TRUE(WaitForState(id, a2apb::TASK_STATE_FAILED));
+  const std::string reason = GetTask(id).status().message().parts(0).text();
+  EXPECT_TRUE(absl::StrContains(reason, "not delivered within 1s of being sent")) << reason;
+  EXPECT_TRUE(absl::StrContains(reason, "nothing listened")) << reason;
 }
 
 TEST_F(GatewayTest, BadInputGetsTheSpecErrorAndChangesNothing) {

@@ -88,13 +88,25 @@ struct Wire03 {
 // At most kMaxBurstEvents wait; beyond that reading pauses until they are taken. An agent without
 // streaming (it answers the stream with UNIMPLEMENTED before any event, or its 0.3 card says so)
 // gets the unary SendMessage, and its answer becomes the one event.
+// `result`, the end of a call on `channel` as `status`, marked NotListening when no connection
+// was made. gRPC reports a refused connection as UNAVAILABLE, as it does a server's own
+// UNAVAILABLE or a connection that broke: only the channel's state tells them apart (pick_first
+// keeps TRANSIENT_FAILURE until a connection is made). For a call that got no answer.
+absl::Status MarkNotListening(const grpc::Status& status, grpc::Channel& channel,
+                              absl::Status result) {
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return result;
+  const grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/false);
+  if (state != GRPC_CHANNEL_TRANSIENT_FAILURE && state != GRPC_CHANNEL_CONNECTING) return result;
+  return NotListening(std::move(result));
+}
+
 template <typename Wire>
 class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typename Wire::Event> {
   using Reactor = grpc::ClientReadReactor<typename Wire::Event>;
 
  public:
   GrpcAgentCall(std::shared_ptr<grpc::Channel> channel, absl::Time deadline)
-      : stub_(Wire::Service::NewStub(std::move(channel))), deadline_(deadline) {
+      : channel_(channel), stub_(Wire::Service::NewStub(std::move(channel))), deadline_(deadline) {
     context_.set_deadline(absl::ToChronoTime(deadline));
     Wire::Stamp(&context_);
   }
@@ -240,7 +252,7 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
   void WhenFinished(absl::AnyInvocable<void(absl::Status) &&> done) override {
     bool release;
     bool ended;
-    grpc::Status status;
+    absl::Status result;
     {
       absl::MutexLock lock(&mu_);
       release = paused_;
@@ -248,13 +260,13 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
       finishing_ = true;  // as in Finish()
       ended = done_;
       if (ended) {
-        status = status_;
+        result = result_;
       } else {
         finished_ready_ = std::move(done);  // End() runs it
       }
     }
     if (release) this->RemoveHold();  // may end the call, and End() run `done`, on this thread
-    if (ended) std::move(done)(Wire::In(status));
+    if (ended) std::move(done)(std::move(result));
   }
 
   void Cancel() override {
@@ -285,7 +297,7 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
     if (release) this->RemoveHold();  // the call may end now (it was cancelled, or ends by itself)
     finished_.WaitForNotification();
     absl::MutexLock lock(&mu_);
-    return Wire::In(status_);
+    return result_;
   }
 
  private:
@@ -312,11 +324,13 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
   }
 
   void End(const grpc::Status& status) {
+    absl::Status result = Wire::In(status);
     absl::AnyInvocable<void() &&> ready;
     absl::AnyInvocable<void(absl::Status) &&> finished;
     {
       absl::MutexLock lock(&mu_);
-      status_ = status;
+      if (!got_any_ && !cancelled_) result = MarkNotListening(status, *channel_, std::move(result));
+      result_ = result;
       done_ = true;
       ready = std::move(opening_ready_);
       opening_ready_ = nullptr;
@@ -328,10 +342,11 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
     if (ready != nullptr) {
       std::move(ready)();
     } else if (finished != nullptr) {
-      std::move(finished)(Wire::In(status));
+      std::move(finished)(std::move(result));
     }
   }
 
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<typename Wire::Service::Stub> stub_;
   typename Wire::SendRequest request_;                 // when sending_
   typename Wire::SubscribeRequest subscribe_request_;  // otherwise
@@ -351,7 +366,7 @@ class GrpcAgentCall final : public AgentCall, public grpc::ClientReadReactor<typ
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // Finish() was called
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_ended_ ABSL_GUARDED_BY(mu_) = false;  // OnReadDone(false): no more events come
-  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Status result_ ABSL_GUARDED_BY(mu_);       // how the call ended, as Finish reports it
   absl::Notification finished_;
   // WhenOpening's and WhenFinished's callbacks, each run once (taken under mu_).
   std::function<bool(const a2apb::StreamResponse&)> holds_ ABSL_GUARDED_BY(mu_);
@@ -377,7 +392,7 @@ absl::StatusOr<a2apb::Task> CallForTask(
   Wire::Stamp(&context);
   typename Wire::Task reply;
   const grpc::Status status = (stub.*method)(&context, request, &reply);
-  if (!status.ok()) return Wire::In(status);
+  if (!status.ok()) return MarkNotListening(status, *channel, Wire::In(status));
   return Wire::In(std::move(reply));
 }
 

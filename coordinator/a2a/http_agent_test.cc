@@ -12,10 +12,8 @@
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/metrics.h"
 #include "coordinator/a2a/test_server_options.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
@@ -44,19 +42,6 @@ bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return pred();
-}
-
-// The gateway's count of failed delivery attempts to be retried (/metrics; process-wide).
-int64_t DeliveryRetries() {
-  const std::string text = common::MetricsRegistry::Default().Render();
-  const std::string kName = "\ncoordinator_a2a_delivery_retries_total ";
-  const size_t at = text.find(kName);
-  int64_t value = 0;
-  if (at != std::string::npos) {
-    const size_t start = at + kName.size();
-    (void)absl::SimpleAtoi(text.substr(start, text.find('\n', start) - start), &value);
-  }
-  return value;
 }
 
 std::string StatusText(const a2apb::Task& task) {
@@ -262,7 +247,11 @@ TEST_P(HttpAgentTest, APlainJsonAnswerIsTheOneEvent) {
   EXPECT_EQ(response.task().artifacts(0).parts(0).text(), "plain");
 }
 
+// Down for longer than its attempts would last (the refused connections do not count), and back
+// on its address without registering again: the retries find it.
 TEST_P(HttpAgentTest, AnAgentDownGetsTheMessageOnceWhenItComesBack) {
+  StopCoordinator();
+  StartCoordinator([](GatewayOptions& gateway) { gateway.max_delivery_attempts = 2; });
   auto agent = std::make_unique<FakeHttpAgent>(GetParam());
   const int port = agent->port();
   v1::Agent registered;
@@ -271,10 +260,11 @@ TEST_P(HttpAgentTest, AnAgentDownGetsTheMessageOnceWhenItComesBack) {
   agent.reset();
 
   // Accepted and stored while the agent is away; the refused connections are retried.
-  const int64_t retries_before = DeliveryRetries();
+  const char* const kWaits = "coordinator_a2a_delivery_waits_total";
+  const uint64_t waits_before = DeliveryCounter(kWaits);
   const std::string id = SendNow("while you were out", "fake");
   EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
-  ASSERT_TRUE(WaitFor([&] { return DeliveryRetries() >= retries_before + 2; }));
+  ASSERT_TRUE(WaitFor([&] { return DeliveryCounter(kWaits) >= waits_before + 6; }));
   EXPECT_EQ(GetTask(id).status().state(), a2apb::TASK_STATE_SUBMITTED);
   agent = std::make_unique<FakeHttpAgent>(GetParam(), port);
   ASSERT_EQ(agent->port(), port);

@@ -35,6 +35,12 @@ using a2a_protocol::ToJson;
 // a stop() that comes before the call has its socket.
 constexpr absl::Duration kStopRetry = absl::Milliseconds(100);
 
+// Whether an HTTP call that got no response failed for want of a connection (nothing listens
+// at the agent's address), rather than on a connection the agent had taken.
+bool NothingListened(httplib::Error error) {
+  return error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout;
+}
+
 std::string Shorten(absl::string_view text) {
   constexpr size_t kMax = 200;
   return text.size() <= kMax ? std::string(text) : absl::StrCat(text.substr(0, kMax), "...");
@@ -348,7 +354,9 @@ class HttpAgentCall final : public AgentCall {
       if (absl::Now() >= deadline_) {
         return absl::DeadlineExceededError(absl::StrCat(what, ": no answer by the deadline"));
       }
-      return absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(error)));
+      absl::Status unavailable =
+          absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(error)));
+      return NothingListened(error) ? NotListening(std::move(unavailable)) : unavailable;
     }
     if (http_status < 200 || http_status >= 300) {
       return binding_ == HttpAgentTransport::Binding::kRestV03
@@ -637,9 +645,13 @@ absl::StatusOr<a2apb::Task> HttpAgentTransport::CallForTask(
       },
       &expired);
   if (!res) {
-    return absl::UnavailableError(
-        expired ? absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout))
-                : absl::StrCat(what, ": ", httplib::to_string(res.error())));
+    if (expired) {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": no answer within ", absl::FormatDuration(timeout)));
+    }
+    absl::Status unavailable =
+        absl::UnavailableError(absl::StrCat(what, ": ", httplib::to_string(res.error())));
+    return NothingListened(res.error()) ? NotListening(std::move(unavailable)) : unavailable;
   }
   if (res->status < 200 || res->status >= 300) {
     return binding_ == Binding::kRestV03 ? DecodeRestV03Error(res->status, res->body)

@@ -5,10 +5,12 @@
 #ifndef COORDINATOR_A2A_TEST_SERVER_OPTIONS_H_
 #define COORDINATOR_A2A_TEST_SERVER_OPTIONS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "coordinator/server.h"
 #include "storage/testing/test_store.h"
@@ -27,6 +29,12 @@ inline absl::StatusOr<ServerOptions> GatewayTestServerOptions(const std::string&
   options.gateway.max_backoff = absl::Milliseconds(200);
   options.gateway.delivery_threads = 2;
   return options;
+}
+
+// The value of one of the gateway's delivery counters (coordinator_a2a_delivery_*_total):
+// process-wide, so a test compares it before and after.
+inline uint64_t DeliveryCounter(const std::string& name) {
+  return common::MetricsRegistry::Default().AddCounter(name, "")->WithLabels({})->value();
 }
 
 }  // namespace coordinator

@@ -138,9 +138,7 @@ absl::StatusOr<int64_t> A2ADeliveryQueue::DeliveryDone(absl::string_view task_id
 
 absl::StatusOr<A2ATasks::Change> A2ADeliveryQueue::DeliveryFailed(absl::string_view task_id,
                                                                   int64_t history_seq,
-                                                                  absl::string_view error,
-                                                                  absl::Time next_attempt,
-                                                                  bool give_up) {
+                                                                  const DeliveryFailure& failure) {
   A2ATasks::Change change;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     change = A2ATasks::Change();
@@ -154,10 +152,15 @@ absl::StatusOr<A2ATasks::Change> A2ADeliveryQueue::DeliveryFailed(absl::string_v
     RETURN_IF_ERROR(raw.status());
     v1::PendingDelivery delivery;
     RETURN_IF_ERROR(DecodeRecord(*raw, &delivery));
-    delivery.set_attempts(delivery.attempts() + 1);
-    delivery.set_last_error(std::string(error));
-    *delivery.mutable_next_attempt_time() = ToProtoTime(next_attempt);
-    if (!give_up) {
+    if (failure.reached) {
+      delivery.set_attempts(delivery.attempts() + 1);
+      delivery.set_unreached(0);
+    } else {
+      delivery.set_unreached(delivery.unreached() + 1);
+    }
+    delivery.set_last_error(failure.error);
+    *delivery.mutable_next_attempt_time() = ToProtoTime(failure.next_attempt);
+    if (!failure.give_up.has_value()) {
       change.header = std::move(header);
       return txn.Put(ColumnFamily::kA2A, key, EncodeRecord(delivery));
     }
@@ -171,9 +174,7 @@ absl::StatusOr<A2ATasks::Change> A2ADeliveryQueue::DeliveryFailed(absl::string_v
       failed.set_state(a2apb::TASK_STATE_FAILED);
       a2apb::Message* reason = failed.mutable_message();
       reason->set_role(a2apb::ROLE_AGENT);
-      reason->add_parts()->set_text(absl::StrCat("delivery to agent ", header.tenant(),
-                                                 " failed after ", delivery.attempts(),
-                                                 " attempts: ", error));
+      reason->add_parts()->set_text(*failure.give_up);
       RETURN_IF_ERROR(a2a_records::SetStatus(txn, header, failed, &change));
       *header.mutable_update_time() = ToProtoTime(absl::Now());
     }

@@ -7,6 +7,8 @@
 #define COORDINATOR_STORE_A2A_DELIVERY_QUEUE_H_
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -20,6 +22,20 @@
 #include "storage/store.h"
 
 namespace coordinator {
+
+// One failed attempt at a queued message, as the gateway judged it.
+struct DeliveryFailure {
+  // Why it failed; kept as the delivery's last_error.
+  std::string error;
+  // Whether the call reached the agent. One that did is counted in `attempts`; one that found
+  // nothing listening in `unreached` (which the next counted one resets).
+  bool reached = true;
+  // When to try again.
+  absl::Time next_attempt;
+  // Set: the message is given up instead: its delivery removed and its task FAILED with this
+  // as the status message (unless the task has ended).
+  std::optional<std::string> give_up;
+};
 
 class A2ADeliveryQueue {
  public:
@@ -43,13 +59,10 @@ class A2ADeliveryQueue {
   // Removes a delivery that reached its agent. Returns the deliveries of the task still queued.
   [[nodiscard]] absl::StatusOr<int64_t> DeliveryDone(absl::string_view task_id,
                                                      int64_t history_seq);
-  // Records a failed attempt and when to try next. When `give_up`, the delivery is removed and
-  // the task FAILED with `error` in its status message.
+  // Records a failed attempt (see DeliveryFailure): when to try next, or the message given up.
   [[nodiscard]] absl::StatusOr<A2ATasks::Change> DeliveryFailed(absl::string_view task_id,
                                                                 int64_t history_seq,
-                                                                absl::string_view error,
-                                                                absl::Time next_attempt,
-                                                                bool give_up);
+                                                                const DeliveryFailure& failure);
   // Makes every queued delivery of `tenant` due now (its agent just registered).
   [[nodiscard]] absl::Status RetryDeliveriesNow(absl::string_view tenant);
 

@@ -42,11 +42,9 @@ TEST_F(DeliveryTallyTest, FollowsQueueDoneGiveUpCancelAndPurge) {
   ASSERT_OK(deliveries_->DeliveryDone(a, first_of_a->history_seq()));
   EXPECT_EQ(Queued("echo"), 2);
   // Failed and retried later: still queued. Given up: out.
-  ASSERT_OK(deliveries_->DeliveryFailed(b, first_of_b->history_seq(), "refused", absl::Now(),
-                                        /*give_up=*/false));
+  ASSERT_OK(deliveries_->DeliveryFailed(b, first_of_b->history_seq(), Failure("refused", false)));
   EXPECT_EQ(Queued("echo"), 2);
-  ASSERT_OK(deliveries_->DeliveryFailed(b, first_of_b->history_seq(), "refused", absl::Now(),
-                                        /*give_up=*/true));
+  ASSERT_OK(deliveries_->DeliveryFailed(b, first_of_b->history_seq(), Failure("refused", true)));
   EXPECT_EQ(Queued("echo"), 1);
   // Canceled: its queue is dropped.
   ASSERT_OK(tasks_->CancelLocally("echo", a, ""));

@@ -55,11 +55,11 @@ TEST_F(A2ANotifierTest, EachCommittedChangeWakesTheTasksWatchersOnceAfterItCommi
   EXPECT_FALSE(tasks_->ApplyAgentBurst(id, invalid, 2).ok());
   EXPECT_FALSE(tasks_->AcceptMessage("other", UserText("x", id)).ok());
   // A retry scheduled changes no event: nobody is woken either.
-  ASSERT_OK(deliveries_->DeliveryFailed(id, 2, "down", absl::Now(), /*give_up=*/false));
+  ASSERT_OK(deliveries_->DeliveryFailed(id, 2, Failure("down", /*give_up=*/false)));
   EXPECT_EQ(seen_.size(), 3u);
 
   // A delivery given up fails the task: published by the delivery queue.
-  ASSERT_OK(deliveries_->DeliveryFailed(id, 2, "down", absl::Now(), /*give_up=*/true));
+  ASSERT_OK(deliveries_->DeliveryFailed(id, 2, Failure("down", /*give_up=*/true)));
   ASSERT_EQ(seen_.size(), 4u);
   EXPECT_EQ(seen_[3], a2apb::TASK_STATE_FAILED);
 

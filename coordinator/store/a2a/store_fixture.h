@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "coordinator/store/a2a/delivery_queue.h"
 #include "coordinator/store/a2a/notifier.h"
 #include "coordinator/store/a2a/push.h"
@@ -48,6 +49,16 @@ class A2AStoreFixture : public ::testing::Test {
     m.set_context_id(context_id);
     m.add_parts()->set_text(text);
     return m;
+  }
+
+  // A failed delivery attempt that reached the agent, retried at once or (`give_up`) given up.
+  static DeliveryFailure Failure(const std::string& error, bool give_up, bool reached = true) {
+    DeliveryFailure failure;
+    failure.error = error;
+    failure.reached = reached;
+    failure.next_attempt = absl::Now();
+    if (give_up) failure.give_up = "given up: " + error;
+    return failure;
   }
 
   static a2apb::StreamResponse Status(a2apb::TaskState state, const std::string& text = "") {
