@@ -47,8 +47,8 @@ int RunAppend(const Env& env, const ParsedArgs& args) {
   coordinator::v1::AppendMessageResponse response;
   grpc::Status s = stub->AppendMessage(env.NewContext().get(), request, &response);
   if (!s.ok()) return ReportRpcError(env, s);
-  *env.out << "step " << response.step_count() << ", " << response.total_tokens()
-           << " tokens in all" << std::endl;
+  *env.out << "message " << response.message().seq() << ", " << response.step_count()
+           << " agent steps, " << response.total_tokens() << " tokens in all" << std::endl;
   return kExitOk;
 }
 
@@ -68,6 +68,7 @@ int RunShow(const Env& env, const ParsedArgs& args) {
     grpc::Status s = stub->GetConversation(env.NewContext().get(), request, &page);
     if (!s.ok()) return ReportRpcError(env, s);
     all.set_step_count(page.step_count());
+    all.set_message_count(page.message_count());
     all.set_total_tokens(page.total_tokens());
     for (auto& m : *page.mutable_messages()) *all.add_messages() = std::move(m);
     request.set_page_token(page.next_page_token());
@@ -80,8 +81,8 @@ int RunShow(const Env& env, const ParsedArgs& args) {
     *env.out << "#" << m.seq() << " " << RoleName(m.role()) << " (" << m.tokens()
              << " tokens): " << m.text() << "\n";
   }
-  *env.out << "-- " << all.step_count() << " steps, " << all.total_tokens() << " tokens"
-           << std::endl;
+  *env.out << "-- " << all.message_count() << " messages, " << all.step_count() << " agent steps, "
+           << all.total_tokens() << " tokens" << std::endl;
   return kExitOk;
 }
 

@@ -736,7 +736,8 @@ TEST_F(ServerTest, AppendCountsStepsAndTokensAndTailReadsTheEnd) {
     v1::AppendMessageResponse response;
     ASSERT_RPC_OK(Append("ctx", absl::StrCat("message ", i), i, &response));
     tokens += i;
-    EXPECT_EQ(response.step_count(), i);
+    EXPECT_EQ(response.step_count(), i);  // AGENT messages: each is a step
+    EXPECT_EQ(response.message_count(), i);
     EXPECT_EQ(response.total_tokens(), tokens);
     EXPECT_EQ(response.message().seq(), i);
   }

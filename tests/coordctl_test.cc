@@ -288,20 +288,21 @@ TEST_F(CoordctlTest, ConvoAppendAndShowTail) {
   ProcessResult from_stdin =
       Run({"convo", "append", id, "--role", "system", "-"}, "text\nfrom stdin");
   ASSERT_EQ(from_stdin.exit_code, 0) << from_stdin.Describe();
-  EXPECT_EQ(from_stdin.out, "step 6, 150 tokens in all\n");
+  EXPECT_EQ(from_stdin.out, "message 6, 2 agent steps, 150 tokens in all\n");
 
   ProcessResult tail = Run({"convo", "show", id, "--tail", "2"});
   ASSERT_EQ(tail.exit_code, 0) << tail.Describe();
   EXPECT_EQ(tail.out,
             "#5 user (50 tokens): message 5\n"
             "#6 system (0 tokens): text\nfrom stdin\n"
-            "-- 6 steps, 150 tokens\n");
+            "-- 6 messages, 2 agent steps, 150 tokens\n");
 
   ProcessResult all = Run({"convo", "show", id, "--json"});
   ASSERT_EQ(all.exit_code, 0) << all.Describe();
   auto conversation = ParseJson<coordinator::v1::GetConversationResponse>(all.out);
   ASSERT_EQ(conversation.messages_size(), 6);
-  EXPECT_EQ(conversation.step_count(), 6);
+  EXPECT_EQ(conversation.message_count(), 6);
+  EXPECT_EQ(conversation.step_count(), 2);
   EXPECT_EQ(conversation.total_tokens(), 150);
   EXPECT_EQ(conversation.messages(0).role(), coordinator::v1::ROLE_USER);
   EXPECT_THAT(all.out, HasSubstr("\"stepCount\""));

@@ -169,7 +169,7 @@ std::vector<std::vector<std::string>> WriteVariedData(const std::string& target)
 }
 
 TEST_F(DataCareTest, BackupWhileWritingRestoresEveryRecord) {
-  const std::vector<std::string> a2a_flags = {"--a2a_delivery_max_attempts=1"};
+  const std::vector<std::string> a2a_flags = {"--a2a_delivery_ttl=1s"};
   std::unique_ptr<CoordinatorProcess> source = Start(dir_.Sub("source"), a2a_flags);
   ASSERT_NE(source, nullptr);
   const std::vector<std::vector<std::string>> reads = WriteVariedData(source->target());
@@ -338,8 +338,7 @@ TEST_F(DataCareTest, RestoreRefusesANonBackupAndAUsedDataDir) {
 }
 
 TEST_F(DataCareTest, ExportWritesTheWholeEvaluationAsJson) {
-  std::unique_ptr<CoordinatorProcess> c =
-      Start(dir_.Sub("data"), {"--a2a_delivery_max_attempts=1"});
+  std::unique_ptr<CoordinatorProcess> c = Start(dir_.Sub("data"), {"--a2a_delivery_ttl=1s"});
   ASSERT_NE(c, nullptr);
   const std::string t = c->target();
   ASSERT_EQ(
@@ -370,7 +369,8 @@ TEST_F(DataCareTest, ExportWritesTheWholeEvaluationAsJson) {
   EXPECT_EQ(doc.commands(1).exit_code(), 2);
   ASSERT_EQ(doc.messages_size(), 2);
   EXPECT_EQ(doc.messages(0).text(), "Find the crash");
-  EXPECT_EQ(doc.step_count(), 2);
+  EXPECT_EQ(doc.step_count(), 1);  // the agent message
+  EXPECT_EQ(doc.message_count(), 2);
   ASSERT_EQ(doc.a2a_tasks_size(), 1);
   EXPECT_EQ(doc.a2a_tasks(0).tenant(), "ghost");
   EXPECT_EQ(doc.a2a_tasks(0).task().status().state(), lf::a2a::v1::TASK_STATE_FAILED);

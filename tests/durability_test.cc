@@ -142,7 +142,7 @@ TEST(DurabilityTest, AcknowledgedWritesSurviveKillDashNine) {
   coordinator::v1::GetConversationResponse messages;
   grpc::Status s = conversations->GetConversation(&convo_context, convo, &messages);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(messages.step_count(), kMessages);
+  EXPECT_EQ(messages.message_count(), kMessages);
   EXPECT_EQ(messages.total_tokens(), kMessages * (kMessages + 1) / 2);
   ASSERT_EQ(messages.messages_size(), kMessages);
   for (int m = 1; m <= kMessages; ++m) {

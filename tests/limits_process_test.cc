@@ -186,7 +186,7 @@ TEST_F(LimitsTest, MessageTextBytesAtTheLimitAndOnePast) {
   request.set_text(std::string(kMessageBytes, 't'));
   coordinator::v1::AppendMessageResponse response;
   ASSERT_TRUE(conversations_->AppendMessage(Ctx().get(), request, &response).ok());
-  ASSERT_EQ(response.step_count(), 1);
+  ASSERT_EQ(response.message_count(), 1);
 
   request.set_text(std::string(kMessageBytes + 1, 't'));
   ExpectRefused(conversations_->AppendMessage(Ctx().get(), request, &response),
@@ -195,7 +195,7 @@ TEST_F(LimitsTest, MessageTextBytesAtTheLimitAndOnePast) {
   read.set_context_id("convo");
   coordinator::v1::GetConversationResponse conversation;
   ASSERT_TRUE(conversations_->GetConversation(Ctx().get(), read, &conversation).ok());
-  EXPECT_EQ(conversation.step_count(), 1);
+  EXPECT_EQ(conversation.message_count(), 1);
   EXPECT_EQ(conversation.messages_size(), 1);
 }
 

@@ -49,7 +49,7 @@ class ProgressTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
-        CoordinatorProcess::Start(dir_.Sub("data"), {"--a2a_delivery_max_attempts=1"});
+        CoordinatorProcess::Start(dir_.Sub("data"), {"--a2a_delivery_ttl=1s"});
     ASSERT_OK(c);
     coordinator_ = *std::move(c);
     target_ = coordinator_->target();

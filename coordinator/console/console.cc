@@ -314,6 +314,7 @@ void Console::Install(httplib::Server& server) {
           commands.push_back(ToJson(command));
         std::vector<std::string> messages;
         int64_t steps = 0;
+        int64_t message_count = 0;
         int64_t tokens = 0;
         v1::GetConversationRequest read;
         read.set_context_id(id);
@@ -324,6 +325,7 @@ void Console::Install(httplib::Server& server) {
           if (absl::IsNotFound(page.status())) break;
           if (!page.ok()) return page.status();
           steps = page->step_count();
+          message_count = page->message_count();
           tokens = page->total_tokens();
           for (const v1::ConversationMessage& message : page->messages()) {
             messages.push_back(ToJson(message));
@@ -353,9 +355,9 @@ void Console::Install(httplib::Server& server) {
             "{\"context\":", ToJson(context),
             ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
             ",\"commands\":[", absl::StrJoin(commands, ","),
-            "],\"conversation\":{\"stepCount\":", steps, ",\"totalTokens\":", tokens,
-            ",\"messages\":[", absl::StrJoin(messages, ","), "]},\"tasks\":[",
-            absl::StrJoin(task_json, ","), "]}");
+            "],\"conversation\":{\"stepCount\":", steps, ",\"messageCount\":", message_count,
+            ",\"totalTokens\":", tokens, ",\"messages\":[", absl::StrJoin(messages, ","),
+            "]},\"tasks\":[", absl::StrJoin(task_json, ","), "]}");
       }));
 
   // Leaderboard: mean score and count by task and by agent under test, over the scored

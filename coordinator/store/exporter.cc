@@ -48,6 +48,7 @@ absl::Status ExportConversation(ConversationStore& conversations, absl::string_v
     if (absl::IsNotFound(page.status())) return absl::OkStatus();
     RETURN_IF_ERROR(page.status());
     out->set_step_count(page->step_count());
+    out->set_message_count(page->message_count());
     out->set_total_tokens(page->total_tokens());
     for (v1::ConversationMessage& m : *page->mutable_messages()) {
       *out->add_messages() = std::move(m);
@@ -140,7 +141,7 @@ absl::StatusOr<v1::ContextExport> Exporter::Export(const v1::ExportContextReques
   RETURN_IF_ERROR(ExportConversation(conversations, context_id, &out));
   A2ATasks a2a(snapshot.get(), /*notifier=*/nullptr, limits_);
   RETURN_IF_ERROR(ExportA2ATasks(a2a, context_id, access, &out));
-  if (!out.has_context() && out.step_count() == 0 && out.messages_size() == 0 &&
+  if (!out.has_context() && out.message_count() == 0 && out.messages_size() == 0 &&
       out.a2a_tasks_size() == 0) {
     return absl::NotFoundError(absl::StrCat("nothing is stored under context ", context_id,
                                             " (no context, conversation or A2A task)"));

@@ -351,6 +351,7 @@ TEST_F(RetentionTest, ExportReadsEveryPartOfAnEvaluation) {
   EXPECT_EQ(out->commands_size(), 3);
   EXPECT_EQ(out->messages_size(), 4);
   EXPECT_EQ(out->step_count(), 4);
+  EXPECT_EQ(out->message_count(), 4);
   ASSERT_EQ(out->a2a_tasks_size(), 1);
   EXPECT_EQ(out->a2a_tasks(0).task().id(), task);
   EXPECT_EQ(out->a2a_tasks(0).tenant(), "ghost");

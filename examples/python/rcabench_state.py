@@ -15,7 +15,7 @@ Here the same code reads and writes the coordinator:
 
 and keeps the harness's own logic: the green agent tells a new task from a running one by "the
 context exists, else it is a new task", counts each `execute:` command once (failures too), and
-scores `submit`; the purple agent keeps its messages with their step count and tokens. The
+scores `submit`; the purple agent keeps its messages with their step count (its own turns) and tokens. The
 A2A messages between the two are calls between the two objects here; the model of the purple
 agent is a list of scripted answers (by default examples/tasks/<task>/purple_script.json).
 
@@ -183,12 +183,11 @@ class PurpleAgent:
 
     def add(self, context_id: str, history: List[Tuple[str, str]], role: str,
             text: str) -> None:
-        step_count, total_tokens = self.task_contexts[context_id].append(
-            role, text, tokens=tokens_of(text))
+        totals = self.task_contexts[context_id].append(role, text, tokens=tokens_of(text))
         history.append((role, text))
         first_line = text.splitlines()[0] if text else ""
-        self.say(f"purple: step {step_count} {role}: {first_line[:60]!r} "
-                 f"(total_tokens {total_tokens})")
+        self.say(f"purple: message {totals.message_count} {role}: {first_line[:60]!r} "
+                 f"(step_count {totals.step_count}, total_tokens {totals.total_tokens})")
 
     def act(self, context_id: str, history: List[Tuple[str, str]]) -> None:
         """The model's next action: here the scripted answers, in order."""
@@ -207,7 +206,8 @@ def evaluate(green: GreenAgent, purple: PurpleAgent, context_id: str, task_id: s
         prompt = green.task_prompt(ctx.external_task_id)
     history = purple.history(context_id)
     if history:
-        say(f"purple: resuming after step {len(history)}")
+        steps = sum(1 for role, _ in history if role == "agent")
+        say(f"purple: resuming after message {len(history)} (step {steps})")
     else:
         purple.add(context_id, history, "user", prompt)
     while not (len(history) >= 2 and history[-2] == ("agent", "submit")):
@@ -262,10 +262,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         purple = PurpleAgent(coordinator, json.loads(script_file.read_text()), say)
         evaluate(green, purple, args.context_id, args.task, print)
         ctx = coordinator.contexts[args.context_id]
-        steps, tokens = coordinator.conversations[args.context_id].totals()
+        totals = coordinator.conversations[args.context_id].totals()
         print(f"done: context {ctx.context_id} {ctx.status} score {ctx.labels.get('score')} "
               f"command_count {ctx.command_count} failed {ctx.failed_commands} "
-              f"step_count {steps} total_tokens {tokens}", flush=True)
+              f"step_count {totals.step_count} messages {totals.message_count} "
+              f"total_tokens {totals.total_tokens}", flush=True)
     return 0
 
 

@@ -71,7 +71,7 @@ def state(c: Coordinator, context_id: str) -> Dict[str, object]:
 def test_killed_mid_evaluation_resumes_from_the_coordinator(server: CoordinatorProcess,
                                                             tmp_path: Path) -> None:
     reference = finish(start(server, tmp_path, "eval-ref"))
-    assert "completed score 1.0000 command_count 5 failed 1 step_count 13" in reference
+    assert "completed score 1.0000 command_count 5 failed 1 step_count 6 messages 13" in reference
 
     c = Coordinator(server.target)
     kills: List[Optional[str]] = []
@@ -87,24 +87,25 @@ def test_killed_mid_evaluation_resumes_from_the_coordinator(server: CoordinatorP
         kills.append(run.out[-2])  # the last change it made
     assert kills[0].startswith("green: new task uaf-list-remove in context eval-1")
     assert kills[1] == "green: command #1 exit 0 (command_count 1, failed 0)"
-    assert kills[2].startswith("purple: step 4 agent: 'execute: cat no-such-file.txt'")
+    assert kills[2].startswith("purple: message 4 agent: 'execute: cat no-such-file.txt'")
     assert kills[3] == "green: scored 1.0000"
 
     # What the killed runs stored is in the coordinator, not in a process.
     assert c.contexts["eval-1"].command_count == 5
     assert c.contexts["eval-1"].status == "completed"
-    assert c.conversations["eval-1"].totals().step_count == 12
+    totals = c.conversations["eval-1"].totals()
+    assert (totals.message_count, totals.step_count) == (12, 6)
 
     last = start(server, tmp_path, "eval-1")
     done = finish(last)
     assert "green: context eval-1 exists (command_count 5): resuming" in last.out
-    assert "purple: resuming after step 12" in last.out
+    assert "purple: resuming after message 12 (step 6)" in last.out
     assert done == reference.replace("eval-ref", "eval-1")
     assert state(c, "eval-1") == state(c, "eval-ref")
 
     # A finished evaluation run again changes nothing.
     again = start(server, tmp_path, "eval-1")
     assert finish(again) == done
-    assert not [line for line in again.out if line.startswith(("green: command", "purple: step"))]
+    assert not [line for line in again.out if line.startswith(("green: command", "purple: message"))]
     assert state(c, "eval-1") == state(c, "eval-ref")
     c.close()

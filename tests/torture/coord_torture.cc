@@ -13,7 +13,8 @@
 // are what is trusted) and compares every ack with the store:
 //   lost writes      an acked record that is missing or older than its ack;
 //   invariant breaks command_count == command records (and failed_commands, contiguous seqs),
-//                    step_count == messages (and total_tokens), no item held by two leases at
+//                    message_count == messages, step_count == AGENT messages (and
+//                    total_tokens), no item held by two leases at
 //                    once (checked live on every claim and heartbeat, and again at the end), and
 //                    versions only grow (strictly, in each client's ack order; the final
 //                    version is at least every acked one).
@@ -460,7 +461,7 @@ class Client {
       return;
     }
     log_.Write({"MSG", ctx.id, absl::StrCat(reply.message().seq()), request.text(),
-                absl::StrCat(request.tokens()), absl::StrCat(reply.step_count())});
+                absl::StrCat(request.tokens()), absl::StrCat(reply.message_count())});
   }
 
   void TaskOp(TaskStateLocal& task) {
@@ -718,7 +719,7 @@ class StoreReader {
   }
 
   grpc::Status Conversation(const std::string& id, std::vector<v1::ConversationMessage>* out,
-                            int64_t* step_count, int64_t* total_tokens) {
+                            int64_t* message_count, int64_t* step_count, int64_t* total_tokens) {
     v1::GetConversationRequest request;
     request.set_context_id(id);
     request.set_page_size(1000);
@@ -729,6 +730,7 @@ class StoreReader {
       });
       if (!s.ok()) return s;
       out->insert(out->end(), page.messages().begin(), page.messages().end());
+      *message_count = page.message_count();
       *step_count = page.step_count();
       *total_tokens = page.total_tokens();
       request.set_page_token(page.next_page_token());
@@ -868,6 +870,7 @@ void Check(const std::vector<Ack>& acks, StoreReader& store, Findings* findings)
     v1::TaskContext context;
     std::map<int64_t, v1::CommandRecord> commands;
     std::map<int64_t, v1::ConversationMessage> messages;
+    int64_t message_count = 0;
     int64_t step_count = 0;
     int64_t total_tokens = 0;
   };
@@ -900,24 +903,31 @@ void Check(const std::vector<Ack>& acks, StoreReader& store, Findings* findings)
                                    " records with a non-zero exit code"));
     }
     std::vector<v1::ConversationMessage> messages;
-    s = store.Conversation(id, &messages, &view.step_count, &view.total_tokens);
+    s = store.Conversation(id, &messages, &view.message_count, &view.step_count,
+                           &view.total_tokens);
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) s = grpc::Status::OK;  // no messages yet
     if (!s.ok()) {
       findings->Break(
           absl::StrCat("cannot read the conversation of ", id, ": ", s.error_message()));
     }
     int64_t tokens = 0;
+    int64_t agent_messages = 0;
     for (size_t i = 0; i < messages.size(); ++i) {
       if (messages[i].seq() != static_cast<int64_t>(i) + 1) {
         findings->Break(
             absl::StrCat("conversation ", id, ": message ", i + 1, " has seq ", messages[i].seq()));
       }
       tokens += messages[i].tokens();
+      if (messages[i].role() == v1::ROLE_AGENT) ++agent_messages;
       view.messages[messages[i].seq()] = messages[i];
     }
-    if (view.step_count != static_cast<int64_t>(messages.size())) {
+    if (view.message_count != static_cast<int64_t>(messages.size())) {
+      findings->Break(absl::StrCat("conversation ", id, ": message_count ", view.message_count,
+                                   " but ", messages.size(), " messages"));
+    }
+    if (view.step_count != agent_messages) {
       findings->Break(absl::StrCat("conversation ", id, ": step_count ", view.step_count, " but ",
-                                   messages.size(), " messages"));
+                                   agent_messages, " AGENT messages"));
     }
     if (view.total_tokens != tokens) {
       findings->Break(absl::StrCat("conversation ", id, ": total_tokens ", view.total_tokens,
@@ -993,8 +1003,8 @@ void Check(const std::vector<Ack>& acks, StoreReader& store, Findings* findings)
         if (it == view.messages.end() || it->second.text() != a.f[3] ||
             it->second.tokens() != Int(a.f[4])) {
           findings->Lost(absl::StrCat(line, ": no such message"));
-        } else if (view.step_count < Int(a.f[5])) {
-          findings->Lost(absl::StrCat(line, ": final step_count ", view.step_count));
+        } else if (view.message_count < Int(a.f[5])) {
+          findings->Lost(absl::StrCat(line, ": final message_count ", view.message_count));
         }
       }
     } else if (kind == "TASK" || kind == "ATTEMPT" || kind == "FAIL" || kind == "ESC") {

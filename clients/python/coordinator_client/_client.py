@@ -426,7 +426,7 @@ class Contexts:
 
 class Conversation:
     """The conversation kept under one context_id: one record per message, with step_count
-    and total_tokens. It begins with its first append; reading one that has no messages
+    (the agent's messages), message_count and total_tokens. It begins with its first append; reading one that has no messages
     raises NotFound (a KeyError)."""
 
     def __init__(self, transport: _Transport, context_id: str) -> None:
@@ -436,10 +436,11 @@ class Conversation:
 
     def append(self, role: Union[str, Role], text: str, tokens: int = 0) -> Totals:
         """Appends one message ("user", "agent" or "system") and returns the conversation's
-        (step_count, total_tokens) after it. The message's seq is that step_count."""
+        Totals after it: (step_count, total_tokens), and message_count, which is the
+        message's seq. An "agent" message is one more step."""
         response = self._t.call(self._stub.AppendMessage, "ConversationService.AppendMessage",
                                 rq.append_message(self.context_id, role, text, tokens))
-        return Totals(response.step_count, response.total_tokens)
+        return Totals(response.step_count, response.total_tokens, response.message_count)
 
     def _pages(self, tail: Optional[int],
                page_size: Optional[int]) -> Iterator[conversation_pb2.GetConversationResponse]:
@@ -465,9 +466,9 @@ class Conversation:
                 yield Message.from_proto(message)
 
     def totals(self) -> Totals:
-        """(step_count, total_tokens) now."""
+        """Totals now: (step_count, total_tokens), and message_count."""
         page = next(self._pages(1, 1))
-        return Totals(page.step_count, page.total_tokens)
+        return Totals(page.step_count, page.total_tokens, page.message_count)
 
     def __repr__(self) -> str:
         return f"Conversation({self.context_id!r})"

@@ -210,11 +210,28 @@ def struct_dict(message: Any, name: str) -> Dict[str, Any]:
     return json_format.MessageToDict(getattr(message, name))
 
 
-class Totals(NamedTuple):
-    """A conversation's counters (as returned by Conversation.append)."""
-
+class _StepsAndTokens(NamedTuple):
     step_count: int
     total_tokens: int
+
+
+class Totals(_StepsAndTokens):
+    """A conversation's counters (as returned by Conversation.append and totals()).
+
+    step_count is the agent's steps (its "agent" messages), message_count every message.
+    It unpacks and compares as the pair (step_count, total_tokens), as it always did;
+    message_count is an attribute beside them."""
+
+    message_count: int
+
+    def __new__(cls, step_count: int, total_tokens: int, message_count: int = 0) -> "Totals":
+        self = super().__new__(cls, step_count, total_tokens)
+        self.message_count = message_count
+        return self
+
+    def __repr__(self) -> str:
+        return (f"Totals(step_count={self.step_count}, total_tokens={self.total_tokens}, "
+                f"message_count={self.message_count})")
 
 
 @dataclass(frozen=True)
@@ -236,7 +253,7 @@ class CommandRecord:
 
 @dataclass(frozen=True)
 class Message:
-    """One conversation message; seq is 1 for the first and equals step_count after it."""
+    """One conversation message; seq is 1 for the first and equals message_count after it."""
 
     seq: int
     role: Optional[Role]

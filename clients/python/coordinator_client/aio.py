@@ -422,7 +422,7 @@ class Conversation:
         response = await self._t.call(self._stub.AppendMessage,
                                       "ConversationService.AppendMessage",
                                       rq.append_message(self.context_id, role, text, tokens))
-        return Totals(response.step_count, response.total_tokens)
+        return Totals(response.step_count, response.total_tokens, response.message_count)
 
     async def _pages(self, tail: Optional[int], page_size: Optional[int]
                      ) -> AsyncIterator[conversation_pb2.GetConversationResponse]:
@@ -447,7 +447,7 @@ class Conversation:
 
     async def totals(self) -> Totals:
         async for page in self._pages(1, 1):
-            return Totals(page.step_count, page.total_tokens)
+            return Totals(page.step_count, page.total_tokens, page.message_count)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def __repr__(self) -> str:

@@ -52,7 +52,7 @@ def test_contexts_and_conversations(server: CoordinatorProcess, uid: str) -> Non
 
             conv = c.conversations[uid]
             assert await conv.append("agent", "execute: ls", tokens=12) == Totals(1, 12)
-            assert await conv.append("user", "a.c b.c", tokens=3) == (2, 15)
+            assert await conv.append("user", "a.c b.c", tokens=3) == (1, 15)  # a user message: no step
             assert [m.text for m in await conv.messages(tail=1)] == ["a.c b.c"]
             assert [m.seq async for m in conv] == [1, 2]
             assert await c.conversations.contains(uid)

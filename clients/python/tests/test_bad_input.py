@@ -103,7 +103,7 @@ def test_what_the_server_refuses_writes_nothing(c: Coordinator, uid: str) -> Non
     assert isinstance(bad_id.value, ValueError)  # InvalidArgument is a ValueError too
     with pytest.raises(InvalidArgument):
         c.contexts.create(f"{uid}\n")
-    assert conv.totals() == (1, 0)
+    assert conv.totals() == (0, 0) and conv.totals().message_count == 1  # "first" alone
     assert (ctx.refresh().version, ctx.command_count, ctx.labels) == (1, 0, {"keep": "me"})
     assert f"{uid}-2" not in c.contexts
 

@@ -11,13 +11,16 @@ def test_append_returns_step_count_and_total_tokens(c: Coordinator, uid: str) ->
     conv = c.conversations[uid]
     assert uid not in c.conversations
     assert c.conversations.get(uid) is None
-    assert conv.append("user", "Find the root cause", tokens=120) == (1, 120)
+    first = conv.append("user", "Find the root cause", tokens=120)
+    assert first == (0, 120) and first.message_count == 1  # a user message is not a step
     step_count, total_tokens = conv.append("agent", "execute: ls", tokens=12)
-    assert (step_count, total_tokens) == (2, 132)
+    assert (step_count, total_tokens) == (1, 132)
     totals = conv.append(Role.SYSTEM, "note")
-    assert isinstance(totals, Totals) and totals.step_count == 3 and totals.total_tokens == 132
+    assert isinstance(totals, Totals) and totals.step_count == 1 and totals.total_tokens == 132
+    assert totals.message_count == 3
+    assert repr(totals) == "Totals(step_count=1, total_tokens=132, message_count=3)"
     assert uid in c.conversations
-    assert conv.totals() == (3, 132)
+    assert conv.totals() == (1, 132) and conv.totals().message_count == 3
 
 
 def test_messages_tail_and_fields(c: Coordinator, uid: str) -> None:

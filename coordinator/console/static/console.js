@@ -196,14 +196,15 @@ const views = {
       h('div', { class: 'cards' }, card(c.externalTaskId || '—', 'task'),
         card(labels.purple_agent || '—', 'agent under test'), card(score(e.score) || '—', 'score'),
         card(c.commandCount || 0, 'commands'), card(c.failedCommands || 0, 'failed commands'),
+        card(e.conversation.stepCount || 0, 'agent steps'),
         card(e.conversation.totalTokens || 0, 'tokens'), card(labels.phase || '—', 'phase')),
       h('h2', {}, 'Timeline'),
       // A long evaluation shows its newest commands and messages.
       Number(c.commandCount || 0) > e.commands.length ||
-        Number(e.conversation.stepCount || 0) > e.conversation.messages.length ?
+        Number(e.conversation.messageCount || 0) > e.conversation.messages.length ?
         h('p', { class: 'muted', id: 'timeline-note' }, 'The newest ' + e.commands.length + ' of ' +
           (c.commandCount || 0) + ' commands and ' + e.conversation.messages.length + ' of ' +
-          (e.conversation.stepCount || 0) + ' messages.') : null,
+          (e.conversation.messageCount || 0) + ' messages.') : null,
       entries.length === 0 ? h('p', { class: 'muted' }, 'Nothing happened yet.') :
         h('ol', { class: 'timeline', id: 'timeline' }, entries.map((x) =>
           h('li', { class: x.bad ? 'bad' : null }, h('span', { class: 't' }, time(x.t)),

@@ -4,6 +4,7 @@
 #include "coordinator/store/contexts/context_store.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "coordinator/store/contexts/conversation_store.h"
 #include "coordinator/store/records/keys.h"
+#include "coordinator/store/records/record_codec.h"
 #include "gtest/gtest.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
@@ -192,7 +194,8 @@ TEST_F(ContextStoreTest, ARetryWithTheSameRequestIdIsAnsweredFromTheRecord) {
   absl::StatusOr<v1::AppendMessageResponse> again = conversations_->Append(message);
   ASSERT_OK(again);
   EXPECT_EQ(again->message().seq(), appended->message().seq());
-  EXPECT_EQ(again->step_count(), 2);
+  EXPECT_EQ(again->step_count(), 1);  // one AGENT message among the two
+  EXPECT_EQ(again->message_count(), 2);
   EXPECT_EQ(again->total_tokens(), 7);
   v1::AppendMessageRequest changed = message;
   changed.set_text("execute: rm -rf /");
@@ -248,7 +251,8 @@ TEST_F(ContextStoreTest, ConcurrentAppendsAndRecordsCountExactly) {
   request.set_page_size(1000);
   absl::StatusOr<v1::GetConversationResponse> conversation = conversations_->Read(request);
   ASSERT_OK(conversation);
-  EXPECT_EQ(conversation->step_count(), kThreads / 2 * kEach);
+  EXPECT_EQ(conversation->message_count(), kThreads / 2 * kEach);
+  EXPECT_EQ(conversation->step_count(), 0);  // every message is a USER one
   EXPECT_EQ(conversation->messages_size(), kThreads / 2 * kEach);
   for (int i = 0; i < conversation->messages_size(); ++i) {
     EXPECT_EQ(conversation->messages(i).seq(), i + 1);
@@ -371,6 +375,72 @@ TEST_F(ContextStoreTest, EnsureTimeIndexBuildsTheIndexOfAnOlderDatabase) {
   built = ContextStore::EnsureTimeIndex(*store_);
   ASSERT_OK(built);
   EXPECT_FALSE(*built);
+}
+
+// A step is one of the agent's own turns: its AGENT messages, as the agents' step_count counts
+// them; the observations and markers around them are messages.
+TEST_F(ContextStoreTest, StepsAreTheAgentsMessagesAndMessagesAreCountedApart) {
+  const v1::Role roles[] = {v1::ROLE_SYSTEM, v1::ROLE_USER,  v1::ROLE_AGENT,
+                            v1::ROLE_USER,   v1::ROLE_AGENT, v1::ROLE_USER};
+  for (v1::Role role : roles) {
+    v1::AppendMessageRequest request;
+    request.set_context_id("ctx");
+    request.set_role(role);
+    request.set_text("m");
+    ASSERT_OK(conversations_->Append(request));
+  }
+  v1::GetConversationRequest read;
+  read.set_context_id("ctx");
+  read.set_tail(1);
+  absl::StatusOr<v1::GetConversationResponse> page = conversations_->Read(read);
+  ASSERT_OK(page);
+  EXPECT_EQ(page->step_count(), 2);
+  EXPECT_EQ(page->message_count(), 6);
+  EXPECT_EQ(page->messages_size(), 1);
+}
+
+// A conversation stored before steps were kept has only the message count (then named
+// step_count, same field number): its steps are counted from its messages, and kept from the
+// next append on.
+TEST_F(ContextStoreTest, AConversationStoredBeforeStepsWereKeptCountsThem) {
+  for (v1::Role role : {v1::ROLE_USER, v1::ROLE_AGENT, v1::ROLE_AGENT}) {
+    v1::AppendMessageRequest request;
+    request.set_context_id("old");
+    request.set_role(role);
+    request.set_text("m");
+    ASSERT_OK(conversations_->Append(request));
+  }
+  // Rewrite the meta as the older code wrote it.
+  absl::StatusOr<std::optional<v1::ConversationMeta>> meta =
+      ConversationStore::ReadMeta(*store_, "old");
+  ASSERT_OK(meta);
+  ASSERT_TRUE(meta->has_value());
+  v1::ConversationMeta old = **meta;
+  old.clear_step_count();
+  ASSERT_OK(store_->RunTransaction([&](storage::Transaction& txn) {
+    return txn.Put(ColumnFamily::kContexts, keys::ConversationMeta("old"), EncodeRecord(old));
+  }));
+
+  v1::GetConversationRequest read;
+  read.set_context_id("old");
+  absl::StatusOr<v1::GetConversationResponse> page = conversations_->Read(read);
+  ASSERT_OK(page);
+  EXPECT_EQ(page->step_count(), 2);
+  EXPECT_EQ(page->message_count(), 3);
+
+  v1::AppendMessageRequest next;
+  next.set_context_id("old");
+  next.set_role(v1::ROLE_AGENT);
+  next.set_text("m");
+  absl::StatusOr<v1::AppendMessageResponse> appended = conversations_->Append(next);
+  ASSERT_OK(appended);
+  EXPECT_EQ(appended->step_count(), 3);
+  EXPECT_EQ(appended->message_count(), 4);
+  meta = ConversationStore::ReadMeta(*store_, "old");
+  ASSERT_OK(meta);
+  ASSERT_TRUE(meta->has_value());
+  EXPECT_TRUE((*meta)->has_step_count());
+  EXPECT_EQ((*meta)->step_count(), 3);
 }
 
 }  // namespace

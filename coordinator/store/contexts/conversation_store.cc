@@ -1,6 +1,7 @@
 #include "coordinator/store/contexts/conversation_store.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -32,6 +33,27 @@ absl::StatusOr<std::optional<v1::ConversationMeta>> DecodeMeta(
   return meta;
 }
 
+// The agent's steps in the conversation `meta` heads. A meta written before steps were kept
+// has none: they are counted from the messages, as `source` (the store or a transaction) sees
+// them, up to the meta's last one.
+template <typename Source>
+absl::StatusOr<int64_t> StepCount(const v1::ConversationMeta& meta, Source& source,
+                                  absl::string_view context_id) {
+  if (meta.has_step_count() || meta.message_count() == 0) return meta.step_count();
+  const std::string prefix = keys::ConversationPrefix(context_id);
+  std::unique_ptr<storage::Iterator> it =
+      source.NewIterator(ColumnFamily::kContexts, prefix, storage::PrefixUpperBound(prefix));
+  int64_t steps = 0;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    v1::ConversationMessage message;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &message));
+    if (message.seq() > meta.message_count()) break;
+    if (message.role() == v1::ROLE_AGENT) ++steps;
+  }
+  RETURN_IF_ERROR(it->status());
+  return steps;
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
@@ -61,6 +83,7 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
     } else {
       return raw.status();
     }
+    ASSIGN_OR_RETURN(const int64_t steps, StepCount(meta, txn, request.context_id()));
     // A retry of a message already appended (the meta lock orders it after the original).
     const std::string request_key =
         request.request_id().empty()
@@ -79,7 +102,8 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
               "request_id ", request.request_id(), " already appended message ", message.seq(),
               " of context ", request.context_id(), ", which is another message"));
         }
-        response.set_step_count(meta.step_count());
+        response.set_step_count(steps);
+        response.set_message_count(meta.message_count());
         response.set_total_tokens(meta.total_tokens());
         *response.mutable_message() = std::move(message);
         replayed = true;
@@ -87,12 +111,13 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
       }
     }
     v1::ConversationMessage message;
-    message.set_seq(meta.step_count() + 1);
+    message.set_seq(meta.message_count() + 1);
     message.set_role(request.role());
     message.set_text(request.text());
     message.set_tokens(request.tokens());
     *message.mutable_time() = now;
-    meta.set_step_count(message.seq());
+    meta.set_message_count(message.seq());
+    meta.set_step_count(steps + (request.role() == v1::ROLE_AGENT ? 1 : 0));
     meta.set_total_tokens(meta.total_tokens() + request.tokens());
     *meta.mutable_update_time() = now;
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts,
@@ -104,6 +129,7 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
     }
     RETURN_IF_ERROR(txn.Put(ColumnFamily::kContexts, meta_key, EncodeRecord(meta)));
     response.set_step_count(meta.step_count());
+    response.set_message_count(meta.message_count());
     response.set_total_tokens(meta.total_tokens());
     *response.mutable_message() = std::move(message);
     return absl::OkStatus();
@@ -139,7 +165,7 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
     start = absl::StrCat(prefix, resume);
   } else {
     const int64_t first =
-        request.tail() > 0 ? std::max<int64_t>(1, meta.step_count() - request.tail() + 1) : 1;
+        request.tail() > 0 ? std::max<int64_t>(1, meta.message_count() - request.tail() + 1) : 1;
     start = keys::ConversationMessage(request.context_id(), static_cast<uint64_t>(first));
   }
   std::unique_ptr<storage::Iterator> it =
@@ -147,14 +173,16 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
   it->Seek(start);
 
   v1::GetConversationResponse response;
-  response.set_step_count(meta.step_count());
+  ASSIGN_OR_RETURN(const int64_t steps, StepCount(meta, *store_, request.context_id()));
+  response.set_step_count(steps);
+  response.set_message_count(meta.message_count());
   response.set_total_tokens(meta.total_tokens());
   size_t page_bytes = 0;
   for (; it->Valid(); it->Next()) {
     v1::ConversationMessage message;
     RETURN_IF_ERROR(DecodeRecord(it->value(), &message));
     // Stop at the totals read above, so a concurrent append does not make them disagree.
-    if (message.seq() > meta.step_count()) break;
+    if (message.seq() > meta.message_count()) break;
     const size_t size = message.ByteSizeLong();
     if (response.messages_size() == page_size ||
         (response.messages_size() > 0 && page_bytes + size > kMaxPageBytes)) {
