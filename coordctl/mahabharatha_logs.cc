@@ -225,14 +225,14 @@ void MahabharathaLogs::Add(const WorkEvent& event) {
   PutDetails(event, &data);
   // The orchestrator logs what happened to a worker (a lost lease) under its own name.
   if (event.kind() == WorkEvent::KIND_ITEM_HEARTBEAT_LOST) {
-    Put(&data, "worker_id", MahabharathaWorkerId(event.worker_id()));
+    Put(&data, "worker_id", numbers_.Id(event.worker_id()));
   }
 
   Struct line;
   Put(&line, "ts", JsonString(LogTime(event.time())));
   Put(&line, "level", JsonString(l.level));
   Put(&line, "worker_id",
-      l.orchestrators ? JsonString(kOrchestrator) : MahabharathaWorkerId(event.worker_id()));
+      l.orchestrators ? JsonString(kOrchestrator) : numbers_.Id(event.worker_id()));
   Put(&line, "feature", JsonString(feature_));
   Put(&line, "message", JsonString(l.message));
   if (!event.item_id().empty()) Put(&line, "task_id", JsonString(event.item_id()));
@@ -252,7 +252,7 @@ void MahabharathaLogs::Add(const WorkEvent& event) {
              event.kind() == WorkEvent::KIND_ITEM_HEARTBEAT_LOST) {
     claimed_at_.erase(event.item_id());
   }
-  Append(l.orchestrators ? kOrchestratorFile : WorkerFile(event.worker_id()),
+  Append(l.orchestrators ? kOrchestratorFile : WorkerFile(numbers_.Key(event.worker_id())),
          WriteJsonLine(StructValue(std::move(line)), LineKeys()));
 
   if (event.item_id().empty()) return;
@@ -262,7 +262,7 @@ void MahabharathaLogs::Add(const WorkEvent& event) {
   }
   Struct task;
   Put(&task, "event", JsonString(l.event));
-  if (!event.worker_id().empty()) Put(&task, "worker_id", MahabharathaWorkerId(event.worker_id()));
+  if (!event.worker_id().empty()) Put(&task, "worker_id", numbers_.Id(event.worker_id()));
   for (auto& [key, value] : *data.mutable_fields()) Put(&task, key, std::move(value));
   Put(&task, "ts", JsonString(LogTime(event.time())));
   Append(absl::StrCat("tasks/", event.item_id(), "/execution.jsonl"),

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "coordctl/mahabharatha_state.h"
 #include "coordinator/v1/work.pb.h"
 
 namespace coordctl {
@@ -30,6 +31,11 @@ class MahabharathaLogs {
   // Adds the lines of `event`: one in the file of the worker or orchestrator it belongs to and,
   // for an event about a task, one in the task's execution.jsonl.
   void Add(const coordinator::v1::WorkEvent& event);
+  // The run's workers, read after the events added next (so every worker they name is among
+  // them): their numbers name the workers in the lines and files (MahabharathaWorkerNumbers).
+  void SetWorkers(const std::vector<coordinator::v1::RunWorker>& workers) {
+    numbers_ = MahabharathaWorkerNumbers(workers);
+  }
 
   // Path relative to the logs directory -> the file's text (every line ends with "\n").
   const std::map<std::string, std::string>& files() const { return files_; }
@@ -52,6 +58,7 @@ class MahabharathaLogs {
   void NoteUnnamed(const std::string& id);
 
   const std::string feature_;
+  MahabharathaWorkerNumbers numbers_;
   std::map<std::string, std::string> files_;
   std::set<std::string> changed_;
   std::vector<std::string> unnamed_;

@@ -106,6 +106,25 @@ MahabharathaLogs Build(const std::vector<WorkEvent>& events) {
   return logs;
 }
 
+// Their LogAggregator reads the worker id of a file name and of every line as a number: a
+// worker named with letters is written under its number.
+TEST(MahabharathaLogsTest, AWorkerNamedWithLettersIsWrittenUnderItsNumber) {
+  MahabharathaLogs logs("user-auth");
+  std::vector<coordinator::v1::RunWorker> workers(1);
+  workers[0].set_worker_id("alice");
+  workers[0].set_number(2);
+  logs.SetWorkers(workers);
+  logs.Add(ItemEvent(1, WorkEvent::KIND_ITEM_CLAIMED, 250, "AUTH-L1-001", "alice",
+                     coordinator::v1::ITEM_STATUS_RUNNING));
+  ASSERT_EQ(logs.files().count("workers/worker-2.jsonl"), 1u);
+  const std::vector<std::string> lines = Lines(logs.files().at("workers/worker-2.jsonl"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(JsonObject(lines[0]).fields().at("worker_id").number_value(), 2);
+  const std::vector<std::string> task = Lines(logs.files().at("tasks/AUTH-L1-001/execution.jsonl"));
+  ASSERT_EQ(task.size(), 1u);
+  EXPECT_EQ(JsonObject(task[0]).fields().at("worker_id").number_value(), 2);
+}
+
 TEST(MahabharathaLogsTest, OneFilePerWorkerAndTaskWhereTheirToolKeepsThem) {
   const MahabharathaLogs logs = Build(Scenario());
   std::vector<std::string> paths;

@@ -6,9 +6,11 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/worker_numbers.h"
 #include "coordctl/aria_state_json.h"
 #include "coordctl/import_json.h"
 #include "coordctl/json_write.h"
@@ -146,8 +148,6 @@ const Struct& Meta(const Struct& metadata, const char* key) {
   return v != nullptr && v->has_struct_value() ? v->struct_value() : Struct::default_instance();
 }
 
-Value WorkerIdValue(const std::string& id) { return MahabharathaWorkerId(id); }
-
 absl::Status CheckTime(const JsonObject& o, const char* key) {
   absl::StatusOr<std::optional<std::string>> t = o.String(key, false, /*null_ok=*/true);
   if (!t.ok()) return t.status();
@@ -231,12 +231,44 @@ absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object,
 
 }  // namespace
 
-Value MahabharathaWorkerId(const std::string& id) {
-  int64_t n = 0;
-  if (!id.empty() && absl::SimpleAtoi(id, &n) && absl::StrCat(n) == id) {
-    return JsonNumber(static_cast<double>(n));
+MahabharathaWorkerNumbers::MahabharathaWorkerNumbers(const std::vector<RunWorker>& workers) {
+  absl::flat_hash_set<int64_t> taken;
+  std::vector<const RunWorker*> unnumbered;
+  for (const RunWorker& w : workers) {
+    if (!w.has_number()) {
+      unnumbered.push_back(&w);
+      continue;
+    }
+    numbers_[w.worker_id()] = w.number();
+    taken.insert(w.number());
   }
-  return JsonString(id);
+  // As the coordinator would have numbered them, joining in the order they did.
+  std::stable_sort(unnumbered.begin(), unnumbered.end(),
+                   [](const RunWorker* a, const RunWorker* b) {
+                     const bool a_named = common::WorkerIdAsNumber(a->worker_id()).has_value();
+                     const bool b_named = common::WorkerIdAsNumber(b->worker_id()).has_value();
+                     if (a_named != b_named) return a_named;
+                     return FromTimestamp(a->create_time()) < FromTimestamp(b->create_time());
+                   });
+  for (const RunWorker* w : unnumbered) {
+    const int64_t n = common::NewWorkerNumber(w->worker_id(), taken);
+    numbers_[w->worker_id()] = n;
+    taken.insert(n);
+  }
+}
+
+Value MahabharathaWorkerNumbers::Id(const std::string& worker_id) const {
+  auto it = numbers_.find(worker_id);
+  if (it != numbers_.end()) return JsonNumber(static_cast<double>(it->second));
+  if (std::optional<int64_t> n = common::WorkerIdAsNumber(worker_id); n.has_value()) {
+    return JsonNumber(static_cast<double>(*n));
+  }
+  return JsonString(worker_id);
+}
+
+std::string MahabharathaWorkerNumbers::Key(const std::string& worker_id) const {
+  auto it = numbers_.find(worker_id);
+  return it != numbers_.end() ? absl::StrCat(it->second) : worker_id;
 }
 
 absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json) {
@@ -462,7 +494,8 @@ namespace {
 // The execution_log entry of `event` as their append_event writes it ({timestamp, event, data});
 // nullopt for an event their log has no entry for. `items_at_level` counts a level's tasks.
 std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
-                                       const std::map<int64_t, int>& items_at_level) {
+                                       const std::map<int64_t, int>& items_at_level,
+                                       const MahabharathaWorkerNumbers& numbers) {
   using coordinator::v1::WorkEvent;
   std::string name;
   Struct data;
@@ -501,7 +534,7 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
       return std::nullopt;
   }
   if (!event.item_id().empty()) Put(&data, "task_id", JsonString(event.item_id()));
-  if (!event.worker_id().empty()) Put(&data, "worker_id", WorkerIdValue(event.worker_id()));
+  if (!event.worker_id().empty()) Put(&data, "worker_id", numbers.Id(event.worker_id()));
   Struct entry;
   Put(&entry, "timestamp", JsonString(PythonIsoTime(FromTimestamp(event.time()))));
   Put(&entry, "event", JsonString(name));
@@ -514,6 +547,7 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
 std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
                                     const std::vector<RunWorker>& workers,
                                     const std::vector<coordinator::v1::WorkEvent>* events) {
+  const MahabharathaWorkerNumbers numbers(workers);
   const Struct& original = Meta(run.metadata(), "state");
   const bool imported = !original.fields().empty();
   Struct state = original;
@@ -547,7 +581,7 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       if (imported && FromTimestamp(event.time()) <= FromTimestamp(run.create_time())) {
         continue;
       }
-      std::optional<Value> entry = ExecutionLogEntry(event, items_at_level);
+      std::optional<Value> entry = ExecutionLogEntry(event, items_at_level, numbers);
       if (!entry.has_value()) continue;
       *log.mutable_list_value()->add_values() = *std::move(entry);
       appended = true;
@@ -585,7 +619,7 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       const std::string updated = PythonIsoTime(FromTimestamp(item.update_time()));
       Put(&task, "status", JsonString(TaskStatusName(item.status())));
       Put(&task, "updated_at", JsonString(updated));
-      if (!item.worker_id().empty()) Put(&task, "worker_id", WorkerIdValue(item.worker_id()));
+      if (!item.worker_id().empty()) Put(&task, "worker_id", numbers.Id(item.worker_id()));
       if (item.has_start_time()) {
         const std::string started = PythonIsoTime(FromTimestamp(item.start_time()));
         Put(&task, "claimed_at", JsonString(started));
@@ -657,7 +691,8 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
     }
     for (const RunWorker& w : workers) {
       Struct entry;
-      if (const Value* v = Get(map, w.worker_id()); v != nullptr && v->has_struct_value()) {
+      const std::string key = numbers.Key(w.worker_id());
+      if (const Value* v = Get(map, key); v != nullptr && v->has_struct_value()) {
         entry = v->struct_value();
         // Registered by the import (with the run) and not changed since: as it was imported.
         if (w.has_create_time() &&
@@ -666,7 +701,7 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
           continue;
         }
       }
-      Put(&entry, "worker_id", WorkerIdValue(w.worker_id()));
+      Put(&entry, "worker_id", numbers.Id(w.worker_id()));
       Put(&entry, "status", JsonString(WorkerStatusName(w.status())));
       Put(&entry, "current_task",
           w.current_item().empty() ? JsonNull() : JsonString(w.current_item()));
@@ -683,7 +718,7 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
         if (Get(entry, key) == nullptr) Put(&entry, key, JsonNull());
       }
       if (Get(entry, "context_usage") == nullptr) Put(&entry, "context_usage", JsonNumber(0));
-      Put(&map, w.worker_id(), StructValue(std::move(entry)));
+      Put(&map, key, StructValue(std::move(entry)));
     }
     Put(&state, "workers", StructValue(std::move(map)));
   }
@@ -692,6 +727,7 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
 
 std::string FormatMahabharathaAssignments(const Run& run, const std::vector<WorkItem>& items,
                                           const std::vector<RunWorker>& workers, absl::Time now) {
+  const MahabharathaWorkerNumbers numbers(workers);
   std::vector<const WorkItem*> held;
   std::set<std::string> holders;
   for (const RunWorker& w : workers) holders.insert(w.worker_id());
@@ -709,7 +745,7 @@ std::string FormatMahabharathaAssignments(const Run& run, const std::vector<Work
   for (const WorkItem* item : held) {
     Struct entry;
     Put(&entry, "task_id", JsonString(item->item_id()));
-    Put(&entry, "worker_id", WorkerIdValue(item->worker_id()));
+    Put(&entry, "worker_id", numbers.Id(item->worker_id()));
     // save_to_file writes these two constants ("Would need task data for actual level").
     Put(&entry, "level", JsonNumber(0));
     Put(&entry, "estimated_minutes", JsonNumber(15));

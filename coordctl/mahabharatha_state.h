@@ -14,6 +14,8 @@
 #define COORDCTL_MAHABHARATHA_STATE_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,8 +72,25 @@ struct MahabharathaRun {
 [[nodiscard]] absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
     const MahabharathaRun& parsed);
 
-// A worker id as MAHABHARATHA writes it: a number when it is one ("3" is 3), else the string.
-google::protobuf::Value MahabharathaWorkerId(const std::string& id);
+// The numbers MAHABHARATHA's files name a run's workers by (their status reads a worker id with
+// int()): each worker's RunWorker.number, as the coordinator gave it when the worker joined the
+// run; a worker registered before numbers were kept gets the one it would have got (those
+// named by a free number keep it, the others follow the highest in the order they joined). A
+// worker_id none of the workers has is written as itself: a number when it is one ("3" is 3),
+// else the string.
+class MahabharathaWorkerNumbers {
+ public:
+  MahabharathaWorkerNumbers() = default;
+  explicit MahabharathaWorkerNumbers(const std::vector<coordinator::v1::RunWorker>& workers);
+
+  // The worker's id as their files write it (a JSON number, or the string).
+  google::protobuf::Value Id(const std::string& worker_id) const;
+  // The same as text: the key of the state's workers map, the <id> of workers/worker-<id>.jsonl.
+  std::string Key(const std::string& worker_id) const;
+
+ private:
+  std::map<std::string, int64_t> numbers_;
+};
 
 // The state file the StateManager would have written for `run`, its `items` and its `workers`
 // (the run's worker registry; may be empty). A worker the import registered and nothing changed

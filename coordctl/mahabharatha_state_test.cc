@@ -130,6 +130,62 @@ TEST(MahabharathaStateTest, ARunMadeHereExportsWithTheInitialKeys) {
                      "paused":false,"error":null})");
 }
 
+// Their status and StateManager read every worker id with int(): workers named with letters are
+// written under their numbers (RunWorker.number, or the one a worker registered before numbers
+// were kept would have got), in the workers map, the tasks, the execution log and the
+// assignments alike.
+TEST(MahabharathaStateTest, TheirStatusReadsEveryWorkerIdAsANumber) {
+  coordinator::v1::Run run;
+  run.set_feature("named-workers");
+  run.mutable_create_time()->set_seconds(1767225600);
+  std::vector<coordinator::v1::RunWorker> workers(3);
+  workers[0].set_worker_id("alice");
+  workers[0].set_number(0);
+  workers[1].set_worker_id("4");
+  workers[1].set_number(4);
+  workers[2].set_worker_id("legacy");  // registered before numbers were kept: after the highest
+  workers[2].mutable_create_time()->set_seconds(1767225601);
+  std::vector<WorkItem> items(2);
+  for (int i = 0; i < 2; ++i) {
+    items[i].set_item_id(absl::StrCat("T-", i));
+    items[i].set_status(coordinator::v1::ITEM_STATUS_RUNNING);
+    items[i].set_version(2);
+    items[i].set_worker_id(i == 0 ? "alice" : "legacy");
+  }
+  coordinator::v1::WorkEvent claimed;
+  claimed.set_seq(1);
+  claimed.set_kind(coordinator::v1::WorkEvent::KIND_ITEM_CLAIMED);
+  claimed.set_item_id("T-0");
+  claimed.set_worker_id("alice");
+  const std::vector<coordinator::v1::WorkEvent> events = {claimed};
+  const google::protobuf::Struct out =
+      JsonObject(FormatMahabharathaState(run, items, workers, &events));
+  const auto& map = out.fields().at("workers").struct_value().fields();
+  ASSERT_EQ(map.size(), 3u);
+  EXPECT_EQ(map.at("0").struct_value().fields().at("worker_id").number_value(), 0);
+  EXPECT_EQ(map.at("4").struct_value().fields().at("worker_id").number_value(), 4);
+  EXPECT_EQ(map.at("5").struct_value().fields().at("worker_id").number_value(), 5);
+  const auto& tasks = out.fields().at("tasks").struct_value().fields();
+  EXPECT_EQ(tasks.at("T-0").struct_value().fields().at("worker_id").number_value(), 0);
+  EXPECT_EQ(tasks.at("T-1").struct_value().fields().at("worker_id").number_value(), 5);
+  const auto& log = out.fields().at("execution_log").list_value();
+  ASSERT_EQ(log.values_size(), 1);
+  EXPECT_EQ(log.values(0)
+                .struct_value()
+                .fields()
+                .at("data")
+                .struct_value()
+                .fields()
+                .at("worker_id")
+                .number_value(),
+            0);
+  const google::protobuf::Struct assignments =
+      JsonObject(FormatMahabharathaAssignments(run, items, workers, absl::UnixEpoch()));
+  const auto& list = assignments.fields().at("assignments").list_value();
+  ASSERT_EQ(list.values_size(), 2);
+  EXPECT_EQ(list.values(1).struct_value().fields().at("worker_id").number_value(), 5);
+}
+
 TEST(MahabharathaStateTest, BadFilesAreRefusedWithWhatIsWrong) {
   const std::string good = ReadTestData("seed-example.json");
   auto with = [&](const std::string& from, const std::string& to) {

@@ -872,11 +872,12 @@ int RunWorkers(const Env& env, const ParsedArgs& args) {
     *env.out << ToJson(all) << std::endl;
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows = {{"WORKER", "STATUS", "CURRENT ITEM",
+  std::vector<std::vector<std::string>> rows = {{"WORKER", "NUMBER", "STATUS", "CURRENT ITEM",
                                                  "LAST HEARTBEAT", "COMPLETED", "FAILED", "PID",
                                                  "CAPABILITIES"}};
   for (const coordinator::v1::RunWorker& w : all.workers()) {
-    rows.push_back({Cell(w.worker_id(), 40), WorkerStatusName(w.status()),
+    rows.push_back({Cell(w.worker_id(), 40), w.has_number() ? absl::StrCat(w.number()) : "-",
+                    WorkerStatusName(w.status()),
                     w.current_item().empty() ? "-" : Cell(w.current_item(), 40),
                     w.has_last_heartbeat_time() ? FormatTime(w.last_heartbeat_time()) : "-",
                     absl::StrCat(w.items_completed()), absl::StrCat(w.items_failed()),
@@ -1201,8 +1202,9 @@ void AddRunCommands(std::vector<Command>* commands) {
        RunWork});
   commands->push_back({{"run", "workers"},
                        "<run> [--json]",
-                       "the run's workers: status (idle, busy, stopped, lost), current item, "
-                       "last heartbeat, items completed and failed, pid, capabilities",
+                       "the run's workers: number (its id in MAHABHARATHA's files), status (idle, "
+                       "busy, stopped, lost), current item, last heartbeat, items completed and "
+                       "failed, pid, capabilities",
                        {},
                        {"json"},
                        1,

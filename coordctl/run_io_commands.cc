@@ -222,20 +222,7 @@ class RunExport {
     } while (!list.page_token().empty());
     items_ = std::move(items);
     if (format_ == ExportFormat::kArial) return grpc::Status::OK;
-    std::vector<coordinator::v1::RunWorker> workers;
-    coordinator::v1::ListWorkersRequest list_workers;
-    list_workers.set_run_id(run_id_);
-    list_workers.set_page_size(1000);
-    do {
-      coordinator::v1::ListWorkersResponse page;
-      s = stub_->ListWorkers(env_.NewContext().get(), list_workers, &page);
-      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;  // no registry there
-      if (!s.ok()) return s;
-      for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
-      list_workers.set_page_token(page.next_page_token());
-    } while (!list_workers.page_token().empty());
-    workers_ = std::move(workers);
-    return grpc::Status::OK;
+    return ReadWorkers();
   }
 
   // Writes what Read() read: the file (stdout without --output), or the changed files of the
@@ -268,6 +255,24 @@ class RunExport {
   int64_t last_event_seq() const { return run_.last_event_seq(); }
 
  private:
+  // The run's worker registry (empty from a coordinator that has none).
+  grpc::Status ReadWorkers() {
+    std::vector<coordinator::v1::RunWorker> workers;
+    coordinator::v1::ListWorkersRequest list;
+    list.set_run_id(run_id_);
+    list.set_page_size(1000);
+    do {
+      coordinator::v1::ListWorkersResponse page;
+      grpc::Status s = stub_->ListWorkers(env_.NewContext().get(), list, &page);
+      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;  // no registry there
+      if (!s.ok()) return s;
+      for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
+      list.set_page_token(page.next_page_token());
+    } while (!list.page_token().empty());
+    workers_ = std::move(workers);
+    return grpc::Status::OK;
+  }
+
   // The log entries after the last one read (all of them the first time).
   grpc::Status ReadNewEvents() {
     if (!have_log_) return grpc::Status::OK;
@@ -288,17 +293,18 @@ class RunExport {
       if (!s.ok()) return s;
       for (coordinator::v1::WorkEvent& e : *page.mutable_events()) {
         events_read_ = e.seq();
-        if (format_ == ExportFormat::kMahabharathaLogs) {
-          if (!logs_.has_value()) {
-            logs_.emplace(run_.feature().empty() ? run_.run_id() : run_.feature());
-          }
-          logs_->Add(e);
-        } else {
-          events_.push_back(std::move(e));
-        }
+        events_.push_back(std::move(e));
       }
       list.set_page_token(page.next_page_token());
     } while (!list.page_token().empty());
+    if (format_ != ExportFormat::kMahabharathaLogs) return grpc::Status::OK;
+    // The logs keep their lines, not the entries. The workers are read after the entries, so
+    // that every worker an entry names is among them (numbered).
+    if (grpc::Status s = ReadWorkers(); !s.ok()) return s;
+    if (!logs_.has_value()) logs_.emplace(run_.feature().empty() ? run_.run_id() : run_.feature());
+    logs_->SetWorkers(workers_);
+    for (const coordinator::v1::WorkEvent& e : events_) logs_->Add(e);
+    events_.clear();
     return grpc::Status::OK;
   }
 

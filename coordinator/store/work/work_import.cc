@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "common/worker_numbers.h"
 #include "coordinator/store/records/keys.h"
 #include "coordinator/store/records/page_token.h"
 #include "coordinator/store/records/record_codec.h"
@@ -306,6 +307,15 @@ absl::StatusOr<std::vector<v1::RunWorker>> ImportedWorkers(const v1::ImportRunRe
     }
     worker.add_held_items(item.item_id());
     worker.set_current_item(item.item_id());
+  }
+  // Numbers as workers joining one by one would get them: those named by a free number first.
+  absl::flat_hash_set<int64_t> taken;
+  for (bool named_by_number : {true, false}) {
+    for (auto& [id, worker] : workers) {
+      if (common::WorkerIdAsNumber(id).has_value() != named_by_number) continue;
+      worker.set_number(common::NewWorkerNumber(id, taken));
+      taken.insert(worker.number());
+    }
   }
   std::vector<v1::RunWorker> out;
   for (auto& entry : workers) {

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "common/worker_numbers.h"
 #include "coordinator/store/records/keys.h"
 #include "coordinator/store/records/page_token.h"
 #include "coordinator/store/records/record_codec.h"
@@ -143,6 +144,9 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
       worker.set_worker_id(request.worker_id());
       worker.set_run_id(run_id);
       *worker.mutable_create_time() = ToProtoTime(now);
+      ASSIGN_OR_RETURN(const absl::flat_hash_set<int64_t> taken,
+                       work_records::WorkerNumbers(txn, run_id));
+      worker.set_number(common::NewWorkerNumber(worker.worker_id(), taken));
     }
     *worker.mutable_capabilities() = request.capabilities();
     if (request.pid() != 0) worker.set_pid(request.pid());

@@ -304,6 +304,26 @@ TEST_F(WorkModelTest, CapabilitiesAndPidsAreValidated) {
   EXPECT_EQ(work_->Heartbeat(beat).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Formats that name workers by number (MAHABHARATHA's status reads int(worker_id)) read
+// RunWorker.number: a worker named by a free number keeps it, any other follows the highest,
+// in the order the workers joined; a number never changes.
+TEST_F(WorkModelTest, EachWorkerGetsANumberWhenItJoinsTheRun) {
+  CreateRun("r", {"a:0", "b:0", "c:0", "d:0", "e:0"});
+  for (const char* worker : {"alice", "3", "bob", "0"}) MustClaim("r", worker);
+  std::map<std::string, v1::RunWorker> workers = Workers("r");
+  ASSERT_TRUE(workers["alice"].has_number());
+  EXPECT_EQ(workers["alice"].number(), 0);
+  EXPECT_EQ(workers["3"].number(), 3);
+  EXPECT_EQ(workers["bob"].number(), 4);
+  EXPECT_EQ(workers["0"].number(), 5);  // 0 was alice's
+  MustClaim("r", "alice");
+  EXPECT_EQ(Workers("r")["alice"].number(), 0);
+  // Each run numbers its own workers.
+  CreateRun("other", {"a:0"});
+  MustClaim("other", "bob");
+  EXPECT_EQ(Workers("other")["bob"].number(), 0);
+}
+
 TEST_F(WorkModelTest, TheRegistryFollowsEachWorker) {
   CreateRun("r", {"a:0", "b:0", "c:0"});
   const absl::Time start = clock_.Now();
@@ -792,6 +812,9 @@ TEST_F(ImportRunTest, ARunUnderWayKeepsItsStatesAndItsWorkerGoesOnWithTheLease) 
 
   std::map<std::string, v1::RunWorker> workers = Workers("r");
   ASSERT_EQ(workers.size(), 2u);
+  // Numbered as if they had joined one by one (neither is named by a number).
+  EXPECT_EQ(workers["w1"].number(), 0);
+  EXPECT_EQ(workers["w2"].number(), 1);
   EXPECT_EQ(workers["w1"].status(), v1::WORKER_STATUS_BUSY);
   EXPECT_EQ(workers["w1"].current_item(), "b");
   EXPECT_THAT(workers["w1"].held_items(), ElementsAre("b"));

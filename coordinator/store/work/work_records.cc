@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "common/worker_numbers.h"
 #include "coordinator/store/records/keys.h"
 #include "coordinator/store/records/page_token.h"
 #include "coordinator/store/records/record_codec.h"
@@ -349,6 +350,26 @@ absl::Status PutWorker(Transaction& txn, v1::RunWorker* worker, absl::Time now) 
   *worker->mutable_update_time() = ToProtoTime(now);
   return txn.Put(kFamily, keys::RunWorker(worker->run_id(), worker->worker_id()),
                  EncodeRecord(*worker));
+}
+
+absl::StatusOr<absl::flat_hash_set<int64_t>> WorkerNumbers(Transaction& txn,
+                                                           absl::string_view run_id) {
+  const std::string prefix = keys::RunWorkerPrefix(run_id);
+  std::unique_ptr<storage::Iterator> it =
+      txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  absl::flat_hash_set<int64_t> taken;
+  for (; it->Valid(); it->Next()) {
+    v1::RunWorker worker;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &worker));
+    if (worker.has_number()) {
+      taken.insert(worker.number());
+    } else if (std::optional<int64_t> n = common::WorkerIdAsNumber(worker.worker_id());
+               n.has_value()) {
+      taken.insert(*n);
+    }
+  }
+  RETURN_IF_ERROR(it->status());
+  return taken;
 }
 
 void SetWorkerStatus(LockedRun* locked, v1::RunWorker* worker, v1::WorkerStatus status,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -169,6 +170,12 @@ absl::StatusOr<std::optional<v1::RunWorker>> LockWorker(Transaction& txn, absl::
                                                         absl::string_view worker_id);
 
 absl::Status PutWorker(Transaction& txn, v1::RunWorker* worker, absl::Time now);
+
+// The numbers the run's workers have (RunWorker.number; a worker registered before numbers
+// were kept counts with its worker_id when that is a number). The caller holds the run's lock,
+// so no worker joins meanwhile.
+absl::StatusOr<absl::flat_hash_set<int64_t>> WorkerNumbers(Transaction& txn,
+                                                           absl::string_view run_id);
 
 // Sets the worker's status; a change is logged (the caller writes `locked`).
 void SetWorkerStatus(LockedRun* locked, v1::RunWorker* worker, v1::WorkerStatus status,
