@@ -123,6 +123,10 @@ class A2AGateway {
   [[nodiscard]] absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request) const;
 
  private:
+  // Largest number of queue entries one pass of a loop reads.
+  static constexpr int kScanBatch = 1000;
+  // How long a loop sleeps when nothing is due and nobody kicks it.
+  static constexpr absl::Duration kIdleWake = absl::Seconds(1);
   // Joins the loops, then the deliveries on the pool, waits for the asynchronous ones, and joins
   // their linger timer (the caller cancelled their calls). Under switch_mu_.
   void JoinActivePart() ABSL_EXCLUSIVE_LOCKS_REQUIRED(switch_mu_);
