@@ -31,17 +31,11 @@ namespace v1 = ::coordinator::v1;
 using agent_runtime::EventPublisher;
 using agent_runtime::RequestContext;
 
-constexpr size_t kMaxLabelBytes = 4000;
-
 std::string Sha256Hex(absl::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-}
-
-std::string Truncate(absl::string_view s, size_t n) {
-  return std::string(s.substr(0, std::min(n, s.size())));
 }
 
 // The task id of a start request: "Task ID: <id>" anywhere in the text, "arvo:<number>" (the
@@ -134,6 +128,10 @@ GreenAgent::GreenAgent(GreenOptions options, std::shared_ptr<grpc::Channel> coor
 
 GreenAgent::~GreenAgent() { Stop(); }
 
+std::string GreenAgent::Clip(absl::string_view text, size_t max_bytes) {
+  return std::string(text.substr(0, std::min(max_bytes, text.size())));
+}
+
 std::string GreenAgent::ContextRoot(const std::string& context_id) const {
   return (std::filesystem::path(options_.workspaces_dir) / SafeDirName(context_id)).string();
 }
@@ -193,9 +191,9 @@ absl::StatusOr<v1::TaskContext> GreenAgent::EndEvaluation(
     (*c->mutable_labels())["phase"] = ok                                      ? "scored"
                                       : status == v1::CONTEXT_STATUS_CANCELED ? "cancelled"
                                                                               : "failed";
-    (*c->mutable_labels())[ok ? "score" : "error"] = Truncate(text, kMaxLabelBytes);
+    (*c->mutable_labels())[ok ? "score" : "error"] = Clip(text);
     for (const auto& [key, value] : labels) {
-      (*c->mutable_labels())[key] = Truncate(value, kMaxLabelBytes);
+      (*c->mutable_labels())[key] = Clip(value);
     }
   });
 }
@@ -434,190 +432,6 @@ void GreenAgent::CancelEvaluations(const RequestContext& request,
         {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
         "evaluation of %s ended %s", evaluation.task_id, v1::ContextStatus_Name(context->status()));
     ReleaseEnvironment(context_id, &*context);
-  }
-}
-
-ExecEnv GreenAgent::EnvFor(const v1::TaskContext& context) const {
-  // Absolute: a bind mount needs it (docker -v), and so does $WORKSPACE in a command that runs
-  // in the workspace.
-  auto absolute = [](const std::string& dir) {
-    std::error_code ec;
-    const std::filesystem::path abs = std::filesystem::absolute(dir, ec);
-    return dir.empty() || ec ? dir : abs.lexically_normal().string();
-  };
-  ExecEnv env;
-  env.workspace_dir = absolute(context.workspace_dir());
-  env.shared_dir = absolute(context.shared_dir());
-  env.environment_handle = context.environment_handle();
-  env.context_id = context.context_id();
-  env.task_id = context.external_task_id();
-  env.env_name = EnvironmentName(workspaces_abs_, context.context_id());
-  return env;
-}
-
-absl::StatusOr<v1::TaskContext> GreenAgent::StartEnvironment(const RequestContext& request,
-                                                             v1::TaskContext context) {
-  const std::string context_id = context.context_id();
-  // A stop waits until the start has ended (and then stops what it started).
-  std::shared_ptr<absl::Mutex> env_mu = EnvironmentLock(context_id);
-  absl::MutexLock env_lock(env_mu.get());
-  const std::vector<common::LogField> fields = {
-      {"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}};
-  const std::string root = ContextRoot(context_id);
-  const ExecEnv env = EnvFor(context);
-  auto fail = [&](const std::string& error, const std::string& state) {
-    common::LogError(fields, "%s", error);
-    return EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {{"environment", state}});
-  };
-  // A start that a crash (or a lost answer of the coordinator) interrupted may have left an
-  // environment behind: it goes first.
-  if (absl::StatusOr<EnvironmentRecord> left = ReadEnvironmentRecord(root); left.ok()) {
-    ExecEnv old = env;
-    old.environment_handle = left->handle.empty() ? left->env_name : left->handle;
-    if (absl::Status s = environments_.Stop(old); !s.ok()) {
-      left->state = "stop failed";
-      left->error = std::string(s.message());
-      (void)WriteEnvironmentRecord(root, *left);
-      return fail(absl::StrCat("cannot remove the environment ", old.environment_handle,
-                               " that an interrupted start left: ", s.message()),
-                  "stop failed");
-    }
-    RemoveEnvironmentRecord(root);
-    common::LogInfo(fields, "removed the environment %s that an interrupted start left",
-                    old.environment_handle);
-  }
-  if (absl::Status s = WriteEnvironmentRecord(root, {context_id, env.env_name, "", "starting", ""});
-      !s.ok()) {
-    return fail(absl::StrCat("cannot start the evaluation's environment: ", s.message()),
-                "start failed");
-  }
-  const absl::Time started = absl::Now();
-  absl::StatusOr<std::string> handle = environments_.Start(env);
-  if (!handle.ok()) {
-    // Whatever the failed start made goes too; it printed no handle, so by {env_name}.
-    ExecEnv made = env;
-    made.environment_handle = env.env_name;
-    if (absl::Status s = environments_.Stop(made); s.ok()) {
-      RemoveEnvironmentRecord(root);
-    } else {
-      common::LogWarn(fields, "after the failed start, %s", s.message());
-      (void)WriteEnvironmentRecord(
-          root, {context_id, env.env_name, "", "stop failed", std::string(s.message())});
-    }
-    return fail(
-        absl::StrCat("cannot start the evaluation's environment: ", handle.status().message()),
-        "start failed");
-  }
-  if (absl::Status s =
-          WriteEnvironmentRecord(root, {context_id, env.env_name, *handle, "running", ""});
-      !s.ok()) {
-    common::LogWarn(fields, "environment %s: %s", *handle, s.message());
-  }
-  absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
-    c->set_environment_handle(*handle);
-    (*c->mutable_labels())["environment"] = "running";
-  });
-  if (!updated.ok()) {
-    // The record keeps the handle: a retry stops this environment and starts another, the
-    // sweep stops it once the evaluation has ended.
-    return absl::UnavailableError(absl::StrCat("coordinator: ", updated.status().message()));
-  }
-  common::LogInfo(fields, "environment %s (%s) started in %s", *handle, env.env_name,
-                  absl::FormatDuration(absl::Trunc(absl::Now() - started, absl::Milliseconds(1))));
-  return updated;
-}
-
-void GreenAgent::ReleaseEnvironment(const std::string& context_id, const v1::TaskContext* known) {
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::path(ContextRoot(context_id)) / "environment.json",
-                               ec)) {
-    return;
-  }
-  std::shared_ptr<absl::Mutex> mu = EnvironmentLock(context_id);
-  absl::MutexLock lock(mu.get());
-  ReleaseEnvironmentLocked(context_id, known);
-}
-
-void GreenAgent::ReleaseEnvironmentLocked(const std::string& context_id,
-                                          const v1::TaskContext* known) {
-  const std::vector<common::LogField> fields = {{"context_id", context_id},
-                                                {"agent", options_.name}};
-  const std::string root = ContextRoot(context_id);
-  absl::StatusOr<EnvironmentRecord> record = ReadEnvironmentRecord(root);
-  if (absl::IsNotFound(record.status())) return;
-  if (!record.ok()) {
-    common::LogError(fields, "cannot stop the evaluation's environment: %s",
-                     record.status().message());
-    return;
-  }
-  if (!environments_.enabled()) {
-    common::LogWarn(fields,
-                    "the evaluation's environment %s is still recorded in %s, but no "
-                    "--env_stop_template is set to stop it",
-                    record->handle.empty() ? record->env_name : record->handle, root);
-    return;
-  }
-  ExecEnv env = known != nullptr ? EnvFor(*known) : ExecEnv{};
-  env.context_id = context_id;
-  env.env_name = record->env_name;
-  env.environment_handle = record->handle.empty() ? record->env_name : record->handle;
-  const absl::Status stopped = environments_.Stop(env);
-  if (stopped.ok()) {
-    common::LogInfo(fields, "environment %s stopped", env.environment_handle);
-  } else {
-    const bool known_failure = record->state == "stop failed" && record->error == stopped.message();
-    common::LogError(fields, "cannot stop the environment %s: %s (tried again every %s)",
-                     env.environment_handle, stopped.message(),
-                     absl::FormatDuration(options_.environment.sweep_interval));
-    record->state = "stop failed";
-    record->error = std::string(stopped.message());
-    (void)WriteEnvironmentRecord(root, *record);
-    if (known_failure) return;  // the context says so already
-  }
-  // The context's labels first, the record last: whoever finds the record gone (the judge's
-  // task, about to publish the outcome) finds the context labelled.
-  if (known != nullptr) {
-    absl::StatusOr<v1::TaskContext> updated = UpdateContext(context_id, [&](v1::TaskContext* c) {
-      auto& labels = *c->mutable_labels();
-      if (!stopped.ok()) {
-        labels["environment"] = "stop failed";
-        labels["environment_error"] =
-            Truncate(absl::StrCat("cannot stop ", env.environment_handle, ": ", stopped.message()),
-                     kMaxLabelBytes);
-        return;
-      }
-      labels.erase("environment_error");
-      if (labels["environment"] != "start failed") labels["environment"] = "stopped";
-    });
-    if (!updated.ok() && !absl::IsNotFound(updated.status())) {
-      common::LogWarn(fields, "cannot label the context: %s", updated.status().message());
-    }
-  }
-  if (stopped.ok()) RemoveEnvironmentRecord(root);
-}
-
-void GreenAgent::Sweep() {
-  auto stopping = [this] {
-    absl::MutexLock lock(&mu_);
-    return sweep_stop_;
-  };
-  for (const EnvironmentRecord& record : ListEnvironmentRecords(options_.workspaces_dir)) {
-    if (stopping()) return;
-    absl::StatusOr<v1::TaskContext> context = GetContext(record.context_id, stopping);
-    if (context.ok() && context->status() == v1::CONTEXT_STATUS_ACTIVE) continue;
-    if (!context.ok() && !absl::IsNotFound(context.status())) {
-      common::LogWarn({{"context_id", record.context_id}, {"agent", options_.name}},
-                      "environment sweep: %s; tried again in %s", context.status().message(),
-                      absl::FormatDuration(options_.environment.sweep_interval));
-      return;
-    }
-    common::LogInfo({{"context_id", record.context_id}, {"agent", options_.name}},
-                    "environment sweep: %s %s; stopping it",
-                    record.handle.empty() ? record.env_name : record.handle,
-                    context.ok() ? absl::StrCat("belongs to an evaluation that ended ",
-                                                v1::ContextStatus_Name(context->status()))
-                                 : std::string("belongs to a context that is gone"));
-    ReleaseEnvironment(record.context_id, context.ok() ? &*context : nullptr);
   }
 }
 
@@ -935,7 +749,7 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
                          " stopped working: ", alive.message());
         common::LogError(
             {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-            "%s (during \"%s\", which exited %d)", error, Truncate(command, 200), ran->exit_code);
+            "%s (during \"%s\", which exited %d)", error, Clip(command, 200), ran->exit_code);
         absl::StatusOr<v1::TaskContext> ended =
             EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {});
         ReleaseEnvironment(context_id, ended.ok() ? &*ended : &*context);

@@ -90,6 +90,11 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   void Stop();
 
  private:
+  // Longest label value green writes (an error, a score's text).
+  static constexpr size_t kMaxLabelBytes = 4000;
+  // `text` cut to `max_bytes`.
+  static std::string Clip(absl::string_view text, size_t max_bytes = kMaxLabelBytes);
+
   // One evaluation: a task bundle evaluated in one context (the TaskContext's id).
   struct Evaluation {
     std::string context_id;
@@ -141,6 +146,8 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> EndEvaluation(
       const std::string& context_id, coordinator::v1::ContextStatus status, const std::string& text,
       const std::vector<std::pair<std::string, std::string>>& labels);
+
+  // ---- The environment lifecycle (green_agent_environment.cc). ----
 
   // Where the context's commands and templates run.
   ExecEnv EnvFor(const coordinator::v1::TaskContext& context) const;
