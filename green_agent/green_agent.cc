@@ -19,6 +19,7 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/uuid.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -768,8 +769,8 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
       }
     }
   }
-  // Record once per exec_seq. A RecordCommand whose answer was lost may have been applied,
-  // so after a failure the count is read again before trying once more.
+  // Record once per exec_seq. A RecordCommand whose answer was lost may have been applied: its
+  // request_id, the same on every retry, makes the coordinator answer a retry from the record.
   if (seq == 0 || seq == count + 1) {
     v1::RecordCommandRequest record;
     record.set_context_id(context_id);
@@ -778,22 +779,11 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
     *record.mutable_duration() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
         absl::ToInt64Nanoseconds(result->duration));
     record.set_output_digest(absl::StrCat("sha256:", Sha256Hex(result->output)));
-    absl::Status recorded;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      v1::RecordCommandResponse response;
-      grpc::ClientContext c;
-      c.set_deadline(std::chrono::system_clock::now() +
-                     absl::ToChronoNanoseconds(options_.retry.call_timeout));
-      recorded = common::FromGrpcStatus(contexts_->RecordCommand(&c, record, &response));
-      if (recorded.ok() || seq == 0) break;
-      if (!absl::IsUnavailable(recorded) && !absl::IsDeadlineExceeded(recorded)) break;
-      absl::StatusOr<v1::TaskContext> again = GetContext(context_id);
-      if (again.ok() && again->command_count() >= seq) {
-        recorded = absl::OkStatus();
-        break;
-      }
-      absl::SleepFor(absl::Milliseconds(100));
-    }
+    record.set_request_id(common::NewUuid());
+    v1::RecordCommandResponse response;
+    const absl::Status recorded = agent_runtime::CallWithRetry(
+        [&](grpc::ClientContext* c) { return contexts_->RecordCommand(c, record, &response); },
+        options_.retry);
     if (!recorded.ok()) {
       events.UpdateStatus(a2apb::TASK_STATE_FAILED,
                           absl::StrCat("cannot record the command: ", recorded.message()));

@@ -12,6 +12,7 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/uuid.h"
 
 namespace purple_agent {
 namespace {
@@ -131,41 +132,22 @@ class PurpleAgent::Loop {
     }
   }
 
-  // Appends one message. The coordinator gives no idempotency key for appends, so after an
-  // append whose answer was lost the conversation is read again: if the message is there, it
-  // was stored.
+  // Appends one message. Its request_id, the same on every retry, makes the coordinator answer
+  // a retry whose original was appended (its answer lost) from the record: appended once.
   absl::Status Append(v1::Role role, const std::string& text, int64_t tokens) {
     v1::AppendMessageRequest request;
     request.set_context_id(context_id_);
     request.set_role(role);
     request.set_text(text);
     request.set_tokens(tokens);
-    const size_t expected = msgs_.size() + 1;
-    for (int attempt = 0; attempt < 1000; ++attempt) {
-      if (agent_->stopping()) return absl::CancelledError("stopping");
-      v1::AppendMessageResponse response;
-      grpc::ClientContext c;
-      c.set_deadline(std::chrono::system_clock::now() +
-                     absl::ToChronoNanoseconds(agent_->options_.retry.call_timeout));
-      absl::Status s =
-          common::FromGrpcStatus(agent_->conversations_->AppendMessage(&c, request, &response));
-      if (s.ok()) {
-        msgs_.push_back({role, text});
-        total_tokens_ = response.total_tokens();
-        return absl::OkStatus();
-      }
-      if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) return s;
-      absl::SleepFor(absl::Milliseconds(200));
-      const size_t before = msgs_.size();
-      std::vector<Msg> saved = msgs_;
-      if (!Load().ok()) {
-        msgs_ = std::move(saved);
-        continue;
-      }
-      if (msgs_.size() >= expected && msgs_[expected - 1].text == text) return absl::OkStatus();
-      if (msgs_.size() != before) return absl::AbortedError("the conversation changed under us");
-    }
-    return absl::UnavailableError("cannot append to the conversation");
+    request.set_request_id(common::NewUuid());
+    v1::AppendMessageResponse response;
+    RETURN_IF_ERROR(Call([&](grpc::ClientContext* c) {
+      return agent_->conversations_->AppendMessage(c, request, &response);
+    }));
+    msgs_.push_back({role, text});
+    total_tokens_ = response.total_tokens();
+    return absl::OkStatus();
   }
 
   // One step of the state machine; a value when the evaluation has ended.
