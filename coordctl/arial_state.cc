@@ -1,6 +1,7 @@
 #include "coordctl/arial_state.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <utility>
 
@@ -347,12 +348,30 @@ coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed) {
   return request;
 }
 
+std::string ArialProjectPath(const std::string& path, const std::string& project_dir, bool dot) {
+  const std::filesystem::path p(path);
+  if (!p.is_absolute() || project_dir.empty()) return path;
+  const std::filesystem::path project = std::filesystem::path(project_dir).lexically_normal();
+  if (!project.is_absolute()) return path;
+  const std::filesystem::path relative = p.lexically_normal().lexically_relative(project);
+  if (relative.empty() || *relative.begin() == "..") return path;  // outside the project
+  if (relative == ".") return dot ? "." : path;
+  return dot ? "./" + relative.generic_string() : relative.generic_string();
+}
+
 std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
-                             const std::vector<coordinator::v1::WorkEvent>* events) {
+                             const std::vector<coordinator::v1::WorkEvent>* events,
+                             const std::string& project_dir) {
   const Struct& run_meta = Meta(run.metadata());
+  // A run made from a spec folder knows it by absolute path: its project holds the folder.
+  const std::string project =
+      !project_dir.empty() ? project_dir
+      : std::filesystem::path(run.specs_dir()).is_absolute()
+          ? std::filesystem::path(run.specs_dir()).lexically_normal().parent_path().string()
+          : "";
   Struct state;
   Put(&state, "version", JsonNumber(kArialStateVersion));
-  Put(&state, "specsDir", JsonString(run.specs_dir()));
+  Put(&state, "specsDir", JsonString(ArialProjectPath(run.specs_dir(), project, /*dot=*/true)));
   Put(&state, "baseBranch", JsonString(run.base_branch()));
 
   // Imported order first, then items added here by id.
@@ -383,8 +402,9 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
     }
     Put(&w, "id", JsonString(item->item_id()));
     Put(&w, "specFile",
-        JsonString(Get(meta, "specFile") != nullptr ? GetString(meta, "specFile")
-                                                    : item->description()));
+        JsonString(ArialProjectPath(
+            Get(meta, "specFile") != nullptr ? GetString(meta, "specFile") : item->description(),
+            project, /*dot=*/false)));
     Put(&w, "title", JsonString(item->title()));
     Put(&w, "description", JsonString(item->description()));
     const std::string status = StatusName(item->status());

@@ -63,9 +63,20 @@ coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed);
 // is sticky (it keeps the previous one when no rule applies), so it depends on the order of
 // the changes, and is replayed from the log (ReplayArialRunStatus). Without it the status is
 // derived from the items now, with the imported status as the previous one.
+//
+// Paths are written as Arial's schema has them, relative to the project (`specsDir` "./specs",
+// `specFile` "specs/auth.md"; ArialProjectPath): the project is `project_dir`, or when that is
+// empty the directory holding the run's specs directory (a run made by `coordctl run create
+// --workstreams <project>/specs`). A path kept as imported (relative) is written as it was.
 std::string FormatArialState(const coordinator::v1::Run& run,
                              const std::vector<coordinator::v1::WorkItem>& items,
-                             const std::vector<coordinator::v1::WorkEvent>* events = nullptr);
+                             const std::vector<coordinator::v1::WorkEvent>* events = nullptr,
+                             const std::string& project_dir = "");
+
+// `path` relative to `project_dir` ("specs/auth.md"; with `dot`, "./specs"), when it is an
+// absolute path inside it; a relative path as it is; an absolute path outside the project (or
+// with no project) as it is.
+std::string ArialProjectPath(const std::string& path, const std::string& project_dir, bool dot);
 
 // The status Arial's updateRunStatus would have left after each item change of `events` (every
 // item event, in order; an item is pending from its ITEM_CREATED), starting from `start`.

@@ -228,16 +228,52 @@ TEST(ArialStateTest, ARunMadeHereExportsToo) {
   WorkItem a = b;
   a.set_item_id("a");
   a.set_description("/repo/specs/a.md");
+  // Paths relative to the project (the folder holding the specs), as Arial's schema has them.
   ExpectSameJson(FormatArialState(run, {b, a}),
-                 R"({"version":2,"specsDir":"/repo/specs","baseBranch":"main","status":"planning",
+                 R"({"version":2,"specsDir":"./specs","baseBranch":"main","status":"planning",
                      "createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z",
                      "workstreams":[
-                       {"id":"a","specFile":"/repo/specs/a.md","title":"B",
+                       {"id":"a","specFile":"specs/a.md","title":"B",
                         "description":"/repo/specs/a.md","status":"pending","branch":"arial/b",
                         "worktreePath":".arial/worktrees/b","retryCount":0},
-                       {"id":"b","specFile":"/repo/specs/b.md","title":"B",
+                       {"id":"b","specFile":"specs/b.md","title":"B",
                         "description":"/repo/specs/b.md","status":"pending","branch":"arial/b",
                         "worktreePath":".arial/worktrees/b","retryCount":0}]})");
+  // Another project (--project-dir): the specs lie outside it, so their paths stay absolute.
+  const google::protobuf::Struct elsewhere =
+      JsonObject(FormatArialState(run, {a}, nullptr, "/other"));
+  EXPECT_EQ(elsewhere.fields().at("specsDir").string_value(), "/repo/specs");
+  EXPECT_EQ(elsewhere.fields()
+                .at("workstreams")
+                .list_value()
+                .values(0)
+                .struct_value()
+                .fields()
+                .at("specFile")
+                .string_value(),
+            "/repo/specs/a.md");
+  // The repository's root as the project.
+  EXPECT_EQ(
+      JsonObject(FormatArialState(run, {a}, nullptr, "/")).fields().at("specsDir").string_value(),
+      "./repo/specs");
+}
+
+TEST(ArialStateTest, SpecPathsAreRelativeToTheProjectOnlyInsideIt) {
+  EXPECT_EQ(ArialProjectPath("/p/specs/auth.md", "/p", false), "specs/auth.md");
+  EXPECT_EQ(ArialProjectPath("/p/specs", "/p", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("/p/specs", "/p/", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("/p", "/p", true), ".");
+  // Outside the project, or climbing out of it: absolute, as given.
+  EXPECT_EQ(ArialProjectPath("/q/specs/auth.md", "/p", false), "/q/specs/auth.md");
+  EXPECT_EQ(ArialProjectPath("/p/specs/../../etc/passwd", "/p", false),
+            "/p/specs/../../etc/passwd");
+  EXPECT_EQ(ArialProjectPath("/pp/specs/a.md", "/p", false), "/pp/specs/a.md");
+  // No project, or a relative one: nothing to be relative to.
+  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "", false), "/p/specs/a.md");
+  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "p", false), "/p/specs/a.md");
+  // Relative paths (as an imported state file had them) are kept.
+  EXPECT_EQ(ArialProjectPath("./specs", "/p", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("specs/a.md", "/p", false), "specs/a.md");
 }
 
 TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {

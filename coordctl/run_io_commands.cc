@@ -187,12 +187,14 @@ absl::StatusOr<ExportFormat> ParseExportFormat(const std::string& word) {
 // on from where the last refresh left it, and only what changed is written again.
 class RunExport {
  public:
-  RunExport(const Env& env, std::string run_id, ExportFormat format, std::string output)
+  RunExport(const Env& env, std::string run_id, ExportFormat format, std::string output,
+            std::string project_dir = "")
       : env_(env),
         stub_(WorkService::NewStub(env.channel)),
         run_id_(std::move(run_id)),
         format_(format),
-        output_(std::move(output)) {}
+        output_(std::move(output)),
+        project_dir_(std::move(project_dir)) {}
 
   // Reads the run as it stands (what the format needs of it). A failed call's status; nothing
   // read is kept then but the log entries read whole.
@@ -232,7 +234,7 @@ class RunExport {
     std::string text;
     switch (format_) {
       case ExportFormat::kArial:
-        text = FormatArialState(run_, items_, have_log_ ? &events_ : nullptr);
+        text = FormatArialState(run_, items_, have_log_ ? &events_ : nullptr, project_dir_);
         break;
       case ExportFormat::kMahabharatha:
         text = FormatMahabharathaState(run_, items_, workers_, have_log_ ? &events_ : nullptr);
@@ -344,6 +346,8 @@ class RunExport {
   const std::string run_id_;
   const ExportFormat format_;
   const std::string output_;  // empty: stdout
+  // Arial's paths are relative to it (FormatArialState; empty: the spec folder's parent).
+  const std::string project_dir_;
   coordinator::v1::Run run_;
   std::vector<WorkItem> items_;
   std::vector<coordinator::v1::RunWorker> workers_;
@@ -431,8 +435,22 @@ int RunExportCommand(const Env& env, const ParsedArgs& args) {
           kExitUsage);
     }
   }
+  std::string project_dir;
+  if (args.has("project-dir")) {
+    if (*format != ExportFormat::kArial) {
+      return Fail(env, "--project-dir goes with --format arial", kExitUsage);
+    }
+    std::error_code ec;
+    if (args.get("project-dir").empty() ||
+        !std::filesystem::is_directory(args.get("project-dir"), ec)) {
+      return Fail(env,
+                  absl::StrCat("--project-dir ", args.get("project-dir"), " is not a directory"),
+                  kExitUsage);
+    }
+    project_dir = std::filesystem::weakly_canonical(args.get("project-dir"), ec).string();
+  }
   const std::string& run_id = args.positional[0];
-  RunExport exporter(env, run_id, *format, output);
+  RunExport exporter(env, run_id, *format, output, project_dir);
   if (grpc::Status s = exporter.Read(); !s.ok()) return ReportRpcError(env, s);
   if (absl::Status w = exporter.Write(); !w.ok()) return Fail(env, std::string(w.message()));
   if (!follow) return kExitOk;
@@ -474,14 +492,16 @@ void AddRunIoCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"run", "export"},
        "<run> --format arial|mahabharatha|mahabharatha-assignments|mahabharatha-logs "
-       "[--output PATH] [--follow [--poll 1s] [--patience 5m]]",
+       "[--output PATH] [--project-dir DIR] [--follow [--poll 1s] [--patience 5m]]",
        "write the run as Arial's state.json, MAHABHARATHA's state file, its "
        "worker-assignments.json or its logs directory (.mahabharatha/logs: workers/*.jsonl, "
        "tasks/<id>/execution.jsonl, from the run's event log), as those tools would have "
        "written them (to stdout, or to PATH by a rename). --follow keeps PATH current: "
        "rewritten on every change of the run until SIGINT or SIGTERM; the coordinator may be "
-       "unreachable for --patience before it gives up (exit 3)",
-       {"format", "output", "poll", "patience"},
+       "unreachable for --patience before it gives up (exit 3). Arial's specsDir and "
+       "specFile are written relative to --project-dir (default: the folder holding the "
+       "run's specs), absolute only for a spec outside it",
+       {"format", "output", "poll", "patience", "project-dir"},
        {"follow"},
        1,
        1,

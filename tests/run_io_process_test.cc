@@ -625,6 +625,38 @@ TEST_F(RunIoProcessTest, MahabharathaLogsAreWrittenFromTheEventLog) {
 
 // Each flag's misuse: a usage error (2) or a clear failure (3), one line on stderr, nothing
 // written.
+// Arial's schema has specsDir and specFile relative to the project: a run made from
+// <project>/specs exports them so, and relative to --project-dir when given (absolute for a
+// spec outside it).
+TEST_F(RunIoProcessTest, ArialPathsAreRelativeToTheProject) {
+  const std::string project = dir_.Sub("project");
+  std::filesystem::create_directories(project + "/specs");
+  std::ofstream(project + "/specs/auth.md") << "# Auth\n";
+  const std::string run = Id(Ok({"run", "create", "--workstreams", project + "/specs", "--naming",
+                                 "arial", "--run-id", "made-here"}));
+  auto paths = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "export", run, "--format", "arial"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const google::protobuf::Struct state = JsonObject(Ok(args));
+    return std::make_pair(state.fields().at("specsDir").string_value(), state.fields()
+                                                                            .at("workstreams")
+                                                                            .list_value()
+                                                                            .values(0)
+                                                                            .struct_value()
+                                                                            .fields()
+                                                                            .at("specFile")
+                                                                            .string_value());
+  };
+  EXPECT_EQ(paths({}), std::make_pair(std::string("./specs"), std::string("specs/auth.md")));
+  EXPECT_EQ(paths({"--project-dir", dir_.path()}),
+            std::make_pair(std::string("./project/specs"), std::string("project/specs/auth.md")));
+  const std::string other = dir_.Sub("other");
+  std::filesystem::create_directories(other);
+  const auto outside = paths({"--project-dir", other});
+  EXPECT_TRUE(absl::StartsWith(outside.first, "/")) << outside.first;
+  EXPECT_TRUE(absl::EndsWith(outside.second, "/project/specs/auth.md")) << outside.second;
+}
+
 TEST_F(RunIoProcessTest, BadExportFlagsWriteNothing) {
   const std::string text = ReadWholeFile(TestData("arial", "state-plan.json"));
   const std::string run = Id(Ok({"import", "arial", ArialDir(text), "--run-id", "plan"}));
@@ -667,6 +699,11 @@ TEST_F(RunIoProcessTest, BadExportFlagsWriteNothing) {
          "cannot make the logs directory " + file + "/logs");
   Expect(1, {"run", "export", "nope", "--format", "arial", "--output", out + "/s.json", "--follow"},
          "not found");
+  Expect(2, {"run", "export", run, "--format", "arial", "--project-dir", file},
+         "--project-dir " + file + " is not a directory");
+  Expect(2, {"run", "export", run, "--format", "arial", "--project-dir", ""}, "is not a directory");
+  Expect(2, {"run", "export", run, "--format", "mahabharatha", "--project-dir", out},
+         "--project-dir goes with --format arial");
   std::vector<std::string> left;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(out)) {
     left.push_back(entry.path().filename().string());
