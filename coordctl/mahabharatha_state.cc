@@ -521,8 +521,11 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
         name = "level_started";
         auto it = items_at_level.find(event.level());
         Put(&data, "tasks", JsonNumber(it == items_at_level.end() ? 0 : it->second));
-      } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_COMPLETE ||
-                 event.level_status() == coordinator::v1::LEVEL_STATUS_MERGED) {
+      } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_COMPLETE) {
+        // Merging is a step of its own here (run level merge), as in their deferred merge.
+        name = "level_complete";
+        Put(&data, "merge_deferred", JsonBool(true));
+      } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_MERGED) {
         name = "level_complete";
         if (!event.message().empty()) Put(&data, "merge_commit", JsonString(event.message()));
       } else {

@@ -462,6 +462,9 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
   failed.set_worker_id("3");
   failed.set_message("pytest: 1 failed");
   add(WorkEvent::KIND_RUN_STATUS_CHANGED, 1767225604);  // no entry of theirs
+  WorkEvent& complete = add(WorkEvent::KIND_LEVEL_CHANGED, 1767225604);
+  complete.set_level(1);
+  complete.set_level_status(coordinator::v1::LEVEL_STATUS_COMPLETE);
   WorkEvent& merged = add(WorkEvent::KIND_LEVEL_CHANGED, 1767225605);
   merged.set_level(1);
   merged.set_level_status(coordinator::v1::LEVEL_STATUS_MERGED);
@@ -469,7 +472,7 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
   const google::protobuf::Struct out = JsonObject(FormatMahabharathaState(run, items, {}, &events));
   const auto& log = out.fields().at("execution_log").list_value();
   const int before = 0;  // plan-only.json's log is empty
-  ASSERT_EQ(log.values_size(), before + 4);
+  ASSERT_EQ(log.values_size(), before + 5);
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(log, &json);
   ExpectSameJson(absl::StrCat(R"({"v":)", json, "}"), R"({"v":[
@@ -478,6 +481,8 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
        "data":{"task_id":"DOCS-L1-001","worker_id":3}},
       {"timestamp":"2026-01-01T00:00:03","event":"task_failed",
        "data":{"error":"pytest: 1 failed","task_id":"DOCS-L1-001","worker_id":3}},
+      {"timestamp":"2026-01-01T00:00:04","event":"level_complete",
+       "data":{"merge_deferred":true,"level":1}},
       {"timestamp":"2026-01-01T00:00:05","event":"level_complete",
        "data":{"merge_commit":"4f2a9c1","level":1}}]})");
   // Without a log (an older coordinator), the file's log as it was.
