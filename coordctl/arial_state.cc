@@ -25,6 +25,9 @@ using google::protobuf::Value;
 // The metadata key under which what the coordinator has no field for is kept.
 constexpr char kMetaKey[] = "arial";
 
+// The key, inside the run's kMetaKey, of the project the run was imported from.
+constexpr char kProjectDirKey[] = "projectDir";
+
 // The keys ArialState and Workstream name (lib/state.ts), in the order Arial writes them, then
 // "dependencies", which the schema lacks and a file may add.
 const std::vector<std::string>& KeyOrder() {
@@ -234,9 +237,28 @@ Value StructValue(Struct s) {
   return v;
 }
 
+// `dir` lexically normal and without a trailing separator ("/p/" is "/p"), so that it
+// compares equal to the same directory written otherwise; empty unless absolute.
+std::filesystem::path AbsoluteDir(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (!p.is_absolute()) return {};
+  if (!p.has_filename() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+// The directory Arial's paths are written relative to: --project-dir, else the project the run
+// was imported from, else, for a run made here from <project>/specs (absolute), <project>.
+std::string ExportProject(const Run& run, const std::string& imported_from,
+                          const std::string& project_dir) {
+  if (!project_dir.empty()) return project_dir;
+  if (!imported_from.empty()) return imported_from;
+  const std::filesystem::path specs = AbsoluteDir(run.specs_dir());
+  return specs.empty() ? "" : specs.parent_path().string();
+}
+
 }  // namespace
 
-absl::StatusOr<ArialRun> ParseArialState(absl::string_view json) {
+absl::StatusOr<ArialRun> ParseArialState(absl::string_view json, const std::string& project_dir) {
   absl::StatusOr<Struct> parsed = ParseJsonObject(json);
   if (!parsed.ok()) return parsed.status();
   const JsonObject top(*parsed, "");
@@ -282,6 +304,7 @@ absl::StatusOr<ArialRun> ParseArialState(absl::string_view json) {
     if (!IsRunKey(key)) Put(&extra, key, value);
   }
   if (!extra.fields().empty()) Put(&meta, "extra", StructValue(std::move(extra)));
+  if (!project_dir.empty()) Put(&meta, kProjectDirKey, JsonString(project_dir));
   Put(run.mutable_metadata(), kMetaKey, StructValue(std::move(meta)));
 
   auto list = parsed->fields().find("workstreams");
@@ -348,30 +371,123 @@ coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed) {
   return request;
 }
 
-std::string ArialProjectPath(const std::string& path, const std::string& project_dir, bool dot) {
-  const std::filesystem::path p(path);
-  if (!p.is_absolute() || project_dir.empty()) return path;
-  const std::filesystem::path project = std::filesystem::path(project_dir).lexically_normal();
-  if (!project.is_absolute()) return path;
-  const std::filesystem::path relative = p.lexically_normal().lexically_relative(project);
-  if (relative.empty() || *relative.begin() == "..") return path;  // outside the project
-  if (relative == ".") return dot ? "." : path;
-  return dot ? "./" + relative.generic_string() : relative.generic_string();
+std::string ArialProjectDir(const std::string& state_file) {
+  const std::filesystem::path file = std::filesystem::path(state_file).lexically_normal();
+  if (!file.is_absolute() || !file.has_filename()) return "";
+  const std::filesystem::path dir = file.parent_path();
+  return (dir.filename() == ".arial" ? dir.parent_path() : dir).string();
 }
+
+std::string ArialProjectPath(const std::string& path, const std::string& imported_from,
+                             const std::string& project_dir, bool dot) {
+  // An empty path names nothing: joined to a directory it would name the directory.
+  if (path.empty()) return path;
+  const bool relative = std::filesystem::path(path).is_relative();
+  const std::filesystem::path base = AbsoluteDir(imported_from);
+  if (relative && base.empty()) return path;
+  const std::filesystem::path full =
+      (relative ? base / path : std::filesystem::path(path)).lexically_normal();
+  const std::filesystem::path project = AbsoluteDir(project_dir);
+  const std::filesystem::path inside =
+      project.empty() ? std::filesystem::path() : full.lexically_relative(project);
+  if (inside.empty() || *inside.begin() == "..") return relative ? full.generic_string() : path;
+  // Arial reads it from the project it was imported from, so the file's own spelling holds.
+  if (relative && base == project) return path;
+  if (inside == ".") return ".";
+  return dot ? "./" + inside.generic_string() : inside.generic_string();
+}
+
+namespace {
+
+// One workstream of FormatArialState; its paths relative to `project` (ArialProjectPath).
+Struct FormatWorkstream(const WorkItem& item, const std::string& imported_from,
+                        const std::string& project) {
+  const Struct& meta = Meta(item.metadata());
+  // Values the item was imported with count only while it is as it was created.
+  const bool as_imported = item.version() <= 1;
+  Struct w;
+  if (const Value* extra = Get(meta, "extra"); extra != nullptr && extra->has_struct_value()) {
+    w = extra->struct_value();
+  }
+  Put(&w, "id", JsonString(item.item_id()));
+  // A relative specFile is the file's, relative to the project it was imported from. An item
+  // made here has no specFile: its description is its spec's absolute path, or free text that
+  // no directory is joined to.
+  Put(&w, "specFile",
+      JsonString(Get(meta, "specFile") != nullptr
+                     ? ArialProjectPath(GetString(meta, "specFile"), imported_from, project,
+                                        /*dot=*/false)
+                     : ArialProjectPath(item.description(), "", project, /*dot=*/false)));
+  Put(&w, "title", JsonString(item.title()));
+  Put(&w, "description", JsonString(item.description()));
+  Put(&w, "status", JsonString(StatusName(item.status())));
+  Put(&w, "branch", JsonString(item.branch()));
+  Put(&w, "worktreePath", JsonString(item.worktree()));
+  if (item.pid() != 0) {
+    Put(&w, "pid", JsonNumber(static_cast<double>(item.pid())));
+  } else if (const Value* pid = Get(meta, "pid"); pid != nullptr && as_imported) {
+    Put(&w, "pid", *pid);
+  }
+  for (const auto& [key, ts] :
+       {std::pair<const char*, const google::protobuf::Timestamp*>{"startedAt", &item.start_time()},
+        {"completedAt", &item.complete_time()}}) {
+    const bool set =
+        std::string(key) == "startedAt" ? item.has_start_time() : item.has_complete_time();
+    if (!set) {
+      // Imported with it (completedAt of a workstream that is not done), and not changed.
+      if (const Value* v = Get(meta, key); v != nullptr && as_imported) Put(&w, key, *v);
+      continue;
+    }
+    // The text it was imported with when it names the same time; else as Arial writes one.
+    const std::string original = GetString(meta, key);
+    absl::StatusOr<absl::Time> parsed = ParseIsoTime(key, original);
+    Put(&w, key,
+        JsonString(!original.empty() && parsed.ok() && *parsed == FromTimestamp(*ts)
+                       ? original
+                       : JsIsoTime(FromTimestamp(*ts))));
+  }
+  // Retries: those before the import, then one per claim after the first.
+  const Value* imported_retries = Get(meta, "retryCount");
+  const double before =
+      imported_retries != nullptr && imported_retries->kind_case() == Value::kNumberValue
+          ? imported_retries->number_value()
+          : 0;
+  Put(&w, "retryCount", JsonNumber(before + std::max(0, item.attempts() - 1)));
+  if (!item.last_error().empty()) {
+    Put(&w, "lastError", JsonString(item.last_error()));
+  } else if (const Value* v = Get(meta, "lastError"); v != nullptr && as_imported) {
+    Put(&w, "lastError", *v);
+  }
+  if (!item.summary().empty()) {
+    Put(&w, "summary", JsonString(item.summary()));
+  } else if (const Value* v = Get(meta, "summary"); v != nullptr && as_imported) {
+    Put(&w, "summary", *v);
+  }
+  if (!item.adapter().empty()) Put(&w, "adapter", JsonString(item.adapter()));
+  if (const Value* caps = Get(meta, "requiredCapabilities"); caps != nullptr) {
+    Put(&w, "requiredCapabilities", *caps);
+  } else if (item.required_capabilities_size() > 0) {
+    Put(&w, "requiredCapabilities",
+        JsonStrings({item.required_capabilities().begin(), item.required_capabilities().end()}));
+  }
+  if (item.dependencies_size() > 0) {
+    Put(&w, "dependencies", JsonStrings({item.dependencies().begin(), item.dependencies().end()}));
+  }
+  return w;
+}
+
+}  // namespace
 
 std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
                              const std::vector<coordinator::v1::WorkEvent>* events,
                              const std::string& project_dir) {
   const Struct& run_meta = Meta(run.metadata());
-  // A run made from a spec folder knows it by absolute path: its project holds the folder.
-  const std::string project =
-      !project_dir.empty() ? project_dir
-      : std::filesystem::path(run.specs_dir()).is_absolute()
-          ? std::filesystem::path(run.specs_dir()).lexically_normal().parent_path().string()
-          : "";
+  const std::string imported_from = GetString(run_meta, kProjectDirKey);
+  const std::string project = ExportProject(run, imported_from, project_dir);
   Struct state;
   Put(&state, "version", JsonNumber(kArialStateVersion));
-  Put(&state, "specsDir", JsonString(ArialProjectPath(run.specs_dir(), project, /*dot=*/true)));
+  Put(&state, "specsDir",
+      JsonString(ArialProjectPath(run.specs_dir(), imported_from, project, /*dot=*/true)));
   Put(&state, "baseBranch", JsonString(run.base_branch()));
 
   // Imported order first, then items added here by id.
@@ -392,79 +508,10 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
   Value workstreams;
   workstreams.mutable_list_value();
   for (const WorkItem* item : ordered) {
-    const Struct& meta = Meta(item->metadata());
-    // Values the item was imported with count only while it is as it was created.
-    const bool as_imported = item->version() <= 1;
-    changed = changed || !as_imported;
-    Struct w;
-    if (const Value* extra = Get(meta, "extra"); extra != nullptr && extra->has_struct_value()) {
-      w = extra->struct_value();
-    }
-    Put(&w, "id", JsonString(item->item_id()));
-    Put(&w, "specFile",
-        JsonString(ArialProjectPath(
-            Get(meta, "specFile") != nullptr ? GetString(meta, "specFile") : item->description(),
-            project, /*dot=*/false)));
-    Put(&w, "title", JsonString(item->title()));
-    Put(&w, "description", JsonString(item->description()));
-    const std::string status = StatusName(item->status());
-    statuses.push_back(status);
-    Put(&w, "status", JsonString(status));
-    Put(&w, "branch", JsonString(item->branch()));
-    Put(&w, "worktreePath", JsonString(item->worktree()));
-    if (item->pid() != 0) {
-      Put(&w, "pid", JsonNumber(static_cast<double>(item->pid())));
-    } else if (const Value* pid = Get(meta, "pid"); pid != nullptr && as_imported) {
-      Put(&w, "pid", *pid);
-    }
-    for (const auto& [key, ts] : {std::pair<const char*, const google::protobuf::Timestamp*>{
-                                      "startedAt", &item->start_time()},
-                                  {"completedAt", &item->complete_time()}}) {
-      const bool set =
-          std::string(key) == "startedAt" ? item->has_start_time() : item->has_complete_time();
-      if (!set) {
-        // Imported with it (completedAt of a workstream that is not done), and not changed.
-        if (const Value* v = Get(meta, key); v != nullptr && as_imported) Put(&w, key, *v);
-        continue;
-      }
-      // The text it was imported with when it names the same time; else as Arial writes one.
-      const std::string original = GetString(meta, key);
-      absl::StatusOr<absl::Time> parsed = ParseIsoTime(key, original);
-      Put(&w, key,
-          JsonString(!original.empty() && parsed.ok() && *parsed == FromTimestamp(*ts)
-                         ? original
-                         : JsIsoTime(FromTimestamp(*ts))));
-    }
-    // Retries: those before the import, then one per claim after the first.
-    const Value* imported_retries = Get(meta, "retryCount");
-    const double before =
-        imported_retries != nullptr && imported_retries->kind_case() == Value::kNumberValue
-            ? imported_retries->number_value()
-            : 0;
-    Put(&w, "retryCount", JsonNumber(before + std::max(0, item->attempts() - 1)));
-    if (!item->last_error().empty()) {
-      Put(&w, "lastError", JsonString(item->last_error()));
-    } else if (const Value* v = Get(meta, "lastError"); v != nullptr && as_imported) {
-      Put(&w, "lastError", *v);
-    }
-    if (!item->summary().empty()) {
-      Put(&w, "summary", JsonString(item->summary()));
-    } else if (const Value* v = Get(meta, "summary"); v != nullptr && as_imported) {
-      Put(&w, "summary", *v);
-    }
-    if (!item->adapter().empty()) Put(&w, "adapter", JsonString(item->adapter()));
-    if (const Value* caps = Get(meta, "requiredCapabilities"); caps != nullptr) {
-      Put(&w, "requiredCapabilities", *caps);
-    } else if (item->required_capabilities_size() > 0) {
-      Put(&w, "requiredCapabilities",
-          JsonStrings(
-              {item->required_capabilities().begin(), item->required_capabilities().end()}));
-    }
-    if (item->dependencies_size() > 0) {
-      Put(&w, "dependencies",
-          JsonStrings({item->dependencies().begin(), item->dependencies().end()}));
-    }
-    *workstreams.mutable_list_value()->add_values() = StructValue(std::move(w));
+    changed = changed || item->version() > 1;
+    statuses.push_back(StatusName(item->status()));
+    *workstreams.mutable_list_value()->add_values() =
+        StructValue(FormatWorkstream(*item, imported_from, project));
   }
 
   const std::string previous = Get(run_meta, "status") != nullptr ? GetString(run_meta, "status")

@@ -6,9 +6,11 @@
 // google.protobuf.Struct); there is no hand-written JSON parser here.
 //
 // What the coordinator has no field for is kept in the metadata under "arial", so that an
-// export gives back what was imported: on the run {status, createdAt, updatedAt, extra}, on
-// each item {index, specFile, retryCount, pid, startedAt, completedAt, lastError, summary,
-// extra} (extra: keys the format does not name; index: the place in "workstreams").
+// export gives back what was imported: on the run {status, createdAt, updatedAt, extra,
+// projectDir}, on each item {index, specFile, retryCount, pid, startedAt, completedAt,
+// lastError, summary, extra} (extra: keys the format does not name; index: the place in
+// "workstreams"; projectDir: the project the file was imported from, which its relative paths
+// are relative to).
 #ifndef COORDCTL_ARIAL_STATE_H_
 #define COORDCTL_ARIAL_STATE_H_
 
@@ -44,7 +46,17 @@ struct ArialRun {
 // mistyped field, an unknown status, a time that is not ISO 8601, an id that could not name a
 // branch and a worktree (empty, over 256 bytes, a control character, a path separator, "." or
 // ".."), the same id twice.
-[[nodiscard]] absl::StatusOr<ArialRun> ParseArialState(absl::string_view json);
+//
+// `project_dir` is the project the file was read from (ArialProjectDir), absolute; it is kept
+// in the run's metadata (projectDir), as the file's relative paths mean nothing without it.
+// Empty: not known, nothing kept.
+[[nodiscard]] absl::StatusOr<ArialRun> ParseArialState(absl::string_view json,
+                                                       const std::string& project_dir = "");
+
+// The project whose state file is `state_file` (absolute): the directory holding `.arial`, as
+// Arial keeps its state in <project>/.arial/state.json; for a file anywhere else, the directory
+// holding it. Lexical: the caller resolves symbolic links. Empty for a relative path.
+std::string ArialProjectDir(const std::string& state_file);
 
 // The ImportRun request of a run under way (coordctl import arial when a workstream is not
 // pending): a workstream that left pending counts one attempt (the retries before stay in its
@@ -65,18 +77,23 @@ coordinator::v1::ImportRunRequest ArialImportRequest(const ArialRun& parsed);
 // derived from the items now, with the imported status as the previous one.
 //
 // Paths are written as Arial's schema has them, relative to the project (`specsDir` "./specs",
-// `specFile` "specs/auth.md"; ArialProjectPath): the project is `project_dir`, or when that is
-// empty the directory holding the run's specs directory (a run made by `coordctl run create
-// --workstreams <project>/specs`). A path kept as imported (relative) is written as it was.
+// `specFile` "specs/auth.md"; ArialProjectPath): the project is `project_dir`, else the one the
+// run was imported from (projectDir), else, for a run made by `coordctl run create --workstreams
+// <project>/specs`, the directory holding its specs directory.
 std::string FormatArialState(const coordinator::v1::Run& run,
                              const std::vector<coordinator::v1::WorkItem>& items,
                              const std::vector<coordinator::v1::WorkEvent>* events = nullptr,
                              const std::string& project_dir = "");
 
-// `path` relative to `project_dir` ("specs/auth.md"; with `dot`, "./specs"), when it is an
-// absolute path inside it; a relative path as it is; an absolute path outside the project (or
-// with no project) as it is.
-std::string ArialProjectPath(const std::string& path, const std::string& project_dir, bool dot);
+// `path` as the state file of the project `project_dir` has it: relative to the project
+// ("specs/auth.md"; with `dot`, "./specs"; the project itself ".") when it lies inside it,
+// absolute when it lies outside (an absolute `path` as given). A relative `path` is relative to
+// `imported_from`, the project of the file it came from; it is written as that file had it
+// while that is the project, and as given when `imported_from` is empty (nothing to resolve it
+// against). Both directories are absolute; an empty or relative `project_dir` is no project.
+// Lexical (std::filesystem::path::lexically_relative): ".." segments are resolved as written.
+std::string ArialProjectPath(const std::string& path, const std::string& imported_from,
+                             const std::string& project_dir, bool dot);
 
 // The status Arial's updateRunStatus would have left after each item change of `events` (every
 // item event, in order; an item is pending from its ITEM_CREATED), starting from `start`.

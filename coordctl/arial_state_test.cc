@@ -19,6 +19,7 @@ namespace coordctl {
 namespace {
 
 using coordinator::v1::WorkItem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing_util::ExpectSameJson;
 using ::testing_util::JsonObject;
@@ -26,6 +27,16 @@ using ::testing_util::ReadWholeFile;
 
 std::string ReadTestData(const std::string& name) {
   return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name));
+}
+
+// specsDir, then each workstream's specFile, of an exported state file.
+std::vector<std::string> ExportedPaths(const std::string& json) {
+  const google::protobuf::Struct state = JsonObject(json);
+  std::vector<std::string> paths = {state.fields().at("specsDir").string_value()};
+  for (const auto& w : state.fields().at("workstreams").list_value().values()) {
+    paths.push_back(w.struct_value().fields().at("specFile").string_value());
+  }
+  return paths;
 }
 
 class ArialRoundTripTest : public ::testing::TestWithParam<const char*> {};
@@ -228,7 +239,8 @@ TEST(ArialStateTest, ARunMadeHereExportsToo) {
   WorkItem a = b;
   a.set_item_id("a");
   a.set_description("/repo/specs/a.md");
-  // Paths relative to the project (the folder holding the specs), as Arial's schema has them.
+  // Paths relative to the project (the folder holding the specs folder), as Arial's schema
+  // has them.
   ExpectSameJson(FormatArialState(run, {b, a}),
                  R"({"version":2,"specsDir":"./specs","baseBranch":"main","status":"planning",
                      "createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z",
@@ -259,21 +271,103 @@ TEST(ArialStateTest, ARunMadeHereExportsToo) {
 }
 
 TEST(ArialStateTest, SpecPathsAreRelativeToTheProjectOnlyInsideIt) {
-  EXPECT_EQ(ArialProjectPath("/p/specs/auth.md", "/p", false), "specs/auth.md");
-  EXPECT_EQ(ArialProjectPath("/p/specs", "/p", true), "./specs");
-  EXPECT_EQ(ArialProjectPath("/p/specs", "/p/", true), "./specs");
-  EXPECT_EQ(ArialProjectPath("/p", "/p", true), ".");
-  // Outside the project, or climbing out of it: absolute, as given.
-  EXPECT_EQ(ArialProjectPath("/q/specs/auth.md", "/p", false), "/q/specs/auth.md");
-  EXPECT_EQ(ArialProjectPath("/p/specs/../../etc/passwd", "/p", false),
+  EXPECT_EQ(ArialProjectPath("/p/specs/auth.md", "", "/p", false), "specs/auth.md");
+  EXPECT_EQ(ArialProjectPath("/p/specs", "", "/p", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("/p/specs", "", "/p/", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("/p/specs/../other/a.md", "", "/p", false), "other/a.md");
+  EXPECT_EQ(ArialProjectPath("/p", "", "/p", true), ".");
+  // Outside the project: absolute, as given.
+  EXPECT_EQ(ArialProjectPath("/q/specs/auth.md", "", "/p", false), "/q/specs/auth.md");
+  EXPECT_EQ(ArialProjectPath("/pp/specs/a.md", "", "/p", false), "/pp/specs/a.md");
+}
+
+// A relative path is the imported file's: relative to the project it came from.
+TEST(ArialStateTest, ImportedPathsFollowTheProjectTheyCameFrom) {
+  // Exported to the same project: as the file had them.
+  EXPECT_EQ(ArialProjectPath("./specs", "/p", "/p", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("specs", "/p", "/p/", true), "specs");
+  EXPECT_EQ(ArialProjectPath("specs/a.md", "/p", "/p", false), "specs/a.md");
+  // Exported to another project (--project-dir): relative to it, or absolute outside it.
+  EXPECT_EQ(ArialProjectPath("./specs", "/p", "/", true), "./p/specs");
+  EXPECT_EQ(ArialProjectPath("specs/a.md", "/p", "/p/specs", false), "a.md");
+  EXPECT_EQ(ArialProjectPath("./specs", "/p", "/q", true), "/p/specs");
+  // Where it came from is not known (a relative one is no better): as the file had it.
+  EXPECT_EQ(ArialProjectPath("./specs", "", "/q", true), "./specs");
+  EXPECT_EQ(ArialProjectPath("./specs", "p", "/q", true), "./specs");
+}
+
+TEST(ArialStateTest, PathsClimbingOutOfTheProjectAreAbsolute) {
+  // ".." segments are resolved before the path is placed: out of the project is outside.
+  EXPECT_EQ(ArialProjectPath("/p/specs/../../etc/passwd", "", "/p", false),
             "/p/specs/../../etc/passwd");
-  EXPECT_EQ(ArialProjectPath("/pp/specs/a.md", "/p", false), "/pp/specs/a.md");
-  // No project, or a relative one: nothing to be relative to.
-  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "", false), "/p/specs/a.md");
-  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "p", false), "/p/specs/a.md");
-  // Relative paths (as an imported state file had them) are kept.
-  EXPECT_EQ(ArialProjectPath("./specs", "/p", true), "./specs");
-  EXPECT_EQ(ArialProjectPath("specs/a.md", "/p", false), "specs/a.md");
+  EXPECT_EQ(ArialProjectPath("../../etc/passwd", "/p/a", "/p/a", false), "/etc/passwd");
+  EXPECT_EQ(ArialProjectPath("..", "/p", "/p", true), "/");
+  EXPECT_EQ(ArialProjectPath("specs/../../p/specs/a.md", "/p", "/", false), "p/specs/a.md");
+  // No project (empty or relative): nothing to be relative to, so absolute where known.
+  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "", "", false), "/p/specs/a.md");
+  EXPECT_EQ(ArialProjectPath("/p/specs/a.md", "", "p", false), "/p/specs/a.md");
+  EXPECT_EQ(ArialProjectPath("specs/a.md", "/p", "", false), "/p/specs/a.md");
+  // An empty path names no file, so it stays empty.
+  EXPECT_EQ(ArialProjectPath("", "/p", "/", false), "");
+}
+
+TEST(ArialStateTest, TheProjectIsTheDirectoryHoldingDotArial) {
+  EXPECT_EQ(ArialProjectDir("/home/dana/shop/.arial/state.json"), "/home/dana/shop");
+  EXPECT_EQ(ArialProjectDir("/home/dana/shop/./.arial/../.arial/state.json"), "/home/dana/shop");
+  EXPECT_EQ(ArialProjectDir("/.arial/state.json"), "/");
+  // A state file kept anywhere else: the directory it was imported from.
+  EXPECT_EQ(ArialProjectDir("/srv/copies/state.json"), "/srv/copies");
+  // Not the path of a file with a place: no project.
+  EXPECT_EQ(ArialProjectDir(".arial/state.json"), "");
+  EXPECT_EQ(ArialProjectDir("/home/dana/shop/.arial/"), "");
+  EXPECT_EQ(ArialProjectDir(""), "");
+}
+
+TEST(ArialStateTest, AnImportKeepsItsProjectForTheExport) {
+  const std::string text = ReadTestData("state-plan.json");
+  absl::StatusOr<ArialRun> parsed = ParseArialState(text, "/home/dana/shop");
+  ASSERT_OK(parsed);
+  EXPECT_EQ(parsed->run.metadata()
+                .fields()
+                .at("arial")
+                .struct_value()
+                .fields()
+                .at("projectDir")
+                .string_value(),
+            "/home/dana/shop");
+  const auto plan = AsCreated(parsed->run, parsed->items);
+  ExpectSameJson(FormatArialState(plan.first, plan.second), text);  // kept, not exported
+  EXPECT_THAT(ExportedPaths(FormatArialState(plan.first, plan.second, nullptr, "/home/dana")),
+              ElementsAre("./shop/specs", "shop/specs/api.md", "shop/specs/ui.md"));
+  EXPECT_THAT(ExportedPaths(FormatArialState(plan.first, plan.second, nullptr, "/elsewhere")),
+              ElementsAre("/home/dana/shop/specs", "/home/dana/shop/specs/api.md",
+                          "/home/dana/shop/specs/ui.md"));
+
+  // A file with absolute paths: relative to the project it came from, not to the folder
+  // holding the specs; absolute for a spec outside the project.
+  const std::string absolute =
+      absl::StrReplaceAll(text, {{R"("./specs")", R"("/home/dana/shop/docs/specs")"},
+                                 {R"("specs/api.md")", R"("/home/dana/shop/docs/specs/api.md")"},
+                                 {R"("specs/ui.md")", R"("/home/dana/shared/ui.md")"}});
+  parsed = ParseArialState(absolute, "/home/dana/shop");
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
+  // Added here: a spec's absolute path, and free text that is no path.
+  WorkItem spec = items[0];
+  spec.set_item_id("new");
+  spec.clear_metadata();
+  spec.set_description("/home/dana/shop/docs/specs/new.md");
+  WorkItem text_only = spec;
+  text_only.set_item_id("prose");
+  text_only.set_description("Write the docs");
+  items.push_back(spec);
+  items.push_back(text_only);
+  EXPECT_THAT(ExportedPaths(FormatArialState(run, items)),
+              ElementsAre("./docs/specs", "docs/specs/api.md", "/home/dana/shared/ui.md",
+                          "docs/specs/new.md", "Write the docs"));
+  EXPECT_THAT(ExportedPaths(FormatArialState(run, items, nullptr, "/home/dana")),
+              ElementsAre("./shop/docs/specs", "shop/docs/specs/api.md", "shared/ui.md",
+                          "shop/docs/specs/new.md", "Write the docs"));
 }
 
 TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {

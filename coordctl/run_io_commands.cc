@@ -91,7 +91,13 @@ int RunImportArial(const Env& env, const ParsedArgs& args) {
   if (std::filesystem::is_directory(path, ec)) path /= "state.json";
   absl::StatusOr<std::string> text = ReadBoundedFile(path.string(), kMaxArialStateBytes);
   if (!text.ok()) return Fail(env, absl::StrCat(path.string(), ": ", text.status().message()));
-  absl::StatusOr<ArialRun> parsed = ParseArialState(*text);
+  // The run keeps its project (weakly canonical, as `run create` and --project-dir resolve
+  // theirs), so that the export can write the file's paths relative to it or to another one.
+  std::error_code resolve_ec;
+  std::string project = ArialProjectDir(std::filesystem::absolute(path, resolve_ec).string());
+  if (!project.empty()) project = std::filesystem::weakly_canonical(project, resolve_ec).string();
+  if (resolve_ec) project.clear();
+  absl::StatusOr<ArialRun> parsed = ParseArialState(*text, project);
   if (!parsed.ok()) {
     return Fail(env,
                 absl::StrCat(path.string(), ": ", parsed.status().message(), "; nothing imported"));
@@ -346,7 +352,7 @@ class RunExport {
   const std::string run_id_;
   const ExportFormat format_;
   const std::string output_;  // empty: stdout
-  // Arial's paths are relative to it (FormatArialState; empty: the spec folder's parent).
+  // Arial's paths are relative to it (FormatArialState; empty: the run's own project).
   const std::string project_dir_;
   coordinator::v1::Run run_;
   std::vector<WorkItem> items_;
@@ -466,7 +472,9 @@ void AddRunIoCommands(std::vector<Command>* commands) {
                        "create a workstreams run from Arial's .arial/state.json (version 1 or 2), "
                        "with the workstreams' states; prints the run id, then a line per running "
                        "workstream: id, worker and the lease it goes on with (for --ttl). "
-                       "--as-pending: every workstream pending (run them all again)",
+                       "--as-pending: every workstream pending (run them all again). The run "
+                       "keeps its project (the directory holding .arial): run export writes "
+                       "the file's paths relative to it",
                        {"run-id", "claimant", "ttl"},
                        {"as-pending"},
                        1,
@@ -499,8 +507,9 @@ void AddRunIoCommands(std::vector<Command>* commands) {
        "written them (to stdout, or to PATH by a rename). --follow keeps PATH current: "
        "rewritten on every change of the run until SIGINT or SIGTERM; the coordinator may be "
        "unreachable for --patience before it gives up (exit 3). Arial's specsDir and "
-       "specFile are written relative to --project-dir (default: the folder holding the "
-       "run's specs), absolute only for a spec outside it",
+       "specFile are written relative to --project-dir (default: the project the run was "
+       "imported from; for a run made here, the folder holding its specs folder), absolute "
+       "only for a spec outside it",
        {"format", "output", "poll", "patience", "project-dir"},
        {"follow"},
        1,
