@@ -8,6 +8,7 @@
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
@@ -378,11 +379,19 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
     std::string tenant;
     absl::Status accepted;
     std::optional<Access> access;
+    // The message is durable once accepted (this pool thread waited for it), and its delivery
+    // starts when this ends, whatever happens to the stream: after the stream's opening
+    // snapshot, so that a sender's stream opens with the task as it accepted the message and
+    // carries every change the agent makes, however quick the agent.
+    std::optional<A2ATasks::Change> change;
+    absl::Cleanup deliver = [this, &change] {
+      if (change.has_value()) service_->gateway()->Accepted(*change);
+    };
     if (send != nullptr) {
-      absl::StatusOr<A2ATasks::Change> change = service_->Accept(context_, *send);
-      accepted = change.status();
-      if (change.ok()) {
-        service_->gateway()->Accepted(*change);  // durable: this pool thread waited for it
+      absl::StatusOr<A2ATasks::Change> made = service_->Accept(context_, *send);
+      accepted = made.status();
+      if (made.ok()) {
+        change = *std::move(made);
         absl::MutexLock lock(&mu_);
         task_id_ = change->header.task().id();
         sent_seq_ = change->queued_delivery_seq;
@@ -418,6 +427,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
     if (!subscribed) return;  // gRPC is done with the stream
     absl::StatusOr<std::pair<a2apb::Task, int64_t>> snapshot =
         service_->tasks()->Snapshot(tenant, task_id_);
+    std::move(deliver).Invoke();
     if (!snapshot.ok()) return Fail(snapshot.status());
     const a2apb::TaskState state = snapshot->first.status().state();
     if (mode_ == Mode::kSubscribe && IsTerminal(state)) {
@@ -425,8 +435,9 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
                                                                   a2apb::TaskState_Name(state),
                                                                   "); read it with GetTask")));
     }
-    // The agent answered so fast that the snapshot already holds its direct Message answer:
-    // the stream still opens with the task, then carries that Message, as it would have.
+    // The task ended before its delivery of this message began (another sender's message
+    // ended it meanwhile) and the snapshot holds a direct Message answer: the stream still
+    // opens with the task, then carries that Message, as it would have.
     std::optional<a2apb::Message> answer;
     if (mode_ == Mode::kSend && IsTerminal(state)) {
       absl::StatusOr<a2apb::SendMessageResponse> sent =
