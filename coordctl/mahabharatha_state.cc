@@ -545,6 +545,27 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
   return StructValue(std::move(entry));
 }
 
+// What stopped a failed or blocked run, in a line: its failed tasks, the first with its error.
+std::string RunFailure(const Run& run, const std::vector<WorkItem>& items) {
+  std::vector<const WorkItem*> failed;
+  for (const WorkItem& item : items) {
+    if (item.status() == coordinator::v1::ITEM_STATUS_FAILED ||
+        item.status() == coordinator::v1::ITEM_STATUS_BLOCKED) {
+      failed.push_back(&item);
+    }
+  }
+  const bool blocked = run.status() == coordinator::v1::RUN_STATUS_BLOCKED;
+  if (failed.empty()) return blocked ? "run blocked" : "run failed";
+  std::string text =
+      absl::StrCat(failed.size(), failed.size() == 1 ? " task " : " tasks ",
+                   blocked ? "out of attempts" : "failed", ": ", failed.front()->item_id());
+  if (!failed.front()->last_error().empty()) {
+    absl::StrAppend(&text, " (", failed.front()->last_error(), ")");
+  }
+  if (failed.size() > 1) absl::StrAppend(&text, " and ", failed.size() - 1, " more");
+  return text;
+}
+
 }  // namespace
 
 std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
@@ -579,17 +600,31 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       log = *v;
     }
     log.mutable_list_value();
-    bool appended = false;
+    // A level starts in the commit of its first claim, at the same time: their coordinator
+    // logs the level's start before any of its claims, so at one time a start comes first.
+    struct Logged {
+      absl::Time time;
+      bool level_started;
+      Value entry;
+    };
+    std::vector<Logged> appended;
     for (const coordinator::v1::WorkEvent& event : *events) {
-      if (imported && FromTimestamp(event.time()) <= FromTimestamp(run.create_time())) {
-        continue;
-      }
+      const absl::Time time = FromTimestamp(event.time());
+      if (imported && time <= FromTimestamp(run.create_time())) continue;
       std::optional<Value> entry = ExecutionLogEntry(event, items_at_level, numbers);
       if (!entry.has_value()) continue;
-      *log.mutable_list_value()->add_values() = *std::move(entry);
-      appended = true;
+      appended.push_back({time,
+                          event.kind() == coordinator::v1::WorkEvent::KIND_LEVEL_CHANGED &&
+                              event.level_status() == coordinator::v1::LEVEL_STATUS_RUNNING,
+                          *std::move(entry)});
     }
-    if (appended || !imported) Put(&state, "execution_log", std::move(log));
+    std::stable_sort(appended.begin(), appended.end(), [](const Logged& a, const Logged& b) {
+      return a.time != b.time ? a.time < b.time : a.level_started && !b.level_started;
+    });
+    for (Logged& logged : appended) {
+      *log.mutable_list_value()->add_values() = std::move(logged.entry);
+    }
+    if (!appended.empty() || !imported) Put(&state, "execution_log", std::move(log));
   }
 
   bool changed = !imported;
@@ -630,6 +665,15 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
       }
       if (item.status() == coordinator::v1::ITEM_STATUS_DONE && item.has_complete_time()) {
         Put(&task, "completed_at", JsonString(PythonIsoTime(FromTimestamp(item.complete_time()))));
+        // As their worker records it (record_task_duration) once the task is committed; their
+        // metrics and status read it.
+        if (item.has_start_time()) {
+          const absl::Duration took =
+              FromTimestamp(item.complete_time()) - FromTimestamp(item.start_time());
+          Put(&task, "duration_ms",
+              JsonNumber(static_cast<double>(
+                  absl::ToInt64Milliseconds(std::max(took, absl::ZeroDuration())))));
+        }
       }
       if (!item.last_error().empty()) Put(&task, "error", JsonString(item.last_error()));
       if (item.attempts() > 1) {
@@ -646,6 +690,14 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
 
   if (changed) {
     Put(&state, "current_level", JsonNumber(static_cast<double>(run.current_level())));
+    // A run that stopped on a failure: the error their status shows (set_error), unless the
+    // file holds one of its own.
+    if (const Value* error = Get(state, "error");
+        (error == nullptr || error->has_null_value()) &&
+        (run.status() == coordinator::v1::RUN_STATUS_FAILED ||
+         run.status() == coordinator::v1::RUN_STATUS_BLOCKED)) {
+      Put(&state, "error", JsonString(RunFailure(run, items)));
+    }
     // Levels whose status moved since the import, as set_level_status writes them.
     Struct levels;
     if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
@@ -716,8 +768,10 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
         Put(&entry, "started_at", JsonString(PythonIsoTime(FromTimestamp(w.create_time()))));
       }
       Put(&entry, "tasks_completed", JsonNumber(static_cast<double>(w.items_completed())));
-      for (const char* key : {"port", "container_id", "worktree_path", "branch", "ready_at",
-                              "last_task_completed_at"}) {
+      // Every key WorkerState.to_dict writes, but `branch`: their state renderer takes len() of
+      // it, which fails on null; without it, it shows "-".
+      for (const char* key :
+           {"port", "container_id", "worktree_path", "ready_at", "last_task_completed_at"}) {
         if (Get(entry, key) == nullptr) Put(&entry, key, JsonNull());
       }
       if (Get(entry, "context_usage") == nullptr) Put(&entry, "context_usage", JsonNumber(0));

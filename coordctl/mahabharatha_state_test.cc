@@ -98,7 +98,8 @@ TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
                               "}"),
                  R"({"v":{"status":"complete","updated_at":"2026-01-01T00:02:00",
                     "worker_id":3,"claimed_at":"2026-01-01T00:01:00",
-                    "started_at":"2026-01-01T00:01:00","completed_at":"2026-01-01T00:02:00"}})");
+                    "started_at":"2026-01-01T00:01:00","completed_at":"2026-01-01T00:02:00",
+                    "duration_ms":60000}})");
   const auto& untouched = out.fields().at("tasks").struct_value().fields().at("DOCS-L1-002");
   EXPECT_EQ(untouched.struct_value().fields().at("updated_at").string_value(),
             "2026-11-24T11:18:44.985380");  // as imported
@@ -112,6 +113,34 @@ TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
   EXPECT_EQ(w.fields().at("health_check_at").string_value(), "2026-01-01T00:02:00");
   EXPECT_EQ(w.fields().at("tasks_completed").number_value(), 1);
   EXPECT_TRUE(w.fields().contains("port"));  // every key WorkerState.to_dict writes
+  // but a null branch, which their state renderer cannot show (len(None)); without it, "-".
+  EXPECT_FALSE(w.fields().contains("branch"));
+}
+
+// A run stopped by a failure shows it as their set_error would, unless the file had an error.
+TEST(MahabharathaStateTest, AFailedRunSaysWhichTaskStoppedIt) {
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  ASSERT_OK(parsed);
+  auto [run, items] = AsCreated(parsed->run, parsed->items);
+  run.set_status(coordinator::v1::RUN_STATUS_FAILED);
+  items[1].set_version(4);
+  items[1].set_status(coordinator::v1::ITEM_STATUS_FAILED);
+  items[1].set_last_error("pytest: 2 failed");
+  items[2].set_version(4);
+  items[2].set_status(coordinator::v1::ITEM_STATUS_FAILED);
+  const google::protobuf::Struct out = JsonObject(FormatMahabharathaState(run, items, {}));
+  EXPECT_EQ(out.fields().at("error").string_value(),
+            absl::StrCat("2 tasks failed: ", items[1].item_id(), " (pytest: 2 failed) and 1 more"));
+
+  run.set_status(coordinator::v1::RUN_STATUS_BLOCKED);
+  items[2].set_status(coordinator::v1::ITEM_STATUS_PENDING);
+  items[1].set_status(coordinator::v1::ITEM_STATUS_BLOCKED);
+  EXPECT_EQ(JsonObject(FormatMahabharathaState(run, items, {})).fields().at("error").string_value(),
+            absl::StrCat("1 task out of attempts: ", items[1].item_id(), " (pytest: 2 failed)"));
+
+  run.set_status(coordinator::v1::RUN_STATUS_RUNNING);
+  EXPECT_TRUE(
+      JsonObject(FormatMahabharathaState(run, items, {})).fields().at("error").has_null_value());
 }
 
 TEST(MahabharathaStateTest, ARunMadeHereExportsWithTheInitialKeys) {
@@ -452,11 +481,12 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
     return e;
   };
   add(WorkEvent::KIND_RUN_CREATED, 1767225600);  // the import's own: not theirs
-  add(WorkEvent::KIND_LEVEL_CHANGED, 1767225601).set_level(1);
-  events.back().set_level_status(coordinator::v1::LEVEL_STATUS_RUNNING);
+  // The first claim starts the level, in one commit: the claim is logged first, at one time.
   WorkEvent& claimed = add(WorkEvent::KIND_ITEM_CLAIMED, 1767225602);
   claimed.set_item_id("DOCS-L1-001");
   claimed.set_worker_id("3");
+  add(WorkEvent::KIND_LEVEL_CHANGED, 1767225602).set_level(1);
+  events.back().set_level_status(coordinator::v1::LEVEL_STATUS_RUNNING);
   WorkEvent& failed = add(WorkEvent::KIND_ITEM_FAILED, 1767225603);
   failed.set_item_id("DOCS-L1-001");
   failed.set_worker_id("3");
@@ -476,7 +506,7 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(log, &json);
   ExpectSameJson(absl::StrCat(R"({"v":)", json, "}"), R"({"v":[
-      {"timestamp":"2026-01-01T00:00:01","event":"level_started","data":{"tasks":3,"level":1}},
+      {"timestamp":"2026-01-01T00:00:02","event":"level_started","data":{"tasks":3,"level":1}},
       {"timestamp":"2026-01-01T00:00:02","event":"task_claimed",
        "data":{"task_id":"DOCS-L1-001","worker_id":3}},
       {"timestamp":"2026-01-01T00:00:03","event":"task_failed",
