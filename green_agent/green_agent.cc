@@ -1,7 +1,5 @@
 #include "green_agent/green_agent.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <optional>
@@ -18,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/uuid.h"
 #include "google/protobuf/struct.pb.h"
@@ -31,13 +30,7 @@ namespace a2apb = ::lf::a2a::v1;
 namespace v1 = ::coordinator::v1;
 using agent_runtime::EventPublisher;
 using agent_runtime::RequestContext;
-
-std::string Sha256Hex(absl::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
-}
+using common::Sha256Hex;
 
 // The task id of a start request: "Task ID: <id>" anywhere in the text, "arvo:<number>" (the
 // ARVO harness's trigger: the task is <number>), or a data part {"task_id": ...}. Empty when

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "coordinator/store/records/record_codec.h"
 #include "google/protobuf/timestamp.pb.h"
@@ -41,8 +42,7 @@ enum class Field {
 // The field of a state-file name (kCustom for any other name).
 Field ParseField(absl::string_view name);
 
-// Lowercase hex SHA-256 of `data`.
-std::string Sha256Hex(absl::string_view data);
+using common::Sha256Hex;
 
 // INVALID_ARGUMENT naming `field` unless `ts` lies between 1970 and 9999.
 absl::Status ValidateTimestamp(absl::string_view field, const google::protobuf::Timestamp& ts);

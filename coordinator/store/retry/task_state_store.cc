@@ -1,7 +1,5 @@
 #include "coordinator/store/retry/task_state_store.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -108,15 +106,6 @@ Field ParseField(absl::string_view name) {
     if (name == known) return field;
   }
   return Field::kCustom;
-}
-
-std::string Sha256Hex(absl::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    return "";  // only on allocation failure inside OpenSSL
-  }
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 absl::Status ValidateTimestamp(absl::string_view field, const google::protobuf::Timestamp& ts) {
