@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
+  libcpptoml-dev  # coordctl scenario: the platforms' scenario files are TOML
   jq redis-server redis-tools gnuplot-nox  # make bench: its peers (bench/peers/) and the plot;
   # jq also for scripts/compat/ (the ARIA drop-in scripts read fields with it)
   bsdextrautils  # column: scripts/compat/aria-iteration-breaker.sh lays out its status table
