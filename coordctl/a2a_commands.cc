@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/uuid.h"
+#include "coordctl/a2a_follow.h"
 #include "coordctl/cli.h"
 #include "coordctl/progress.h"
 
@@ -55,9 +56,10 @@ int TaskExit(const a2apb::Task& task) {
   return task.status().state() == a2apb::TASK_STATE_COMPLETED ? kExitOk : kExitNo;
 }
 
-// Polls the task until it ends (or `for_at_most` passes); prints a line per change. Survives
-// a coordinator restart: unreachable calls are retried until the time is up.
-int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_most, bool json) {
+}  // namespace
+
+int FollowTask(const Env& env, const std::string& task_id, absl::Duration for_at_most, bool json,
+               lf::a2a::v1::Task* ended) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + for_at_most;
@@ -90,6 +92,7 @@ int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_mos
       }
       last = line;
       if (Ended(task.status().state())) {
+        if (ended != nullptr) *ended = task;
         if (json) {
           *env.out << ToJson(task) << std::endl;
         } else {
@@ -106,6 +109,8 @@ int Follow(const Env& env, const std::string& task_id, absl::Duration for_at_mos
     absl::SleepFor(absl::Milliseconds(200));
   }
 }
+
+namespace {
 
 int RunSend(const Env& env, const ParsedArgs& args) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
@@ -143,7 +148,7 @@ int RunSend(const Env& env, const ParsedArgs& args) {
     if (!d.ok()) return Fail(env, std::string(d.status().message()), kExitUsage);
     for_at_most = *d;
   }
-  return Follow(env, task.id(), for_at_most, args.flag("json"));
+  return FollowTask(env, task.id(), for_at_most, args.flag("json"));
 }
 
 int RunWatch(const Env& env, const ParsedArgs& args) {
@@ -153,7 +158,7 @@ int RunWatch(const Env& env, const ParsedArgs& args) {
     if (!d.ok()) return Fail(env, std::string(d.status().message()), kExitUsage);
     for_at_most = *d;
   }
-  return Follow(env, args.positional[0], for_at_most, args.flag("json"));
+  return FollowTask(env, args.positional[0], for_at_most, args.flag("json"));
 }
 
 }  // namespace

@@ -95,6 +95,8 @@ void AddImportCommands(std::vector<Command>* commands);
 void AddRunCommands(std::vector<Command>* commands);
 // import arial, import mahabharatha, run export (run_io_commands.cc).
 void AddRunIoCommands(std::vector<Command>* commands);
+// scenario run, show, cancel (scenario_commands.cc).
+void AddScenarioCommands(std::vector<Command>* commands);
 void AddTokenCommands(std::vector<Command>* commands);
 
 }  // namespace coordctl

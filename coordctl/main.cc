@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   coordctl::AddImportCommands(&commands);
   coordctl::AddRunCommands(&commands);
   coordctl::AddRunIoCommands(&commands);
+  coordctl::AddScenarioCommands(&commands);
   coordctl::AddAdminCommands(&commands);
   coordctl::AddTokenCommands(&commands);
 

@@ -321,6 +321,9 @@ absl::StatusOr<Scenario> ParseScenario(absl::string_view text) {
       return LineError(line, absl::StrCat(where, ": role \"", absl::CHexEscape(*role),
                                           "\" must be 1 to 64 letters, digits, _ . or -"));
     }
+    if (*role == "green_agent") {
+      return LineError(line, absl::StrCat(where, ": role \"green_agent\" names the green agent"));
+    }
     if (!roles.insert(*role).second) {
       return LineError(line, absl::StrCat("role \"", *role, "\" is given twice"));
     }

@@ -120,6 +120,8 @@ TEST(ScenarioFileTest, BadFilesAreRefusedWithTheLineAndWhatIsWrong) {
       {green + "[[participants]]\nrole = \"a b\"\nendpoint = \"http://h:2\"\n", "role \"a b\""},
       {green + "[[participants]]\nrole = \"\"\nendpoint = \"http://h:2\"\n", "must be 1 to 64"},
       {green + purple + purple, "line 6: role \"purple\" is given twice"},
+      {green + "[[participants]]\nrole = \"green_agent\"\nendpoint = \"http://h:2\"\n",
+       "names the green agent"},
       {green + "[[participants]]\nrole = \"p\"\nendpoint = \"http://127.0.0.1:9009\"\n",
        "line 3: participant \"p\": 127.0.0.1:9009 is another agent's endpoint too"},
       {"config = 3\n" + green + purple, "config must be a table"},

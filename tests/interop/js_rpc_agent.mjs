@@ -16,6 +16,11 @@
 // sent action by action to the green agent through the coordinator (the SDK's JSON-RPC client
 // made from --green_card, the coordinator's per-agent card of the green agent), in the
 // message's context, and the task completes with green's answer to "submit".
+// With --judge it is a green agent as evaluation platforms run them: a message whose text is an
+// assessment request {"participants": {"<role>": "<base URL>"}, "config": {"questions": [...]}}
+// sends each question to each participant at the URL it was given (a client made by the SDK's
+// ClientFactory.createFromUrl, which reads <URL>/.well-known/agent-card.json), reports a WORKING
+// status per answer and completes with a "result" artifact {"answers": {"<role>": [...]}}.
 // --versions lists the A2A versions of the card's one binding (default 1.0): with 0.3 among them
 // (--versions=0.3, or --versions=1.0,0.3) the SDK's opt-in 0.3 compatibility layer is on
 // (`legacyCompat: { enabled: true }` on jsonRpcHandler or restHandler and on agentCardHandler):
@@ -27,7 +32,7 @@
 // {taskId, contextId, messageId, text, version} as the agent saw them (its own task id; the
 // A2A-Version the request came in, 0.3 when it had none), so that a test can count executions.
 //
-// Usage: node js_rpc_agent.mjs [--listen=127.0.0.1:0] [--name=jsrpc] [--binding=JSONRPC]
+// Usage: node js_rpc_agent.mjs [--listen=127.0.0.1:0] [--name=jsrpc] [--binding=JSONRPC] [--judge]
 //          [--versions=1.0] [--state_dir=DIR] [--green_card=URL --tasks_dir=DIR]
 // Restart it on the port it printed (--listen=127.0.0.1:<port>) and its card URL stays valid.
 // Prints "js_rpc_agent <name> listening on http://127.0.0.1:<port>" once it serves.
@@ -51,6 +56,7 @@ const binding = flag('binding', 'JSONRPC');
 const stateDir = flag('state_dir', '');
 const greenCard = flag('green_card', '');
 const tasksDir = flag('tasks_dir', '');
+const judge = process.argv.includes('--judge');
 const versions = flag('versions', '1.0').split(',');
 const legacyCompat = { enabled: versions.includes('0.3') };
 if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
@@ -173,6 +179,43 @@ async function playPurple(ctx, bus, taskId) {
   bus.publish(status(ctx, 'TASK_STATE_COMPLETED', `submitted; green answered: ${answer}`));
 }
 
+// The text of an agent's answer: its message, or its task's status message, or its last
+// artifact's text.
+function answerOf(result) {
+  if (result?.parts) return textOf(result);
+  const said = textOf(result?.status?.message);
+  if (said) return said;
+  const last = result?.artifacts?.[result.artifacts.length - 1];
+  return textOf(last);
+}
+
+// Plays the judge of an assessment request: every question to every participant.
+async function playJudge(ctx, bus, request) {
+  const questions = request.config?.questions ?? ['hello'];
+  const answers = {};
+  for (const [role, url] of Object.entries(request.participants ?? {})) {
+    const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory()] }).createFromUrl(url);
+    answers[role] = [];
+    for (const question of questions) {
+      const result = await client.sendMessage(
+        {
+          message: Message.fromJSON({
+            messageId: messageId('judge'),
+            role: 'ROLE_USER',
+            parts: [{ text: String(question) }],
+          }),
+        },
+        { signal: AbortSignal.timeout(CALL_MS) },
+      );
+      const answer = answerOf(result);
+      answers[role].push(answer);
+      bus.publish(status(ctx, 'TASK_STATE_WORKING', `${role} answered: ${answer}`));
+    }
+  }
+  bus.publish(artifact(ctx, 'result', JSON.stringify({ answers })));
+  bus.publish(status(ctx, 'TASK_STATE_COMPLETED', 'assessment done'));
+}
+
 class Executor {
   // taskId -> function that ends a "hold" execution, and the task's context id.
   holds = new Map();
@@ -203,6 +246,14 @@ class Executor {
         await playPurple(ctx, bus, evaluated);
       } catch (err) {
         bus.publish(status(ctx, 'TASK_STATE_FAILED', `purple: ${err?.message ?? err}`));
+      }
+      return;
+    }
+    if (judge && text.trimStart().startsWith('{')) {
+      try {
+        await playJudge(ctx, bus, JSON.parse(text));
+      } catch (err) {
+        bus.publish(status(ctx, 'TASK_STATE_FAILED', `judge: ${err?.message ?? err}`));
       }
       return;
     }

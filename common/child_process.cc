@@ -1,0 +1,108 @@
+#include "common/child_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+extern char** environ;
+
+namespace common {
+
+absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return absl::InvalidArgumentError("no command to run");
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    bool replaced = false;
+    for (const std::string& add : options.env_add) {
+      if (absl::StartsWith(*e, add.substr(0, add.find('=') + 1))) replaced = true;
+    }
+    if (!replaced) env_strings.emplace_back(*e);
+  }
+  env_strings.insert(env_strings.end(), options.env_add.begin(), options.env_add.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (options.stdout_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, 1);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  }
+  if (options.stderr_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, options.stderr_fd, 2);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  }
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&attr, &signals);
+  sigaddset(&signals, SIGPIPE);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &signals);
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (error != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run ", options.argv[0], ": ", std::strerror(error)));
+  }
+  return pid;
+}
+
+std::optional<int> ExitedStatus(pid_t pid) {
+  int status = 0;
+  const pid_t done = waitpid(pid, &status, WNOHANG);
+  if (done == pid) return status;
+  if (done < 0 && errno == ECHILD) return 0;  // not ours, or reaped already
+  return std::nullopt;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("killed by signal ", WTERMSIG(status));
+  return absl::StrCat("exit code ", WEXITSTATUS(status));
+}
+
+void StopProcessGroup(pid_t pgid, absl::Duration grace) {
+  if (pgid <= 1) return;
+  if (kill(-pgid, SIGTERM) != 0) {
+    (void)ExitedStatus(pgid);
+    return;
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  while (absl::Now() < deadline) {
+    (void)ExitedStatus(pgid);  // a zombie leader still counts as a member until reaped
+    if (kill(-pgid, 0) != 0 && errno == ESRCH) return;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  kill(-pgid, SIGKILL);
+  for (int i = 0; i < 100 && !(kill(-pgid, 0) != 0 && errno == ESRCH); ++i) {
+    (void)ExitedStatus(pgid);
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+}  // namespace common
