@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -329,6 +331,59 @@ TEST_F(CoordctlTest, HealthSaysServing) {
   EXPECT_EQ(service.exit_code, 0) << service.Describe();
   ProcessResult unknown = Run({"health", "--service", "no.such.Service"});
   EXPECT_EQ(unknown.exit_code, 1) << unknown.Describe();
+}
+
+// A scenario file that cannot run is refused before anything starts: no agent's cmd runs, no
+// agent is registered, no assessment is sent.
+TEST_F(CoordctlTest, ScenarioFilesThatCannotRunStartNothing) {
+  const std::string marker = dir_->Sub("scenario-started");
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir_->Sub(name);
+    std::ofstream(path) << text;
+    return path;
+  };
+  // The participant's cmd would leave a marker; its endpoint has no port.
+  const std::string good_green = "[green_agent]\nendpoint = \"http://127.0.0.1:1\"\n";
+  const std::string touch = absl::StrCat("cmd = \"touch ", marker, "\"\n");
+  const std::string bad = write(
+      "bad.toml",
+      absl::StrCat(good_green, "[[participants]]\nrole = \"p\"\nendpoint = \"http://h\"\n", touch));
+  const std::string good =
+      write("good.toml", absl::StrCat(good_green, "[[participants]]\nrole = \"p\"\n",
+                                      "endpoint = \"http://127.0.0.1:2\"\n"));
+  const std::string huge = write("huge.toml", std::string(1100000, '#'));
+  const std::string gateway = "--gateway=http://127.0.0.1:1";
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"scenario", "run", dir_->Sub("missing.toml"), gateway}, 3, "cannot read"},
+      {{"scenario", "run", bad, gateway}, 3, "bad.toml: line 3: participant \"p\": endpoint"},
+      {{"scenario", "run", huge, gateway}, 3, "at most 1048576"},
+      {{"scenario", "run", good, gateway, "--run-id=a/b"}, 2, "--run-id"},
+      {{"scenario", "run", good, "--gateway=ftp://h:1"}, 2, "--gateway"},
+      {{"scenario", "run", good, gateway, "--start-timeout=soon"}, 2, "start-timeout"},
+      {{"scenario", "run", good, gateway, "--for=-1s"}, 2, "for"},
+      {{"scenario", "show", "no-such-run"}, 1, "no assessment of run no-such-run"},
+      {{"scenario", "cancel", "a/b"}, 3, "not a run id"},
+  };
+  for (const Case& c : cases) {
+    ProcessResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << absl::StrJoin(c.args, " ") << "\n" << r.Describe();
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << absl::StrJoin(c.args, " ");
+  }
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  // A valid file whose agents never come up: the one that did not is named, nothing is sent.
+  const std::string logs = dir_->Sub("scenario-logs");
+  ProcessResult down = Run({"scenario", "run", good, gateway, "--run-id=down", "--logs=" + logs,
+                            "--start-timeout=300ms"});
+  EXPECT_EQ(down.exit_code, 3) << down.Describe();
+  EXPECT_THAT(down.err, HasSubstr("agent green_agent did not serve its card at "
+                                  "http://127.0.0.1:1/.well-known/agent-card.json"));
+  EXPECT_EQ(Run({"scenario", "show", "down"}).exit_code, 1);
 }
 
 }  // namespace
