@@ -3,23 +3,16 @@
 // the green agent is handed the coordinator's URL of each participant, so that every message of
 // the assessment passes through the gateway and is stored; the assessment's task lives in the
 // context "scenario-<run id>", which is how a second run of the same command finds it again.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
@@ -31,12 +24,13 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/child_process.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/status_macros.h"
 #include "common/uuid.h"
 #include "coordctl/a2a_follow.h"
 #include "coordctl/cli.h"
+#include "coordctl/scenario_agents.h"
 #include "coordctl/scenario_file.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -45,18 +39,6 @@ namespace coordctl {
 namespace {
 
 namespace a2apb = ::lf::a2a::v1;
-
-// One agent of the scenario as this run handles it.
-struct Agent {
-  const ScenarioAgent* spec = nullptr;
-  std::string name;      // at the coordinator: "<run id>.<role>"
-  std::string card_url;  // the agent's own card
-  std::string log_path;
-  std::string pid_path;  // the process group of a started agent, for a later run to stop
-  pid_t pgid = 0;        // started by this run, or adopted from the pid file of an earlier one
-  bool ours = false;     // started by this process (a child: its exit can be seen)
-  std::unique_ptr<std::thread> tee;
-};
 
 bool ValidRunId(absl::string_view id) {
   if (id.empty() || id.size() > 64) return false;
@@ -89,161 +71,7 @@ std::string AgentName(const std::string& run_id, const std::string& role) {
   return absl::StrCat(run_id, ".", role);
 }
 
-// Whether something accepts TCP connections at host:port (brackets of an IPv6 host dropped).
-bool Listening(const ScenarioAgent& agent) {
-  std::string host = agent.host;
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(agent.port).c_str(), &hints, &found) != 0) {
-    return false;
-  }
-  bool listening = false;
-  for (addrinfo* a = found; a != nullptr && !listening; a = a->ai_next) {
-    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    listening = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return listening;
-}
-
-std::string CardUrl(const std::string& endpoint) {
-  return absl::StrCat(absl::StripSuffix(endpoint, "/"), "/.well-known/agent-card.json");
-}
-
-// The last lines of a log, for an error message.
-std::string LogTail(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > 5) lines.erase(lines.begin());
-  }
-  std::string tail;
-  for (const std::string& l : lines) absl::StrAppend(&tail, "\n  | ", l);
-  return tail;
-}
-
-// Copies the agent's output to its log and, line by line with its role in front, to `err`.
-void Tee(int from, int log_fd, std::string prefix, std::ostream* err, absl::Mutex* err_mu) {
-  std::string pending;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = read(from, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    (void)!write(log_fd, buffer, static_cast<size_t>(n));
-    pending.append(buffer, static_cast<size_t>(n));
-    size_t newline;
-    while ((newline = pending.find('\n')) != std::string::npos) {
-      absl::MutexLock lock(err_mu);
-      *err << prefix << pending.substr(0, newline + 1) << std::flush;
-      pending.erase(0, newline + 1);
-    }
-  }
-  if (!pending.empty()) {
-    absl::MutexLock lock(err_mu);
-    *err << prefix << pending << std::endl;
-  }
-  close(from);
-  close(log_fd);
-}
-
-absl::Status StartAgent(Agent& agent, bool show_logs, std::ostream* err, absl::Mutex* err_mu) {
-  const int log_fd = open(agent.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot write ", agent.log_path, ": ", std::strerror(errno)));
-  }
-  common::SpawnOptions options;
-  options.argv = agent.spec->cmd;
-  int pipe_fds[2] = {-1, -1};
-  if (show_logs) {
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      close(log_fd);
-      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-    }
-    options.stdout_fd = pipe_fds[1];
-  } else {
-    options.stdout_fd = log_fd;
-  }
-  absl::StatusOr<pid_t> pid = common::Spawn(options);
-  if (show_logs) close(pipe_fds[1]);
-  if (!pid.ok()) {
-    close(log_fd);
-    if (show_logs) close(pipe_fds[0]);
-    return absl::FailedPreconditionError(
-        absl::StrCat("agent ", agent.spec->role, ": ", pid.status().message()));
-  }
-  agent.pgid = *pid;
-  agent.ours = true;
-  if (show_logs) {
-    agent.tee = std::make_unique<std::thread>(
-        Tee, pipe_fds[0], log_fd, absl::StrCat("[", agent.spec->role, "] "), err, err_mu);
-  } else {
-    close(log_fd);
-  }
-  std::ofstream(agent.pid_path) << agent.pgid << "\n";
-  return absl::OkStatus();
-}
-
-// The process group an earlier run started for this agent, if it still runs that command.
-pid_t AdoptedGroup(const Agent& agent) {
-  std::ifstream in(agent.pid_path);
-  pid_t pgid = 0;
-  if (!(in >> pgid) || pgid <= 1 || getpgid(pgid) != pgid) return 0;
-  std::ifstream cmdline(absl::StrCat("/proc/", pgid, "/cmdline"));
-  std::string first;
-  std::getline(cmdline, first, '\0');
-  return std::filesystem::path(first).filename() ==
-                 std::filesystem::path(agent.spec->cmd.front()).filename()
-             ? pgid
-             : 0;
-}
-
-// Registers the agent by its card URL once it serves the card, until `deadline`.
-absl::Status RegisterWhenUp(const Env& env, Agent& agent, absl::Time deadline) {
-  auto stub = coordinator::v1::AgentRegistry::NewStub(env.channel);
-  coordinator::v1::RegisterAgentRequest request;
-  request.mutable_agent()->set_name(agent.name);
-  request.mutable_agent()->set_card_url(agent.card_url);
-  std::string last_error;
-  while (true) {
-    coordinator::v1::Agent registered;
-    grpc::Status s = stub->RegisterAgent(env.NewContext().get(), request, &registered);
-    if (s.ok()) return absl::OkStatus();
-    last_error = s.error_message();
-    if (s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
-        s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("registering agent ", agent.spec->role, ": ", last_error));
-    }
-    if (agent.ours) {
-      if (std::optional<int> status = common::ExitedStatus(agent.pgid); status.has_value()) {
-        agent.pgid = 0;
-        return absl::FailedPreconditionError(absl::StrCat(
-            "agent ", agent.spec->role, ": its cmd ended (", common::DescribeExit(*status),
-            ") before it served its card at ", agent.card_url, "; its log ", agent.log_path, ":",
-            LogTail(agent.log_path)));
-      }
-    }
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "agent ", agent.spec->role, " did not serve its card at ", agent.card_url,
-          " in time (--start-timeout): ", last_error,
-          agent.ours ? absl::StrCat("; its log ", agent.log_path, ":", LogTail(agent.log_path))
-                     : ""));
-    }
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
-
-// The assessment already sent in this run's context, if any (the newest).
+// The assessment already sent in `context_id`, if any (the newest).
 absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
                                                           const std::string& context_id) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
@@ -258,7 +86,7 @@ absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
   grpc::Status s = stub->ListTasks(context.get(), request, &response);
   if (!s.ok()) {
     return absl::UnavailableError(
-        absl::StrCat("reading the run's assessment at the coordinator: ", s.error_message()));
+        absl::StrCat("reading the run's assessments at the coordinator: ", s.error_message()));
   }
   if (response.tasks().empty()) return std::optional<a2apb::Task>();
   return std::optional<a2apb::Task>(response.tasks(0));
@@ -268,8 +96,8 @@ absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
 // URL of that agent) by role, and the scenario's config. The URL ends in a slash: clients that
 // resolve the card path against it as a relative URL (the JavaScript SDK's createFromUrl) would
 // drop the agent's name from a URL without one.
-std::string AssessmentRequest(const std::vector<Agent>& agents, const std::string& gateway,
-                              const Scenario& scenario) {
+std::string AssessmentRequest(const std::vector<ScenarioRunAgent>& agents,
+                              const std::string& gateway, const google::protobuf::Struct& config) {
   std::string participants;
   for (size_t i = 1; i < agents.size(); ++i) {
     absl::StrAppend(&participants, participants.empty() ? "" : ", ",
@@ -277,7 +105,7 @@ std::string AssessmentRequest(const std::vector<Agent>& agents, const std::strin
                     common::JsonQuote(absl::StrCat(gateway, "/agents/", agents[i].name, "/")));
   }
   return absl::StrCat(R"({"participants": {)", participants, R"(}, "config": )",
-                      ToJson(scenario.config), "}");
+                      CompactJson(config), "}");
 }
 
 absl::StatusOr<a2apb::Task> SendAssessment(const Env& env, const std::string& green,
@@ -306,20 +134,255 @@ absl::StatusOr<a2apb::Task> SendAssessment(const Env& env, const std::string& gr
   return response.task();
 }
 
-// The result file: the run, its task and the task's artifacts.
-absl::Status WriteResult(const std::string& path, const std::string& run_id,
-                         const a2apb::Task& task) {
-  std::string artifacts;
-  for (const a2apb::Artifact& artifact : task.artifacts()) {
-    absl::StrAppend(&artifacts, artifacts.empty() ? "\n    " : ",\n    ", CompactJson(artifact));
+// One assessment of a run: one shard of the config, one repeat.
+struct Assessment {
+  int shard = 0;
+  int repeat = 0;
+  std::string label;  // "s0-r1"; empty when the run has one assessment
+  std::string context_id;
+  google::protobuf::Struct config;
+  a2apb::Task task;  // no id until sent or found
+};
+
+struct RunOptions {
+  std::string file;
+  std::string text;  // the file's bytes
+  std::string run_id;
+  std::string gateway;
+  std::string logs;
+  std::string output;
+  absl::Duration start_timeout = absl::Seconds(60);
+  absl::Duration for_at_most = absl::InfiniteDuration();
+  int shards = 1;
+  std::string shard_key;
+  int repeat = 1;
+  bool show_logs = false;
+  bool serve_only = false;
+};
+
+// The options of `scenario run` and the file's text. INVALID_ARGUMENT for a bad option (usage),
+// FAILED_PRECONDITION for a file that cannot be read.
+absl::StatusOr<RunOptions> ReadRunOptions(const ParsedArgs& args) {
+  RunOptions o;
+  o.file = args.positional[0];
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(o.file, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", o.file, ": ", error.message()));
   }
-  const std::string state = StateName(task.status().state());
+  if (size > kMaxScenarioBytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(o.file, ": ", size, " bytes; at most ", kMaxScenarioBytes));
+  }
+  std::ostringstream text;
+  text << std::ifstream(o.file, std::ios::binary).rdbuf();
+  o.text = text.str();
+  o.run_id = args.get("run-id", absl::StrCat("sc-", common::Sha256Hex(o.text).substr(0, 12)));
+  if (!ValidRunId(o.run_id)) {
+    return absl::InvalidArgumentError("--run-id must be 1 to 64 letters, digits, -, _ or .");
+  }
+  o.gateway = std::string(absl::StripSuffix(args.get("gateway", "http://127.0.0.1:8080"), "/"));
+  if (!absl::StartsWith(o.gateway, "http://") && !absl::StartsWith(o.gateway, "https://")) {
+    return absl::InvalidArgumentError("--gateway is the coordinator's HTTP URL (http://host:port)");
+  }
+  for (auto [name, field] :
+       {std::pair{"start-timeout", &o.start_timeout}, std::pair{"for", &o.for_at_most}}) {
+    if (!args.has(name)) continue;
+    absl::StatusOr<absl::Duration> d = ParseDurationArg(name, args.get(name));
+    if (!d.ok()) return d.status();
+    *field = *d;
+  }
+  for (auto [name, field] : {std::pair{"shards", &o.shards}, std::pair{"repeat", &o.repeat}}) {
+    if (!args.has(name)) continue;
+    absl::StatusOr<int64_t> n = ParseIntArg(name, args.get(name));
+    if (!n.ok()) return n.status();
+    if (*n < 1 || *n > 1000)
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " is 1 to 1000"));
+    *field = static_cast<int>(*n);
+  }
+  o.shard_key = args.get("shard-key");
+  if (o.shards > 1 && o.shard_key.empty()) {
+    return absl::InvalidArgumentError("--shards needs --shard-key: the config list to split");
+  }
+  if (o.shards * o.repeat > 1000) {
+    return absl::InvalidArgumentError("--shards times --repeat is at most 1000 assessments");
+  }
+  o.logs = args.get("logs", absl::StrCat(".coordctl/scenarios/", o.run_id));
+  o.output = args.get("output");
+  o.show_logs = args.flag("show-logs");
+  o.serve_only = args.flag("serve-only");
+  return o;
+}
+
+// The run's assessments: the config's list `shard_key` split into `shards` contiguous parts, each
+// `repeat` times, each in a context of its own ("scenario-<run>", or "scenario-<run>-s<i>-r<k>"
+// when there are several).
+absl::StatusOr<std::vector<Assessment>> PlanAssessments(const Scenario& scenario,
+                                                        const RunOptions& o) {
+  std::vector<google::protobuf::Struct> configs(o.shards, scenario.config);
+  if (o.shards > 1) {
+    auto field = scenario.config.fields().find(o.shard_key);
+    if (field == scenario.config.fields().end() || !field->second.has_list_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shard-key ", o.shard_key, ": the file's [config] has no list by that name"));
+    }
+    const auto& items = field->second.list_value().values();
+    if (items.size() < o.shards) {
+      return absl::InvalidArgumentError(absl::StrCat("--shards ", o.shards, " is more than the ",
+                                                     items.size(), " items of config.",
+                                                     o.shard_key));
+    }
+    for (int i = 0; i < o.shards; ++i) {
+      google::protobuf::ListValue* part =
+          (*configs[i].mutable_fields())[o.shard_key].mutable_list_value();
+      part->clear_values();
+      for (int k = i * items.size() / o.shards; k < (i + 1) * items.size() / o.shards; ++k) {
+        *part->add_values() = items[k];
+      }
+    }
+  }
+  std::vector<Assessment> assessments;
+  const bool several = o.shards * o.repeat > 1;
+  for (int i = 0; i < o.shards; ++i) {
+    for (int k = 0; k < o.repeat; ++k) {
+      Assessment& a = assessments.emplace_back();
+      a.shard = i;
+      a.repeat = k;
+      a.config = configs[i];
+      a.label = several ? absl::StrCat("s", i, "-r", k) : "";
+      a.context_id =
+          several ? absl::StrCat(ContextOf(o.run_id), "-", a.label) : ContextOf(o.run_id);
+    }
+  }
+  return assessments;
+}
+
+// The run's agents: the green agent first, then the participants in the file's order.
+std::vector<ScenarioRunAgent> RunAgents(const Scenario& scenario, const RunOptions& o) {
+  std::vector<const ScenarioAgent*> specs = {&scenario.green};
+  for (const ScenarioAgent& p : scenario.participants) specs.push_back(&p);
+  std::vector<ScenarioRunAgent> agents(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    agents[i].spec = specs[i];
+    agents[i].name = AgentName(o.run_id, specs[i]->role);
+    agents[i].card_url = CardUrl(specs[i]->endpoint);
+    agents[i].log_path = absl::StrCat(o.logs, "/", specs[i]->role, ".log");
+    agents[i].pid_path = absl::StrCat(o.logs, "/", specs[i]->role, ".pid");
+  }
+  return agents;
+}
+
+// Starts the agents that are not up and registers them all. Before anything starts, an endpoint
+// something listens on is refused unless the run is resumed (then it is the agent an earlier
+// run started, adopted).
+absl::Status BringUpAgents(const Env& env, const RunOptions& o, bool resumed,
+                           std::vector<ScenarioRunAgent>& agents) {
+  std::error_code error;
+  std::filesystem::create_directories(o.logs, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot make ", o.logs, ": ", error.message()));
+  }
+  std::vector<ScenarioRunAgent*> to_start;
+  for (ScenarioRunAgent& agent : agents) {
+    if (agent.spec->cmd.empty()) continue;
+    if (!Listening(*agent.spec)) {
+      to_start.push_back(&agent);
+    } else if (resumed) {
+      agent.pgid = AdoptedGroup(agent);
+    } else {
+      return absl::FailedPreconditionError(absl::StrCat(
+          o.file, ": line ", agent.spec->line, ": agent ", agent.spec->role, ": ", agent.spec->host,
+          ":", agent.spec->port, " is in use already; stop what serves it or change the endpoint"));
+    }
+  }
+  absl::Mutex err_mu;
+  for (ScenarioRunAgent* agent : to_start) {
+    RETURN_IF_ERROR(StartAgent(*agent, o.show_logs, env.err, &err_mu));
+    absl::MutexLock lock(&err_mu);
+    *env.err << "started " << agent->spec->role << " (pid " << agent->pgid << ", log "
+             << agent->log_path << ")" << std::endl;
+  }
+  const absl::Time deadline = absl::Now() + o.start_timeout;
+  for (ScenarioRunAgent& agent : agents) {
+    RETURN_IF_ERROR(RegisterWhenUp(env, agent, deadline));
+    absl::MutexLock lock(&err_mu);
+    *env.err << "registered " << agent.spec->role << " as " << agent.name << ": " << o.gateway
+             << "/agents/" << agent.name << "/" << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+// Follows every assessment until all have ended (or `for_at_most` passes), a line per change.
+// Exit 0 when all COMPLETED, 1 when one ended otherwise, 3 when the time ran out.
+int FollowAll(const Env& env, std::vector<Assessment>& assessments, absl::Duration for_at_most) {
+  if (assessments.size() == 1) {
+    return FollowTask(env, assessments[0].task.id(), for_at_most, /*json=*/false,
+                      &assessments[0].task);
+  }
+  auto stub = a2apb::A2AService::NewStub(env.channel);
+  const absl::Time deadline = absl::Now() + for_at_most;
+  std::vector<std::string> last(assessments.size());
+  while (true) {
+    bool all_ended = true;
+    for (size_t i = 0; i < assessments.size(); ++i) {
+      Assessment& a = assessments[i];
+      if (Ended(a.task.status().state()) && !last[i].empty()) continue;
+      a2apb::GetTaskRequest request;
+      request.set_id(a.task.id());
+      request.set_history_length(0);
+      auto context = env.NewContext();
+      a2a_protocol::AddVersion(context.get());
+      a2apb::Task task;
+      grpc::Status s = stub->GetTask(context.get(), request, &task);
+      if (s.ok()) a.task = std::move(task);
+      if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+          s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        return ReportRpcError(env, s);
+      }
+      const std::string line = StateName(a.task.status().state());
+      if (s.ok() && line != last[i]) {
+        *env.out << "[" << a.label << "] " << line << std::endl;
+        last[i] = line;
+      }
+      all_ended = all_ended && Ended(a.task.status().state());
+    }
+    if (all_ended) break;
+    if (absl::Now() >= deadline) {
+      return Fail(env, absl::StrCat("the assessments have not ended after ",
+                                    absl::FormatDuration(for_at_most)));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  for (const Assessment& a : assessments) {
+    if (a.task.status().state() != a2apb::TASK_STATE_COMPLETED) return kExitNo;
+  }
+  return kExitOk;
+}
+
+// The result file: the run and each assessment's task with its artifacts.
+absl::Status WriteResults(const std::string& path, const std::string& run_id,
+                          const std::vector<Assessment>& assessments) {
+  bool completed = true;
+  std::string list;
+  for (const Assessment& a : assessments) {
+    completed = completed && a.task.status().state() == a2apb::TASK_STATE_COMPLETED;
+    std::string artifacts;
+    for (const a2apb::Artifact& artifact : a.task.artifacts()) {
+      absl::StrAppend(&artifacts, artifacts.empty() ? "" : ", ", CompactJson(artifact));
+    }
+    absl::StrAppend(&list, list.empty() ? "\n    " : ",\n    ", "{\"shard\": ", a.shard,
+                    ", \"repeat\": ", a.repeat,
+                    ", \"context_id\": ", common::JsonQuote(a.context_id),
+                    ", \"task_id\": ", common::JsonQuote(a.task.id()), ", \"state\": ",
+                    common::JsonQuote(absl::AsciiStrToLower(StateName(a.task.status().state()))),
+                    ",\n     \"artifacts\": [", artifacts, "]}");
+  }
   const std::string json =
       absl::StrCat("{\n  \"run_id\": ", common::JsonQuote(run_id),
-                   ",\n  \"context_id\": ", common::JsonQuote(task.context_id()),
-                   ",\n  \"task_id\": ", common::JsonQuote(task.id()),
-                   ",\n  \"state\": ", common::JsonQuote(absl::AsciiStrToLower(state)),
-                   ",\n  \"artifacts\": [", artifacts, artifacts.empty() ? "]" : "\n  ]", "\n}\n");
+                   ",\n  \"state\": ", completed ? "\"completed\"" : "\"not completed\"",
+                   ",\n  \"assessments\": [", list, "\n  ]\n}\n");
   const std::string temporary = absl::StrCat(path, ".tmp");
   {
     std::ofstream out(temporary, std::ios::trunc);
@@ -336,207 +399,177 @@ absl::Status WriteResult(const std::string& path, const std::string& run_id,
   return absl::OkStatus();
 }
 
-void StopAgents(std::vector<Agent>& agents) {
-  for (Agent& agent : agents) {
-    if (agent.pgid > 0) {
-      common::StopProcessGroup(agent.pgid, absl::Seconds(5));
-      std::error_code ignored;
-      std::filesystem::remove(agent.pid_path, ignored);
-      agent.pgid = 0;
+// Sends each assessment not sent yet to the green agent.
+absl::Status SendAssessments(const Env& env, const std::vector<ScenarioRunAgent>& agents,
+                             const RunOptions& o, std::vector<Assessment>& assessments) {
+  for (Assessment& a : assessments) {
+    if (!a.task.id().empty()) {
+      *env.out << "run " << o.run_id << ": following assessment " << a.task.id() << " (context "
+               << a.context_id << ")" << std::endl;
+      continue;
     }
-    if (agent.tee != nullptr) agent.tee->join();
+    ASSIGN_OR_RETURN(a.task, SendAssessment(env, agents.front().name, a.context_id,
+                                            AssessmentRequest(agents, o.gateway, a.config)));
+    *env.out << "run " << o.run_id << ": assessment " << a.task.id() << " (context " << a.context_id
+             << ")" << std::endl;
   }
-}
-
-// Waits for SIGINT or SIGTERM.
-void WaitForStopSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  int signal = 0;
-  sigwait(&set, &signal);
+  return absl::OkStatus();
 }
 
 int RunScenario(const Env& env, const ParsedArgs& args) {
-  const std::string file = args.positional[0];
-  std::error_code error;
-  const uintmax_t size = std::filesystem::file_size(file, error);
-  if (error) return Fail(env, absl::StrCat("cannot read ", file, ": ", error.message()));
-  if (size > kMaxScenarioBytes) {
-    return Fail(env, absl::StrCat(file, ": ", size, " bytes; at most ", kMaxScenarioBytes));
+  absl::StatusOr<RunOptions> o = ReadRunOptions(args);
+  if (!o.ok()) {
+    return Fail(env, std::string(o.status().message()),
+                absl::IsInvalidArgument(o.status()) ? kExitUsage : kExitError);
   }
-  std::ostringstream text;
-  text << std::ifstream(file, std::ios::binary).rdbuf();
-  absl::StatusOr<Scenario> scenario = ParseScenario(text.str());
-  if (!scenario.ok()) return Fail(env, absl::StrCat(file, ": ", scenario.status().message()));
+  absl::StatusOr<Scenario> scenario = ParseScenario(o->text);
+  if (!scenario.ok()) return Fail(env, absl::StrCat(o->file, ": ", scenario.status().message()));
+  absl::StatusOr<std::vector<Assessment>> assessments = PlanAssessments(*scenario, *o);
+  if (!assessments.ok()) return Fail(env, std::string(assessments.status().message()), kExitUsage);
 
-  const std::string run_id =
-      args.get("run-id", absl::StrCat("sc-", common::Sha256Hex(text.str()).substr(0, 12)));
-  if (!ValidRunId(run_id)) {
-    return Fail(env, "--run-id must be 1 to 64 letters, digits, -, _ or .", kExitUsage);
+  // A second run of the same command follows the assessments the first one sent.
+  bool resumed = false;
+  bool all_ended = true;
+  for (Assessment& a : *assessments) {
+    absl::StatusOr<std::optional<a2apb::Task>> found = FindAssessment(env, a.context_id);
+    if (!found.ok()) return Fail(env, std::string(found.status().message()));
+    if (found->has_value()) a.task = **found;
+    resumed = resumed || found->has_value();
+    all_ended = all_ended && found->has_value() && Ended((*found)->status().state());
   }
-  std::string gateway(absl::StripSuffix(args.get("gateway", "http://127.0.0.1:8080"), "/"));
-  if (!absl::StartsWith(gateway, "http://") && !absl::StartsWith(gateway, "https://")) {
-    return Fail(env, "--gateway is the coordinator's HTTP URL (http://host:port)", kExitUsage);
-  }
-  absl::Duration start_timeout = absl::Seconds(60);
-  if (args.has("start-timeout")) {
-    absl::StatusOr<absl::Duration> d = ParseDurationArg("start-timeout", args.get("start-timeout"));
-    if (!d.ok()) return Fail(env, std::string(d.status().message()), kExitUsage);
-    start_timeout = *d;
-  }
-  absl::Duration for_at_most = absl::InfiniteDuration();
-  if (args.has("for")) {
-    absl::StatusOr<absl::Duration> d = ParseDurationArg("for", args.get("for"));
-    if (!d.ok()) return Fail(env, std::string(d.status().message()), kExitUsage);
-    for_at_most = *d;
-  }
-  const std::string logs = args.get("logs", absl::StrCat(".coordctl/scenarios/", run_id));
-  std::filesystem::create_directories(logs, error);
-  if (error) return Fail(env, absl::StrCat("cannot make ", logs, ": ", error.message()));
-
-  std::vector<Agent> agents;
-  for (const ScenarioAgent* spec = &scenario->green;;) {
-    Agent& agent = agents.emplace_back();
-    agent.spec = spec;
-    agent.name = AgentName(run_id, spec->role);
-    agent.card_url = CardUrl(spec->endpoint);
-    agent.log_path = absl::StrCat(logs, "/", spec->role, ".log");
-    agent.pid_path = absl::StrCat(logs, "/", spec->role, ".pid");
-    if (agents.size() > scenario->participants.size()) break;
-    spec = &scenario->participants[agents.size() - 1];
-  }
-
-  // A second run of the same scenario follows the assessment the first one sent.
-  const std::string context_id = ContextOf(run_id);
-  absl::StatusOr<std::optional<a2apb::Task>> found = FindAssessment(env, context_id);
-  if (!found.ok()) return Fail(env, std::string(found.status().message()));
-  const bool resumed = found->has_value();
-  const bool ended = !args.flag("serve-only") && resumed && Ended((*found)->status().state());
-
-  // Before anything starts: an endpoint someone else serves is refused, unless this run is
-  // resumed and the agent is the one an earlier run started.
-  std::vector<Agent*> to_start;
-  for (Agent& agent : agents) {
-    if (ended) break;  // nothing to start: the result is there
-    if (agent.spec->cmd.empty() || !Listening(*agent.spec)) {
-      if (!agent.spec->cmd.empty()) to_start.push_back(&agent);
-      continue;
-    }
-    if (!resumed) {
-      return Fail(env, absl::StrCat(file, ": line ", agent.spec->line, ": agent ", agent.spec->role,
-                                    ": ", agent.spec->host, ":", agent.spec->port,
-                                    " is in use already; stop what serves it or change the "
-                                    "endpoint"));
-    }
-    agent.pgid = AdoptedGroup(agent);
-  }
-  absl::Mutex err_mu;
-  for (Agent* agent : to_start) {
-    if (absl::Status s = StartAgent(*agent, args.flag("show-logs"), env.err, &err_mu); !s.ok()) {
+  std::vector<ScenarioRunAgent> agents = RunAgents(*scenario, *o);
+  if (!all_ended || o->serve_only) {
+    if (absl::Status s = BringUpAgents(env, *o, resumed, agents); !s.ok()) {
       StopAgents(agents);
       return Fail(env, std::string(s.message()));
     }
-    absl::MutexLock lock(&err_mu);
-    *env.err << "started " << agent->spec->role << " (pid " << agent->pgid << ", log "
-             << agent->log_path << ")" << std::endl;
   }
-  const absl::Time deadline = absl::Now() + start_timeout;
-  for (Agent& agent : agents) {
-    if (ended) break;
-    if (absl::Status s = RegisterWhenUp(env, agent, deadline); !s.ok()) {
-      StopAgents(agents);
-      return Fail(env, std::string(s.message()));
-    }
-    absl::MutexLock lock(&err_mu);
-    *env.err << "registered " << agent.spec->role << " as " << agent.name << ": " << gateway
-             << "/agents/" << agent.name << std::endl;
-  }
-
-  if (args.flag("serve-only")) {
-    *env.out << "serving run " << run_id << "; stop with Ctrl-C" << std::endl;
+  if (o->serve_only) {
+    *env.out << "serving run " << o->run_id << "; stop with Ctrl-C" << std::endl;
     WaitForStopSignal();
     StopAgents(agents);
     return kExitOk;
   }
-
-  a2apb::Task task;
-  if (resumed) {
-    task = **found;
-    *env.out << "run " << run_id << ": following assessment " << task.id() << " (context "
-             << context_id << ")" << std::endl;
-  } else {
-    absl::StatusOr<a2apb::Task> sent = SendAssessment(
-        env, agents.front().name, context_id, AssessmentRequest(agents, gateway, *scenario));
-    if (!sent.ok()) {
-      StopAgents(agents);
-      return Fail(env, std::string(sent.status().message()));
-    }
-    task = *std::move(sent);
-    *env.out << "run " << run_id << ": assessment " << task.id() << " (context " << context_id
-             << ")" << std::endl;
+  if (absl::Status s = SendAssessments(env, agents, *o, *assessments); !s.ok()) {
+    StopAgents(agents);
+    return Fail(env, std::string(s.message()));
   }
-  a2apb::Task last;
-  const int code = FollowTask(env, task.id(), for_at_most, /*json=*/false, &last);
-  if (!last.id().empty() && args.has("output")) {
-    if (absl::Status s = WriteResult(args.get("output"), run_id, last); !s.ok()) {
-      StopAgents(agents);
+  const int code = FollowAll(env, *assessments, o->for_at_most);
+  StopAgents(agents);
+  if (!o->output.empty() && code != kExitError) {
+    if (absl::Status s = WriteResults(o->output, o->run_id, *assessments); !s.ok()) {
       return Fail(env, std::string(s.message()));
     }
   }
-  StopAgents(agents);
   return code;
 }
 
-// The run's assessment: found by the run id's context.
-absl::StatusOr<a2apb::Task> RunTask(const Env& env, const std::string& run_id) {
+// The run's assessments as the coordinator has them: the green agent's tasks in the run's
+// contexts, oldest first.
+absl::StatusOr<std::vector<a2apb::Task>> RunTasks(const Env& env, const std::string& run_id) {
   if (!ValidRunId(run_id)) return absl::InvalidArgumentError("not a run id");
-  absl::StatusOr<std::optional<a2apb::Task>> found = FindAssessment(env, ContextOf(run_id));
-  if (!found.ok()) return found.status();
-  if (!found->has_value()) {
-    return absl::NotFoundError(absl::StrCat("no assessment of run ", run_id));
+  auto stub = a2apb::A2AService::NewStub(env.channel);
+  a2apb::ListTasksRequest request;
+  request.set_tenant(AgentName(run_id, "green_agent"));
+  request.set_page_size(100);
+  request.set_history_length(0);
+  request.set_include_artifacts(true);
+  std::vector<a2apb::Task> tasks;
+  const std::string context = ContextOf(run_id);
+  while (true) {
+    a2apb::ListTasksResponse page;
+    auto client = env.NewContext();
+    a2a_protocol::AddVersion(client.get());
+    grpc::Status s = stub->ListTasks(client.get(), request, &page);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) break;  // no such agent: no such run
+    if (!s.ok()) return absl::UnavailableError(s.error_message());
+    for (a2apb::Task& task : *page.mutable_tasks()) {
+      if (task.context_id() == context || absl::StartsWith(task.context_id(), context + "-s")) {
+        tasks.push_back(std::move(task));
+      }
+    }
+    if (page.next_page_token().empty()) break;
+    request.set_page_token(page.next_page_token());
   }
-  return **found;
+  if (tasks.empty()) return absl::NotFoundError(absl::StrCat("no assessment of run ", run_id));
+  std::reverse(tasks.begin(), tasks.end());
+  return tasks;
 }
 
 int RunShow(const Env& env, const ParsedArgs& args) {
-  absl::StatusOr<a2apb::Task> task = RunTask(env, args.positional[0]);
-  if (!task.ok()) {
-    return Fail(env, std::string(task.status().message()),
-                absl::IsNotFound(task.status()) ? kExitNo : kExitError);
+  absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, args.positional[0]);
+  if (!tasks.ok()) {
+    return Fail(env, std::string(tasks.status().message()),
+                absl::IsNotFound(tasks.status()) ? kExitNo : kExitError);
   }
-  if (args.flag("json")) {
-    *env.out << ToJson(*task) << std::endl;
-    return kExitOk;
-  }
-  const std::string state = StateName(task->status().state());
-  *env.out << "run " << args.positional[0] << ": assessment " << task->id() << " " << state
-           << " (context " << task->context_id() << ")\n";
-  for (const a2apb::Artifact& artifact : task->artifacts()) {
-    *env.out << "artifact " << artifact.name() << ": " << CompactJson(artifact) << "\n";
+  for (const a2apb::Task& task : *tasks) {
+    if (args.flag("json")) {
+      *env.out << ToJson(task) << "\n";
+      continue;
+    }
+    *env.out << task.context_id() << "  " << task.id() << "  " << StateName(task.status().state())
+             << "\n";
+    for (const a2apb::Artifact& artifact : task.artifacts()) {
+      *env.out << "  artifact " << artifact.name() << ": " << CompactJson(artifact) << "\n";
+    }
   }
   env.out->flush();
   return kExitOk;
 }
 
 int RunCancel(const Env& env, const ParsedArgs& args) {
-  absl::StatusOr<a2apb::Task> task = RunTask(env, args.positional[0]);
-  if (!task.ok()) {
-    return Fail(env, std::string(task.status().message()),
-                absl::IsNotFound(task.status()) ? kExitNo : kExitError);
+  absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, args.positional[0]);
+  if (!tasks.ok()) {
+    return Fail(env, std::string(tasks.status().message()),
+                absl::IsNotFound(tasks.status()) ? kExitNo : kExitError);
   }
   auto stub = a2apb::A2AService::NewStub(env.channel);
-  a2apb::CancelTaskRequest request;
-  request.set_id(task->id());
-  a2apb::Task canceled;
-  auto context = env.NewContext();
-  a2a_protocol::AddVersion(context.get());
-  grpc::Status s = stub->CancelTask(context.get(), request, &canceled);
-  if (!s.ok()) return ReportRpcError(env, s);
-  *env.out << "canceled assessment " << canceled.id() << " of run " << args.positional[0]
-           << std::endl;
+  for (const a2apb::Task& task : *tasks) {
+    if (Ended(task.status().state())) continue;
+    a2apb::CancelTaskRequest request;
+    request.set_id(task.id());
+    a2apb::Task canceled;
+    auto context = env.NewContext();
+    a2a_protocol::AddVersion(context.get());
+    grpc::Status s = stub->CancelTask(context.get(), request, &canceled);
+    if (!s.ok()) return ReportRpcError(env, s);
+    *env.out << "canceled " << canceled.id() << " (" << canceled.context_id() << ")" << std::endl;
+  }
+  return kExitOk;
+}
+
+// Runs are known by their green agents, registered as "<run id>.green_agent".
+int RunList(const Env& env, const ParsedArgs& args) {
+  auto stub = coordinator::v1::AgentRegistry::NewStub(env.channel);
+  coordinator::v1::ListAgentsRequest request;
+  request.set_page_size(1000);
+  constexpr absl::string_view kGreen = ".green_agent";
+  while (true) {
+    coordinator::v1::ListAgentsResponse page;
+    grpc::Status s = stub->ListAgents(env.NewContext().get(), request, &page);
+    if (!s.ok()) return ReportRpcError(env, s);
+    for (const coordinator::v1::Agent& agent : page.agents()) {
+      if (!absl::EndsWith(agent.name(), kGreen)) continue;
+      const std::string run_id(absl::StripSuffix(agent.name(), kGreen));
+      absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, run_id);
+      std::map<std::string, int> states;
+      if (tasks.ok()) {
+        for (const a2apb::Task& t : *tasks) ++states[StateName(t.status().state())];
+      }
+      std::string summary;
+      for (const auto& [state, n] : states) absl::StrAppend(&summary, " ", n, " ", state);
+      if (args.flag("json")) {
+        *env.out << "{\"run_id\": " << common::JsonQuote(run_id)
+                 << ", \"assessments\": " << (tasks.ok() ? tasks->size() : 0) << "}\n";
+      } else {
+        *env.out << run_id << "  " << (tasks.ok() ? tasks->size() : 0) << " assessments"
+                 << (summary.empty() ? "" : ":") << summary << "\n";
+      }
+    }
+    if (page.next_page_token().empty()) break;
+    request.set_page_token(page.next_page_token());
+  }
+  env.out->flush();
   return kExitOk;
 }
 
@@ -545,19 +578,29 @@ int RunCancel(const Env& env, const ParsedArgs& args) {
 void AddScenarioCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"scenario", "run"},
-       "<scenario.toml> [--run-id ID] [--output FILE] [--gateway URL] [--logs DIR] "
-       "[--show-logs] [--start-timeout D] [--for D] [--serve-only]",
+       "<scenario.toml> [--run-id ID] [--output FILE] [--gateway URL] [--logs DIR] [--show-logs] "
+       "[--start-timeout D] [--for D] [--shards N --shard-key KEY] [--repeat K] [--serve-only]",
        "start a platform scenario's agents, register them, send the green agent the assessment "
        "through the coordinator and follow it; run again to follow the same assessment",
-       {"run-id", "output", "gateway", "logs", "start-timeout", "for"},
+       {"run-id", "output", "gateway", "logs", "start-timeout", "for", "shards", "shard-key",
+        "repeat"},
        {"show-logs", "serve-only"},
        1,
        1,
        false,
        RunScenario});
+  commands->push_back({{"scenario", "list"},
+                       "[--json]",
+                       "scenario runs and their assessments by state",
+                       {},
+                       {"json"},
+                       0,
+                       0,
+                       false,
+                       RunList});
   commands->push_back({{"scenario", "show"},
                        "<run_id> [--json]",
-                       "the state and artifacts of a scenario run's assessment",
+                       "the state and artifacts of a scenario run's assessments",
                        {},
                        {"json"},
                        1,
@@ -566,7 +609,7 @@ void AddScenarioCommands(std::vector<Command>* commands) {
                        RunShow});
   commands->push_back({{"scenario", "cancel"},
                        "<run_id>",
-                       "cancel a scenario run's assessment",
+                       "cancel a scenario run's assessments that have not ended",
                        {},
                        {},
                        1,

@@ -366,6 +366,12 @@ TEST_F(CoordctlTest, ScenarioFilesThatCannotRunStartNothing) {
       {{"scenario", "run", good, "--gateway=ftp://h:1"}, 2, "--gateway"},
       {{"scenario", "run", good, gateway, "--start-timeout=soon"}, 2, "start-timeout"},
       {{"scenario", "run", good, gateway, "--for=-1s"}, 2, "for"},
+      {{"scenario", "run", good, gateway, "--shards=2"}, 2, "--shards needs --shard-key"},
+      {{"scenario", "run", good, gateway, "--shards=0", "--shard-key=k"}, 2, "1 to 1000"},
+      {{"scenario", "run", good, gateway, "--repeat=x"}, 2, "repeat"},
+      {{"scenario", "run", good, gateway, "--shards=2", "--shard-key=k"},
+       2,
+       "no list by that name"},
       {{"scenario", "show", "no-such-run"}, 1, "no assessment of run no-such-run"},
       {{"scenario", "cancel", "a/b"}, 3, "not a run id"},
   };

@@ -18,6 +18,7 @@ import {
   HERE,
   INTEROP_WORK,
   clientFor,
+  coordctl,
   getTaskRequest,
   listTasksRequest,
   readJsonLines,
@@ -73,7 +74,7 @@ async function writeScenario(name, questions, stateDir) {
 
 // Starts `coordctl scenario run` for run `runId`; resolves when it exits to
 // { code, stdout, stderr }. `proc.child` can be killed meanwhile.
-function startRunner(file, runId) {
+function startRunner(file, runId, extra = []) {
   const logs = path.join(dir, runId);
   runs.push(logs);
   const child = spawn(path.join(COORD_BIN_DIR, 'coordctl'), [
@@ -87,6 +88,7 @@ function startRunner(file, runId) {
     `--output=${path.join(dir, `${runId}.json`)}`,
     '--start-timeout=30s',
     '--for=60s',
+    ...extra,
   ]);
   let stdout = '';
   let stderr = '';
@@ -138,9 +140,12 @@ test('a scenario of SDK agents runs through the coordinator, which stores every 
 
   const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
   assert.equal(written.run_id, runId);
-  assert.equal(written.context_id, `scenario-${runId}`);
   assert.equal(written.state, 'completed');
-  const answers = JSON.parse(written.artifacts[0].parts[0].text).answers;
+  assert.equal(written.assessments.length, 1);
+  const [assessment] = written.assessments;
+  assert.equal(assessment.context_id, `scenario-${runId}`);
+  assert.equal(assessment.state, 'completed');
+  const answers = JSON.parse(assessment.artifacts[0].parts[0].text).answers;
   assert.deepEqual(answers, { solver: ['js rpc echo: 2+2?', 'js rpc echo: capital of France?'] });
 
   // The green agent reached the participant through the coordinator: its questions are stored
@@ -150,12 +155,43 @@ test('a scenario of SDK agents runs through the coordinator, which stores every 
   assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 2);
   // The request the green agent got: the participant's coordinator URL, the config as written.
   const green = await clientFor(`${runId}.green_agent`);
-  const judged = await green.getTask(getTaskRequest({ id: written.task_id }));
+  const judged = await green.getTask(getTaskRequest({ id: assessment.task_id }));
   const request = JSON.parse(textOf(judged.history[0]));
   assert.deepEqual(request.participants, { solver: `${COORD_HTTP}/agents/${runId}.solver/` });
   assert.deepEqual(request.config.unknown_key, { kept: true });
   // The runner stopped what it started.
   for (const port of ports) assert.equal(await listening(port), false, `port ${port}`);
+});
+
+test('--shards and --repeat run the parts of a config list side by side, each in its context', async () => {
+  const runId = `sdk-scn-shards-${process.pid}`;
+  const state = path.join(dir, `${runId}-state`);
+  const { file } = await writeScenario(runId, ['q1', 'q2', 'q3'], state);
+  const result = await startRunner(file, runId, ['--shards=2', '--shard-key=questions', '--repeat=2'])
+    .done;
+  assert.equal(result.code, 0, result.stderr + result.stdout);
+  const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
+  assert.equal(written.state, 'completed');
+  const parts = written.assessments.map((a) => [
+    a.shard,
+    a.repeat,
+    a.context_id,
+    JSON.parse(a.artifacts[0].parts[0].text).answers.solver,
+  ]);
+  assert.deepEqual(parts, [
+    [0, 0, `scenario-${runId}-s0-r0`, ['js rpc echo: q1']],
+    [0, 1, `scenario-${runId}-s0-r1`, ['js rpc echo: q1']],
+    [1, 0, `scenario-${runId}-s1-r0`, ['js rpc echo: q2', 'js rpc echo: q3']],
+    [1, 1, `scenario-${runId}-s1-r1`, ['js rpc echo: q2', 'js rpc echo: q3']],
+  ]);
+  // Each question of a shard was asked once per repeat.
+  assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 6);
+  // scenario show and list read the run back from the coordinator.
+  const shown = await coordctl(['scenario', 'show', runId]);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.equal((shown.stdout.match(/ COMPLETED\n/g) ?? []).length, 4);
+  const listed = await coordctl(['scenario', 'list']);
+  assert.match(listed.stdout, new RegExp(`^${runId}  4 assessments: 4 COMPLETED$`, 'm'));
 });
 
 test('a runner killed -9 mid-assessment and run again follows the same assessment', async () => {
@@ -176,7 +212,7 @@ test('a runner killed -9 mid-assessment and run again follows the same assessmen
   const result = await second.done;
   assert.equal(result.code, 0, result.stderr + result.stdout);
   const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
-  assert.deepEqual(JSON.parse(written.artifacts[0].parts[0].text).answers, {
+  assert.deepEqual(JSON.parse(written.assessments[0].artifacts[0].parts[0].text).answers, {
     solver: [`gate ${gate} passed`],
   });
   // One assessment, one execution of its question.
