@@ -166,6 +166,307 @@ const std::string& IndexHtml() {
   return *html;
 }
 
+// Overview: agents, evaluation and run counts. Calls per second and the error rate come from
+// /metrics, which the page reads itself.
+absl::StatusOr<std::string> Overview(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {}));
+  v1::ListAgentsRequest list_agents;
+  list_agents.set_page_size(kMaxRows);
+  ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
+  // The running totals (tallies.h): exact, and a few point reads however many contexts,
+  // runs and queued deliveries there are.
+  storage::Store& store = *parts->store;
+  ASSIGN_OR_RETURN(const TallyTotal active, Tallies::Read(store, Tally::kContextsActive));
+  ASSIGN_OR_RETURN(const TallyTotal ended, Tallies::Read(store, Tally::kContextsEnded));
+  ASSIGN_OR_RETURN(const TallyTotal runs_active, Tallies::Read(store, Tally::kRunsActive));
+  ASSIGN_OR_RETURN(const TallyTotal runs_ended, Tallies::Read(store, Tally::kRunsEnded));
+  // Reachability is what the gateway observed (agent_contacts.h): the outcome and time of
+  // its last call to the agent. An agent with no recent word is probed now, in the
+  // background; its answer comes as an "agent" change.
+  auto when = [](absl::Time t) {
+    return t == absl::InfinitePast() ? std::string("null") : JsonQuote(TimeText(t));
+  };
+  std::vector<std::string> agent_json;
+  for (v1::Agent agent : agents.agents()) {
+    AgentContact contact;
+    // What was known when the probe was asked for: the probe may end before this row is
+    // written, and its outcome comes as the change.
+    if (parts->contacts != nullptr) contact = parts->contacts->ProbeIfStale(agent);
+    const bool known = contact.last_call != absl::InfinitePast();
+    ASSIGN_OR_RETURN(const TallyTotal queued,
+                     Tallies::Read(store, Tally::kDeliveriesQueued, agent.name()));
+    agent.clear_card();  // large, and not shown
+    agent_json.push_back(absl::StrCat(
+        "{\"agent\":", ToJson(agent), ",\"queuedDeliveries\":", queued.count,
+        ",\"reachable\":", !known ? "null" : (contact.reached ? "true" : "false"),
+        ",\"lastCall\":", when(contact.last_call), ",\"lastCallVia\":", JsonQuote(contact.via),
+        ",\"lastSeen\":", when(contact.last_seen), ",\"lastError\":", JsonQuote(contact.error),
+        ",\"probing\":", contact.probing ? "true" : "false", "}"));
+  }
+  return absl::StrCat("{\"agents\":[", absl::StrJoin(agent_json, ","),
+                      "],\"evaluations\":{\"active\":", active.count, ",\"ended\":", ended.count,
+                      "},\"runs\":{\"active\":", runs_active.count, ",\"ended\":", runs_ended.count,
+                      "},\"lastChange\":", parts->feed->last_seq(), "}");
+}
+
+// Evaluations: the contexts with their conversation's totals, newest first (the contexts'
+// time index), filtered by green agent, agent under test and status. One page reads at most
+// kMaxScan index entries: a filter that matches rarely answers quickly with fewer rows and a
+// `next` token to read on from.
+absl::StatusOr<std::string> Evaluations(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "purple", "status", "limit", "page"}));
+  const std::string agent = params["agent"];
+  const std::string purple = params["purple"];
+  RETURN_IF_ERROR(common::ValidateOptionalId("agent", agent));
+  RETURN_IF_ERROR(common::ValidateOptionalId("purple", purple));
+  ASSIGN_OR_RETURN(const v1::ContextStatus status, StatusParam(params));
+  ASSIGN_OR_RETURN(const int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+  auto keep = [&](const v1::TaskContext& context) {
+    return (agent.empty() || context.agent() == agent) &&
+           (status == v1::CONTEXT_STATUS_UNSPECIFIED || context.status() == status) &&
+           (purple.empty() || Label(context, "purple_agent") == purple);
+  };
+  ASSIGN_OR_RETURN(ContextStore::NewestPage page,
+                   parts->contexts->ListNewest(limit, kMaxScan, params["page"], keep));
+  std::vector<std::string> rows;
+  for (const v1::TaskContext& context : page.contexts) {
+    ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
+                     ConversationStore::ReadMeta(*parts->store, context.context_id()));
+    const std::optional<double> score = EvaluationScore(context);
+    rows.push_back(absl::StrCat(
+        "{\"context\":", ToJson(context),
+        ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null",
+        ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
+  }
+  return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
+                      "],\"next\":", JsonQuote(page.next_page_token), "}");
+}
+
+// One evaluation: the context, its commands, its conversation and its A2A tasks with their
+// event logs (status changes and artifacts), for the timeline.
+absl::StatusOr<std::string> Evaluation(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {}));
+  const std::string id = req.matches[1].str();
+  RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
+  ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
+  // The newest kMaxTimeline commands and messages: a long evaluation's timeline shows
+  // what it does now, with the totals saying how much came before.
+  ASSIGN_OR_RETURN(const std::vector<v1::CommandRecord> command_records,
+                   parts->contexts->LastCommands(id, kMaxTimeline));
+  std::vector<std::string> commands;
+  for (const v1::CommandRecord& command : command_records) commands.push_back(ToJson(command));
+  std::vector<std::string> messages;
+  int64_t steps = 0;
+  int64_t message_count = 0;
+  int64_t tokens = 0;
+  v1::GetConversationRequest read;
+  read.set_context_id(id);
+  read.set_tail(kMaxTimeline);
+  while (static_cast<int>(messages.size()) < kMaxTimeline) {
+    read.set_page_size(kMaxRows);
+    absl::StatusOr<v1::GetConversationResponse> page = parts->conversations->Read(read);
+    if (absl::IsNotFound(page.status())) break;
+    if (!page.ok()) return page.status();
+    steps = page->step_count();
+    message_count = page->message_count();
+    tokens = page->total_tokens();
+    for (const v1::ConversationMessage& message : page->messages()) {
+      messages.push_back(ToJson(message));
+    }
+    if (page->next_page_token().empty()) break;
+    read.set_page_token(page->next_page_token());
+  }
+  a2apb::ListTasksRequest list_tasks;
+  list_tasks.set_context_id(id);
+  list_tasks.set_page_size(100);
+  list_tasks.set_history_length(0);
+  list_tasks.set_include_artifacts(false);
+  ASSIGN_OR_RETURN(a2apb::ListTasksResponse tasks, parts->a2a_tasks->ListTasks(list_tasks));
+  std::vector<std::string> task_json;
+  int events_left = kMaxTimeline;
+  for (const a2apb::Task& task : tasks.tasks()) {
+    ASSIGN_OR_RETURN(std::vector<v1::StoredEvent> events,
+                     parts->a2a_tasks->ReadEvents(task.id(), 0, std::max(events_left, 0)));
+    events_left -= static_cast<int>(events.size());
+    std::vector<std::string> event_json;
+    for (const v1::StoredEvent& event : events) event_json.push_back(ToJson(event));
+    task_json.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"events\":[",
+                                     absl::StrJoin(event_json, ","), "]}"));
+  }
+  const std::optional<double> score = EvaluationScore(context);
+  return absl::StrCat(
+      "{\"context\":", ToJson(context),
+      ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
+      ",\"commands\":[", absl::StrJoin(commands, ","), "],\"conversation\":{\"stepCount\":", steps,
+      ",\"messageCount\":", message_count, ",\"totalTokens\":", tokens, ",\"messages\":[",
+      absl::StrJoin(messages, ","), "]},\"tasks\":[", absl::StrJoin(task_json, ","), "]}");
+}
+
+// Leaderboard: mean score and count by task and by agent under test, over the scored
+// evaluations: the running totals (tallies.h), exact whatever the number of evaluations.
+absl::StatusOr<std::string> Leaderboard(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {}));
+  storage::Store& store = *parts->store;
+  ASSIGN_OR_RETURN(auto by_task, Tallies::ReadGroups(store, Tally::kScoreByTask));
+  ASSIGN_OR_RETURN(auto by_agent, Tallies::ReadGroups(store, Tally::kScoreByAgent));
+  ASSIGN_OR_RETURN(auto by_both, Tallies::ReadGroups(store, Tally::kScoreByTaskAndAgent));
+  auto rows = [](const std::map<std::string, TallyTotal>& totals) {
+    std::vector<std::pair<std::string, TallyTotal>> sorted(totals.begin(), totals.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.second.sum / a.second.count > b.second.sum / b.second.count;
+    });
+    std::vector<std::string> out;
+    for (const auto& [key, total] : sorted) {
+      out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", JsonQuote(key),
+                                    total.sum / total.count, total.count));
+    }
+    return absl::StrCat("[", absl::StrJoin(out, ","), "]");
+  };
+  std::vector<std::string> cells;
+  for (const auto& [group, total] : by_both) {
+    const auto [task, agent] = SplitTaskAndAgentGroup(group);
+    cells.push_back(absl::StrFormat("{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}",
+                                    JsonQuote(task), JsonQuote(agent), total.sum / total.count,
+                                    total.count));
+  }
+  return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
+                      ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
+}
+
+// A page of runs.
+absl::StatusOr<std::string> Runs(const ConsoleParts* parts, const httplib::Request& req) {
+  // A page of runs in run_id order; `page` is the previous nextPageToken.
+  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
+  ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+  v1::ListRunsRequest list;
+  list.set_page_size(limit);
+  list.set_page_token(params["page"]);
+  ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
+  return ToJson(runs);
+}
+
+// One run with all of its items.
+absl::StatusOr<std::string> Run(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {}));
+  const std::string id = req.matches[1].str();
+  RETURN_IF_ERROR(common::ValidateId("run id", id));
+  ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
+  ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
+  std::vector<std::string> item_json;
+  for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
+  return absl::StrCat("{\"run\":", ToJson(run), ",\"items\":[", absl::StrJoin(item_json, ","),
+                      "],\"now\":", JsonQuote(TimeText(absl::Now())), "}");
+}
+
+// Retry state and the breaker: the ladder, each task's state, the blocked registry with each
+// blocked task's break summary.
+absl::StatusOr<std::string> Retry(const ConsoleParts* parts, const httplib::Request& req) {
+  // A page of tasks in task_id order; `page` is the previous "next".
+  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
+  ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+  v1::ListTasksRequest list;
+  list.set_page_size(limit);
+  list.set_page_token(params["page"]);
+  ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
+  // Each task's state with the breaker's analysis of it (read only: a page view
+  // writes no breaker log entry).
+  std::vector<std::string> states;
+  for (const v1::TaskSummary& summary : tasks.tasks()) {
+    absl::StatusOr<v1::TaskState> state = parts->tasks->GetState(summary.task_id());
+    absl::StatusOr<v1::LoopAnalysis> analysis =
+        state.ok() ? parts->breaker->Preview(summary.task_id()) : state.status();
+    if (absl::IsNotFound(analysis.status())) continue;  // cleaned up meanwhile
+    if (!analysis.ok()) return analysis.status();
+    states.push_back(
+        absl::StrCat("{\"state\":", ToJson(*state), ",\"analysis\":", ToJson(*analysis), "}"));
+  }
+  ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse status, parts->breaker->Status());
+  std::vector<std::string> blocked;
+  for (const v1::BlockedTask& task : status.blocked_tasks()) {
+    absl::StatusOr<v1::GetBreakSummaryResponse> summary =
+        parts->breaker->GetSummary(task.task_id());
+    blocked.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"summary\":",
+                                   JsonQuote(summary.ok() ? summary->summary() : ""), "}"));
+  }
+  std::vector<std::string> ladder;
+  for (const std::string& model : parts->tasks->options().tier_ladder) {
+    ladder.push_back(JsonQuote(model));
+  }
+  return absl::StrCat("{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
+                      absl::StrJoin(states, ","), "],\"blocked\":[", absl::StrJoin(blocked, ","),
+                      "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true",
+                      ",\"next\":", JsonQuote(tasks.next_page_token()), "}");
+}
+
+// Server-Sent Events: "change" events ({"seq", "kind", "id"}) after `after` (default: from
+// now), "resync" when the reader fell behind, a comment every keepalive while idle. The
+// provider runs on httplib's thread after this handler returned: it holds the feed by
+// shared_ptr and its cursor by value, nothing of the request.
+void ServeEvents(const ConsoleParts* parts, const httplib::Request& req, httplib::Response& res) {
+  absl::StatusOr<Caller> caller = AuthorizeCaller(parts->tokens.get(), AuthorizationValues(req));
+  if (!caller.ok()) {
+    AnswerError(res, caller.status());
+    return;
+  }
+  absl::StatusOr<int64_t> after = EventsCursor(req, *parts->feed);
+  if (!after.ok()) {
+    AnswerError(res, after.status());
+    return;
+  }
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("X-Accel-Buffering", "no");
+  auto cursor = std::make_shared<int64_t>(*after);
+  std::shared_ptr<ConsoleFeed> feed = parts->feed;
+  const absl::Duration keepalive = parts->keepalive;
+  // A token removed from the file or expired ends the stream at once, as it ends the gRPC
+  // streams (TokenSource::OnRevoke); the registration goes with the provider.
+  auto revoked = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<TokenSource::Registration> registration;
+  if (parts->tokens != nullptr) {
+    registration =
+        parts->tokens->OnRevoke(*caller, [weak_revoked = std::weak_ptr<std::atomic<bool>>(revoked),
+                                          weak_feed = std::weak_ptr<ConsoleFeed>(feed)] {
+          std::shared_ptr<std::atomic<bool>> flag = weak_revoked.lock();
+          if (flag == nullptr) return;
+          flag->store(true);
+          if (std::shared_ptr<ConsoleFeed> f = weak_feed.lock()) f->Wake();
+        });
+  }
+  res.set_chunked_content_provider(
+      "text/event-stream", [feed, cursor, keepalive, revoked, registration,
+                            first = std::make_shared<bool>(true)](size_t, httplib::DataSink& sink) {
+        if (*first) {
+          // Tells the reader where it starts, so it can come back with ?after=.
+          *first = false;
+          const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
+          if (!sink.write(hello.data(), hello.size())) return false;
+        }
+        ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive, revoked.get());
+        if (batch.closed) {
+          sink.done();
+          return true;
+        }
+        if (revoked->load()) {
+          const std::string error = absl::StrCat(
+              "event: error\ndata: {\"status\":", JsonQuote("UNAUTHENTICATED"),
+              ",\"message\":", JsonQuote("the token was revoked or has expired"), "}\n\n");
+          sink.write(error.data(), error.size());
+          sink.done();
+          return true;
+        }
+        std::string out;
+        if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
+        for (const ConsoleChange& change : batch.changes) {
+          absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":", change.seq,
+                          ",\"kind\":", JsonQuote(change.kind), ",\"id\":", JsonQuote(change.id),
+                          "}\n\n");
+          *cursor = change.seq;
+        }
+        if (out.empty()) out = ": keep-alive\n\n";
+        return sink.write(out.data(), out.size());
+      });
+}
+
 }  // namespace
 
 void Console::Install(httplib::Server& server) {
@@ -215,321 +516,26 @@ void Console::Install(httplib::Server& server) {
     };
   };
 
-  // Overview: agents, evaluation and run counts. Calls per second and the error rate come from
-  // /metrics, which the page reads itself.
-  server.Get(
-      "/console/api/overview",
-      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {}));
-        v1::ListAgentsRequest list_agents;
-        list_agents.set_page_size(kMaxRows);
-        ASSIGN_OR_RETURN(v1::ListAgentsResponse agents, parts->agents->List(list_agents));
-        // The running totals (tallies.h): exact, and a few point reads however many contexts,
-        // runs and queued deliveries there are.
-        storage::Store& store = *parts->store;
-        ASSIGN_OR_RETURN(const TallyTotal active, Tallies::Read(store, Tally::kContextsActive));
-        ASSIGN_OR_RETURN(const TallyTotal ended, Tallies::Read(store, Tally::kContextsEnded));
-        ASSIGN_OR_RETURN(const TallyTotal runs_active, Tallies::Read(store, Tally::kRunsActive));
-        ASSIGN_OR_RETURN(const TallyTotal runs_ended, Tallies::Read(store, Tally::kRunsEnded));
-        // Reachability is what the gateway observed (agent_contacts.h): the outcome and time of
-        // its last call to the agent. An agent with no recent word is probed now, in the
-        // background; its answer comes as an "agent" change.
-        auto when = [](absl::Time t) {
-          return t == absl::InfinitePast() ? std::string("null") : JsonQuote(TimeText(t));
-        };
-        std::vector<std::string> agent_json;
-        for (v1::Agent agent : agents.agents()) {
-          AgentContact contact;
-          // What was known when the probe was asked for: the probe may end before this row is
-          // written, and its outcome comes as the change.
-          if (parts->contacts != nullptr) contact = parts->contacts->ProbeIfStale(agent);
-          const bool known = contact.last_call != absl::InfinitePast();
-          ASSIGN_OR_RETURN(const TallyTotal queued,
-                           Tallies::Read(store, Tally::kDeliveriesQueued, agent.name()));
-          agent.clear_card();  // large, and not shown
-          agent_json.push_back(absl::StrCat(
-              "{\"agent\":", ToJson(agent), ",\"queuedDeliveries\":", queued.count,
-              ",\"reachable\":", !known ? "null" : (contact.reached ? "true" : "false"),
-              ",\"lastCall\":", when(contact.last_call), ",\"lastCallVia\":",
-              JsonQuote(contact.via), ",\"lastSeen\":", when(contact.last_seen), ",\"lastError\":",
-              JsonQuote(contact.error), ",\"probing\":", contact.probing ? "true" : "false", "}"));
-        }
-        return absl::StrCat(
-            "{\"agents\":[", absl::StrJoin(agent_json, ","),
-            "],\"evaluations\":{\"active\":", active.count, ",\"ended\":", ended.count,
-            "},\"runs\":{\"active\":", runs_active.count, ",\"ended\":", runs_ended.count,
-            "},\"lastChange\":", parts->feed->last_seq(), "}");
-      }));
+  // The JSON endpoints, each a function above: agents and counts, evaluations and one
+  // evaluation's timeline, the leaderboard, work runs, the retry ladder and breaker.
+  using JsonRoute = absl::StatusOr<std::string> (*)(const ConsoleParts*, const httplib::Request&);
+  static constexpr std::pair<const char*, JsonRoute> kJsonRoutes[] = {
+      {"/console/api/overview", Overview},
+      {"/console/api/evaluations", Evaluations},
+      {"/console/api/evaluations/(.+)", Evaluation},
+      {"/console/api/leaderboard", Leaderboard},
+      {"/console/api/runs", Runs},
+      {"/console/api/runs/(.+)", Run},
+      {"/console/api/retry", Retry},
+  };
+  for (const auto& [pattern, route] : kJsonRoutes) {
+    server.Get(pattern, json([parts, route = route](const httplib::Request& req) {
+                 return route(parts, req);
+               }));
+  }
 
-  // Evaluations: the contexts with their conversation's totals, newest first (the contexts'
-  // time index), filtered by green agent, agent under test and status. One page reads at most
-  // kMaxScan index entries: a filter that matches rarely answers quickly with fewer rows and a
-  // `next` token to read on from.
-  server.Get(
-      "/console/api/evaluations",
-      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {"agent", "purple", "status", "limit", "page"}));
-        const std::string agent = params["agent"];
-        const std::string purple = params["purple"];
-        RETURN_IF_ERROR(common::ValidateOptionalId("agent", agent));
-        RETURN_IF_ERROR(common::ValidateOptionalId("purple", purple));
-        ASSIGN_OR_RETURN(const v1::ContextStatus status, StatusParam(params));
-        ASSIGN_OR_RETURN(const int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-        auto keep = [&](const v1::TaskContext& context) {
-          return (agent.empty() || context.agent() == agent) &&
-                 (status == v1::CONTEXT_STATUS_UNSPECIFIED || context.status() == status) &&
-                 (purple.empty() || Label(context, "purple_agent") == purple);
-        };
-        ASSIGN_OR_RETURN(ContextStore::NewestPage page,
-                         parts->contexts->ListNewest(limit, kMaxScan, params["page"], keep));
-        std::vector<std::string> rows;
-        for (const v1::TaskContext& context : page.contexts) {
-          ASSIGN_OR_RETURN(std::optional<v1::ConversationMeta> meta,
-                           ConversationStore::ReadMeta(*parts->store, context.context_id()));
-          const std::optional<double> score = EvaluationScore(context);
-          rows.push_back(absl::StrCat(
-              "{\"context\":", ToJson(context),
-              ",\"conversation\":", meta.has_value() ? ToJson(*meta) : "null",
-              ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
-        }
-        return absl::StrCat("{\"evaluations\":[", absl::StrJoin(rows, ","),
-                            "],\"next\":", JsonQuote(page.next_page_token), "}");
-      }));
-
-  // One evaluation: the context, its commands, its conversation and its A2A tasks with their
-  // event logs (status changes and artifacts), for the timeline.
-  server.Get(
-      "/console/api/evaluations/(.+)",
-      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {}));
-        const std::string id = req.matches[1].str();
-        RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
-        ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
-        // The newest kMaxTimeline commands and messages: a long evaluation's timeline shows
-        // what it does now, with the totals saying how much came before.
-        ASSIGN_OR_RETURN(const std::vector<v1::CommandRecord> command_records,
-                         parts->contexts->LastCommands(id, kMaxTimeline));
-        std::vector<std::string> commands;
-        for (const v1::CommandRecord& command : command_records)
-          commands.push_back(ToJson(command));
-        std::vector<std::string> messages;
-        int64_t steps = 0;
-        int64_t message_count = 0;
-        int64_t tokens = 0;
-        v1::GetConversationRequest read;
-        read.set_context_id(id);
-        read.set_tail(kMaxTimeline);
-        while (static_cast<int>(messages.size()) < kMaxTimeline) {
-          read.set_page_size(kMaxRows);
-          absl::StatusOr<v1::GetConversationResponse> page = parts->conversations->Read(read);
-          if (absl::IsNotFound(page.status())) break;
-          if (!page.ok()) return page.status();
-          steps = page->step_count();
-          message_count = page->message_count();
-          tokens = page->total_tokens();
-          for (const v1::ConversationMessage& message : page->messages()) {
-            messages.push_back(ToJson(message));
-          }
-          if (page->next_page_token().empty()) break;
-          read.set_page_token(page->next_page_token());
-        }
-        a2apb::ListTasksRequest list_tasks;
-        list_tasks.set_context_id(id);
-        list_tasks.set_page_size(100);
-        list_tasks.set_history_length(0);
-        list_tasks.set_include_artifacts(false);
-        ASSIGN_OR_RETURN(a2apb::ListTasksResponse tasks, parts->a2a_tasks->ListTasks(list_tasks));
-        std::vector<std::string> task_json;
-        int events_left = kMaxTimeline;
-        for (const a2apb::Task& task : tasks.tasks()) {
-          ASSIGN_OR_RETURN(std::vector<v1::StoredEvent> events,
-                           parts->a2a_tasks->ReadEvents(task.id(), 0, std::max(events_left, 0)));
-          events_left -= static_cast<int>(events.size());
-          std::vector<std::string> event_json;
-          for (const v1::StoredEvent& event : events) event_json.push_back(ToJson(event));
-          task_json.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"events\":[",
-                                           absl::StrJoin(event_json, ","), "]}"));
-        }
-        const std::optional<double> score = EvaluationScore(context);
-        return absl::StrCat(
-            "{\"context\":", ToJson(context),
-            ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
-            ",\"commands\":[", absl::StrJoin(commands, ","),
-            "],\"conversation\":{\"stepCount\":", steps, ",\"messageCount\":", message_count,
-            ",\"totalTokens\":", tokens, ",\"messages\":[", absl::StrJoin(messages, ","),
-            "]},\"tasks\":[", absl::StrJoin(task_json, ","), "]}");
-      }));
-
-  // Leaderboard: mean score and count by task and by agent under test, over the scored
-  // evaluations: the running totals (tallies.h), exact whatever the number of evaluations.
-  server.Get(
-      "/console/api/leaderboard",
-      json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-        ASSIGN_OR_RETURN(auto params, Params(req, {}));
-        storage::Store& store = *parts->store;
-        ASSIGN_OR_RETURN(auto by_task, Tallies::ReadGroups(store, Tally::kScoreByTask));
-        ASSIGN_OR_RETURN(auto by_agent, Tallies::ReadGroups(store, Tally::kScoreByAgent));
-        ASSIGN_OR_RETURN(auto by_both, Tallies::ReadGroups(store, Tally::kScoreByTaskAndAgent));
-        auto rows = [](const std::map<std::string, TallyTotal>& totals) {
-          std::vector<std::pair<std::string, TallyTotal>> sorted(totals.begin(), totals.end());
-          std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-            return a.second.sum / a.second.count > b.second.sum / b.second.count;
-          });
-          std::vector<std::string> out;
-          for (const auto& [key, total] : sorted) {
-            out.push_back(absl::StrFormat("{\"key\":%s,\"mean\":%.4f,\"count\":%d}", JsonQuote(key),
-                                          total.sum / total.count, total.count));
-          }
-          return absl::StrCat("[", absl::StrJoin(out, ","), "]");
-        };
-        std::vector<std::string> cells;
-        for (const auto& [group, total] : by_both) {
-          const auto [task, agent] = SplitTaskAndAgentGroup(group);
-          cells.push_back(absl::StrFormat("{\"task\":%s,\"agent\":%s,\"mean\":%.4f,\"count\":%d}",
-                                          JsonQuote(task), JsonQuote(agent),
-                                          total.sum / total.count, total.count));
-        }
-        return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
-                            ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
-      }));
-
-  // Runs, and one run with all of its items.
-  server.Get("/console/api/runs",
-             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               // A page of runs in run_id order; `page` is the previous nextPageToken.
-               ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
-               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-               v1::ListRunsRequest list;
-               list.set_page_size(limit);
-               list.set_page_token(params["page"]);
-               ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
-               return ToJson(runs);
-             }));
-  server.Get("/console/api/runs/(.+)",
-             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               ASSIGN_OR_RETURN(auto params, Params(req, {}));
-               const std::string id = req.matches[1].str();
-               RETURN_IF_ERROR(common::ValidateId("run id", id));
-               ASSIGN_OR_RETURN(v1::Run run, parts->work->GetRun(id));
-               ASSIGN_OR_RETURN(std::vector<v1::WorkItem> items, parts->work->AllItems(id));
-               std::vector<std::string> item_json;
-               for (const v1::WorkItem& item : items) item_json.push_back(ToJson(item));
-               return absl::StrCat("{\"run\":", ToJson(run), ",\"items\":[",
-                                   absl::StrJoin(item_json, ","),
-                                   "],\"now\":", JsonQuote(TimeText(absl::Now())), "}");
-             }));
-
-  // Retry state and the breaker: the ladder, each task's state, the blocked registry with each
-  // blocked task's break summary.
-  server.Get("/console/api/retry",
-             json([parts](const httplib::Request& req) -> absl::StatusOr<std::string> {
-               // A page of tasks in task_id order; `page` is the previous "next".
-               ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
-               ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
-               v1::ListTasksRequest list;
-               list.set_page_size(limit);
-               list.set_page_token(params["page"]);
-               ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
-               // Each task's state with the breaker's analysis of it (read only: a page view
-               // writes no breaker log entry).
-               std::vector<std::string> states;
-               for (const v1::TaskSummary& summary : tasks.tasks()) {
-                 absl::StatusOr<v1::TaskState> state = parts->tasks->GetState(summary.task_id());
-                 absl::StatusOr<v1::LoopAnalysis> analysis =
-                     state.ok() ? parts->breaker->Preview(summary.task_id()) : state.status();
-                 if (absl::IsNotFound(analysis.status())) continue;  // cleaned up meanwhile
-                 if (!analysis.ok()) return analysis.status();
-                 states.push_back(absl::StrCat("{\"state\":", ToJson(*state),
-                                               ",\"analysis\":", ToJson(*analysis), "}"));
-               }
-               ASSIGN_OR_RETURN(v1::GetBreakerStatusResponse status, parts->breaker->Status());
-               std::vector<std::string> blocked;
-               for (const v1::BlockedTask& task : status.blocked_tasks()) {
-                 absl::StatusOr<v1::GetBreakSummaryResponse> summary =
-                     parts->breaker->GetSummary(task.task_id());
-                 blocked.push_back(absl::StrCat(
-                     "{\"task\":", ToJson(task),
-                     ",\"summary\":", JsonQuote(summary.ok() ? summary->summary() : ""), "}"));
-               }
-               std::vector<std::string> ladder;
-               for (const std::string& model : parts->tasks->options().tier_ladder) {
-                 ladder.push_back(JsonQuote(model));
-               }
-               return absl::StrCat(
-                   "{\"ladder\":[", absl::StrJoin(ladder, ","), "],\"tasks\":[",
-                   absl::StrJoin(states, ","), "],\"blocked\":[", absl::StrJoin(blocked, ","),
-                   "],\"truncated\":", tasks.next_page_token().empty() ? "false" : "true",
-                   ",\"next\":", JsonQuote(tasks.next_page_token()), "}");
-             }));
-
-  // Server-Sent Events: "change" events ({"seq", "kind", "id"}) after `after` (default: from
-  // now), "resync" when the reader fell behind, a comment every keepalive while idle. The
-  // provider runs on httplib's thread after this handler returned: it holds the feed by
-  // shared_ptr and its cursor by value, nothing of the request.
   server.Get("/console/api/events", [parts](const httplib::Request& req, httplib::Response& res) {
-    absl::StatusOr<Caller> caller = AuthorizeCaller(parts->tokens.get(), AuthorizationValues(req));
-    if (!caller.ok()) {
-      AnswerError(res, caller.status());
-      return;
-    }
-    absl::StatusOr<int64_t> after = EventsCursor(req, *parts->feed);
-    if (!after.ok()) {
-      AnswerError(res, after.status());
-      return;
-    }
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("X-Accel-Buffering", "no");
-    auto cursor = std::make_shared<int64_t>(*after);
-    std::shared_ptr<ConsoleFeed> feed = parts->feed;
-    const absl::Duration keepalive = parts->keepalive;
-    // A token removed from the file or expired ends the stream at once, as it ends the gRPC
-    // streams (TokenSource::OnRevoke); the registration goes with the provider.
-    auto revoked = std::make_shared<std::atomic<bool>>(false);
-    std::shared_ptr<TokenSource::Registration> registration;
-    if (parts->tokens != nullptr) {
-      registration = parts->tokens->OnRevoke(
-          *caller, [weak_revoked = std::weak_ptr<std::atomic<bool>>(revoked),
-                    weak_feed = std::weak_ptr<ConsoleFeed>(feed)] {
-            std::shared_ptr<std::atomic<bool>> flag = weak_revoked.lock();
-            if (flag == nullptr) return;
-            flag->store(true);
-            if (std::shared_ptr<ConsoleFeed> f = weak_feed.lock()) f->Wake();
-          });
-    }
-    res.set_chunked_content_provider("text/event-stream", [feed, cursor, keepalive, revoked,
-                                                           registration,
-                                                           first = std::make_shared<bool>(true)](
-                                                              size_t, httplib::DataSink& sink) {
-      if (*first) {
-        // Tells the reader where it starts, so it can come back with ?after=.
-        *first = false;
-        const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
-        if (!sink.write(hello.data(), hello.size())) return false;
-      }
-      ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive, revoked.get());
-      if (batch.closed) {
-        sink.done();
-        return true;
-      }
-      if (revoked->load()) {
-        const std::string error = absl::StrCat(
-            "event: error\ndata: {\"status\":", JsonQuote("UNAUTHENTICATED"),
-            ",\"message\":", JsonQuote("the token was revoked or has expired"), "}\n\n");
-        sink.write(error.data(), error.size());
-        sink.done();
-        return true;
-      }
-      std::string out;
-      if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
-      for (const ConsoleChange& change : batch.changes) {
-        absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":", change.seq,
-                        ",\"kind\":", JsonQuote(change.kind), ",\"id\":", JsonQuote(change.id),
-                        "}\n\n");
-        *cursor = change.seq;
-      }
-      if (out.empty()) out = ": keep-alive\n\n";
-      return sink.write(out.data(), out.size());
-    });
+    ServeEvents(parts, req, res);
   });
 
   // Anything else under /console/ is not ours to guess at: 404 (or 405 for a write), in JSON,
