@@ -93,6 +93,8 @@ void AddTaskCommands(std::vector<Command>* commands);
 void AddBreakerCommands(std::vector<Command>* commands);
 void AddImportCommands(std::vector<Command>* commands);
 void AddRunCommands(std::vector<Command>* commands);
+// run work (run_work.cc; AddRunCommands adds it).
+void AddRunWorkCommand(std::vector<Command>* commands);
 // import arial, import mahabharatha, run export (run_io_commands.cc).
 void AddRunIoCommands(std::vector<Command>* commands);
 // scenario run, show, cancel (scenario_commands.cc).

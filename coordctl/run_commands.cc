@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "coordctl/cli.h"
 #include "coordctl/progress.h"
+#include "coordctl/run_format.h"
 #include "coordinator/v1/work.grpc.pb.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -38,242 +39,7 @@ namespace coordctl {
 using coordinator::v1::WorkItem;
 using coordinator::v1::WorkService;
 
-std::string Slug(absl::string_view name) {
-  std::string slug;
-  for (char c : name) {
-    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) {
-      slug.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
-    } else if (!slug.empty() && slug.back() != '-') {
-      slug.push_back('-');
-    }
-    if (slug.size() >= 64) break;
-  }
-  while (!slug.empty() && slug.back() == '-') slug.pop_back();
-  return slug.empty() ? "spec" : slug;
-}
-
-absl::StatusOr<Naming> ParseNaming(absl::string_view word) {
-  if (word == "coordinator") return Naming::kCoordinator;
-  if (word == "arial") return Naming::kArial;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--naming takes coordinator or arial, not \"", word.substr(0, 40), "\""));
-}
-
-absl::StatusOr<std::vector<WorkItem>> ReadWorkstreams(const std::string& specs_dir,
-                                                      const std::string& worktree_root,
-                                                      Naming naming) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = fs::weakly_canonical(fs::path(specs_dir), ec);
-  if (ec || !fs::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(specs_dir, " is not a directory"));
-  }
-  std::vector<fs::path> specs;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    if (absl::AsciiStrToLower(it->path().extension().string()) != ".md") continue;
-    if (specs.size() == kMaxSpecFiles) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(specs_dir, " holds more than ", kMaxSpecFiles, " spec files"));
-    }
-    specs.push_back(it->path());
-  }
-  if (ec)
-    return absl::InvalidArgumentError(absl::StrCat("cannot list ", specs_dir, ": ", ec.message()));
-  if (specs.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(specs_dir, " holds no spec files (*.md)"));
-  }
-  std::sort(specs.begin(), specs.end());
-  const fs::path root =
-      worktree_root.empty() ? dir.parent_path() / ".worktrees" : fs::absolute(worktree_root);
-
-  std::vector<WorkItem> items;
-  absl::flat_hash_set<std::string> used;
-  for (const fs::path& spec : specs) {
-    std::string id = Slug(spec.stem().string());
-    for (int n = 2; used.contains(id); ++n) id = absl::StrCat(Slug(spec.stem().string()), "-", n);
-    used.insert(id);
-    absl::StatusOr<WorkItem> item = ReadSpecItem(spec.string(), id, root.string(), naming);
-    if (!item.ok()) return item.status();
-    items.push_back(*std::move(item));
-  }
-  return items;
-}
-
-absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::string& id,
-                                      const std::string& worktree_root, Naming naming) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path spec = fs::weakly_canonical(fs::path(spec_path), ec);
-  if (ec || !fs::is_regular_file(spec, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(spec_path, " is not a file"));
-  }
-  const fs::path root = worktree_root.empty() ? spec.parent_path().parent_path() / ".worktrees"
-                                              : fs::absolute(worktree_root);
-  std::string title = spec.filename().string();
-  std::ifstream in(spec);
-  std::string line;
-  size_t read = 0;
-  while (read < kMaxSpecBytesRead && std::getline(in, line)) {
-    read += line.size() + 1;
-    absl::string_view text = absl::StripAsciiWhitespace(line);
-    if (absl::ConsumePrefix(&text, "# ")) {
-      title = std::string(absl::StripAsciiWhitespace(text)).substr(0, 200);
-      break;
-    }
-  }
-  WorkItem item;
-  item.set_item_id(id);
-  item.set_title(title);
-  item.set_description(spec.string());
-  if (naming == Naming::kArial) {
-    item.set_branch(absl::StrCat("arial/", id));
-    item.set_worktree(absl::StrCat(".arial/worktrees/", id));
-  } else {
-    item.set_branch(id);
-    item.set_worktree((root / id).string());
-  }
-  return item;
-}
-
 namespace {
-// A parser's message on one line (protobuf's JSON errors span several).
-std::string OneLine(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return std::string(absl::StripAsciiWhitespace(text));
-}
-}  // namespace
-
-absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, size_t max_items) {
-  google::protobuf::Value root;
-  google::protobuf::util::JsonParseOptions strict;
-  if (auto s = google::protobuf::util::JsonStringToMessage(std::string(json), &root, strict);
-      !s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the items are not JSON: ", OneLine(std::string(s.message()))));
-  }
-  const google::protobuf::ListValue* list = nullptr;
-  if (root.has_list_value()) {
-    list = &root.list_value();
-  } else if (root.has_struct_value()) {
-    auto it = root.struct_value().fields().find("tasks");
-    if (it != root.struct_value().fields().end() && it->second.has_list_value()) {
-      list = &it->second.list_value();
-    }
-  }
-  if (list == nullptr) {
-    return absl::InvalidArgumentError(
-        "the items must be a JSON array of items, or an object with a \"tasks\" array");
-  }
-  if (static_cast<size_t>(list->values_size()) > max_items) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the file holds ", list->values_size(), " items; at most ", max_items));
-  }
-  // WorkItem's input fields; its other fields are the coordinator's (ignored here).
-  static const auto* kInput = new absl::flat_hash_set<std::string>{
-      "item_id",     "title",   "description",          "level",  "dependencies",
-      "owned_files", "files",   "verification",         "branch", "worktree",
-      "metadata",    "adapter", "required_capabilities"};
-  const google::protobuf::Descriptor* descriptor = WorkItem::descriptor();
-  std::vector<WorkItem> items;
-  for (int i = 0; i < list->values_size(); ++i) {
-    const google::protobuf::Value& value = list->values(i);
-    if (!value.has_struct_value()) {
-      return absl::InvalidArgumentError(absl::StrCat("item ", i + 1, " is not a JSON object"));
-    }
-    google::protobuf::Struct known;
-    google::protobuf::Struct extra;
-    for (const auto& [key, field_value] : value.struct_value().fields()) {
-      const google::protobuf::FieldDescriptor* field =
-          key == "id" ? descriptor->FindFieldByName("item_id") : descriptor->FindFieldByName(key);
-      if (field == nullptr) field = descriptor->FindFieldByCamelcaseName(key);
-      if (field == nullptr) {
-        (*extra.mutable_fields())[key] = field_value;
-      } else if (kInput->contains(field->name())) {
-        // Protobuf's parser would take a lone value for a list; a list field must be a list.
-        if (field->is_repeated() && !field_value.has_list_value()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("item ", i + 1, ": \"", key, "\" must be a list"));
-        }
-        (*known.mutable_fields())[field->name()] = field_value;
-      }
-    }
-    std::string text;
-    (void)google::protobuf::util::MessageToJsonString(known, &text);
-    WorkItem& item = items.emplace_back();
-    if (auto s = google::protobuf::util::JsonStringToMessage(text, &item, strict); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("item ", i + 1, ": ", OneLine(std::string(s.message()))));
-    }
-    for (const auto& [key, field_value] : extra.fields()) {
-      (*item.mutable_metadata()->mutable_fields())[key] = field_value;
-    }
-  }
-  return items;
-}
-
-absl::StatusOr<coordinator::v1::ItemStatus> ParseItemStatus(absl::string_view word) {
-  for (coordinator::v1::ItemStatus status :
-       {coordinator::v1::ITEM_STATUS_PENDING, coordinator::v1::ITEM_STATUS_RUNNING,
-        coordinator::v1::ITEM_STATUS_DONE, coordinator::v1::ITEM_STATUS_FAILED,
-        coordinator::v1::ITEM_STATUS_BLOCKED}) {
-    std::string name = coordinator::v1::ItemStatus_Name(status);
-    absl::string_view lower(name);
-    absl::ConsumePrefix(&lower, "ITEM_STATUS_");
-    if (absl::AsciiStrToLower(lower) == word) return status;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--status takes pending, running, done, failed or blocked, not \"", word, "\""));
-}
-
-namespace {
-
-std::string Lower(absl::string_view name, absl::string_view prefix) {
-  absl::ConsumePrefix(&name, prefix);
-  return absl::AsciiStrToLower(name);
-}
-std::string ItemStatusName(coordinator::v1::ItemStatus s) {
-  return Lower(coordinator::v1::ItemStatus_Name(s), "ITEM_STATUS_");
-}
-std::string RunStatusName(coordinator::v1::RunStatus s) {
-  return Lower(coordinator::v1::RunStatus_Name(s), "RUN_STATUS_");
-}
-std::string LevelStatusName(coordinator::v1::LevelStatus s) {
-  return Lower(coordinator::v1::LevelStatus_Name(s), "LEVEL_STATUS_");
-}
-std::string WorkerStatusName(coordinator::v1::WorkerStatus s) {
-  return Lower(coordinator::v1::WorkerStatus_Name(s), "WORKER_STATUS_");
-}
-std::string EventKindName(coordinator::v1::WorkEvent::Kind k) {
-  return Lower(coordinator::v1::WorkEvent::Kind_Name(k), "KIND_");
-}
-std::string RunKindName(coordinator::v1::RunKind k) {
-  return absl::StrReplaceAll(Lower(coordinator::v1::RunKind_Name(k), "RUN_KIND_"), {{"_", "-"}});
-}
-
-std::string FormatTime(const google::protobuf::Timestamp& ts) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixSeconds(ts.seconds()),
-                          absl::UTCTimeZone());
-}
-
-google::protobuf::Duration ToProto(absl::Duration d) {
-  google::protobuf::Duration out;
-  const int64_t nanos = absl::ToInt64Nanoseconds(d);
-  out.set_seconds(nanos / 1000000000);
-  out.set_nanos(static_cast<int32_t>(nanos % 1000000000));
-  return out;
-}
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
-}
-
-// One line of free text for a table cell.
-std::string Cell(absl::string_view text, size_t max = 80) {
-  std::string line = absl::StrReplaceAll(text, {{"\n", " "}, {"\t", " "}, {"\r", " "}});
-  if (line.size() > max) line = absl::StrCat(line.substr(0, max - 3), "...");
-  return line.empty() ? "-" : line;
-}
 
 std::string RunSummary(const coordinator::v1::Run& run) {
   const auto& c = run.counts();
@@ -470,18 +236,6 @@ int RunList(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-// --capability NAME, repeated: what the worker declares when it claims.
-template <typename Repeated>
-void AddCapabilities(const ParsedArgs& args, Repeated* capabilities) {
-  if (auto it = args.options.find("capability"); it != args.options.end()) {
-    for (const std::string& name : it->second) *capabilities->Add() = name;
-  }
-}
-
-absl::StatusOr<absl::Duration> TtlArg(const ParsedArgs& args, const char* fallback) {
-  return ParseDurationArg("ttl", args.get("ttl", fallback));
-}
-
 int RunClaim(const Env& env, const ParsedArgs& args) {
   if (!args.has("worker")) return Fail(env, "--worker is required", kExitUsage);
   absl::StatusOr<absl::Duration> ttl = TtlArg(args, "30s");
@@ -646,210 +400,6 @@ int RunWatch(const Env& env, const ParsedArgs& args) {
   }
   grpc::Status s = reader->Finish();
   if (!s.ok()) return ReportRpcError(env, s);
-  return kExitOk;
-}
-
-// ---- run work: a worker loop around a command. ----
-
-bool Retriable(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         s.error_code() == grpc::StatusCode::ABORTED;
-}
-
-// Starts `argv` with `env_add` added to the environment. The child is killed when this process
-// dies (PR_SET_PDEATHSIG), so a worker killed with kill -9 leaves no command running without a
-// lease.
-absl::StatusOr<pid_t> StartChild(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env_add) {
-  // Everything the child needs is built before fork: only async-signal-safe calls after it.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    absl::string_view entry(*e);
-    bool replaced = false;
-    for (const std::string& add : env_add) {
-      if (absl::StartsWith(entry, add.substr(0, add.find('=') + 1))) replaced = true;
-    }
-    if (!replaced) env_strings.emplace_back(entry);
-  }
-  env_strings.insert(env_strings.end(), env_add.begin(), env_add.end());
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
-    execvpe(cargs[0], cargs.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Calls `rpc` until it returns something other than a transient error or `deadline` passes.
-template <typename Rpc>
-grpc::Status CallWithRetry(const Env& env, absl::Time deadline, Rpc rpc) {
-  while (true) {
-    grpc::Status s = rpc(env.NewContext().get());
-    if (!Retriable(s) || absl::Now() >= deadline) return s;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
-
-// Marks the worker stopped in the run's registry as `run work` ends; a failure only warns.
-void StopWorkerQuietly(const Env& env, WorkService::Stub* stub, const std::string& run_id,
-                       const std::string& worker, const std::string& reason) {
-  coordinator::v1::StopWorkerRequest request;
-  request.set_run_id(run_id);
-  request.set_worker_id(worker);
-  request.set_reason(reason);
-  coordinator::v1::RunWorker stopped;
-  grpc::Status s = stub->StopWorker(env.NewContext().get(), request, &stopped);
-  if (!s.ok()) {
-    *env.err << "coordctl: could not mark " << worker << " stopped: " << s.error_message()
-             << std::endl;
-  }
-}
-
-int RunWork(const Env& env, const ParsedArgs& args) {
-  if (!args.has("worker")) return Fail(env, "--worker is required", kExitUsage);
-  if (args.rest.empty()) return Fail(env, "the command goes after \"--\"", kExitUsage);
-  absl::StatusOr<absl::Duration> ttl = TtlArg(args, "30s");
-  if (!ttl.ok() || *ttl <= absl::ZeroDuration()) {
-    return Fail(env, "--ttl takes a positive duration", kExitUsage);
-  }
-  absl::StatusOr<absl::Duration> poll = ParseDurationArg("poll", args.get("poll", "1s"));
-  if (!poll.ok() || *poll <= absl::ZeroDuration()) {
-    return Fail(env, "--poll takes a positive duration", kExitUsage);
-  }
-  int64_t max_items = -1;
-  if (args.has("max-items")) {
-    absl::StatusOr<int64_t> n = ParseIntArg("--max-items", args.get("max-items"));
-    if (!n.ok() || *n <= 0) return Fail(env, "--max-items takes a positive number", kExitUsage);
-    max_items = *n;
-  }
-  // How long the coordinator may be unreachable before the worker gives up.
-  absl::StatusOr<absl::Duration> patience =
-      ParseDurationArg("patience", args.get("patience", "5m"));
-  if (!patience.ok()) return Fail(env, std::string(patience.status().message()), kExitUsage);
-
-  const std::string run_id = args.positional[0];
-  const std::string worker = args.get("worker");
-  auto stub = WorkService::NewStub(env.channel);
-  int64_t processed = 0;
-  while (max_items < 0 || processed < max_items) {
-    coordinator::v1::ClaimRequest claim;
-    claim.set_run_id(run_id);
-    claim.set_worker_id(worker);
-    *claim.mutable_lease_ttl() = ToProto(*ttl);
-    AddCapabilities(args, claim.mutable_capabilities());
-    claim.set_pid(getpid());
-    coordinator::v1::ClaimResponse claimed;
-    grpc::Status s = CallWithRetry(env, absl::Now() + *patience, [&](grpc::ClientContext* c) {
-      return stub->Claim(c, claim, &claimed);
-    });
-    if (!s.ok()) return ReportRpcError(env, s);
-    if (!claimed.has_item()) {
-      if (claimed.stalled()) {
-        *env.err << "coordctl: run " << run_id << " is " << RunStatusName(claimed.run().status())
-                 << "; nothing left to claim" << std::endl;
-        StopWorkerQuietly(env, stub.get(), run_id, worker, "the run has nothing left to claim");
-        return claimed.run().status() == coordinator::v1::RUN_STATUS_COMPLETED ? kExitOk : kExitNo;
-      }
-      absl::Duration wait = *poll;
-      if (claimed.has_retry_after()) wait = std::min(wait, FromProto(claimed.retry_after()));
-      absl::SleepFor(std::max(wait, absl::Milliseconds(10)));
-      continue;
-    }
-    const WorkItem& item = claimed.item();
-    const std::string lease = claimed.lease();
-    *env.err << "coordctl: " << worker << " claimed " << item.item_id() << " epoch "
-             << claimed.epoch() << " lease " << lease << std::endl;
-    absl::StatusOr<pid_t> child = StartChild(
-        args.rest,
-        {absl::StrCat("COORD_RUN_ID=", run_id), absl::StrCat("COORD_ITEM_ID=", item.item_id()),
-         absl::StrCat("COORD_LEASE=", lease), absl::StrCat("COORD_EPOCH=", claimed.epoch()),
-         absl::StrCat("COORD_ATTEMPT=", item.attempts()),
-         absl::StrCat("COORD_BRANCH=", item.branch()),
-         absl::StrCat("COORD_WORKTREE=", item.worktree()),
-         absl::StrCat("COORD_CHECKPOINT=", item.checkpoint()),
-         absl::StrCat("COORD_PROGRESS=", item.progress())});
-    if (!child.ok()) return Fail(env, std::string(child.status().message()));
-
-    // Heartbeat every third of the lease while the command runs; a refused heartbeat means the
-    // lease is gone (another worker may hold the item), so the command is stopped.
-    absl::Time expire = absl::Now() + *ttl;
-    // The first heartbeat, at once, records the command's pid as the item's.
-    absl::Time next_beat = absl::Now();
-    bool pid_sent = false;
-    int wait_status = 0;
-    bool lost = false;
-    while (true) {
-      const pid_t done = waitpid(*child, &wait_status, WNOHANG);
-      if (done == *child) break;
-      const absl::Time now = absl::Now();
-      if (now >= next_beat) {
-        coordinator::v1::HeartbeatRequest beat;
-        beat.set_lease(lease);
-        if (!pid_sent) beat.set_pid(*child);
-        coordinator::v1::HeartbeatResponse beat_response;
-        grpc::Status hs = stub->Heartbeat(env.NewContext().get(), beat, &beat_response);
-        if (hs.ok()) {
-          pid_sent = true;
-          expire = absl::Now() + *ttl;
-          next_beat = absl::Now() + *ttl / 3;
-        } else if (Retriable(hs) && now < expire) {
-          next_beat = now + absl::Milliseconds(200);
-        } else {
-          *env.err << "coordctl: lost the lease on " << item.item_id() << ": " << hs.error_message()
-                   << std::endl;
-          kill(*child, SIGKILL);
-          waitpid(*child, &wait_status, 0);
-          lost = true;
-          break;
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    ++processed;
-    if (lost) continue;
-
-    const bool ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
-    WorkItem result;
-    if (ok) {
-      coordinator::v1::CompleteRequest complete;
-      complete.set_lease(lease);
-      complete.set_summary(absl::StrCat("command exited 0 on worker ", worker));
-      s = CallWithRetry(env, expire, [&](grpc::ClientContext* c) {
-        return stub->Complete(c, complete, &result);
-      });
-    } else {
-      coordinator::v1::FailRequest fail;
-      fail.set_lease(lease);
-      fail.set_error(WIFEXITED(wait_status)
-                         ? absl::StrCat("command exited with status ", WEXITSTATUS(wait_status))
-                         : absl::StrCat("command killed by signal ", WTERMSIG(wait_status)));
-      fail.set_retryable(true);
-      s = CallWithRetry(env, expire,
-                        [&](grpc::ClientContext* c) { return stub->Fail(c, fail, &result); });
-    }
-    if (s.ok()) {
-      *env.err << "coordctl: " << worker << " " << (ok ? "completed " : "failed ") << item.item_id()
-               << " epoch " << claimed.epoch() << " -> " << ItemStatusName(result.status())
-               << std::endl;
-    } else {
-      *env.err << "coordctl: result of " << item.item_id() << " not recorded: " << s.error_message()
-               << std::endl;
-    }
-  }
-  StopWorkerQuietly(env, stub.get(), run_id, worker,
-                    absl::StrCat("processed --max-items ", max_items));
   return kExitOk;
 }
 
@@ -1081,47 +631,10 @@ std::string EventJsonLine(const coordinator::v1::WorkEvent& event) {
   return line;
 }
 
-void AddRunCommands(std::vector<Command>* commands) {
-  commands->push_back(
-      {{"run", "create"},
-       "--workstreams <specs dir> [--base-branch main] [--run-id ID] [--worktree-root DIR] "
-       "[--naming coordinator|arial] "
-       "[--max-attempts N] [--backoff-base 10s] [--backoff-max 5m] [--non-retryable TEXT ...] "
-       "[--claimant PRINCIPAL ...] [--json]",
-       "create a run with one workstream per spec file (*.md); prints the run id. Only the "
-       "claimants' agents (default: your principal) and admins may claim its items",
-       WithPolicyOptions(
-           {"workstreams", "base-branch", "run-id", "worktree-root", "naming", "claimant"}),
-       {"json"},
-       0,
-       0,
-       false,
-       RunCreate});
-  commands->push_back(
-      {{"run", "import"},
-       "<task-graph.json> [--feature NAME] [--run-id ID] [--max-attempts N] [--backoff-base 10s] "
-       "[--backoff-max 5m] [--non-retryable TEXT ...] [--claimant PRINCIPAL ...] [--json]",
-       "create a run from a task graph; prints the run id. Only the claimants' agents (default: "
-       "your principal) and admins may claim its items",
-       WithPolicyOptions({"feature", "run-id", "claimant"}),
-       {"json"},
-       1,
-       1,
-       false,
-       RunImport});
-  commands->push_back({{"run", "status"},
-                       "<run> [--status pending|running|done|failed|blocked] [--json]",
-                       "show a run (with its current level and level states) and a table of its "
-                       "items, or only those with --status: state, attempts, holder, lease "
-                       "expiry, level, last error or summary",
-                       {"status"},
-                       {"json"},
-                       1,
-                       1,
-                       false,
-                       RunStatus});
-  commands->push_back(
-      {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunList});
+namespace {
+
+// claim, heartbeat, checkpoint, complete, fail, retry: one lease's life.
+void AddLeaseCommands(std::vector<Command>* commands) {
   commands->push_back({{"run", "claim"},
                        "<run> --worker W [--ttl 30s] [--capability NAME ...] [--pid N]",
                        "claim one item whose required capabilities yours cover; prints the item "
@@ -1177,6 +690,10 @@ void AddRunCommands(std::vector<Command>* commands) {
                        2,
                        false,
                        RunRetry});
+}
+
+// watch, workers, stop-worker, level merge, add, events: following and steering a run.
+void AddRunSteeringCommands(std::vector<Command>* commands) {
   commands->push_back({{"run", "watch"},
                        "<run> [--json] [--plain]",
                        "show the run's items live until interrupted: on a terminal a line per "
@@ -1187,19 +704,7 @@ void AddRunCommands(std::vector<Command>* commands) {
                        1,
                        false,
                        RunWatch});
-  commands->push_back(
-      {{"run", "work"},
-       "<run> --worker W [--ttl 30s] [--poll 1s] [--max-items N] [--patience 5m] "
-       "[--capability NAME ...] -- <command...>",
-       "worker loop: claim an item, run the command with COORD_* variables (COORD_ITEM_ID, "
-       "COORD_LEASE, ...) while heartbeating, complete on exit 0, else fail (retryable); stops "
-       "(and is marked stopped) when nothing is left",
-       {"worker", "ttl", "poll", "max-items", "patience", "capability"},
-       {},
-       1,
-       1,
-       true,
-       RunWork});
+  AddRunWorkCommand(commands);  // run_work.cc
   commands->push_back({{"run", "workers"},
                        "<run> [--json]",
                        "the run's workers: number (its id in MAHABHARATHA's files), status (idle, "
@@ -1252,6 +757,53 @@ void AddRunCommands(std::vector<Command>* commands) {
                        1,
                        false,
                        RunEvents});
+}
+
+}  // namespace
+
+void AddRunCommands(std::vector<Command>* commands) {
+  commands->push_back(
+      {{"run", "create"},
+       "--workstreams <specs dir> [--base-branch main] [--run-id ID] [--worktree-root DIR] "
+       "[--naming coordinator|arial] "
+       "[--max-attempts N] [--backoff-base 10s] [--backoff-max 5m] [--non-retryable TEXT ...] "
+       "[--claimant PRINCIPAL ...] [--json]",
+       "create a run with one workstream per spec file (*.md); prints the run id. Only the "
+       "claimants' agents (default: your principal) and admins may claim its items",
+       WithPolicyOptions(
+           {"workstreams", "base-branch", "run-id", "worktree-root", "naming", "claimant"}),
+       {"json"},
+       0,
+       0,
+       false,
+       RunCreate});
+  commands->push_back(
+      {{"run", "import"},
+       "<task-graph.json> [--feature NAME] [--run-id ID] [--max-attempts N] [--backoff-base 10s] "
+       "[--backoff-max 5m] [--non-retryable TEXT ...] [--claimant PRINCIPAL ...] [--json]",
+       "create a run from a task graph; prints the run id. Only the claimants' agents (default: "
+       "your principal) and admins may claim its items",
+       WithPolicyOptions({"feature", "run-id", "claimant"}),
+       {"json"},
+       1,
+       1,
+       false,
+       RunImport});
+  commands->push_back({{"run", "status"},
+                       "<run> [--status pending|running|done|failed|blocked] [--json]",
+                       "show a run (with its current level and level states) and a table of its "
+                       "items, or only those with --status: state, attempts, holder, lease "
+                       "expiry, level, last error or summary",
+                       {"status"},
+                       {"json"},
+                       1,
+                       1,
+                       false,
+                       RunStatus});
+  commands->push_back(
+      {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunList});
+  AddLeaseCommands(commands);
+  AddRunSteeringCommands(commands);
 }
 
 }  // namespace coordctl

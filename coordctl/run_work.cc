@@ -1,0 +1,294 @@
+// coordctl run work: a worker loop around a command. It claims an item, runs the command with
+// the item's COORD_* variables while it heartbeats the lease, and completes or fails the item by
+// the command's exit status.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "coordctl/cli.h"
+#include "coordctl/run_format.h"
+#include "coordinator/v1/work.grpc.pb.h"
+
+extern char** environ;
+
+namespace coordctl {
+namespace {
+
+using coordinator::v1::WorkItem;
+using coordinator::v1::WorkService;
+
+bool Retriable(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         s.error_code() == grpc::StatusCode::ABORTED;
+}
+
+// Starts `argv` with `env_add` added to the environment. The child is killed when this process
+// dies (PR_SET_PDEATHSIG), so a worker killed with kill -9 leaves no command running without a
+// lease.
+absl::StatusOr<pid_t> StartChild(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env_add) {
+  // Everything the child needs is built before fork: only async-signal-safe calls after it.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string& add : env_add) {
+      if (absl::StartsWith(entry, add.substr(0, add.find('=') + 1))) replaced = true;
+    }
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  env_strings.insert(env_strings.end(), env_add.begin(), env_add.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
+    execvpe(cargs[0], cargs.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Calls `rpc` until it returns something other than a transient error or `deadline` passes.
+template <typename Rpc>
+grpc::Status CallWithRetry(const Env& env, absl::Time deadline, Rpc rpc) {
+  while (true) {
+    grpc::Status s = rpc(env.NewContext().get());
+    if (!Retriable(s) || absl::Now() >= deadline) return s;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+// Marks the worker stopped in the run's registry as `run work` ends; a failure only warns.
+void StopWorkerQuietly(const Env& env, WorkService::Stub* stub, const std::string& run_id,
+                       const std::string& worker, const std::string& reason) {
+  coordinator::v1::StopWorkerRequest request;
+  request.set_run_id(run_id);
+  request.set_worker_id(worker);
+  request.set_reason(reason);
+  coordinator::v1::RunWorker stopped;
+  grpc::Status s = stub->StopWorker(env.NewContext().get(), request, &stopped);
+  if (!s.ok()) {
+    *env.err << "coordctl: could not mark " << worker << " stopped: " << s.error_message()
+             << std::endl;
+  }
+}
+
+// The options of `run work`.
+struct WorkOptions {
+  std::string run_id;
+  std::string worker;
+  absl::Duration ttl;
+  absl::Duration poll;
+  int64_t max_items = -1;  // -1: no limit
+  // How long the coordinator may be unreachable before the worker gives up.
+  absl::Duration patience;
+};
+
+// INVALID_ARGUMENT (a usage error) for a missing or bad option.
+absl::StatusOr<WorkOptions> ReadWorkOptions(const ParsedArgs& args) {
+  if (!args.has("worker")) return absl::InvalidArgumentError("--worker is required");
+  if (args.rest.empty()) return absl::InvalidArgumentError("the command goes after \"--\"");
+  WorkOptions o;
+  o.run_id = args.positional[0];
+  o.worker = args.get("worker");
+  absl::StatusOr<absl::Duration> ttl = TtlArg(args, "30s");
+  if (!ttl.ok() || *ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--ttl takes a positive duration");
+  }
+  o.ttl = *ttl;
+  absl::StatusOr<absl::Duration> poll = ParseDurationArg("poll", args.get("poll", "1s"));
+  if (!poll.ok() || *poll <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--poll takes a positive duration");
+  }
+  o.poll = *poll;
+  if (args.has("max-items")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("--max-items", args.get("max-items"));
+    if (!n.ok() || *n <= 0)
+      return absl::InvalidArgumentError("--max-items takes a positive number");
+    o.max_items = *n;
+  }
+  absl::StatusOr<absl::Duration> patience =
+      ParseDurationArg("patience", args.get("patience", "5m"));
+  if (!patience.ok()) return patience.status();
+  o.patience = *patience;
+  return o;
+}
+
+// How the command of one claimed item ended.
+struct Outcome {
+  int wait_status = 0;
+  bool lost = false;  // the lease was lost: the command was killed
+  absl::Time expire;  // when the lease expires
+};
+
+// Waits for the command, heartbeating every third of the lease; a refused heartbeat means the
+// lease is gone (another worker may hold the item), so the command is stopped.
+Outcome Supervise(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
+                  const std::string& item_id, const std::string& lease, pid_t child) {
+  Outcome out;
+  out.expire = absl::Now() + o.ttl;
+  // The first heartbeat, at once, records the command's pid as the item's.
+  absl::Time next_beat = absl::Now();
+  bool pid_sent = false;
+  while (true) {
+    if (waitpid(child, &out.wait_status, WNOHANG) == child) return out;
+    const absl::Time now = absl::Now();
+    if (now >= next_beat) {
+      coordinator::v1::HeartbeatRequest beat;
+      beat.set_lease(lease);
+      if (!pid_sent) beat.set_pid(child);
+      coordinator::v1::HeartbeatResponse beat_response;
+      grpc::Status hs = stub->Heartbeat(env.NewContext().get(), beat, &beat_response);
+      if (hs.ok()) {
+        pid_sent = true;
+        out.expire = absl::Now() + o.ttl;
+        next_beat = absl::Now() + o.ttl / 3;
+      } else if (Retriable(hs) && now < out.expire) {
+        next_beat = now + absl::Milliseconds(200);
+      } else {
+        *env.err << "coordctl: lost the lease on " << item_id << ": " << hs.error_message()
+                 << std::endl;
+        kill(child, SIGKILL);
+        waitpid(child, &out.wait_status, 0);
+        out.lost = true;
+        return out;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+// Completes the item when its command exited 0, else fails it (retryable).
+void Report(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
+            const coordinator::v1::ClaimResponse& claimed, const Outcome& outcome) {
+  const WorkItem& item = claimed.item();
+  const int status = outcome.wait_status;
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  WorkItem result;
+  grpc::Status s;
+  if (ok) {
+    coordinator::v1::CompleteRequest complete;
+    complete.set_lease(claimed.lease());
+    complete.set_summary(absl::StrCat("command exited 0 on worker ", o.worker));
+    s = CallWithRetry(env, outcome.expire,
+                      [&](grpc::ClientContext* c) { return stub->Complete(c, complete, &result); });
+  } else {
+    coordinator::v1::FailRequest fail;
+    fail.set_lease(claimed.lease());
+    fail.set_error(WIFEXITED(status)
+                       ? absl::StrCat("command exited with status ", WEXITSTATUS(status))
+                       : absl::StrCat("command killed by signal ", WTERMSIG(status)));
+    fail.set_retryable(true);
+    s = CallWithRetry(env, outcome.expire,
+                      [&](grpc::ClientContext* c) { return stub->Fail(c, fail, &result); });
+  }
+  if (s.ok()) {
+    *env.err << "coordctl: " << o.worker << " " << (ok ? "completed " : "failed ") << item.item_id()
+             << " epoch " << claimed.epoch() << " -> " << ItemStatusName(result.status())
+             << std::endl;
+  } else {
+    *env.err << "coordctl: result of " << item.item_id() << " not recorded: " << s.error_message()
+             << std::endl;
+  }
+}
+
+// Runs the command for one claimed item and reports how it ended.
+absl::Status WorkOn(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
+                    const std::vector<std::string>& command,
+                    const coordinator::v1::ClaimResponse& claimed) {
+  const WorkItem& item = claimed.item();
+  *env.err << "coordctl: " << o.worker << " claimed " << item.item_id() << " epoch "
+           << claimed.epoch() << " lease " << claimed.lease() << std::endl;
+  absl::StatusOr<pid_t> child = StartChild(
+      command,
+      {absl::StrCat("COORD_RUN_ID=", o.run_id), absl::StrCat("COORD_ITEM_ID=", item.item_id()),
+       absl::StrCat("COORD_LEASE=", claimed.lease()), absl::StrCat("COORD_EPOCH=", claimed.epoch()),
+       absl::StrCat("COORD_ATTEMPT=", item.attempts()),
+       absl::StrCat("COORD_BRANCH=", item.branch()),
+       absl::StrCat("COORD_WORKTREE=", item.worktree()),
+       absl::StrCat("COORD_CHECKPOINT=", item.checkpoint()),
+       absl::StrCat("COORD_PROGRESS=", item.progress())});
+  if (!child.ok()) return child.status();
+  const Outcome outcome = Supervise(env, stub, o, item.item_id(), claimed.lease(), *child);
+  if (!outcome.lost) Report(env, stub, o, claimed, outcome);
+  return absl::OkStatus();
+}
+
+int RunWork(const Env& env, const ParsedArgs& args) {
+  absl::StatusOr<WorkOptions> o = ReadWorkOptions(args);
+  if (!o.ok()) return Fail(env, std::string(o.status().message()), kExitUsage);
+  auto stub = WorkService::NewStub(env.channel);
+  int64_t processed = 0;
+  while (o->max_items < 0 || processed < o->max_items) {
+    coordinator::v1::ClaimRequest claim;
+    claim.set_run_id(o->run_id);
+    claim.set_worker_id(o->worker);
+    *claim.mutable_lease_ttl() = ToProto(o->ttl);
+    AddCapabilities(args, claim.mutable_capabilities());
+    claim.set_pid(getpid());
+    coordinator::v1::ClaimResponse claimed;
+    grpc::Status s = CallWithRetry(env, absl::Now() + o->patience, [&](grpc::ClientContext* c) {
+      return stub->Claim(c, claim, &claimed);
+    });
+    if (!s.ok()) return ReportRpcError(env, s);
+    if (!claimed.has_item()) {
+      if (claimed.stalled()) {
+        *env.err << "coordctl: run " << o->run_id << " is " << RunStatusName(claimed.run().status())
+                 << "; nothing left to claim" << std::endl;
+        StopWorkerQuietly(env, stub.get(), o->run_id, o->worker,
+                          "the run has nothing left to claim");
+        return claimed.run().status() == coordinator::v1::RUN_STATUS_COMPLETED ? kExitOk : kExitNo;
+      }
+      absl::Duration wait = o->poll;
+      if (claimed.has_retry_after()) wait = std::min(wait, FromProto(claimed.retry_after()));
+      absl::SleepFor(std::max(wait, absl::Milliseconds(10)));
+      continue;
+    }
+    if (absl::Status started = WorkOn(env, stub.get(), *o, args.rest, claimed); !started.ok()) {
+      return Fail(env, std::string(started.message()));
+    }
+    ++processed;
+  }
+  StopWorkerQuietly(env, stub.get(), o->run_id, o->worker,
+                    absl::StrCat("processed --max-items ", o->max_items));
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRunWorkCommand(std::vector<Command>* commands) {
+  commands->push_back(
+      {{"run", "work"},
+       "<run> --worker W [--ttl 30s] [--poll 1s] [--max-items N] [--patience 5m] "
+       "[--capability NAME ...] -- <command...>",
+       "worker loop: claim an item, run the command with COORD_* variables (COORD_ITEM_ID, "
+       "COORD_LEASE, ...) while heartbeating, complete on exit 0, else fail (retryable); stops "
+       "(and is marked stopped) when nothing is left",
+       {"worker", "ttl", "poll", "max-items", "patience", "capability"},
+       {},
+       1,
+       1,
+       true,
+       RunWork});
+}
+
+}  // namespace coordctl
