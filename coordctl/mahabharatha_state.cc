@@ -566,67 +566,52 @@ std::string RunFailure(const Run& run, const std::vector<WorkItem>& items) {
   return text;
 }
 
-}  // namespace
-
-std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
-                                    const std::vector<RunWorker>& workers,
-                                    const std::vector<coordinator::v1::WorkEvent>* events) {
-  const MahabharathaWorkerNumbers numbers(workers);
-  const Struct& original = Meta(run.metadata(), "state");
-  const bool imported = !original.fields().empty();
-  Struct state = original;
-  if (!imported) {
-    // The StateManager's initial state.
-    Put(&state, "started_at", JsonString(PythonIsoTime(FromTimestamp(run.create_time()))));
-    Put(&state, "current_level", JsonNumber(0));
-    Put(&state, "workers", StructValue(Struct()));
-    Put(&state, "levels", StructValue(Struct()));
-    Value log;
-    log.mutable_list_value();
-    Put(&state, "execution_log", log);
-    Put(&state, "metrics", JsonNull());
-    Put(&state, "paused", JsonBool(false));
-    Put(&state, "error", JsonNull());
+// execution_log: as imported, then what happened here since (the import's own entries, made in
+// its commit at the run's creation time, are not theirs).
+void WriteExecutionLog(const Run& run, const std::vector<WorkItem>& items,
+                       const MahabharathaWorkerNumbers& numbers,
+                       const std::vector<coordinator::v1::WorkEvent>& events, bool imported,
+                       Struct* state_out) {
+  Struct& state = *state_out;
+  std::map<int64_t, int> items_at_level;
+  for (const WorkItem& item : items) ++items_at_level[item.level()];
+  Value log;
+  if (const Value* v = Get(state, "execution_log"); v != nullptr && v->has_list_value()) {
+    log = *v;
   }
-  Put(&state, "feature", JsonString(run.feature()));
-
-  // The log: as imported, then what happened here since (the import's own entries, made in its
-  // commit at the run's creation time, are not theirs).
-  if (events != nullptr) {
-    std::map<int64_t, int> items_at_level;
-    for (const WorkItem& item : items) ++items_at_level[item.level()];
-    Value log;
-    if (const Value* v = Get(state, "execution_log"); v != nullptr && v->has_list_value()) {
-      log = *v;
-    }
-    log.mutable_list_value();
-    // A level starts in the commit of its first claim, at the same time: their coordinator
-    // logs the level's start before any of its claims, so at one time a start comes first.
-    struct Logged {
-      absl::Time time;
-      bool level_started;
-      Value entry;
-    };
-    std::vector<Logged> appended;
-    for (const coordinator::v1::WorkEvent& event : *events) {
-      const absl::Time time = FromTimestamp(event.time());
-      if (imported && time <= FromTimestamp(run.create_time())) continue;
-      std::optional<Value> entry = ExecutionLogEntry(event, items_at_level, numbers);
-      if (!entry.has_value()) continue;
-      appended.push_back({time,
-                          event.kind() == coordinator::v1::WorkEvent::KIND_LEVEL_CHANGED &&
-                              event.level_status() == coordinator::v1::LEVEL_STATUS_RUNNING,
-                          *std::move(entry)});
-    }
-    std::stable_sort(appended.begin(), appended.end(), [](const Logged& a, const Logged& b) {
-      return a.time != b.time ? a.time < b.time : a.level_started && !b.level_started;
-    });
-    for (Logged& logged : appended) {
-      *log.mutable_list_value()->add_values() = std::move(logged.entry);
-    }
-    if (!appended.empty() || !imported) Put(&state, "execution_log", std::move(log));
+  log.mutable_list_value();
+  // A level starts in the commit of its first claim, at the same time: their coordinator
+  // logs the level's start before any of its claims, so at one time a start comes first.
+  struct Logged {
+    absl::Time time;
+    bool level_started;
+    Value entry;
+  };
+  std::vector<Logged> appended;
+  for (const coordinator::v1::WorkEvent& event : events) {
+    const absl::Time time = FromTimestamp(event.time());
+    if (imported && time <= FromTimestamp(run.create_time())) continue;
+    std::optional<Value> entry = ExecutionLogEntry(event, items_at_level, numbers);
+    if (!entry.has_value()) continue;
+    appended.push_back({time,
+                        event.kind() == coordinator::v1::WorkEvent::KIND_LEVEL_CHANGED &&
+                            event.level_status() == coordinator::v1::LEVEL_STATUS_RUNNING,
+                        *std::move(entry)});
   }
+  std::stable_sort(appended.begin(), appended.end(), [](const Logged& a, const Logged& b) {
+    return a.time != b.time ? a.time < b.time : a.level_started && !b.level_started;
+  });
+  for (Logged& logged : appended) {
+    *log.mutable_list_value()->add_values() = std::move(logged.entry);
+  }
+  if (!appended.empty() || !imported) Put(&state, "execution_log", std::move(log));
+}
 
+// The tasks, each as set_task_status writes a task the coordinator changed (or made); whether
+// any was.
+bool WriteTasks(const Run& run, const std::vector<WorkItem>& items,
+                const MahabharathaWorkerNumbers& numbers, bool imported, Struct* state_out) {
+  Struct& state = *state_out;
   bool changed = !imported;
   // A task's level, title and description, which their status --tasks shows, are written when
   // the coordinator knows them and the file did not have them: the level of a run made here or
@@ -688,97 +673,131 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
   }
   Put(&state, "tasks", StructValue(std::move(tasks)));
 
-  if (changed) {
-    Put(&state, "current_level", JsonNumber(static_cast<double>(run.current_level())));
-    // A run that stopped on a failure: the error their status shows (set_error), unless the
-    // file holds one of its own.
-    if (const Value* error = Get(state, "error");
-        (error == nullptr || error->has_null_value()) &&
-        (run.status() == coordinator::v1::RUN_STATUS_FAILED ||
-         run.status() == coordinator::v1::RUN_STATUS_BLOCKED)) {
-      Put(&state, "error", JsonString(RunFailure(run, items)));
+  return changed;
+}
+
+// current_level, the error of a failed run, and the levels whose status moved since the import.
+void WriteLevels(const Run& run, const std::vector<WorkItem>& items, Struct* state_out) {
+  Struct& state = *state_out;
+  Put(&state, "current_level", JsonNumber(static_cast<double>(run.current_level())));
+  // A run that stopped on a failure: the error their status shows (set_error), unless the
+  // file holds one of its own.
+  if (const Value* error = Get(state, "error");
+      (error == nullptr || error->has_null_value()) &&
+      (run.status() == coordinator::v1::RUN_STATUS_FAILED ||
+       run.status() == coordinator::v1::RUN_STATUS_BLOCKED)) {
+    Put(&state, "error", JsonString(RunFailure(run, items)));
+  }
+  // Levels whose status moved since the import, as set_level_status writes them.
+  Struct levels;
+  if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
+    levels = v->struct_value();
+  }
+  for (const coordinator::v1::LevelState& live : run.level_states()) {
+    const std::string key = absl::StrCat(live.level());
+    Struct level;
+    if (const Value* v = Get(levels, key); v != nullptr && v->has_struct_value()) {
+      level = v->struct_value();
     }
-    // Levels whose status moved since the import, as set_level_status writes them.
-    Struct levels;
-    if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
-      levels = v->struct_value();
+    const Value* was = Get(level, "status");
+    if (was != nullptr && was->kind_case() == Value::kStringValue &&
+        LevelStatusOf(level) == live.status()) {
+      continue;
     }
-    for (const coordinator::v1::LevelState& live : run.level_states()) {
-      const std::string key = absl::StrCat(live.level());
-      Struct level;
-      if (const Value* v = Get(levels, key); v != nullptr && v->has_struct_value()) {
-        level = v->struct_value();
-      }
-      const Value* was = Get(level, "status");
-      if (was != nullptr && was->kind_case() == Value::kStringValue &&
-          LevelStatusOf(level) == live.status()) {
+    if (was == nullptr && live.status() == coordinator::v1::LEVEL_STATUS_PENDING) continue;
+    Put(&level, "status", JsonString(LevelStatusName(live.status())));
+    Put(&level, "updated_at", JsonString(PythonIsoTime(FromTimestamp(run.update_time()))));
+    if (live.status() == coordinator::v1::LEVEL_STATUS_MERGED) {
+      // As set_level_merge_status(level, COMPLETE) writes it after set_level_status.
+      const std::string merged = PythonIsoTime(
+          FromTimestamp(live.has_merge_time() ? live.merge_time() : run.update_time()));
+      Put(&level, "merge_status", JsonString("complete"));
+      Put(&level, "merge_updated_at", JsonString(merged));
+      Put(&level, "merge_completed_at", JsonString(merged));
+    }
+    if (live.has_start_time()) {
+      Put(&level, "started_at", JsonString(PythonIsoTime(FromTimestamp(live.start_time()))));
+    }
+    if (live.has_complete_time()) {
+      Put(&level, "completed_at", JsonString(PythonIsoTime(FromTimestamp(live.complete_time()))));
+    }
+    if (!live.merge_commit().empty()) Put(&level, "merge_commit", JsonString(live.merge_commit()));
+    Put(&levels, key, StructValue(std::move(level)));
+  }
+  Put(&state, "levels", StructValue(std::move(levels)));
+}
+
+// The coordinator's worker registry over the imported workers.
+void WriteWorkers(const Run& run, const std::vector<RunWorker>& workers,
+                  const MahabharathaWorkerNumbers& numbers, Struct* state_out) {
+  Struct& state = *state_out;
+  Struct map;
+  if (const Value* v = Get(state, "workers"); v != nullptr && v->has_struct_value()) {
+    map = v->struct_value();
+  }
+  for (const RunWorker& w : workers) {
+    Struct entry;
+    const std::string key = numbers.Key(w.worker_id());
+    if (const Value* v = Get(map, key); v != nullptr && v->has_struct_value()) {
+      entry = v->struct_value();
+      // Registered by the import (with the run) and not changed since: as it was imported.
+      if (w.has_create_time() &&
+          w.create_time().SerializeAsString() == run.create_time().SerializeAsString() &&
+          w.update_time().SerializeAsString() == w.create_time().SerializeAsString()) {
         continue;
       }
-      if (was == nullptr && live.status() == coordinator::v1::LEVEL_STATUS_PENDING) continue;
-      Put(&level, "status", JsonString(LevelStatusName(live.status())));
-      Put(&level, "updated_at", JsonString(PythonIsoTime(FromTimestamp(run.update_time()))));
-      if (live.status() == coordinator::v1::LEVEL_STATUS_MERGED) {
-        // As set_level_merge_status(level, COMPLETE) writes it after set_level_status.
-        const std::string merged = PythonIsoTime(
-            FromTimestamp(live.has_merge_time() ? live.merge_time() : run.update_time()));
-        Put(&level, "merge_status", JsonString("complete"));
-        Put(&level, "merge_updated_at", JsonString(merged));
-        Put(&level, "merge_completed_at", JsonString(merged));
-      }
-      if (live.has_start_time()) {
-        Put(&level, "started_at", JsonString(PythonIsoTime(FromTimestamp(live.start_time()))));
-      }
-      if (live.has_complete_time()) {
-        Put(&level, "completed_at", JsonString(PythonIsoTime(FromTimestamp(live.complete_time()))));
-      }
-      if (!live.merge_commit().empty())
-        Put(&level, "merge_commit", JsonString(live.merge_commit()));
-      Put(&levels, key, StructValue(std::move(level)));
     }
-    Put(&state, "levels", StructValue(std::move(levels)));
+    Put(&entry, "worker_id", numbers.Id(w.worker_id()));
+    Put(&entry, "status", JsonString(WorkerStatusName(w.status())));
+    Put(&entry, "current_task",
+        w.current_item().empty() ? JsonNull() : JsonString(w.current_item()));
+    Put(&entry, "health_check_at",
+        w.has_last_heartbeat_time()
+            ? JsonString(PythonIsoTime(FromTimestamp(w.last_heartbeat_time())))
+            : JsonNull());
+    if (w.has_create_time()) {
+      Put(&entry, "started_at", JsonString(PythonIsoTime(FromTimestamp(w.create_time()))));
+    }
+    Put(&entry, "tasks_completed", JsonNumber(static_cast<double>(w.items_completed())));
+    // Every key WorkerState.to_dict writes, but `branch`: their state renderer takes len() of
+    // it, which fails on null; without it, it shows "-".
+    for (const char* key :
+         {"port", "container_id", "worktree_path", "ready_at", "last_task_completed_at"}) {
+      if (Get(entry, key) == nullptr) Put(&entry, key, JsonNull());
+    }
+    if (Get(entry, "context_usage") == nullptr) Put(&entry, "context_usage", JsonNumber(0));
+    Put(&map, key, StructValue(std::move(entry)));
   }
+  Put(&state, "workers", StructValue(std::move(map)));
+}
 
-  // The coordinator's worker registry over the imported workers.
-  if (!workers.empty()) {
-    Struct map;
-    if (const Value* v = Get(state, "workers"); v != nullptr && v->has_struct_value()) {
-      map = v->struct_value();
-    }
-    for (const RunWorker& w : workers) {
-      Struct entry;
-      const std::string key = numbers.Key(w.worker_id());
-      if (const Value* v = Get(map, key); v != nullptr && v->has_struct_value()) {
-        entry = v->struct_value();
-        // Registered by the import (with the run) and not changed since: as it was imported.
-        if (w.has_create_time() &&
-            w.create_time().SerializeAsString() == run.create_time().SerializeAsString() &&
-            w.update_time().SerializeAsString() == w.create_time().SerializeAsString()) {
-          continue;
-        }
-      }
-      Put(&entry, "worker_id", numbers.Id(w.worker_id()));
-      Put(&entry, "status", JsonString(WorkerStatusName(w.status())));
-      Put(&entry, "current_task",
-          w.current_item().empty() ? JsonNull() : JsonString(w.current_item()));
-      Put(&entry, "health_check_at",
-          w.has_last_heartbeat_time()
-              ? JsonString(PythonIsoTime(FromTimestamp(w.last_heartbeat_time())))
-              : JsonNull());
-      if (w.has_create_time()) {
-        Put(&entry, "started_at", JsonString(PythonIsoTime(FromTimestamp(w.create_time()))));
-      }
-      Put(&entry, "tasks_completed", JsonNumber(static_cast<double>(w.items_completed())));
-      // Every key WorkerState.to_dict writes, but `branch`: their state renderer takes len() of
-      // it, which fails on null; without it, it shows "-".
-      for (const char* key :
-           {"port", "container_id", "worktree_path", "ready_at", "last_task_completed_at"}) {
-        if (Get(entry, key) == nullptr) Put(&entry, key, JsonNull());
-      }
-      if (Get(entry, "context_usage") == nullptr) Put(&entry, "context_usage", JsonNumber(0));
-      Put(&map, key, StructValue(std::move(entry)));
-    }
-    Put(&state, "workers", StructValue(std::move(map)));
+}  // namespace
+
+std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>& items,
+                                    const std::vector<RunWorker>& workers,
+                                    const std::vector<coordinator::v1::WorkEvent>* events) {
+  const MahabharathaWorkerNumbers numbers(workers);
+  const Struct& original = Meta(run.metadata(), "state");
+  const bool imported = !original.fields().empty();
+  Struct state = original;
+  if (!imported) {
+    // The StateManager's initial state.
+    Put(&state, "started_at", JsonString(PythonIsoTime(FromTimestamp(run.create_time()))));
+    Put(&state, "current_level", JsonNumber(0));
+    Put(&state, "workers", StructValue(Struct()));
+    Put(&state, "levels", StructValue(Struct()));
+    Value log;
+    log.mutable_list_value();
+    Put(&state, "execution_log", log);
+    Put(&state, "metrics", JsonNull());
+    Put(&state, "paused", JsonBool(false));
+    Put(&state, "error", JsonNull());
   }
+  Put(&state, "feature", JsonString(run.feature()));
+
+  if (events != nullptr) WriteExecutionLog(run, items, numbers, *events, imported, &state);
+  if (WriteTasks(run, items, numbers, imported, &state)) WriteLevels(run, items, &state);
+  if (!workers.empty()) WriteWorkers(run, workers, numbers, &state);
   return WriteJson(StructValue(std::move(state)), 2, KeyOrder());
 }
 
