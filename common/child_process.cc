@@ -38,16 +38,29 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (options.stdout_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, 1);
-  } else {
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  }
-  if (options.stderr_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&actions, options.stderr_fd, 2);
-  } else {
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Each of stdin, stdout, stderr: a given descriptor, this process's, or the default.
+  const struct {
+    int fd;
+    int target;
+    void (*fallback)(posix_spawn_file_actions_t*);
+  } streams[] = {
+      {options.stdin_fd, 0,
+       [](posix_spawn_file_actions_t* a) {
+         posix_spawn_file_actions_addopen(a, 0, "/dev/null", O_RDONLY, 0);
+       }},
+      {options.stdout_fd, 1,
+       [](posix_spawn_file_actions_t* a) {
+         posix_spawn_file_actions_addopen(a, 1, "/dev/null", O_WRONLY, 0);
+       }},
+      {options.stderr_fd, 2,
+       [](posix_spawn_file_actions_t* a) { posix_spawn_file_actions_adddup2(a, 1, 2); }},
+  };
+  for (const auto& stream : streams) {
+    if (stream.fd >= 0) {
+      posix_spawn_file_actions_adddup2(&actions, stream.fd, stream.target);
+    } else if (stream.fd != kInherit) {
+      stream.fallback(&actions);
+    }
   }
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   posix_spawnattr_t attr;

@@ -15,19 +15,25 @@
 
 namespace common {
 
+// SpawnOptions: the child shares this process's file descriptor.
+inline constexpr int kInherit = -2;
+
 struct SpawnOptions {
   // The command and its arguments; argv[0] is looked up in PATH.
   std::vector<std::string> argv;
   // NAME=value entries added to this process's environment (replacing NAME).
   std::vector<std::string> env_add;
-  // Where the child's stdout and stderr go: -1 for /dev/null; stderr -1 shares stdout's.
+  // The child's stdin (-1: /dev/null), stdout (-1: /dev/null) and stderr (-1: stdout's);
+  // kInherit keeps this process's.
+  int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
   // Working directory; empty: this process's.
   std::string cwd;
 };
 
-// Starts the command in a new process group (its id is the child's pid), stdin from /dev/null.
+// Starts the command in a new process group (its id is the child's pid) with the default
+// disposition of SIGPIPE, SIGINT and SIGTERM, whatever this process does with them.
 // INVALID_ARGUMENT for an empty argv; FAILED_PRECONDITION when the command cannot be run.
 [[nodiscard]] absl::StatusOr<pid_t> Spawn(const SpawnOptions& options);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/shell_words.h"
 
 namespace coordctl {
 namespace {
@@ -211,7 +212,7 @@ absl::StatusOr<ScenarioAgent> ReadAgent(const cpptoml::table& table, std::string
   if (absl::Status s = ParseEndpoint(&agent, where); !s.ok()) return s;
   absl::StatusOr<std::string> cmd = StringKey(table, "cmd", where, line);
   if (cmd.ok()) {
-    absl::StatusOr<std::vector<std::string>> words = SplitCommand(*cmd);
+    absl::StatusOr<std::vector<std::string>> words = common::SplitShellWords(*cmd);
     if (!words.ok())
       return LineError(line, absl::StrCat(where, ": cmd: ", words.status().message()));
     if (words->empty()) return LineError(line, absl::StrCat(where, ": cmd is empty"));
@@ -223,46 +224,6 @@ absl::StatusOr<ScenarioAgent> ReadAgent(const cpptoml::table& table, std::string
 }
 
 }  // namespace
-
-absl::StatusOr<std::vector<std::string>> SplitCommand(absl::string_view cmd) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  for (size_t i = 0; i < cmd.size(); ++i) {
-    const char c = cmd[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-    } else if (c == '\'') {
-      const size_t end = cmd.find('\'', i + 1);
-      if (end == absl::string_view::npos) return absl::InvalidArgumentError("unclosed ' quote");
-      absl::StrAppend(&word, cmd.substr(i + 1, end - i - 1));
-      in_word = true;
-      i = end;
-    } else if (c == '"') {
-      in_word = true;
-      for (++i;; ++i) {
-        if (i >= cmd.size()) return absl::InvalidArgumentError("unclosed \" quote");
-        if (cmd[i] == '"') break;
-        if (cmd[i] == '\\' && i + 1 < cmd.size() &&
-            absl::string_view("\"\\$`").find(cmd[i + 1]) != absl::string_view::npos) {
-          ++i;
-        }
-        word.push_back(cmd[i]);
-      }
-    } else if (c == '\\') {
-      if (i + 1 >= cmd.size()) return absl::InvalidArgumentError("a backslash ends the command");
-      word.push_back(cmd[++i]);
-      in_word = true;
-    } else {
-      word.push_back(c);
-      in_word = true;
-    }
-  }
-  if (in_word) words.push_back(std::move(word));
-  return words;
-}
 
 absl::StatusOr<Scenario> ParseScenario(absl::string_view text) {
   if (text.size() > kMaxScenarioBytes) {

@@ -44,11 +44,6 @@ struct Scenario {
 // agents on one endpoint, or is over kMaxScenarioBytes.
 [[nodiscard]] absl::StatusOr<Scenario> ParseScenario(absl::string_view text);
 
-// `cmd` split into words as a POSIX shell splits them without expanding anything: blanks
-// separate words, 'single quotes' keep everything, "double quotes" keep all but \" \\ \$ \`,
-// a backslash outside quotes keeps the next character. INVALID_ARGUMENT for an unclosed quote.
-[[nodiscard]] absl::StatusOr<std::vector<std::string>> SplitCommand(absl::string_view cmd);
-
 }  // namespace coordctl
 
 #endif  // COORDCTL_SCENARIO_FILE_H_

@@ -111,7 +111,8 @@ TEST(ScenarioFileTest, BadFilesAreRefusedWithTheLineAndWhatIsWrong) {
       {"[green_agent]\nendpoint = \"http://u:p@h:1\"\n" + purple, "has credentials"},
       {"[green_agent]\nendpoint = \"http://:1\"\n" + purple, "has no host"},
       {"[green_agent]\nendpoint = \"http://h:1/a b\"\n" + purple, "blank or control"},
-      {"[green_agent]\nendpoint = \"http://h:1\"\ncmd = \"run 'x\"\n" + purple, "unclosed ' quote"},
+      {"[green_agent]\nendpoint = \"http://h:1\"\ncmd = \"run 'x\"\n" + purple,
+       "unterminated single quote"},
       {"[green_agent]\nendpoint = \"http://h:1\"\ncmd = \"  \"\n" + purple, "cmd is empty"},
       {"[green_agent]\nendpoint = \"http://h:1\"\ncmd = 3\n" + purple, "`cmd` must be a string"},
       {green, "no [[participants]] table"},
@@ -155,18 +156,6 @@ TEST(ScenarioFileTest, HostileNestingIsRefusedBeforeParsing) {
                     "\ny = '''\n" + std::string(100, '[') + "\n'''\n");
   ASSERT_OK(fine);
   EXPECT_EQ(fine->config.fields().at("x").string_value(), std::string(100, '['));
-}
-
-TEST(ScenarioFileTest, CommandsSplitAsAShellSplitsWords) {
-  EXPECT_THAT(*SplitCommand("  a  b\tc "), ElementsAre("a", "b", "c"));
-  EXPECT_THAT(*SplitCommand(R"(sh -c 'echo "$HOME" | wc')"),
-              ElementsAre("sh", "-c", R"(echo "$HOME" | wc)"));
-  EXPECT_THAT(*SplitCommand(R"(x "a \"b\" \$c \n" d\ e '')"),
-              ElementsAre("x", R"(a "b" $c \n)", "d e", ""));
-  EXPECT_THAT(*SplitCommand(R"(--card-url="http://h:1/")"), ElementsAre("--card-url=http://h:1/"));
-  EXPECT_TRUE(SplitCommand("")->empty());
-  EXPECT_FALSE(SplitCommand("a \"b").ok());
-  EXPECT_FALSE(SplitCommand("a\\").ok());
 }
 
 }  // namespace

@@ -56,9 +56,8 @@ struct ExecutorOptions {
   std::string exec_template;
 };
 
-// Splits `text` into words like a POSIX shell without expansion: blanks separate words,
-// '...' is literal, "..." honours \" \\ \$ \`, a backslash outside quotes escapes the next
-// character. INVALID_ARGUMENT on an unterminated quote or an empty result.
+// Splits `text` into words like a POSIX shell without expansion (common::SplitShellWords).
+// INVALID_ARGUMENT on an unterminated quote, a backslash at the end or an empty result.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> SplitWords(absl::string_view text);
 
 // The words of `templ` with the placeholders substituted (see the top of this file); {command}

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,12 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/child_process.h"
 #include "common/http_deadline.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "httplib.h"
-
-extern char** environ;
 
 namespace purple_agent {
 namespace {
@@ -89,10 +87,6 @@ class ScriptPolicy : public Policy {
 // killed) and by 1 MiB of output.
 absl::StatusOr<std::string> RunWithStdin(const std::vector<std::string>& words,
                                          const std::string& input, absl::Duration timeout) {
-  std::vector<std::string> copy = words;
-  std::vector<char*> argv;
-  for (std::string& w : copy) argv.push_back(w.data());
-  argv.push_back(nullptr);
   int in_pipe[2], out_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe");
   if (pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -100,29 +94,20 @@ absl::StatusOr<std::string> RunWithStdin(const std::vector<std::string>& words,
     close(in_pipe[1]);
     return absl::InternalError("pipe");
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  common::SpawnOptions spawn;
+  spawn.argv = words;
+  spawn.stdin_fd = in_pipe[0];
+  spawn.stdout_fd = out_pipe[1];
+  spawn.stderr_fd = common::kInherit;
+  absl::StatusOr<pid_t> spawned = common::Spawn(spawn);
   close(in_pipe[0]);
   close(out_pipe[1]);
-  if (err != 0) {
+  if (!spawned.ok()) {
     close(in_pipe[1]);
     close(out_pipe[0]);
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot run ", words[0], ": ", std::strerror(err)));
+    return spawned.status();
   }
+  const pid_t pid = *spawned;
   fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
   size_t written = 0;
   int in_fd = in_pipe[1];
