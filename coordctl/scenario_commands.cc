@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -496,13 +497,20 @@ absl::StatusOr<std::vector<a2apb::Task>> RunTasks(const Env& env, const std::str
   return tasks;
 }
 
-int RunShow(const Env& env, const ParsedArgs& args) {
+// Runs `command` on the assessments of the run named by the first argument; exit 1 when there is
+// no such run.
+int WithRunTasks(const Env& env, const ParsedArgs& args,
+                 const std::function<int(const std::vector<a2apb::Task>&)>& command) {
   absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, args.positional[0]);
   if (!tasks.ok()) {
     return Fail(env, std::string(tasks.status().message()),
                 absl::IsNotFound(tasks.status()) ? kExitNo : kExitError);
   }
-  for (const a2apb::Task& task : *tasks) {
+  return command(*tasks);
+}
+
+int ShowTasks(const Env& env, const ParsedArgs& args, const std::vector<a2apb::Task>& tasks) {
+  for (const a2apb::Task& task : tasks) {
     if (args.flag("json")) {
       *env.out << ToJson(task) << "\n";
       continue;
@@ -517,14 +525,9 @@ int RunShow(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunCancel(const Env& env, const ParsedArgs& args) {
-  absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, args.positional[0]);
-  if (!tasks.ok()) {
-    return Fail(env, std::string(tasks.status().message()),
-                absl::IsNotFound(tasks.status()) ? kExitNo : kExitError);
-  }
+int CancelTasks(const Env& env, const std::vector<a2apb::Task>& tasks) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
-  for (const a2apb::Task& task : *tasks) {
+  for (const a2apb::Task& task : tasks) {
     if (Ended(task.status().state())) continue;
     a2apb::CancelTaskRequest request;
     request.set_id(task.id());
@@ -536,6 +539,14 @@ int RunCancel(const Env& env, const ParsedArgs& args) {
     *env.out << "canceled " << canceled.id() << " (" << canceled.context_id() << ")" << std::endl;
   }
   return kExitOk;
+}
+
+int RunShow(const Env& env, const ParsedArgs& args) {
+  return WithRunTasks(env, args, [&](const auto& tasks) { return ShowTasks(env, args, tasks); });
+}
+
+int RunCancel(const Env& env, const ParsedArgs& args) {
+  return WithRunTasks(env, args, [&](const auto& tasks) { return CancelTasks(env, tasks); });
 }
 
 // Runs are known by their green agents, registered as "<run id>.green_agent".

@@ -333,14 +333,21 @@ absl::StatusOr<std::string> Leaderboard(const ConsoleParts* parts, const httplib
                       ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
 }
 
+// ?limit= and ?page= (and nothing else) into a List request's page_size and page_token.
+template <typename ListRequest>
+absl::Status ReadPage(const httplib::Request& req, ListRequest* list) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
+  ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+  list->set_page_size(limit);
+  list->set_page_token(params["page"]);
+  return absl::OkStatus();
+}
+
 // A page of runs.
 absl::StatusOr<std::string> Runs(const ConsoleParts* parts, const httplib::Request& req) {
   // A page of runs in run_id order; `page` is the previous nextPageToken.
-  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
-  ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
   v1::ListRunsRequest list;
-  list.set_page_size(limit);
-  list.set_page_token(params["page"]);
+  RETURN_IF_ERROR(ReadPage(req, &list));
   ASSIGN_OR_RETURN(v1::ListRunsResponse runs, parts->work->ListRuns(list));
   return ToJson(runs);
 }
@@ -362,11 +369,8 @@ absl::StatusOr<std::string> Run(const ConsoleParts* parts, const httplib::Reques
 // blocked task's break summary.
 absl::StatusOr<std::string> Retry(const ConsoleParts* parts, const httplib::Request& req) {
   // A page of tasks in task_id order; `page` is the previous "next".
-  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
-  ASSIGN_OR_RETURN(int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
   v1::ListTasksRequest list;
-  list.set_page_size(limit);
-  list.set_page_token(params["page"]);
+  RETURN_IF_ERROR(ReadPage(req, &list));
   ASSIGN_OR_RETURN(v1::ListTasksResponse tasks, parts->tasks->List(list));
   // Each task's state with the breaker's analysis of it (read only: a page view
   // writes no breaker log entry).
