@@ -28,6 +28,13 @@ int RunRegister(const Env& env, const ParsedArgs& args) {
   } else {
     request.mutable_agent()->set_endpoint(args.positional[1]);
   }
+  if (args.has("max-in-flight")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("--max-in-flight", args.get("max-in-flight"));
+    if (!n.ok() || *n < 0 || *n > 10000) {
+      return Fail(env, "--max-in-flight takes 0 (no limit) to 10000", kExitUsage);
+    }
+    request.mutable_agent()->set_max_in_flight(static_cast<int32_t>(*n));
+  }
   if (args.has("description")) {
     request.mutable_agent()->mutable_card()->set_name(args.positional[0]);
     request.mutable_agent()->mutable_card()->set_description(args.get("description"));
@@ -65,7 +72,11 @@ int RunList(const Env& env, const ParsedArgs& args) {
         *env.out << agent.name() << "\t" << agent.endpoint() << "\t"
                  << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding())
                  << (agent.protocol_version() == "0.3" ? " 0.3" : "") << "\t"
-                 << (agent.card_url().empty() ? "-" : agent.card_url()) << "\n";
+                 << (agent.card_url().empty() ? "-" : agent.card_url())
+                 << (agent.max_in_flight() > 0
+                         ? absl::StrCat("\tmax in flight ", agent.max_in_flight())
+                         : "")
+                 << "\n";
       }
     }
     if (page.next_page_token().empty()) break;
@@ -90,12 +101,14 @@ int RunRemove(const Env& env, const ParsedArgs& args) {
 
 void AddAgentCommands(std::vector<Command>* commands) {
   commands->push_back({{"agent", "register"},
-                       "<name> (<host:port> [--description D] | --card <url>) [--json]",
+                       "<name> (<host:port> [--description D] | --card <url>) "
+                       "[--max-in-flight N] [--json]",
                        "register an A2A agent (or move it to a new address): a gRPC agent by "
                        "address, or any agent by its card URL (the coordinator fetches the card "
                        "and picks GRPC, else JSONRPC, else HTTP+JSON); clients reach it through "
-                       "the coordinator with tenant = <name>",
-                       {"description", "card"},
+                       "the coordinator with tenant = <name>; --max-in-flight N: at most N "
+                       "messages delivered to it at once (0: no limit; unset keeps the last)",
+                       {"description", "card", "max-in-flight"},
                        {"json"},
                        1,
                        2,

@@ -147,6 +147,7 @@ absl::Status RegisterWhenUp(const Env& env, ScenarioRunAgent& agent, absl::Time 
   coordinator::v1::RegisterAgentRequest request;
   request.mutable_agent()->set_name(agent.name);
   request.mutable_agent()->set_card_url(agent.card_url);
+  if (agent.max_in_flight >= 0) request.mutable_agent()->set_max_in_flight(agent.max_in_flight);
   std::string last_error;
   while (true) {
     coordinator::v1::Agent registered;

@@ -26,9 +26,10 @@ struct ScenarioRunAgent {
   std::string name;      // at the coordinator: "<run id>.<role>"
   std::string card_url;  // the agent's own card
   std::string log_path;
-  std::string pid_path;  // the process group of a started agent, for a later run to stop
-  pid_t pgid = 0;        // started by this run, or adopted from the pid file of an earlier one
-  bool ours = false;     // started by this process (a child: its exit can be seen)
+  std::string pid_path;    // the process group of a started agent, for a later run to stop
+  pid_t pgid = 0;          // started by this run, or adopted from the pid file of an earlier one
+  bool ours = false;       // started by this process (a child: its exit can be seen)
+  int max_in_flight = -1;  // registered with this max_in_flight; -1: leave the stored one
   std::unique_ptr<std::thread> tee;
 };
 

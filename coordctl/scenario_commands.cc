@@ -157,6 +157,7 @@ struct RunOptions {
   int shards = 1;
   std::string shard_key;
   int repeat = 1;
+  int max_in_flight = -1;  // each participant's; -1: unset
   bool show_logs = false;
   bool serve_only = false;
 };
@@ -201,6 +202,13 @@ absl::StatusOr<RunOptions> ReadRunOptions(const ParsedArgs& args) {
     if (*n < 1 || *n > 1000)
       return absl::InvalidArgumentError(absl::StrCat("--", name, " is 1 to 1000"));
     *field = static_cast<int>(*n);
+  }
+  if (args.has("max-in-flight")) {
+    absl::StatusOr<int64_t> n = ParseIntArg("max-in-flight", args.get("max-in-flight"));
+    if (!n.ok() || *n < 0 || *n > 10000) {
+      return absl::InvalidArgumentError("--max-in-flight takes 0 (no limit) to 10000");
+    }
+    o.max_in_flight = static_cast<int>(*n);
   }
   o.shard_key = args.get("shard-key");
   if (o.shards > 1 && o.shard_key.empty()) {
@@ -270,6 +278,7 @@ std::vector<ScenarioRunAgent> RunAgents(const Scenario& scenario, const RunOptio
     agents[i].card_url = CardUrl(specs[i]->endpoint);
     agents[i].log_path = absl::StrCat(o.logs, "/", specs[i]->role, ".log");
     agents[i].pid_path = absl::StrCat(o.logs, "/", specs[i]->role, ".pid");
+    if (i > 0) agents[i].max_in_flight = o.max_in_flight;
   }
   return agents;
 }
@@ -590,11 +599,12 @@ void AddScenarioCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"scenario", "run"},
        "<scenario.toml> [--run-id ID] [--output FILE] [--gateway URL] [--logs DIR] [--show-logs] "
-       "[--start-timeout D] [--for D] [--shards N --shard-key KEY] [--repeat K] [--serve-only]",
+       "[--start-timeout D] [--for D] [--shards N --shard-key KEY] [--repeat K] "
+       "[--max-in-flight N] [--serve-only]",
        "start a platform scenario's agents, register them, send the green agent the assessment "
        "through the coordinator and follow it; run again to follow the same assessment",
        {"run-id", "output", "gateway", "logs", "start-timeout", "for", "shards", "shard-key",
-        "repeat"},
+        "repeat", "max-in-flight"},
        {"show-logs", "serve-only"},
        1,
        1,

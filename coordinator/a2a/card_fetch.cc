@@ -236,6 +236,7 @@ absl::StatusOr<v1::Agent> AgentFromCard(const v1::Agent& request, absl::string_v
   agent.set_endpoint(chosen->endpoint);
   agent.set_protocol_binding(chosen->binding);
   agent.set_protocol_version(chosen->version);
+  if (request.has_max_in_flight()) agent.set_max_in_flight(request.max_in_flight());
   *agent.mutable_card() = *std::move(card);
   return agent;
 }

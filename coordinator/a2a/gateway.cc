@@ -26,6 +26,7 @@ struct DeliveryCounters {
   common::Counter* delivered;
   common::Counter* retries;
   common::Counter* waits;
+  common::Counter* held_back;
   common::Counter* given_up;
 };
 
@@ -50,6 +51,11 @@ const DeliveryCounters& DeliveryMetrics() {
             .AddCounter("coordinator_a2a_delivery_waits_total",
                         "Delivery attempts that found nothing listening at the agent: the "
                         "message waits for it (not counted against its attempts).")
+            ->WithLabels({}),
+        registry
+            .AddCounter("coordinator_a2a_deliveries_held_back_total",
+                        "Times a delivery was held back because its agent had max_in_flight "
+                        "deliveries in flight; it goes when one of them ends.")
             ->WithLabels({}),
         registry
             .AddCounter("coordinator_a2a_deliveries_given_up_total",
@@ -158,6 +164,7 @@ void A2AGateway::SetActive(bool active) {
       if (!active_) return;
       active_ = false;
       deferred_.clear();
+      agents_waiting_.clear();
       for (AgentCall* call : calls_) call->Cancel();
     }
     JoinActivePart();
@@ -239,17 +246,45 @@ void A2AGateway::Accepted(const A2ATasks::Change& change) {
 }
 
 bool A2AGateway::Dispatch(v1::PendingDelivery delivery, std::optional<a2apb::Message> message) {
+  const int limit = AgentLimit(delivery.tenant());
   absl::MutexLock lock(&mu_);
   if (!active_ || delivery_pool_ == nullptr) return false;
-  if (!in_flight_.insert(delivery.task_id()).second) {
+  if (in_flight_.contains(delivery.task_id())) {
     deferred_.insert(delivery.task_id());
     return false;
   }
+  // At its limit: the end of one of the agent's deliveries wakes the queue scan.
+  if (!TakeAgentSlot(delivery.tenant(), limit)) return false;
+  in_flight_.insert(delivery.task_id());
   // Queued under mu_, so never on a pool that Stop() is already tearing down.
   delivery_pool_->Schedule(
       [this, delivery = std::move(delivery), message = std::move(message)]() mutable {
         Deliver(std::move(delivery), std::move(message));
       });
+  return true;
+}
+
+int A2AGateway::AgentLimit(const std::string& agent) {
+  {
+    absl::MutexLock lock(&limits_mu_);
+    if (auto it = limits_.find(agent); it != limits_.end()) return it->second;
+  }
+  // Unknown (or unreadable) now: no limit; the delivery itself finds out what is wrong.
+  absl::StatusOr<v1::Agent> registered = agents_->Get(agent);
+  const int limit = registered.ok() ? registered->max_in_flight() : 0;
+  absl::MutexLock lock(&limits_mu_);
+  if (registered.ok()) limits_[agent] = limit;
+  return limit;
+}
+
+bool A2AGateway::TakeAgentSlot(const std::string& agent, int limit) {
+  int& count = agent_in_flight_[agent];
+  if (limit > 0 && count >= limit) {
+    agents_waiting_.insert(agent);
+    DeliveryMetrics().held_back->Increment();
+    return false;
+  }
+  ++count;
   return true;
 }
 
@@ -262,6 +297,10 @@ void A2AGateway::AgentRegistered(const std::string& name) {
   {
     absl::MutexLock lock(&mu_);
     ++registrations_[name];
+  }
+  {
+    absl::MutexLock lock(&limits_mu_);
+    limits_.erase(name);  // its max_in_flight may have changed
   }
   absl::Status s = deliveries_->RetryDeliveriesNow(name);
   if (!s.ok()) {
@@ -306,11 +345,15 @@ void A2AGateway::DeliveryLoop() {
           wake = std::min(wake, due);
           continue;
         }
+        const int limit = AgentLimit(d.tenant());
         {
           absl::MutexLock lock(&mu_);
           if (!active_) return;
           // In flight: its end wakes this loop when more of the task waits.
-          if (!in_flight_.insert(d.task_id()).second) continue;
+          if (in_flight_.contains(d.task_id())) continue;
+          // The agent at its limit: the end of one of its deliveries wakes this loop.
+          if (!TakeAgentSlot(d.tenant(), limit)) continue;
+          in_flight_.insert(d.task_id());
         }
         delivery_pool_->Schedule([this, d = std::move(d)]() mutable { Deliver(std::move(d)); });
       }
@@ -355,6 +398,7 @@ struct A2AGateway::AttemptRun {
 
 void A2AGateway::Deliver(v1::PendingDelivery seen, std::optional<a2apb::Message> message) {
   const std::string task_id = seen.task_id();
+  const std::string agent = seen.tenant();  // whose slot this delivery holds
   // Whether the queue scan should look again when this ends: more of the task's messages wait,
   // or this one was rescheduled.
   bool rescan = false;
@@ -383,7 +427,7 @@ void A2AGateway::Deliver(v1::PendingDelivery seen, std::optional<a2apb::Message>
     }
     rescan = AttemptEnded(*run, result);
   }
-  DeliveryEnded(task_id, rescan);
+  DeliveryEnded(task_id, agent, rescan);
 }
 
 bool A2AGateway::AttemptEnded(AttemptRun& run, const absl::Status& result) {
@@ -410,10 +454,14 @@ bool A2AGateway::AttemptEnded(AttemptRun& run, const absl::Status& result) {
   return true;
 }
 
-void A2AGateway::DeliveryEnded(const std::string& task_id, bool rescan) {
+void A2AGateway::DeliveryEnded(const std::string& task_id, const std::string& agent, bool rescan) {
   absl::MutexLock lock(&mu_);
   in_flight_.erase(task_id);
   if (deferred_.erase(task_id) > 0) rescan = true;
+  if (auto it = agent_in_flight_.find(agent); it != agent_in_flight_.end() && --it->second <= 0) {
+    agent_in_flight_.erase(it);
+  }
+  if (agents_waiting_.erase(agent) > 0) rescan = true;
   if (rescan) kicked_ = true;
 }
 
@@ -612,7 +660,7 @@ void A2AGateway::OpeningArrived(const std::shared_ptr<AttemptRun>& run) {
   }
   r.reader->WhenFinished([this, run](absl::Status status) {
     const absl::Status result = FinishAttempt(*run, status);
-    DeliveryEnded(run->delivery.task_id(), AttemptEnded(*run, result));
+    DeliveryEnded(run->delivery.task_id(), run->delivery.tenant(), AttemptEnded(*run, result));
     absl::MutexLock lock(&mu_);
     --async_attempts_;  // the gateway may go once this is unlocked: nothing touches it after
   });
@@ -625,7 +673,7 @@ bool A2AGateway::ContinueOnPool(const std::shared_ptr<AttemptRun>& run, bool hav
   if (!active_ || delivery_pool_ == nullptr) return false;
   delivery_pool_->Schedule([this, run, have_burst] {
     const absl::Status result = RunBlocking(*run, have_burst);
-    DeliveryEnded(run->delivery.task_id(), AttemptEnded(*run, result));
+    DeliveryEnded(run->delivery.task_id(), run->delivery.tenant(), AttemptEnded(*run, result));
   });
   --async_attempts_;  // a delivery on the pool from here on
   return true;

@@ -167,8 +167,8 @@ class A2AGateway {
   // Counts, dequeues or fails the delivery after its attempt; whether the queue scan should
   // look again.
   bool AttemptEnded(AttemptRun& run, const absl::Status& result);
-  // The task's delivery is no longer in flight.
-  void DeliveryEnded(const std::string& task_id, bool rescan);
+  // The task's delivery is no longer in flight, and no longer holds one of `agent`'s slots.
+  void DeliveryEnded(const std::string& task_id, const std::string& agent, bool rescan);
   // The timer of the asynchronous attempts' openings (AgentCall::LingerPassed), one thread for
   // all of them; runs with the active part.
   void LingerLoop();
@@ -195,6 +195,11 @@ class A2AGateway {
   // the agent's transport.
   AgentContacts::Outcome ProbeAgent(const v1::Agent& agent, absl::Time deadline);
   // How many times `agent` registered since start (AgentRegistered).
+  // Agent `agent`'s max_in_flight (0: no limit), from the registry the first time.
+  int AgentLimit(const std::string& agent);
+  // Counts a delivery to `agent` as in flight unless it has `limit` already (then the agent
+  // waits for one of its deliveries to end).
+  bool TakeAgentSlot(const std::string& agent, int limit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t Registrations(const std::string& agent);
 
   A2ATasks* tasks_;               // not owned
@@ -217,6 +222,14 @@ class A2AGateway {
   // Tasks whose Dispatch was refused while they were in flight: the end of that delivery wakes
   // the queue scan.
   absl::flat_hash_set<std::string> deferred_ ABSL_GUARDED_BY(mu_);
+  // Deliveries in flight per agent, and the agents at their max_in_flight with a delivery held
+  // back: the end of one of theirs wakes the queue scan.
+  absl::flat_hash_map<std::string, int> agent_in_flight_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> agents_waiting_ ABSL_GUARDED_BY(mu_);
+  // Each agent's max_in_flight as last read from the registry (0: none); dropped when it
+  // registers again. Taken after mu_ when both are held.
+  absl::Mutex limits_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::flat_hash_map<std::string, int> limits_ ABSL_GUARDED_BY(limits_mu_);
   // The agent calls in flight, cancelled by Stop.
   absl::flat_hash_set<AgentCall*> calls_ ABSL_GUARDED_BY(mu_);
   // Attempts going on asynchronously (not on the pool): JoinActivePart waits for them.

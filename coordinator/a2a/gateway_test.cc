@@ -560,6 +560,94 @@ class BusyAgentService : public a2apb::A2AService::Service {
   std::atomic<int> calls_{0};
 };
 
+// Holds each execution until the test lets it go, counting how many run at once.
+class OneAtATimeAgent : public agent_runtime::AgentExecutor {
+ public:
+  void Execute(const agent_runtime::RequestContext& request,
+               agent_runtime::EventPublisher& events) override {
+    (void)request;
+    absl::MutexLock lock(&mu_);
+    ++running_;
+    ++received_;
+    most_ = std::max(most_, running_);
+    const int mine = received_;
+    while (released_ < mine) released_cv_.Wait(&mu_);
+    --running_;
+    events.UpdateStatus(a2apb::TASK_STATE_COMPLETED, "done");
+  }
+  int received() {
+    absl::MutexLock lock(&mu_);
+    return received_;
+  }
+  int most() {
+    absl::MutexLock lock(&mu_);
+    return most_;
+  }
+  void ReleaseOne() {
+    absl::MutexLock lock(&mu_);
+    ++released_;
+    released_cv_.SignalAll();
+  }
+
+ private:
+  absl::Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  int received_ ABSL_GUARDED_BY(mu_) = 0;
+  int released_ ABSL_GUARDED_BY(mu_) = 0;
+  int most_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::CondVar released_cv_;
+};
+
+// An agent registered with max_in_flight 1 gets one message at a time, however many tasks are
+// sent to it: the others wait in the queue (counted as held back) and each goes when the one in
+// flight ends.
+TEST_F(GatewayTest, AnAgentWithMaxInFlightGetsThatManyMessagesAtOnce) {
+  OneAtATimeAgent agent_executor;
+  auto agent = StartAgent("slow", &agent_executor);
+  ASSERT_NE(agent, nullptr);
+  auto registry = coordinator::v1::AgentRegistry::NewStub(channel_);
+  coordinator::v1::RegisterAgentRequest reg;
+  reg.mutable_agent()->set_name("slow");
+  reg.mutable_agent()->set_endpoint(agent->endpoint());
+  reg.mutable_agent()->set_max_in_flight(1);
+  coordinator::v1::Agent registered;
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), reg, &registered).ok());
+  EXPECT_EQ(registered.max_in_flight(), 1);
+  for (const int bad : {-1, 10001}) {
+    reg.mutable_agent()->set_max_in_flight(bad);
+    grpc::Status s = registry->RegisterAgent(Context().get(), reg, &registered);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "max_in_flight")) << s.error_message();
+  }
+
+  const uint64_t held_before = DeliveryCounter("coordinator_a2a_deliveries_held_back_total");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(SendNow(absl::StrCat("job ", i), "slow"));
+  for (int n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(WaitFor([&] { return agent_executor.received() == n; })) << n;
+    if (n < 3) {
+      // The next one was looked at and held back while this one runs.
+      ASSERT_TRUE(WaitFor([&] {
+        return DeliveryCounter("coordinator_a2a_deliveries_held_back_total") > held_before;
+      }));
+      EXPECT_EQ(agent_executor.received(), n);
+    }
+    agent_executor.ReleaseOne();
+  }
+  for (const std::string& id : ids) EXPECT_TRUE(WaitForState(id, a2apb::TASK_STATE_COMPLETED));
+  EXPECT_EQ(agent_executor.most(), 1);
+
+  // The agent registering itself again (no max_in_flight) keeps the limit; 0 lifts it.
+  coordinator::v1::RegisterAgentRequest again;
+  again.mutable_agent()->set_name("slow");
+  again.mutable_agent()->set_endpoint(agent->endpoint());
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), again, &registered).ok());
+  EXPECT_EQ(registered.max_in_flight(), 1);
+  again.mutable_agent()->set_max_in_flight(0);
+  ASSERT_TRUE(registry->RegisterAgent(Context().get(), again, &registered).ok());
+  EXPECT_FALSE(registered.max_in_flight() > 0);
+}
+
 TEST_F(GatewayTest, DeliveryToAnAgentThatFailsGivesUpAfterTheLimitAndFailsTheTask) {
   StopCoordinator();
   StartCoordinator(/*max_attempts=*/3);

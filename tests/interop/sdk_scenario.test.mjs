@@ -167,8 +167,12 @@ test('--shards and --repeat run the parts of a config list side by side, each in
   const runId = `sdk-scn-shards-${process.pid}`;
   const state = path.join(dir, `${runId}-state`);
   const { file } = await writeScenario(runId, ['q1', 'q2', 'q3'], state);
-  const result = await startRunner(file, runId, ['--shards=2', '--shard-key=questions', '--repeat=2'])
-    .done;
+  const result = await startRunner(file, runId, [
+    '--shards=2',
+    '--shard-key=questions',
+    '--repeat=2',
+    '--max-in-flight=1',
+  ]).done;
   assert.equal(result.code, 0, result.stderr + result.stdout);
   const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
   assert.equal(written.state, 'completed');
@@ -192,6 +196,10 @@ test('--shards and --repeat run the parts of a config list side by side, each in
   assert.equal((shown.stdout.match(/ COMPLETED\n/g) ?? []).length, 4);
   const listed = await coordctl(['scenario', 'list']);
   assert.match(listed.stdout, new RegExp(`^${runId}  4 assessments: 4 COMPLETED$`, 'm'));
+  // The participant was held to one message at a time (--max-in-flight), the judge was not.
+  const agents = await coordctl(['agent', 'list']);
+  assert.match(agents.stdout, new RegExp(`^${runId}\\.solver\t.*\tmax in flight 1$`, 'm'));
+  assert.doesNotMatch(agents.stdout, new RegExp(`^${runId}\\.green_agent\t.*max in flight`, 'm'));
 });
 
 test('a runner killed -9 mid-assessment and run again follows the same assessment', async () => {

@@ -27,6 +27,8 @@ constexpr int kDefaultPageSize = 50;
 constexpr int kMaxPageSize = 1000;
 // A card is small; this bounds what one registration can store.
 constexpr size_t kMaxCardBytes = 256 << 10;
+// Largest Agent.max_in_flight.
+constexpr int kMaxInFlightLimit = 10000;
 
 }  // namespace
 
@@ -85,6 +87,11 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
     RETURN_IF_ERROR(common::ValidateId("card_url", request.card_url()));
     RETURN_IF_ERROR(common::ParseHttpUrl(request.card_url()).status());
   }
+  if (request.max_in_flight() < 0 || request.max_in_flight() > kMaxInFlightLimit) {
+    return absl::InvalidArgumentError(absl::StrCat("max_in_flight must be 0 (no limit) to ",
+                                                   kMaxInFlightLimit, ", not ",
+                                                   request.max_in_flight()));
+  }
   if (request.card().ByteSizeLong() > kMaxCardBytes) {
     return absl::ResourceExhaustedError(
         absl::StrCat("agent card is larger than ", kMaxCardBytes, " bytes"));
@@ -96,6 +103,7 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
   agent.set_card_url(request.card_url());
   agent.set_protocol_binding(binding);
   agent.set_protocol_version(version);
+  if (request.has_max_in_flight()) agent.set_max_in_flight(request.max_in_flight());
   const auto now = ToProtoTime(absl::Now());
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
     const std::string key = keys::A2AAgent(agent.name());
@@ -105,6 +113,9 @@ absl::StatusOr<v1::Agent> AgentRegistryStore::Register(const v1::Agent& request)
       v1::Agent old;
       RETURN_IF_ERROR(DecodeRecord(*existing, &old));
       *agent.mutable_create_time() = old.create_time();
+      if (!agent.has_max_in_flight() && old.has_max_in_flight()) {
+        agent.set_max_in_flight(old.max_in_flight());
+      }
     } else if (!absl::IsNotFound(existing.status())) {
       return existing.status();
     }
