@@ -1,11 +1,13 @@
 #include "coordctl/scenario_file.h"
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/json_test_util.h"
 #include "tests/test_util.h"
 
 namespace coordctl {
@@ -137,6 +139,18 @@ TEST(ScenarioFileTest, BadFilesAreRefusedWithTheLineAndWhatIsWrong) {
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << c.text;
     EXPECT_THAT(s.status().message(), HasSubstr(c.message)) << c.text;
   }
+}
+
+TEST(ScenarioFileTest, TheExamplesAreValidScenarios) {
+  int examples = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(absl::StrCat(COORD_SOURCE_DIR, "/examples/scenarios"))) {
+    if (entry.path().extension() != ".toml") continue;
+    ++examples;
+    absl::StatusOr<Scenario> s = ParseScenario(testing_util::ReadWholeFile(entry.path().string()));
+    EXPECT_TRUE(s.ok()) << entry.path() << ": " << s.status();
+  }
+  EXPECT_GT(examples, 0);
 }
 
 // Deep nesting of any kind stops before the parser's recursion can exhaust the stack; brackets in
