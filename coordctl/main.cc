@@ -31,9 +31,76 @@ void PrintUsage(const std::vector<coordctl::Command>& commands, std::ostream& ou
   out << "\nexit codes: 0 ok, 1 not found (or \"no\"), 2 usage error, 3 other errors\n";
 }
 
-}  // namespace
+// The options before the command words, with their defaults from the environment.
+struct GlobalOptions {
+  std::string target;
+  std::string auth_token_file;
+  std::string tls_ca_file;
+  std::string timeout_text;
+  std::string timeout_source;  // where the timeout came from, for the error message
+  bool help = false;
+};
 
-int main(int argc, char** argv) {
+std::string FromEnv(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+// Reads the global options at the front of `args` and removes them. INVALID_ARGUMENT for an
+// unknown option or one without its value.
+absl::StatusOr<GlobalOptions> ReadGlobalOptions(std::vector<std::string>& args) {
+  GlobalOptions o;
+  o.target = FromEnv("COORDCTL_TARGET", kDefaultTarget);
+  // Credentials come from files (docs/security.md), so that a token never shows in `ps`.
+  o.auth_token_file = FromEnv("COORDCTL_AUTH_TOKEN_FILE", "");
+  o.tls_ca_file = FromEnv("COORDCTL_TLS_CA_FILE", "");
+  o.timeout_text = FromEnv("COORDCTL_TIMEOUT", "10s");
+  o.timeout_source = o.timeout_text == "10s" ? "--timeout" : "COORDCTL_TIMEOUT";
+  size_t i = 0;
+  for (; i < args.size() && absl::StartsWith(args[i], "--"); ++i) {
+    std::string name = args[i];
+    std::string value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (name == "--help") {
+      o.help = true;
+      return o;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(name + " needs a value");
+    }
+    if (name == "--auth-token-file" || name == "--auth_token_file") {
+      o.auth_token_file = value;
+    } else if (name == "--tls-ca-file" || name == "--tls_ca_file") {
+      o.tls_ca_file = value;
+    } else if (name == "--target") {
+      o.target = value;
+    } else if (name == "--timeout") {
+      o.timeout_text = value;
+      o.timeout_source = "--timeout";
+    } else {
+      return absl::InvalidArgumentError("unknown option " + name + " (see coordctl --help)");
+    }
+  }
+  args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
+  return o;
+}
+
+// The command whose words match the most leading arguments; null when none does.
+const coordctl::Command* FindCommand(const std::vector<coordctl::Command>& commands,
+                                     const std::vector<std::string>& args) {
+  const coordctl::Command* command = nullptr;
+  for (const coordctl::Command& c : commands) {
+    if (c.words.size() > args.size()) continue;
+    if (!std::equal(c.words.begin(), c.words.end(), args.begin())) continue;
+    if (command == nullptr || c.words.size() > command->words.size()) command = &c;
+  }
+  return command;
+}
+
+std::vector<coordctl::Command> AllCommands() {
   std::vector<coordctl::Command> commands;
   coordctl::AddContextCommands(&commands);
   coordctl::AddAgentCommands(&commands);
@@ -48,73 +115,37 @@ int main(int argc, char** argv) {
   coordctl::AddScenarioCommands(&commands);
   coordctl::AddAdminCommands(&commands);
   coordctl::AddTokenCommands(&commands);
+  return commands;
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<coordctl::Command> commands = AllCommands();
   std::vector<std::string> args(argv + 1, argv + argc);
-  const char* env_target = std::getenv("COORDCTL_TARGET");
-  std::string target = env_target != nullptr && *env_target != '\0' ? env_target : kDefaultTarget;
-  // Credentials come from files (docs/security.md), so that a token never shows in `ps`.
-  const char* env_token_file = std::getenv("COORDCTL_AUTH_TOKEN_FILE");
-  std::string auth_token_file = env_token_file != nullptr ? env_token_file : "";
-  const char* env_ca_file = std::getenv("COORDCTL_TLS_CA_FILE");
-  std::string tls_ca_file = env_ca_file != nullptr ? env_ca_file : "";
-  const char* env_timeout = std::getenv("COORDCTL_TIMEOUT");
-  std::string timeout_text = env_timeout != nullptr && *env_timeout != '\0' ? env_timeout : "10s";
-  // Where the timeout came from, for the error message.
-  std::string timeout_source = timeout_text == "10s" ? "--timeout" : "COORDCTL_TIMEOUT";
-
   coordctl::Env env;
   env.out = &std::cout;
   env.err = &std::cerr;
-
-  // Global options come before the command words.
-  size_t i = 0;
-  for (; i < args.size() && absl::StartsWith(args[i], "--"); ++i) {
-    std::string name = args[i];
-    std::string value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (name == "--help") {
-      PrintUsage(commands, std::cout);
-      return coordctl::kExitOk;
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return coordctl::Fail(env, name + " needs a value", coordctl::kExitUsage);
-    }
-    if (name == "--auth-token-file" || name == "--auth_token_file") {
-      auth_token_file = value;
-    } else if (name == "--tls-ca-file" || name == "--tls_ca_file") {
-      tls_ca_file = value;
-    } else if (name == "--target") {
-      target = value;
-    } else if (name == "--timeout") {
-      timeout_text = value;
-      timeout_source = "--timeout";
-    } else {
-      return coordctl::Fail(env, "unknown option " + name + " (see coordctl --help)",
-                            coordctl::kExitUsage);
-    }
+  absl::StatusOr<GlobalOptions> global = ReadGlobalOptions(args);
+  if (!global.ok()) {
+    return coordctl::Fail(env, std::string(global.status().message()), coordctl::kExitUsage);
   }
-  args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(i));
+  if (global->help) {
+    PrintUsage(commands, std::cout);
+    return coordctl::kExitOk;
+  }
   if (args.empty() || args[0] == "help") {
     PrintUsage(commands, args.empty() ? std::cerr : std::cout);
     return args.empty() ? coordctl::kExitUsage : coordctl::kExitOk;
   }
-  absl::StatusOr<absl::Duration> timeout = coordctl::ParseDurationArg("timeout", timeout_text);
+  absl::StatusOr<absl::Duration> timeout =
+      coordctl::ParseDurationArg("timeout", global->timeout_text);
   if (!timeout.ok() || *timeout <= absl::ZeroDuration()) {
-    return coordctl::Fail(env, timeout_source + " takes a positive duration such as 10s",
+    return coordctl::Fail(env, global->timeout_source + " takes a positive duration such as 10s",
                           coordctl::kExitUsage);
   }
   env.timeout = *timeout;
-
-  // The command whose words match the most leading arguments.
-  const coordctl::Command* command = nullptr;
-  for (const coordctl::Command& c : commands) {
-    if (c.words.size() > args.size()) continue;
-    if (!std::equal(c.words.begin(), c.words.end(), args.begin())) continue;
-    if (command == nullptr || c.words.size() > command->words.size()) command = &c;
-  }
+  const coordctl::Command* command = FindCommand(commands, args);
   if (command == nullptr) {
     return coordctl::Fail(
         env,
@@ -139,13 +170,13 @@ int main(int argc, char** argv) {
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);
   absl::StatusOr<common::ClientCredentialOptions> credentials =
-      common::LoadClientCredentials(auth_token_file, tls_ca_file);
+      common::LoadClientCredentials(global->auth_token_file, global->tls_ca_file);
   if (!credentials.ok()) {
     return coordctl::Fail(env, std::string(credentials.status().message()), coordctl::kExitUsage);
   }
-  if (absl::Status t = common::ExpandTarget(target).status(); !t.ok()) {
+  if (absl::Status t = common::ExpandTarget(global->target).status(); !t.ok()) {
     return coordctl::Fail(env, std::string(t.message()), coordctl::kExitUsage);
   }
-  env.channel = common::MakeChannel(target, *credentials, channel_args);
+  env.channel = common::MakeChannel(global->target, *credentials, channel_args);
   return command->run(env, *parsed);
 }

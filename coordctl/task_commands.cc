@@ -271,37 +271,10 @@ int RunCleanup(const Env& env, const ParsedArgs& args) {
 
 }  // namespace
 
-void AddTaskCommands(std::vector<Command>* commands) {
-  commands->push_back({{"task", "init"},
-                       "[--id_text=<text>] \"<description>\"",
-                       "create the task's retry state unless it exists; prints the task id (the "
-                       "SHA-256 of the description, or of --id_text: what ARIA's scripts hashed)",
-                       {"id_text"},
-                       {},
-                       0,
-                       1,
-                       true,
-                       RunInit});
-  commands->push_back({{"task", "get"},
-                       "<task_id> <field or path, e.g. failures[0].error> [--compat]",
-                       "print one field or jq-style path (unset: an empty line and exit 1; "
-                       "--compat: nothing and exit 0, as aria_task_get)",
-                       {},
-                       {"compat"},
-                       2,
-                       2,
-                       false,
-                       RunGet});
-  commands->push_back({{"task", "set"},
-                       "<task_id> <field> <value>",
-                       "set task_desc, attempt_count, model_tier, created_at or a custom field "
-                       "(digits are a number: 007 is stored as 7)",
-                       {},
-                       {},
-                       2,
-                       3,
-                       true,
-                       RunSet});
+namespace {
+
+// attempt, tier, escalate, fail, qg: moving a task along its ladder.
+void AddTaskLadderCommands(std::vector<Command>* commands) {
   commands->push_back({{"task", "attempt"},
                        "<task_id>",
                        "count one more attempt; prints the new count",
@@ -347,6 +320,10 @@ void AddTaskCommands(std::vector<Command>* commands) {
                        4,
                        true,
                        RunQualityGate});
+}
+
+// failure-context, state, list, cleanup: reading and removing tasks.
+void AddTaskReadCommands(std::vector<Command>* commands) {
   commands->push_back({{"task", "failure-context"},
                        "<task_id> [--tail N]",
                        "print the failures as prompt text (nothing when there are none)",
@@ -384,6 +361,43 @@ void AddTaskCommands(std::vector<Command>* commands) {
                        1,
                        false,
                        RunCleanup});
+}
+
+}  // namespace
+
+void AddTaskCommands(std::vector<Command>* commands) {
+  commands->push_back({{"task", "init"},
+                       "[--id_text=<text>] \"<description>\"",
+                       "create the task's retry state unless it exists; prints the task id (the "
+                       "SHA-256 of the description, or of --id_text: what ARIA's scripts hashed)",
+                       {"id_text"},
+                       {},
+                       0,
+                       1,
+                       true,
+                       RunInit});
+  commands->push_back({{"task", "get"},
+                       "<task_id> <field or path, e.g. failures[0].error> [--compat]",
+                       "print one field or jq-style path (unset: an empty line and exit 1; "
+                       "--compat: nothing and exit 0, as aria_task_get)",
+                       {},
+                       {"compat"},
+                       2,
+                       2,
+                       false,
+                       RunGet});
+  commands->push_back({{"task", "set"},
+                       "<task_id> <field> <value>",
+                       "set task_desc, attempt_count, model_tier, created_at or a custom field "
+                       "(digits are a number: 007 is stored as 7)",
+                       {},
+                       {},
+                       2,
+                       3,
+                       true,
+                       RunSet});
+  AddTaskLadderCommands(commands);
+  AddTaskReadCommands(commands);
 }
 
 }  // namespace coordctl
