@@ -8,11 +8,13 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/env_flags.h"
 #include "common/grpc_log.h"
 #include "common/log.h"
 #include "common/mutex_mode.h"
+#include "common/status_macros.h"
 #include "common/stop_signals.h"
 #include "common/url_allow_list.h"
 #include "coordinator/limit_flags.h"
@@ -134,47 +136,13 @@ ABSL_FLAG(int, a2a_push_max_attempts, 5,
 ABSL_FLAG(absl::Duration, a2a_push_initial_backoff, absl::Seconds(1),
           "A2A push notifications: wait after the first failed POST; doubles with each failure");
 
-int main(int argc, char** argv) {
-  common::SkipMutexDeadlockGraph();
-  common::InitFlags("COORDINATOR_",
-                    "coordinator: durable state for multi-agent systems, over gRPC.\n"
-                    "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",
-                    argc, argv);
-  common::RouteGrpcLogs();
+namespace {
 
-  const common::StopSignals stop_signals;  // before any thread starts
-  // SIGHUP reads the token file again (TokenSource's thread waits for it): blocked here, before
-  // any thread starts, so that no other thread takes it (and without a token file it does
-  // nothing rather than end the process).
-  sigset_t hangup;
-  sigemptyset(&hangup);
-  sigaddset(&hangup, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
-
-  coordinator::ServerOptions options;
-  options.listen = absl::GetFlag(FLAGS_listen);
+// The store's flags: the data dir or etcd (--store and --etcd_*), the replica's election.
+absl::Status ReadStoreFlags(coordinator::ServerOptions& options) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
-  options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
-  options.max_queued_calls = absl::GetFlag(FLAGS_max_queued_calls);
-  options.task_state.tier_ladder.clear();
-  for (absl::string_view tier : absl::StrSplit(absl::GetFlag(FLAGS_tier_ladder), ',')) {
-    options.task_state.tier_ladder.emplace_back(absl::StripAsciiWhitespace(tier));
-  }
-  options.breaker.repeated_error_threshold = absl::GetFlag(FLAGS_breaker_repeated_error_threshold);
-  options.breaker.stuck_tier_threshold = absl::GetFlag(FLAGS_breaker_stuck_tier_threshold);
-  options.breaker.quality_gate_threshold = absl::GetFlag(FLAGS_breaker_quality_gate_threshold);
-  options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
-  options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
-  options.http_listen = absl::GetFlag(FLAGS_http_listen);
-  options.reload_on_sighup = true;
-  options.http_threads = absl::GetFlag(FLAGS_http_threads);
   options.restore_from = absl::GetFlag(FLAGS_restore_from);
   options.backup_root = absl::GetFlag(FLAGS_backup_root);
-  options.retention.terminal_ttl = absl::GetFlag(FLAGS_retention_terminal_ttl);
-  options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
-  options.retention.period = absl::GetFlag(FLAGS_retention_period);
-  options.token_file = absl::GetFlag(FLAGS_token_file);
   options.store_url = absl::GetFlag(FLAGS_store);
   options.etcd.prefix = absl::GetFlag(FLAGS_etcd_prefix);
   options.etcd.user = absl::GetFlag(FLAGS_etcd_user);
@@ -189,21 +157,23 @@ int main(int argc, char** argv) {
   if (!absl::GetFlag(FLAGS_etcd_password_file).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_etcd_password_file));
     if (!in || !std::getline(in, options.etcd.password)) {
-      LOG_ERROR("--etcd_password_file: cannot read %s", absl::GetFlag(FLAGS_etcd_password_file));
-      return 2;
+      return absl::InvalidArgumentError(absl::StrCat("--etcd_password_file: cannot read ",
+                                                     absl::GetFlag(FLAGS_etcd_password_file)));
     }
   }
   if (options.etcd.user.empty() != options.etcd.password.empty()) {
-    LOG_ERROR("--etcd_user and --etcd_password_file go together");
-    return 2;
+    return absl::InvalidArgumentError("--etcd_user and --etcd_password_file go together");
   }
-  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
-  options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  return absl::OkStatus();
+}
+
+// The A2A gateway's flags: outbound calls, delivery and push.
+absl::Status ReadGatewayFlags(coordinator::ServerOptions& options) {
   absl::StatusOr<common::HostAllowList> outbound =
       common::HostAllowList::Parse(absl::GetFlag(FLAGS_outbound_allow_hosts));
   if (!outbound.ok()) {
-    LOG_ERROR("--outbound_allow_hosts: %s", outbound.status().message());
-    return 2;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--outbound_allow_hosts: ", outbound.status().message()));
   }
   options.a2a_store.outbound_allow = *std::move(outbound);
   LOG_INFO("webhooks and agent cards may call: %s", options.a2a_store.outbound_allow.ToString());
@@ -221,25 +191,76 @@ int main(int argc, char** argv) {
   if (options.gateway.max_delivery_attempts <= 0 || options.gateway.delivery_threads <= 0 ||
       options.a2a_store.push_max_attempts <= 0 ||
       options.gateway.delivery_ttl <= absl::ZeroDuration()) {
-    LOG_ERROR(
+    return absl::InvalidArgumentError(
         "--a2a_delivery_max_attempts, --a2a_delivery_threads, --a2a_push_max_attempts and "
         "--a2a_delivery_ttl must be positive");
-    return 2;
   }
+  return absl::OkStatus();
+}
+
+// Every flag as the server's options; INVALID_ARGUMENT naming a bad one.
+absl::StatusOr<coordinator::ServerOptions> OptionsFromFlags() {
+  coordinator::ServerOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  options.worker_threads = absl::GetFlag(FLAGS_worker_threads);
+  options.max_queued_calls = absl::GetFlag(FLAGS_max_queued_calls);
+  options.task_state.tier_ladder.clear();
+  for (absl::string_view tier : absl::StrSplit(absl::GetFlag(FLAGS_tier_ladder), ',')) {
+    options.task_state.tier_ladder.emplace_back(absl::StripAsciiWhitespace(tier));
+  }
+  options.breaker.repeated_error_threshold = absl::GetFlag(FLAGS_breaker_repeated_error_threshold);
+  options.breaker.stuck_tier_threshold = absl::GetFlag(FLAGS_breaker_stuck_tier_threshold);
+  options.breaker.quality_gate_threshold = absl::GetFlag(FLAGS_breaker_quality_gate_threshold);
+  options.breaker.log_retention = absl::GetFlag(FLAGS_breaker_log_retention);
+  options.reaper_period = absl::GetFlag(FLAGS_reaper_period);
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  options.reload_on_sighup = true;
+  options.http_threads = absl::GetFlag(FLAGS_http_threads);
+  options.retention.terminal_ttl = absl::GetFlag(FLAGS_retention_terminal_ttl);
+  options.retention.max_deletes_per_second = absl::GetFlag(FLAGS_retention_max_deletes_per_second);
+  options.retention.period = absl::GetFlag(FLAGS_retention_period);
+  options.token_file = absl::GetFlag(FLAGS_token_file);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
+  RETURN_IF_ERROR(ReadStoreFlags(options));
+  RETURN_IF_ERROR(ReadGatewayFlags(options));
   if (options.max_request_bytes <= 0 || options.worker_threads <= 0 || options.http_threads <= 0 ||
       options.max_queued_calls < 0) {
-    LOG_ERROR(
+    return absl::InvalidArgumentError(
         "--max_request_bytes, --worker_threads and --http_threads must be positive, "
         "--max_queued_calls not negative");
-    return 2;
   }
-  if (absl::Status limits = coordinator::ApplyLimitFlags(&options); !limits.ok()) {
-    LOG_ERROR("%s", limits.message());
-    return 2;
-  }
+  RETURN_IF_ERROR(coordinator::ApplyLimitFlags(&options));
+  return options;
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  common::SkipMutexDeadlockGraph();
+  common::InitFlags("COORDINATOR_",
+                    "coordinator: durable state for multi-agent systems, over gRPC.\n"
+                    "  coordinator [--listen=127.0.0.1:50051] [--data_dir=./data]",
+                    argc, argv);
+  common::RouteGrpcLogs();
+
+  const common::StopSignals stop_signals;  // before any thread starts
+  // SIGHUP reads the token file again (TokenSource's thread waits for it): blocked here, before
+  // any thread starts, so that no other thread takes it (and without a token file it does
+  // nothing rather than end the process).
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
+
+  absl::StatusOr<coordinator::ServerOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    LOG_ERROR("%s", options.status().message());
+    return 2;
+  }
   absl::StatusOr<std::unique_ptr<coordinator::CoordinatorServer>> server =
-      coordinator::CoordinatorServer::Start(options);
+      coordinator::CoordinatorServer::Start(*options);
   if (!server.ok()) {
     LOG_ERROR("cannot start: %s", server.status().message());
     return 1;
