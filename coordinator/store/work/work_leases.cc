@@ -67,6 +67,118 @@ using work_records::ValidatePid;
 using work_records::ValidateText;
 using work_records::WriteItem;
 
+namespace {
+
+// What a claim found among the items of the run's current level.
+struct Claimable {
+  std::optional<std::string> chosen;   // the first claimable item
+  bool any_ready = false;              // a candidate whose dependencies are done (backoff aside)
+  std::optional<absl::Time> earliest;  // when the first item in backoff becomes claimable
+  std::set<std::string> missing;       // capabilities of ready items the worker lacks
+};
+
+// The first pending item of the lowest open level whose dependencies are done, whose backoff
+// has passed and whose capabilities `declared` covers.
+absl::StatusOr<Claimable> FindClaimable(Transaction& txn, const WorkRunRecord& record,
+                                        const std::string& run_id,
+                                        const absl::flat_hash_set<absl::string_view>& declared,
+                                        absl::Time now) {
+  Claimable found;
+  if (record.open_by_level().empty()) return found;
+  // Only the lowest level with open items can have claimable items.
+  const int64_t level = CurrentLevel(record);
+  const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
+  std::unique_ptr<storage::Iterator> it =
+      txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
+  ItemReader items(txn, run_id);
+  for (; it->Valid(); it->Next()) {
+    storage::KeyReader reader(it->key().substr(prefix.size()));
+    ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
+    ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
+    bool ready = true;
+    for (const std::string& dep : candidate.dependencies()) {
+      ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
+      if (dependency.status() != v1::ITEM_STATUS_DONE) {
+        ready = false;
+        break;
+      }
+    }
+    if (!ready) continue;
+    found.any_ready = true;
+    const absl::Time not_before =
+        candidate.has_not_before() ? FromProtoTime(candidate.not_before()) : absl::InfinitePast();
+    if (not_before > now) {
+      if (!found.earliest.has_value() || not_before < *found.earliest) found.earliest = not_before;
+      continue;
+    }
+    bool covered = true;
+    for (const std::string& capability : candidate.required_capabilities()) {
+      if (!declared.contains(capability)) {
+        found.missing.insert(capability);
+        covered = false;
+      }
+    }
+    if (!covered) continue;
+    found.chosen = item_id;
+    break;
+  }
+  RETURN_IF_ERROR(it->status());
+  return found;
+}
+
+// The worker's registry record, as its claim leaves it: registered (numbered) by its first
+// claim, its capabilities and pid refreshed by every one. `before`: the record as it was (empty
+// when the worker was not registered).
+absl::StatusOr<v1::RunWorker> ClaimingWorker(Transaction& txn, const v1::ClaimRequest& request,
+                                             absl::Time now, std::optional<v1::RunWorker>* before) {
+  ASSIGN_OR_RETURN(*before, LockWorker(txn, request.run_id(), request.worker_id()));
+  const bool registered = before->has_value();
+  v1::RunWorker worker = registered ? **before : v1::RunWorker();
+  if (!registered) {
+    worker.set_worker_id(request.worker_id());
+    worker.set_run_id(request.run_id());
+    *worker.mutable_create_time() = ToProtoTime(now);
+    ASSIGN_OR_RETURN(const absl::flat_hash_set<int64_t> taken,
+                     work_records::WorkerNumbers(txn, request.run_id()));
+    worker.set_number(common::NewWorkerNumber(worker.worker_id(), taken));
+  }
+  *worker.mutable_capabilities() = request.capabilities();
+  if (request.pid() != 0) worker.set_pid(request.pid());
+  return worker;
+}
+
+// A claim that found nothing: the worker idles (its record touched when it changed or now and
+// then), and the answer says whether anything can become claimable without a person.
+absl::Status AnswerNothingClaimable(Transaction& txn, LockedRun& locked, const Claimable& found,
+                                    const std::optional<v1::RunWorker>& before,
+                                    v1::RunWorker& worker, absl::Time now,
+                                    v1::ClaimResponse* response) {
+  if (worker.held_items().empty())
+    SetWorkerStatus(&locked, &worker, v1::WORKER_STATUS_IDLE, "", now);
+  const bool changed = !before.has_value() || !locked.log.empty() ||
+                       !std::equal(worker.capabilities().begin(), worker.capabilities().end(),
+                                   before->capabilities().begin(), before->capabilities().end()) ||
+                       worker.pid() != before->pid();
+  if (changed || now - FromProtoTime(worker.last_heartbeat_time()) >= kIdleTouchInterval) {
+    *worker.mutable_last_heartbeat_time() = ToProtoTime(now);
+    RETURN_IF_ERROR(PutWorker(txn, &worker, now));
+  }
+  if (!locked.log.empty()) RETURN_IF_ERROR(PutRun(txn, locked));
+  const Run& run = locked.record.run();
+  *response->mutable_run() = run;
+  // Nothing runs, so nothing will make a waiting item ready: a person has to act.
+  response->set_stalled(locked.record.open_by_level().empty() ||
+                        (run.counts().running() == 0 && !found.any_ready));
+  if (found.earliest.has_value()) {
+    *response->mutable_retry_after() = ToProtoDuration(*found.earliest - now);
+  }
+  for (const std::string& capability : found.missing)
+    response->add_missing_capabilities(capability);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& request,
                                                    const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("run_id", request.run_id()));
@@ -85,98 +197,17 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     events.clear();
     const absl::Time now = Now();
     ASSIGN_OR_RETURN(LockedRun locked, LockRun(txn, run_id));
-    WorkRunRecord& record = locked.record;
-    RETURN_IF_ERROR(CheckClaimant(access, record.run(), "claim items of"));
-    Run& run = *record.mutable_run();
-    std::optional<std::string> chosen;
-    bool any_ready = false;  // a candidate whose dependencies are done (backoff aside)
-    std::optional<absl::Time> earliest;
-    std::set<std::string> missing;  // capabilities of ready items the worker lacks
-    if (!record.open_by_level().empty()) {
-      // Only the lowest level with open items can have claimable items.
-      const int64_t level = CurrentLevel(record);
-      const std::string prefix = keys::RunPendingLevelPrefix(run_id, static_cast<uint64_t>(level));
-      std::unique_ptr<storage::Iterator> it =
-          txn.NewIterator(kFamily, prefix, storage::PrefixUpperBound(prefix));
-      ItemReader items(txn, run_id);
-      for (; it->Valid(); it->Next()) {
-        storage::KeyReader reader(it->key().substr(prefix.size()));
-        ASSIGN_OR_RETURN(std::string item_id, reader.ReadString());
-        ASSIGN_OR_RETURN(WorkItem candidate, items.Read(item_id));
-        bool ready = true;
-        for (const std::string& dep : candidate.dependencies()) {
-          ASSIGN_OR_RETURN(WorkItem dependency, items.Read(dep));
-          if (dependency.status() != v1::ITEM_STATUS_DONE) {
-            ready = false;
-            break;
-          }
-        }
-        if (!ready) continue;
-        any_ready = true;
-        const absl::Time not_before = candidate.has_not_before()
-                                          ? FromProtoTime(candidate.not_before())
-                                          : absl::InfinitePast();
-        if (not_before > now) {
-          if (!earliest.has_value() || not_before < *earliest) earliest = not_before;
-          continue;
-        }
-        bool covered = true;
-        for (const std::string& capability : candidate.required_capabilities()) {
-          if (!declared.contains(capability)) {
-            missing.insert(capability);
-            covered = false;
-          }
-        }
-        if (!covered) continue;
-        chosen = item_id;
-        break;
-      }
-      RETURN_IF_ERROR(it->status());
+    RETURN_IF_ERROR(CheckClaimant(access, locked.record.run(), "claim items of"));
+    ASSIGN_OR_RETURN(const Claimable found,
+                     FindClaimable(txn, locked.record, run_id, declared, now));
+    std::optional<v1::RunWorker> worker_before;
+    ASSIGN_OR_RETURN(v1::RunWorker worker, ClaimingWorker(txn, request, now, &worker_before));
+    if (!found.chosen.has_value()) {
+      return AnswerNothingClaimable(txn, locked, found, worker_before, worker, now, &response);
     }
-
-    // The worker's registry record: registered by its first claim, refreshed by every one.
-    ASSIGN_OR_RETURN(std::optional<v1::RunWorker> found,
-                     LockWorker(txn, run_id, request.worker_id()));
-    const bool registered = found.has_value();
-    v1::RunWorker worker = registered ? *std::move(found) : v1::RunWorker();
-    const v1::RunWorker worker_before = worker;
-    if (!registered) {
-      worker.set_worker_id(request.worker_id());
-      worker.set_run_id(run_id);
-      *worker.mutable_create_time() = ToProtoTime(now);
-      ASSIGN_OR_RETURN(const absl::flat_hash_set<int64_t> taken,
-                       work_records::WorkerNumbers(txn, run_id));
-      worker.set_number(common::NewWorkerNumber(worker.worker_id(), taken));
-    }
-    *worker.mutable_capabilities() = request.capabilities();
-    if (request.pid() != 0) worker.set_pid(request.pid());
-
-    if (!chosen.has_value()) {
-      if (worker.held_items().empty()) {
-        SetWorkerStatus(&locked, &worker, v1::WORKER_STATUS_IDLE, "", now);
-      }
-      const bool changed =
-          !registered || !locked.log.empty() ||
-          !std::equal(worker.capabilities().begin(), worker.capabilities().end(),
-                      worker_before.capabilities().begin(), worker_before.capabilities().end()) ||
-          worker.pid() != worker_before.pid();
-      if (changed || now - FromProtoTime(worker.last_heartbeat_time()) >= kIdleTouchInterval) {
-        *worker.mutable_last_heartbeat_time() = ToProtoTime(now);
-        RETURN_IF_ERROR(PutWorker(txn, &worker, now));
-      }
-      if (!locked.log.empty()) RETURN_IF_ERROR(PutRun(txn, locked));
-      *response.mutable_run() = run;
-      // Nothing runs, so nothing will make a waiting item ready: a person has to act.
-      response.set_stalled(record.open_by_level().empty() ||
-                           (run.counts().running() == 0 && !any_ready));
-      if (earliest.has_value()) *response.mutable_retry_after() = ToProtoDuration(*earliest - now);
-      for (const std::string& capability : missing) response.add_missing_capabilities(capability);
-      return absl::OkStatus();
-    }
-
-    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, *chosen));
+    ASSIGN_OR_RETURN(const WorkItem before, LockItem(txn, run_id, *found.chosen));
     if (before.status() != v1::ITEM_STATUS_PENDING) {
-      return absl::DataLossError(absl::StrCat("item ", *chosen, " of run ", run_id,
+      return absl::DataLossError(absl::StrCat("item ", *found.chosen, " of run ", run_id,
                                               " is in the pending index but is ",
                                               StatusWord(before.status())));
     }
@@ -192,6 +223,7 @@ absl::StatusOr<v1::ClaimResponse> WorkStore::Claim(const v1::ClaimRequest& reque
     item.set_pid(request.pid());
     item.clear_not_before();
     item.clear_status_reason();
+    Run& run = *locked.record.mutable_run();
     run.set_claim_count(run.claim_count() + 1);
     locked.Log(ItemEvent(v1::WorkEvent::KIND_ITEM_CLAIMED, item), now);
     RecordTransition(&locked, before, item.status(), now);
