@@ -667,6 +667,109 @@ void GreenAgent::PublishOutcomes(const std::vector<v1::TaskContext>& contexts,
                                    " evaluations failed: ", absl::StrJoin(failures, "; ")));
 }
 
+std::optional<v1::TaskContext> GreenAgent::ActiveContext(const std::string& context_id,
+                                                         EventPublisher& events) {
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (absl::IsNotFound(context.status())) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("unknown context ", context_id,
+                                     ": no evaluation runs there (start one with \"Task ID: "
+                                     "<id>\")"));
+    return std::nullopt;
+  }
+  if (!context.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_FAILED,
+                        absl::StrCat("coordinator: ", context.status().message()));
+    return std::nullopt;
+  }
+  if (context->status() != v1::CONTEXT_STATUS_ACTIVE) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("the evaluation in context ", context_id, " has ended (",
+                                     v1::ContextStatus_Name(context->status()), ")"));
+    return std::nullopt;
+  }
+  return *std::move(context);
+}
+
+std::optional<ExecResult> GreenAgent::ExecuteOnce(const RequestContext& request,
+                                                  const std::string& command,
+                                                  const v1::TaskContext& context, int64_t seq,
+                                                  EventPublisher& events) {
+  const std::string& context_id = request.context_id;
+  const std::string results_dir = ContextRoot(context_id) + "/results";
+  const std::string result_file = absl::StrCat(results_dir, "/", seq, ".json");
+  if (seq > 0) {
+    absl::StatusOr<std::string> stored = ReadFile(result_file);
+    if (stored.ok()) {
+      absl::StatusOr<ExecResult> parsed = ParseResultJson(*stored);
+      if (parsed.ok()) return *parsed;
+    }
+  }
+  const ExecEnv env = EnvFor(context);
+  if (environments_.enabled() && env.environment_handle.empty()) {
+    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                        absl::StrCat("the evaluation in context ", context_id,
+                                     " has no environment yet (it is being started)"));
+    return std::nullopt;
+  }
+  absl::StatusOr<ExecResult> ran = executor_.Run(command, env);
+  if (!ran.ok()) {
+    events.UpdateStatus(a2apb::TASK_STATE_FAILED, ran.status().message());
+    return std::nullopt;
+  }
+  // A command that failed in a per-evaluation environment: is the environment still there?
+  if (environments_.enabled() && (ran->exit_code != 0 || ran->timed_out)) {
+    if (absl::Status alive = environments_.Check(env); !alive.ok()) {
+      // Ended meanwhile (cancelled, say)? That is what stopped the environment.
+      absl::StatusOr<v1::TaskContext> now = GetContext(context_id);
+      if (now.ok() && now->status() != v1::CONTEXT_STATUS_ACTIVE) {
+        ReleaseEnvironment(context_id, &*now);
+        events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
+                            absl::StrCat("the evaluation in context ", context_id, " has ended (",
+                                         v1::ContextStatus_Name(now->status()), ")"));
+        return std::nullopt;
+      }
+      const std::string error =
+          absl::StrCat("the evaluation's environment ", env.environment_handle,
+                       " stopped working: ", alive.message());
+      common::LogError(
+          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+          "%s (during \"%s\", which exited %d)", error, Clip(command, 200), ran->exit_code);
+      absl::StatusOr<v1::TaskContext> ended =
+          EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {});
+      ReleaseEnvironment(context_id, ended.ok() ? &*ended : &context);
+      events.UpdateStatus(a2apb::TASK_STATE_FAILED, error);
+      return std::nullopt;
+    }
+  }
+  if (seq > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(results_dir, ec);
+    if (absl::Status s = WriteFileAtomically(result_file, ResultJson(*ran)); !s.ok()) {
+      common::LogWarn(
+          {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+          "cannot keep the result of exec %d: %s", seq, s.message());
+    }
+  }
+  return *std::move(ran);
+}
+
+absl::Status GreenAgent::RecordExecution(const std::string& context_id, const std::string& command,
+                                         const ExecResult& result) {
+  v1::RecordCommandRequest record;
+  record.set_context_id(context_id);
+  record.set_command(command);
+  record.set_exit_code(result.exit_code);
+  *record.mutable_duration() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
+      absl::ToInt64Nanoseconds(result.duration));
+  record.set_output_digest(absl::StrCat("sha256:", Sha256Hex(result.output)));
+  record.set_request_id(common::NewUuid());
+  v1::RecordCommandResponse response;
+  return agent_runtime::CallWithRetry(
+      [&](grpc::ClientContext* c) { return contexts_->RecordCommand(c, record, &response); },
+      options_.retry);
+}
+
 void GreenAgent::RunCommand(const RequestContext& request, const std::string& command,
                             EventPublisher& events) {
   const std::string& context_id = request.context_id;
@@ -676,25 +779,8 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
   }
   std::shared_ptr<absl::Mutex> mu = ContextLock(context_id);
   absl::MutexLock lock(mu.get());
-  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
-  if (absl::IsNotFound(context.status())) {
-    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
-                        absl::StrCat("unknown context ", context_id,
-                                     ": no evaluation runs there (start one with \"Task ID: "
-                                     "<id>\")"));
-    return;
-  }
-  if (!context.ok()) {
-    events.UpdateStatus(a2apb::TASK_STATE_FAILED,
-                        absl::StrCat("coordinator: ", context.status().message()));
-    return;
-  }
-  if (context->status() != v1::CONTEXT_STATUS_ACTIVE) {
-    events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
-                        absl::StrCat("the evaluation in context ", context_id, " has ended (",
-                                     v1::ContextStatus_Name(context->status()), ")"));
-    return;
-  }
+  std::optional<v1::TaskContext> context = ActiveContext(context_id, events);
+  if (!context.has_value()) return;
   const int64_t seq = ExecSeq(request.message);
   const int64_t count = context->command_count();
   if (seq > count + 1) {
@@ -703,81 +789,12 @@ void GreenAgent::RunCommand(const RequestContext& request, const std::string& co
         absl::StrCat("exec_seq ", seq, " is out of order: ", count, " commands were recorded"));
     return;
   }
-  const std::string results_dir = ContextRoot(context_id) + "/results";
-  const std::string result_file = absl::StrCat(results_dir, "/", seq, ".json");
-  std::optional<ExecResult> result;
-  if (seq > 0) {
-    absl::StatusOr<std::string> stored = ReadFile(result_file);
-    if (stored.ok()) {
-      absl::StatusOr<ExecResult> parsed = ParseResultJson(*stored);
-      if (parsed.ok()) result = *parsed;
-    }
-  }
-  if (!result.has_value()) {
-    const ExecEnv env = EnvFor(*context);
-    if (environments_.enabled() && env.environment_handle.empty()) {
-      events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
-                          absl::StrCat("the evaluation in context ", context_id,
-                                       " has no environment yet (it is being started)"));
-      return;
-    }
-    absl::StatusOr<ExecResult> ran = executor_.Run(command, env);
-    if (!ran.ok()) {
-      events.UpdateStatus(a2apb::TASK_STATE_FAILED, ran.status().message());
-      return;
-    }
-    // A command that failed in a per-evaluation environment: is the environment still there?
-    if (environments_.enabled() && (ran->exit_code != 0 || ran->timed_out)) {
-      if (absl::Status alive = environments_.Check(env); !alive.ok()) {
-        // Ended meanwhile (cancelled, say)? That is what stopped the environment.
-        absl::StatusOr<v1::TaskContext> now = GetContext(context_id);
-        if (now.ok() && now->status() != v1::CONTEXT_STATUS_ACTIVE) {
-          ReleaseEnvironment(context_id, &*now);
-          events.UpdateStatus(a2apb::TASK_STATE_REJECTED,
-                              absl::StrCat("the evaluation in context ", context_id, " has ended (",
-                                           v1::ContextStatus_Name(now->status()), ")"));
-          return;
-        }
-        const std::string error =
-            absl::StrCat("the evaluation's environment ", env.environment_handle,
-                         " stopped working: ", alive.message());
-        common::LogError(
-            {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-            "%s (during \"%s\", which exited %d)", error, Clip(command, 200), ran->exit_code);
-        absl::StatusOr<v1::TaskContext> ended =
-            EndEvaluation(context_id, v1::CONTEXT_STATUS_FAILED, error, {});
-        ReleaseEnvironment(context_id, ended.ok() ? &*ended : &*context);
-        events.UpdateStatus(a2apb::TASK_STATE_FAILED, error);
-        return;
-      }
-    }
-    result = *ran;
-    if (seq > 0) {
-      std::error_code ec;
-      std::filesystem::create_directories(results_dir, ec);
-      if (absl::Status s = WriteFileAtomically(result_file, ResultJson(*result)); !s.ok()) {
-        common::LogWarn(
-            {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-            "cannot keep the result of exec %d: %s", seq, s.message());
-      }
-    }
-  }
+  std::optional<ExecResult> result = ExecuteOnce(request, command, *context, seq, events);
+  if (!result.has_value()) return;
   // Record once per exec_seq. A RecordCommand whose answer was lost may have been applied: its
   // request_id, the same on every retry, makes the coordinator answer a retry from the record.
   if (seq == 0 || seq == count + 1) {
-    v1::RecordCommandRequest record;
-    record.set_context_id(context_id);
-    record.set_command(command);
-    record.set_exit_code(result->exit_code);
-    *record.mutable_duration() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
-        absl::ToInt64Nanoseconds(result->duration));
-    record.set_output_digest(absl::StrCat("sha256:", Sha256Hex(result->output)));
-    record.set_request_id(common::NewUuid());
-    v1::RecordCommandResponse response;
-    const absl::Status recorded = agent_runtime::CallWithRetry(
-        [&](grpc::ClientContext* c) { return contexts_->RecordCommand(c, record, &response); },
-        options_.retry);
-    if (!recorded.ok()) {
+    if (absl::Status recorded = RecordExecution(context_id, command, *result); !recorded.ok()) {
       events.UpdateStatus(a2apb::TASK_STATE_FAILED,
                           absl::StrCat("cannot record the command: ", recorded.message()));
       return;

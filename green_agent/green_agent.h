@@ -121,6 +121,19 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   [[nodiscard]] absl::StatusOr<std::string> ResolveParticipant(const AssessmentRequest& assessment);
   void RunCommand(const agent_runtime::RequestContext& request, const std::string& command,
                   agent_runtime::EventPublisher& events);
+  // The context of an evaluation under way; nullopt once `events` says why there is none.
+  std::optional<coordinator::v1::TaskContext> ActiveContext(const std::string& context_id,
+                                                            agent_runtime::EventPublisher& events);
+  // The result of exec `seq` of the evaluation: kept from an earlier run of the same exec (a
+  // retried message), else the command run now and kept; nullopt once `events` says why not
+  // (no environment yet, or the environment stopped working, which ends the evaluation).
+  std::optional<ExecResult> ExecuteOnce(const agent_runtime::RequestContext& request,
+                                        const std::string& command,
+                                        const coordinator::v1::TaskContext& context, int64_t seq,
+                                        agent_runtime::EventPublisher& events);
+  // RecordCommand of `result`, retried with one request_id (counted once).
+  absl::Status RecordExecution(const std::string& context_id, const std::string& command,
+                               const ExecResult& result);
   void Submit(const agent_runtime::RequestContext& request, agent_runtime::EventPublisher& events);
   void Abandon(const agent_runtime::RequestContext& request, const std::string& reason,
                agent_runtime::EventPublisher& events);
