@@ -492,54 +492,11 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     }
     if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return context;
   }
-  if (arvo && !context.ok()) {
-    // The harness's names give one workspace per task and agent under test, so it serves one
-    // evaluation at a time; a new one starts from a fresh copy (no answer left from the last).
-    const std::string owner_file = root + "/.context_id";
-    absl::StatusOr<std::string> owner = ReadFile(owner_file);
-    if (owner.ok() && *owner != context_id) {
-      absl::StatusOr<v1::TaskContext> other = GetContext(*owner);
-      if (other.ok() && other->status() == v1::CONTEXT_STATUS_ACTIVE) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("workspace ", root, " is in use by the evaluation in context ", *owner,
-                         " (--layout=arvo keeps one workspace per task and agent under test)"));
-      }
-      std::error_code ec;
-      std::filesystem::remove_all(root, ec);
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(root, ec);
-    RETURN_IF_ERROR(WriteFileAtomically(owner_file, context_id));
-  }
+  if (arvo && !context.ok()) RETURN_IF_ERROR(ClaimArvoWorkspace(root, context_id));
   RETURN_IF_ERROR(PrepareWorkspace(bundle, workspace, shared, layout));
   if (!context.ok()) {
-    v1::CreateContextRequest create;
-    v1::TaskContext* c = create.mutable_context();
-    c->set_context_id(context_id);
-    c->set_agent(options_.name);
-    c->set_external_task_id(task_id);
-    c->set_workspace_dir(workspace);
-    c->set_shared_dir(shared);
-    (*c->mutable_labels())["phase"] = "started";
-    (*c->mutable_labels())["purple_agent"] = purple;
-    if (arvo) (*c->mutable_labels())["arvo_id"] = task_id;
-    if (environments_.enabled()) (*c->mutable_labels())["environment"] = "starting";
-    // The agent under test writes this context's conversation (docs/security.md).
-    c->add_parties(purple);
-    v1::TaskContext created;
-    absl::Status s = agent_runtime::CallWithRetry(
-        [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },
-        options_.retry);
-    if (!s.ok() && !absl::IsAlreadyExists(s)) {
-      return absl::UnavailableError(absl::StrCat("coordinator: ", s.message()));
-    }
-    context = GetContext(context_id);
-    if (!context.ok()) {
-      return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
-    }
-    common::LogInfo(
-        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-        "evaluation of %s created in %s", task_id, workspace);
+    context = CreateEvaluationContext(request, evaluation, purple, workspace, shared);
+    if (!context.ok()) return context.status();
   }
   if (environments_.enabled() && context->environment_handle().empty() &&
       context->status() == v1::CONTEXT_STATUS_ACTIVE) {
@@ -548,34 +505,104 @@ absl::StatusOr<v1::TaskContext> GreenAgent::Begin(const RequestContext& request,
     if (context->status() != v1::CONTEXT_STATUS_ACTIVE) return context;  // it did not start
   }
   if (context->labels().count("purple_task") == 0) {
-    ASSIGN_OR_RETURN(const std::string report, ReadFile(bundle + "/crash_report.txt"));
-    TaskLimits limits;
-    limits.timeout_seconds = static_cast<int>(absl::ToInt64Seconds(options_.executor.timeout));
-    limits.output_cap = options_.executor.output_cap;
-    a2apb::Message message;
-    message.set_role(a2apb::ROLE_USER);
-    message.set_context_id(context_id);
-    for (const std::string& part : FormatTask(task_id, report, limits, layout)) {
-      message.add_parts()->set_text(part);
-    }
-    (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);
-    absl::StatusOr<a2apb::Task> sent = gateway_.Send(purple, message);
-    if (!sent.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot send the task to ", purple, ": ", sent.status().message()));
-    }
-    const std::string purple_task = sent->id();
-    context = UpdateContext(context_id, [&](v1::TaskContext* c) {
-      (*c->mutable_labels())["purple_task"] = purple_task;
-      (*c->mutable_labels())["phase"] = "running";
-    });
-    if (!context.ok()) {
-      return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
-    }
-    common::LogInfo(
-        {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
-        "task sent to %s (its task %s)", purple, purple_task);
+    return SendTaskToPurple(request, evaluation, purple, layout);
   }
+  return context;
+}
+
+absl::Status GreenAgent::ClaimArvoWorkspace(const std::string& root,
+                                            const std::string& context_id) {
+  // The harness's names give one workspace per task and agent under test, so it serves one
+  // evaluation at a time; a new one starts from a fresh copy (no answer left from the last).
+  const std::string owner_file = root + "/.context_id";
+  absl::StatusOr<std::string> owner = ReadFile(owner_file);
+  if (owner.ok() && *owner != context_id) {
+    absl::StatusOr<v1::TaskContext> other = GetContext(*owner);
+    if (other.ok() && other->status() == v1::CONTEXT_STATUS_ACTIVE) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("workspace ", root, " is in use by the evaluation in context ", *owner,
+                       " (--layout=arvo keeps one workspace per task and agent under test)"));
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  return WriteFileAtomically(owner_file, context_id);
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::CreateEvaluationContext(const RequestContext& request,
+                                                                    const Evaluation& evaluation,
+                                                                    const std::string& purple,
+                                                                    const std::string& workspace,
+                                                                    const std::string& shared) {
+  const std::string& context_id = evaluation.context_id;
+  const std::string& task_id = evaluation.task_id;
+  const bool arvo = options_.layout == "arvo";
+  v1::CreateContextRequest create;
+  v1::TaskContext* c = create.mutable_context();
+  c->set_context_id(context_id);
+  c->set_agent(options_.name);
+  c->set_external_task_id(task_id);
+  c->set_workspace_dir(workspace);
+  c->set_shared_dir(shared);
+  (*c->mutable_labels())["phase"] = "started";
+  (*c->mutable_labels())["purple_agent"] = purple;
+  if (arvo) (*c->mutable_labels())["arvo_id"] = task_id;
+  if (environments_.enabled()) (*c->mutable_labels())["environment"] = "starting";
+  // The agent under test writes this context's conversation (docs/security.md).
+  c->add_parties(purple);
+  v1::TaskContext created;
+  absl::Status s = agent_runtime::CallWithRetry(
+      [&](grpc::ClientContext* cc) { return contexts_->CreateContext(cc, create, &created); },
+      options_.retry);
+  if (!s.ok() && !absl::IsAlreadyExists(s)) {
+    return absl::UnavailableError(absl::StrCat("coordinator: ", s.message()));
+  }
+  absl::StatusOr<v1::TaskContext> context = GetContext(context_id);
+  if (!context.ok()) {
+    return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
+  }
+  common::LogInfo(
+      {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+      "evaluation of %s created in %s", task_id, workspace);
+  return context;
+}
+
+absl::StatusOr<v1::TaskContext> GreenAgent::SendTaskToPurple(const RequestContext& request,
+                                                             const Evaluation& evaluation,
+                                                             const std::string& purple,
+                                                             const WorkspaceLayout& layout) {
+  const std::string& context_id = evaluation.context_id;
+  const std::string& task_id = evaluation.task_id;
+  const std::string bundle = (std::filesystem::path(options_.tasks_dir) / task_id).string();
+  ASSIGN_OR_RETURN(const std::string report, ReadFile(bundle + "/crash_report.txt"));
+  TaskLimits limits;
+  limits.timeout_seconds = static_cast<int>(absl::ToInt64Seconds(options_.executor.timeout));
+  limits.output_cap = options_.executor.output_cap;
+  a2apb::Message message;
+  message.set_role(a2apb::ROLE_USER);
+  message.set_context_id(context_id);
+  for (const std::string& part : FormatTask(task_id, report, limits, layout)) {
+    message.add_parts()->set_text(part);
+  }
+  (*message.mutable_metadata()->mutable_fields())["task_id"].set_string_value(task_id);
+  absl::StatusOr<a2apb::Task> sent = gateway_.Send(purple, message);
+  if (!sent.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot send the task to ", purple, ": ", sent.status().message()));
+  }
+  const std::string purple_task = sent->id();
+  absl::StatusOr<v1::TaskContext> context = UpdateContext(context_id, [&](v1::TaskContext* c) {
+    (*c->mutable_labels())["purple_task"] = purple_task;
+    (*c->mutable_labels())["phase"] = "running";
+  });
+  if (!context.ok()) {
+    return absl::UnavailableError(absl::StrCat("coordinator: ", context.status().message()));
+  }
+  common::LogInfo(
+      {{"context_id", context_id}, {"task_id", request.task_id}, {"agent", options_.name}},
+      "task sent to %s (its task %s)", purple, purple_task);
   return context;
 }
 

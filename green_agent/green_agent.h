@@ -114,6 +114,18 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> Begin(
       const agent_runtime::RequestContext& request, const Evaluation& evaluation,
       const std::string& purple);
+  // --layout=arvo: the workspace `root` becomes the evaluation's in `context_id` (fresh when
+  // another, ended evaluation had it); FAILED_PRECONDITION while an active one has it.
+  [[nodiscard]] absl::Status ClaimArvoWorkspace(const std::string& root,
+                                                const std::string& context_id);
+  // Creates the evaluation's context (an existing one is read back).
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> CreateEvaluationContext(
+      const agent_runtime::RequestContext& request, const Evaluation& evaluation,
+      const std::string& purple, const std::string& workspace, const std::string& shared);
+  // Sends `purple` the formatted task and records its task in the context's labels.
+  [[nodiscard]] absl::StatusOr<coordinator::v1::TaskContext> SendTaskToPurple(
+      const agent_runtime::RequestContext& request, const Evaluation& evaluation,
+      const std::string& purple, const WorkspaceLayout& layout);
   // NOT_FOUND unless `task_id` names a complete bundle under --tasks_dir.
   [[nodiscard]] absl::Status CheckBundle(const std::string& task_id) const;
   // The participant's name at the coordinator: an agent already registered with the same card
