@@ -133,31 +133,9 @@ absl::Status TaskStateStore::ValidateImportedBlock(const v1::ImportedBlock& bloc
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTaskRequest& request,
-                                                              const Access& access) {
-  if (request.has_block()) {
-    RETURN_IF_ERROR(ValidateImportedBlock(request.block()));
-    // Without a state only the block is loaded: the scripts' registry outlived state files.
-    if (request.state().task_id().empty() && request.state().description().empty()) {
-      return ImportBlockOnly(request, access);
-    }
-    if (request.block().entry().task_id() != request.state().task_id()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("block.task_id ", request.block().entry().task_id(),
-                       " is not the state's task_id ", request.state().task_id()));
-    }
-  }
+absl::StatusOr<StoredTaskHeader> TaskStateStore::ImportedHeader(
+    const v1::ImportTaskRequest& request, const std::string& owner) const {
   const v1::TaskState& state = request.state();
-  RETURN_IF_ERROR(ValidateImport(state));
-  RETURN_IF_ERROR(common::ValidateOptionalId("owner", state.owner()));
-  const std::string owner = state.owner().empty() ? access.principal : state.owner();
-  if (access.scoped && owner != access.principal) {
-    return absl::PermissionDeniedError(absl::StrCat(access.principal, " may not import task ",
-                                                    state.task_id(), " for \"", owner,
-                                                    "\": an agent imports only its own tasks"));
-  }
-
-  // The header's counters are derived from the histories, as if they had been appended here.
   StoredTaskHeader header;
   header.set_task_id(state.task_id());
   header.set_description(state.description());
@@ -208,6 +186,67 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
     *header.mutable_blocked_time() = request.block().entry().blocked_time();
     header.set_block_reason(request.block().entry().reason());
   }
+  return header;
+}
+
+absl::Status TaskStateStore::TxnPutImportedHistory(Transaction& txn,
+                                                   const v1::TaskState& state) const {
+  for (int i = 0; i < state.failures_size(); ++i) {
+    v1::TaskFailure f = state.failures(i);
+    f.set_seq(i + 1);
+    // The tier is the position of the model on this server's ladder (0 when not on it).
+    const auto& ladder = options_.tier_ladder;
+    const auto pos = std::find(ladder.begin(), ladder.end(), f.model());
+    f.set_tier(pos == ladder.end() ? 0 : static_cast<int32_t>(pos - ladder.begin()) + 1);
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
+                            keys::TaskHistoryRecord(state.task_id(), keys::kTaskFailure,
+                                                    static_cast<uint64_t>(f.seq())),
+                            EncodeRecord(f)));
+  }
+  for (int i = 0; i < state.escalation_log_size(); ++i) {
+    v1::TaskEscalation e = state.escalation_log(i);
+    e.set_seq(i + 1);
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
+                            keys::TaskHistoryRecord(state.task_id(), keys::kTaskEscalation,
+                                                    static_cast<uint64_t>(e.seq())),
+                            EncodeRecord(e)));
+  }
+  for (int i = 0; i < state.quality_gate_results_size(); ++i) {
+    v1::QualityGateResult q = state.quality_gate_results(i);
+    q.set_seq(i + 1);
+    RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
+                            keys::TaskHistoryRecord(state.task_id(), keys::kTaskQualityGate,
+                                                    static_cast<uint64_t>(q.seq())),
+                            EncodeRecord(q)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTaskRequest& request,
+                                                              const Access& access) {
+  if (request.has_block()) {
+    RETURN_IF_ERROR(ValidateImportedBlock(request.block()));
+    // Without a state only the block is loaded: the scripts' registry outlived state files.
+    if (request.state().task_id().empty() && request.state().description().empty()) {
+      return ImportBlockOnly(request, access);
+    }
+    if (request.block().entry().task_id() != request.state().task_id()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block.task_id ", request.block().entry().task_id(),
+                       " is not the state's task_id ", request.state().task_id()));
+    }
+  }
+  const v1::TaskState& state = request.state();
+  RETURN_IF_ERROR(ValidateImport(state));
+  RETURN_IF_ERROR(common::ValidateOptionalId("owner", state.owner()));
+  const std::string owner = state.owner().empty() ? access.principal : state.owner();
+  if (access.scoped && owner != access.principal) {
+    return absl::PermissionDeniedError(absl::StrCat(access.principal, " may not import task ",
+                                                    state.task_id(), " for \"", owner,
+                                                    "\": an agent imports only its own tasks"));
+  }
+
+  ASSIGN_OR_RETURN(StoredTaskHeader header, ImportedHeader(request, owner));
 
   v1::ImportTaskResponse response;
   response.set_task_id(state.task_id());
@@ -223,34 +262,7 @@ absl::StatusOr<v1::ImportTaskResponse> TaskStateStore::Import(const v1::ImportTa
           CheckReplace(txn, state.task_id(), existing, registered, request.replace(), access));
       response.set_replaced(true);
     }
-    for (int i = 0; i < state.failures_size(); ++i) {
-      v1::TaskFailure f = state.failures(i);
-      f.set_seq(i + 1);
-      // The tier is the position of the model on this server's ladder (0 when not on it).
-      const auto& ladder = options_.tier_ladder;
-      const auto pos = std::find(ladder.begin(), ladder.end(), f.model());
-      f.set_tier(pos == ladder.end() ? 0 : static_cast<int32_t>(pos - ladder.begin()) + 1);
-      RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
-                              keys::TaskHistoryRecord(state.task_id(), keys::kTaskFailure,
-                                                      static_cast<uint64_t>(f.seq())),
-                              EncodeRecord(f)));
-    }
-    for (int i = 0; i < state.escalation_log_size(); ++i) {
-      v1::TaskEscalation e = state.escalation_log(i);
-      e.set_seq(i + 1);
-      RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
-                              keys::TaskHistoryRecord(state.task_id(), keys::kTaskEscalation,
-                                                      static_cast<uint64_t>(e.seq())),
-                              EncodeRecord(e)));
-    }
-    for (int i = 0; i < state.quality_gate_results_size(); ++i) {
-      v1::QualityGateResult q = state.quality_gate_results(i);
-      q.set_seq(i + 1);
-      RETURN_IF_ERROR(txn.Put(ColumnFamily::kTasks,
-                              keys::TaskHistoryRecord(state.task_id(), keys::kTaskQualityGate,
-                                                      static_cast<uint64_t>(q.seq())),
-                              EncodeRecord(q)));
-    }
+    RETURN_IF_ERROR(TxnPutImportedHistory(txn, state));
     if (header.blocked()) {
       v1::ImportedBlock block;
       if (request.has_block()) {

@@ -189,6 +189,14 @@ class TaskStateStore {
   // The block of an import: the registry entry, summary and analysis, each bounded as the
   // other RPCs bound the same text.
   [[nodiscard]] absl::Status ValidateImportedBlock(const v1::ImportedBlock& block) const;
+  // The header of an imported state owned by `owner`: its counters derived from the histories,
+  // as if they had been appended here; blocked as the state (or the request's block) says.
+  [[nodiscard]] absl::StatusOr<v1::StoredTaskHeader> ImportedHeader(
+      const v1::ImportTaskRequest& request, const std::string& owner) const;
+  // Writes the imported state's failures, escalations and quality-gate results, numbered from 1
+  // (a failure's tier: its model's place on this server's ladder).
+  [[nodiscard]] absl::Status TxnPutImportedHistory(storage::Transaction& txn,
+                                                   const v1::TaskState& state) const;
   // Import of a registry entry whose task has no retry state.
   [[nodiscard]] absl::StatusOr<v1::ImportTaskResponse> ImportBlockOnly(
       const v1::ImportTaskRequest& request, const Access& access);
