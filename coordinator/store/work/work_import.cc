@@ -331,6 +331,66 @@ absl::StatusOr<std::vector<v1::RunWorker>> ImportedWorkers(const v1::ImportRunRe
   return out;
 }
 
+// The settings of a new run: its id, kind and sizes.
+absl::Status ValidateRunSettings(const Run& settings, const WorkLimits& limits) {
+  RETURN_IF_ERROR(common::ValidateId("run_id", settings.run_id()));
+  if (settings.kind() == v1::RUN_KIND_UNSPECIFIED || !v1::RunKind_IsValid(settings.kind())) {
+    return absl::InvalidArgumentError("kind must be workstreams or task graph");
+  }
+  RETURN_IF_ERROR(common::ValidateSize("specs_dir", settings.specs_dir(), limits.max_path_bytes));
+  RETURN_IF_ERROR(
+      common::ValidateSize("base_branch", settings.base_branch(), limits.max_path_bytes));
+  RETURN_IF_ERROR(common::ValidateSize("feature", settings.feature(), limits.max_path_bytes));
+  if (settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong() >
+      limits.max_metadata_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("the run's metadata and levels are %d bytes; the limit is %d bytes",
+                        settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong(),
+                        limits.max_metadata_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// A new run's counts, claims, open items by level and level states, from its items as they are
+// (pending, or as imported).
+void TallyItems(const std::vector<WorkItem>& items, absl::Time now, WorkRunRecord* record) {
+  Run* run = record->mutable_run();
+  run->mutable_counts()->set_total(static_cast<int64_t>(items.size()));
+  for (const WorkItem& item : items) {
+    AddCount(run->mutable_counts(), item.status(), +1);
+    // Every claim is an attempt; an item that left pending was claimed at least once.
+    run->set_claim_count(
+        run->claim_count() +
+        std::max<int64_t>(item.attempts(), item.status() != v1::ITEM_STATUS_PENDING ? 1 : 0));
+    if (item.status() != v1::ITEM_STATUS_DONE) ++(*record->mutable_open_by_level())[item.level()];
+    v1::LevelState* level = FindLevel(run, item.level(), /*create=*/true);
+    level->set_total(level->total() + 1);
+    if (item.status() == v1::ITEM_STATUS_DONE) level->set_done(level->done() + 1);
+    if (item.status() == v1::ITEM_STATUS_RUNNING) level->set_running(level->running() + 1);
+    if (item.has_start_time() &&
+        (!level->has_start_time() ||
+         FromProtoTime(item.start_time()) < FromProtoTime(level->start_time()))) {
+      *level->mutable_start_time() = item.start_time();
+    }
+    if (item.has_complete_time() &&
+        (!level->has_complete_time() ||
+         FromProtoTime(item.complete_time()) > FromProtoTime(level->complete_time()))) {
+      *level->mutable_complete_time() = item.complete_time();
+    }
+  }
+  for (v1::LevelState& level : *run->mutable_level_states()) {
+    // A level started before without the time being known starts with the import.
+    if (!level.has_start_time() && (level.done() > 0 || level.running() > 0)) {
+      *level.mutable_start_time() = ToProtoTime(now);
+    }
+    level.set_status(DeriveLevelStatus(level));
+    if (level.status() == v1::LEVEL_STATUS_COMPLETE && !level.has_complete_time()) {
+      *level.mutable_complete_time() = ToProtoTime(now);
+    }
+    if (level.status() != v1::LEVEL_STATUS_COMPLETE) level.clear_complete_time();
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Run> WorkStore::CreateRun(const v1::CreateRunRequest& request,
@@ -382,21 +442,7 @@ absl::StatusOr<v1::ImportRunResponse> WorkStore::CreateRunWithState(
     const Access& access) {
   const absl::Time now = Now();
   if (settings.run_id().empty()) settings.set_run_id(GenerateRunId(now));
-  RETURN_IF_ERROR(common::ValidateId("run_id", settings.run_id()));
-  if (settings.kind() == v1::RUN_KIND_UNSPECIFIED || !v1::RunKind_IsValid(settings.kind())) {
-    return absl::InvalidArgumentError("kind must be workstreams or task graph");
-  }
-  RETURN_IF_ERROR(common::ValidateSize("specs_dir", settings.specs_dir(), limits_.max_path_bytes));
-  RETURN_IF_ERROR(
-      common::ValidateSize("base_branch", settings.base_branch(), limits_.max_path_bytes));
-  RETURN_IF_ERROR(common::ValidateSize("feature", settings.feature(), limits_.max_path_bytes));
-  if (settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong() >
-      limits_.max_metadata_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrFormat("the run's metadata and levels are %d bytes; the limit is %d bytes",
-                        settings.metadata().ByteSizeLong() + settings.levels().ByteSizeLong(),
-                        limits_.max_metadata_bytes));
-  }
+  RETURN_IF_ERROR(ValidateRunSettings(settings, limits_));
   ASSIGN_OR_RETURN(v1::RetryPolicy policy, ResolvePolicy(settings.retry_policy(), limits_));
   ASSIGN_OR_RETURN(std::vector<std::string> claimants,
                    ResolveClaimants(settings.claimants(), access));
@@ -433,40 +479,7 @@ absl::StatusOr<v1::ImportRunResponse> WorkStore::CreateRunWithState(
     }
     RETURN_IF_ERROR(CheckImportedItems(items));
   }
-  run.mutable_counts()->set_total(static_cast<int64_t>(items.size()));
-  for (const WorkItem& item : items) {
-    AddCount(run.mutable_counts(), item.status(), +1);
-    // Every claim is an attempt; an item that left pending was claimed at least once.
-    run.set_claim_count(
-        run.claim_count() +
-        std::max<int64_t>(item.attempts(), item.status() != v1::ITEM_STATUS_PENDING ? 1 : 0));
-    if (item.status() != v1::ITEM_STATUS_DONE) ++(*record.mutable_open_by_level())[item.level()];
-    v1::LevelState* level = FindLevel(&run, item.level(), /*create=*/true);
-    level->set_total(level->total() + 1);
-    if (item.status() == v1::ITEM_STATUS_DONE) level->set_done(level->done() + 1);
-    if (item.status() == v1::ITEM_STATUS_RUNNING) level->set_running(level->running() + 1);
-    if (item.has_start_time() &&
-        (!level->has_start_time() ||
-         FromProtoTime(item.start_time()) < FromProtoTime(level->start_time()))) {
-      *level->mutable_start_time() = item.start_time();
-    }
-    if (item.has_complete_time() &&
-        (!level->has_complete_time() ||
-         FromProtoTime(item.complete_time()) > FromProtoTime(level->complete_time()))) {
-      *level->mutable_complete_time() = item.complete_time();
-    }
-  }
-  for (v1::LevelState& level : *run.mutable_level_states()) {
-    // A level started before without the time being known starts with the import.
-    if (!level.has_start_time() && (level.done() > 0 || level.running() > 0)) {
-      *level.mutable_start_time() = ToProtoTime(now);
-    }
-    level.set_status(DeriveLevelStatus(level));
-    if (level.status() == v1::LEVEL_STATUS_COMPLETE && !level.has_complete_time()) {
-      *level.mutable_complete_time() = ToProtoTime(now);
-    }
-    if (level.status() != v1::LEVEL_STATUS_COMPLETE) level.clear_complete_time();
-  }
+  TallyItems(items, now, &record);
   if (state != nullptr) {
     RETURN_IF_ERROR(ApplyImportedLevels(settings, limits_, now, &run));
     ASSIGN_OR_RETURN(workers, ImportedWorkers(*state, run.run_id(), items, limits_, now));
