@@ -18,17 +18,6 @@ namespace {
 
 namespace a2apb = ::lf::a2a::v1;
 
-bool Ended(a2apb::TaskState s) {
-  return s == a2apb::TASK_STATE_COMPLETED || s == a2apb::TASK_STATE_FAILED ||
-         s == a2apb::TASK_STATE_CANCELED || s == a2apb::TASK_STATE_REJECTED;
-}
-
-std::string StateName(a2apb::TaskState s) {
-  std::string name = a2apb::TaskState_Name(s);
-  const std::string prefix = "TASK_STATE_";
-  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
-
 std::string StatusLine(const a2apb::Task& task) {
   std::string text;
   if (task.status().has_message()) {
@@ -36,7 +25,7 @@ std::string StatusLine(const a2apb::Task& task) {
       if (p.has_text()) absl::StrAppend(&text, text.empty() ? "" : " ", p.text());
     }
   }
-  return absl::StrCat(StateName(task.status().state()), text.empty() ? "" : ": ", text);
+  return absl::StrCat(TaskStateWord(task.status().state()), text.empty() ? "" : ": ", text);
 }
 
 void PrintArtifacts(const Env& env, const a2apb::Task& task) {
@@ -57,6 +46,17 @@ int TaskExit(const a2apb::Task& task) {
 }
 
 }  // namespace
+
+bool TaskEnded(a2apb::TaskState s) {
+  return s == a2apb::TASK_STATE_COMPLETED || s == a2apb::TASK_STATE_FAILED ||
+         s == a2apb::TASK_STATE_CANCELED || s == a2apb::TASK_STATE_REJECTED;
+}
+
+std::string TaskStateWord(a2apb::TaskState s) {
+  std::string name = a2apb::TaskState_Name(s);
+  const std::string prefix = "TASK_STATE_";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
 
 int FollowTask(const Env& env, const std::string& task_id, absl::Duration for_at_most, bool json,
                lf::a2a::v1::Task* ended) {
@@ -91,7 +91,7 @@ int FollowTask(const Env& env, const std::string& task_id, absl::Duration for_at
         *env.out << line << std::endl;
       }
       last = line;
-      if (Ended(task.status().state())) {
+      if (TaskEnded(task.status().state())) {
         if (ended != nullptr) *ended = task;
         if (json) {
           *env.out << ToJson(task) << std::endl;

@@ -11,6 +11,12 @@
 
 namespace coordctl {
 
+// Whether a task in `state` has ended (COMPLETED, FAILED, CANCELED or REJECTED).
+bool TaskEnded(lf::a2a::v1::TaskState state);
+
+// "COMPLETED" for TASK_STATE_COMPLETED.
+std::string TaskStateWord(lf::a2a::v1::TaskState state);
+
 // Polls the task until it ends (or `for_at_most` passes) and prints a line per change, then its
 // artifacts (`json`: the ended task as JSON instead). Survives a coordinator restart:
 // unreachable calls are retried until the time is up. Exit 0 when the task COMPLETED, 1 when it

@@ -56,16 +56,6 @@ std::string CompactJson(const google::protobuf::Message& message) {
   return json;
 }
 
-// "COMPLETED" for TASK_STATE_COMPLETED.
-std::string StateName(a2apb::TaskState state) {
-  return std::string(absl::StripPrefix(a2apb::TaskState_Name(state), "TASK_STATE_"));
-}
-
-bool Ended(a2apb::TaskState s) {
-  return s == a2apb::TASK_STATE_COMPLETED || s == a2apb::TASK_STATE_FAILED ||
-         s == a2apb::TASK_STATE_CANCELED || s == a2apb::TASK_STATE_REJECTED;
-}
-
 std::string ContextOf(const std::string& run_id) { return absl::StrCat("scenario-", run_id); }
 
 std::string AgentName(const std::string& run_id, const std::string& role) {
@@ -338,7 +328,7 @@ int FollowAll(const Env& env, std::vector<Assessment>& assessments, absl::Durati
     bool all_ended = true;
     for (size_t i = 0; i < assessments.size(); ++i) {
       Assessment& a = assessments[i];
-      if (Ended(a.task.status().state()) && !last[i].empty()) continue;
+      if (TaskEnded(a.task.status().state()) && !last[i].empty()) continue;
       a2apb::GetTaskRequest request;
       request.set_id(a.task.id());
       request.set_history_length(0);
@@ -351,12 +341,12 @@ int FollowAll(const Env& env, std::vector<Assessment>& assessments, absl::Durati
           s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
         return ReportRpcError(env, s);
       }
-      const std::string line = StateName(a.task.status().state());
+      const std::string line = TaskStateWord(a.task.status().state());
       if (s.ok() && line != last[i]) {
         *env.out << "[" << a.label << "] " << line << std::endl;
         last[i] = line;
       }
-      all_ended = all_ended && Ended(a.task.status().state());
+      all_ended = all_ended && TaskEnded(a.task.status().state());
     }
     if (all_ended) break;
     if (absl::Now() >= deadline) {
@@ -382,12 +372,12 @@ absl::Status WriteResults(const std::string& path, const std::string& run_id,
     for (const a2apb::Artifact& artifact : a.task.artifacts()) {
       absl::StrAppend(&artifacts, artifacts.empty() ? "" : ", ", CompactJson(artifact));
     }
-    absl::StrAppend(&list, list.empty() ? "\n    " : ",\n    ", "{\"shard\": ", a.shard,
-                    ", \"repeat\": ", a.repeat,
-                    ", \"context_id\": ", common::JsonQuote(a.context_id),
-                    ", \"task_id\": ", common::JsonQuote(a.task.id()), ", \"state\": ",
-                    common::JsonQuote(absl::AsciiStrToLower(StateName(a.task.status().state()))),
-                    ",\n     \"artifacts\": [", artifacts, "]}");
+    absl::StrAppend(
+        &list, list.empty() ? "\n    " : ",\n    ", "{\"shard\": ", a.shard,
+        ", \"repeat\": ", a.repeat, ", \"context_id\": ", common::JsonQuote(a.context_id),
+        ", \"task_id\": ", common::JsonQuote(a.task.id()), ", \"state\": ",
+        common::JsonQuote(absl::AsciiStrToLower(TaskStateWord(a.task.status().state()))),
+        ",\n     \"artifacts\": [", artifacts, "]}");
   }
   const std::string json =
       absl::StrCat("{\n  \"run_id\": ", common::JsonQuote(run_id),
@@ -445,7 +435,7 @@ int RunScenario(const Env& env, const ParsedArgs& args) {
     if (!found.ok()) return Fail(env, std::string(found.status().message()));
     if (found->has_value()) a.task = **found;
     resumed = resumed || found->has_value();
-    all_ended = all_ended && found->has_value() && Ended((*found)->status().state());
+    all_ended = all_ended && found->has_value() && TaskEnded((*found)->status().state());
   }
   std::vector<ScenarioRunAgent> agents = RunAgents(*scenario, *o);
   if (!all_ended || o->serve_only) {
@@ -524,8 +514,8 @@ int ShowTasks(const Env& env, const ParsedArgs& args, const std::vector<a2apb::T
       *env.out << ToJson(task) << "\n";
       continue;
     }
-    *env.out << task.context_id() << "  " << task.id() << "  " << StateName(task.status().state())
-             << "\n";
+    *env.out << task.context_id() << "  " << task.id() << "  "
+             << TaskStateWord(task.status().state()) << "\n";
     for (const a2apb::Artifact& artifact : task.artifacts()) {
       *env.out << "  artifact " << artifact.name() << ": " << CompactJson(artifact) << "\n";
     }
@@ -537,7 +527,7 @@ int ShowTasks(const Env& env, const ParsedArgs& args, const std::vector<a2apb::T
 int CancelTasks(const Env& env, const std::vector<a2apb::Task>& tasks) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
   for (const a2apb::Task& task : tasks) {
-    if (Ended(task.status().state())) continue;
+    if (TaskEnded(task.status().state())) continue;
     a2apb::CancelTaskRequest request;
     request.set_id(task.id());
     a2apb::Task canceled;
@@ -574,7 +564,7 @@ int RunList(const Env& env, const ParsedArgs& args) {
       absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, run_id);
       std::map<std::string, int> states;
       if (tasks.ok()) {
-        for (const a2apb::Task& t : *tasks) ++states[StateName(t.status().state())];
+        for (const a2apb::Task& t : *tasks) ++states[TaskStateWord(t.status().state())];
       }
       std::string summary;
       for (const auto& [state, n] : states) absl::StrAppend(&summary, " ", n, " ", state);
