@@ -124,10 +124,6 @@ const Struct& Meta(const Struct& metadata) {
   return v != nullptr && v->has_struct_value() ? v->struct_value() : Struct::default_instance();
 }
 
-absl::Status Prefixed(const std::string& where, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(where, s.message()));
-}
-
 // One workstream into an item; `index` is its place in the file.
 absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v1) {
   const JsonObject w(object, absl::StrCat("workstreams[", index, "]"));

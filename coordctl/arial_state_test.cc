@@ -25,7 +25,7 @@ using ::testing_util::ExpectSameJson;
 using ::testing_util::JsonObject;
 using ::testing_util::ReadWholeFile;
 
-std::string ReadTestData(const std::string& name) {
+std::string ReadArialFile(const std::string& name) {
   return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/arial/", name));
 }
 
@@ -42,7 +42,7 @@ std::vector<std::string> ExportedPaths(const std::string& json) {
 class ArialRoundTripTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ArialRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
-  const std::string text = ReadTestData(GetParam());
+  const std::string text = ReadArialFile(GetParam());
   absl::StatusOr<ArialRun> parsed = ParseArialState(text);
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Files, ArialRoundTripTest,
                          ::testing::Values("state-v2.json", "state-full.json", "state-plan.json"));
 
 TEST(ArialStateTest, ReadsEveryWorkstreamField) {
-  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadArialFile("state-full.json"));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->run.kind(), coordinator::v1::RUN_KIND_WORKSTREAMS);
   EXPECT_EQ(parsed->run.specs_dir(), "./specs");
@@ -81,7 +81,7 @@ TEST(ArialStateTest, ReadsEveryWorkstreamField) {
 }
 
 TEST(ArialStateTest, VersionOneIsMigrated) {
-  const std::string text = ReadTestData("state-v1.json");
+  const std::string text = ReadArialFile("state-v1.json");
   absl::StatusOr<ArialRun> parsed = ParseArialState(text);
   ASSERT_OK(parsed);
   ASSERT_EQ(parsed->items.size(), 2u);
@@ -106,7 +106,7 @@ TEST(ArialStateTest, VersionOneIsMigrated) {
 
 // The run's status as Arial's updateRunStatus derives it once a workstream changes.
 TEST(ArialStateTest, RunStatusIsDerivedAsArialDoes) {
-  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadArialFile("state-plan.json"));
   ASSERT_OK(parsed);
   // Named variables, not a structured binding: C++17 lambdas cannot capture those.
   const auto created = AsCreated(parsed->run, parsed->items);
@@ -165,7 +165,7 @@ TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
   EXPECT_EQ(after(events.size()), "completed");
 
   // The export uses it once an item changed.
-  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-plan.json"));
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadArialFile("state-plan.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   items[0].set_version(3);
@@ -182,7 +182,7 @@ TEST(ArialStateTest, TheStatusIsReplayedFromTheEventLog) {
 }
 
 TEST(ArialStateTest, ExportWritesWhatChangedAsArialWouldHave) {
-  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadTestData("state-full.json"));
+  absl::StatusOr<ArialRun> parsed = ParseArialState(ReadArialFile("state-full.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   // search-index completed here after a second claim; docs started.
@@ -324,7 +324,7 @@ TEST(ArialStateTest, TheProjectIsTheDirectoryHoldingDotArial) {
 }
 
 TEST(ArialStateTest, AnImportKeepsItsProjectForTheExport) {
-  const std::string text = ReadTestData("state-plan.json");
+  const std::string text = ReadArialFile("state-plan.json");
   absl::StatusOr<ArialRun> parsed = ParseArialState(text, "/home/dana/shop");
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->run.metadata()
@@ -371,7 +371,7 @@ TEST(ArialStateTest, AnImportKeepsItsProjectForTheExport) {
 }
 
 TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {
-  const std::string good = ReadTestData("state-plan.json");
+  const std::string good = ReadArialFile("state-plan.json");
   auto with = [&](const std::string& from, const std::string& to) {
     std::string text = absl::StrReplaceAll(good, {{from, to}});
     EXPECT_NE(text, good) << from;
@@ -417,7 +417,7 @@ TEST(ArialStateTest, BadFilesAreRefusedWithWhatIsWrong) {
 // A run under way: what ImportRun is asked to keep, and the export of the run as imported (its
 // items carry those states now) is still the file.
 TEST(ArialStateTest, ARunUnderWayIsImportedWithItsStates) {
-  const std::string text = ReadTestData("state-full.json");
+  const std::string text = ReadArialFile("state-full.json");
   absl::StatusOr<ArialRun> parsed = ParseArialState(text);
   ASSERT_OK(parsed);
   const coordinator::v1::ImportRunRequest request = ArialImportRequest(*parsed);
@@ -456,10 +456,10 @@ TEST(ArialStateTest, ARunUnderWayIsImportedWithItsStates) {
 // though the coordinator keeps a complete time only for done items.
 TEST(ArialStateTest, CompletedAtOfAFailedWorkstreamComesBackAsImported) {
   const std::string text = absl::StrReplaceAll(
-      ReadTestData("state-full.json"),
+      ReadArialFile("state-full.json"),
       {{R"("status":"failed","branch":"arial/payment-flow","worktreePath":".arial/worktrees/payment-flow","startedAt":"2025-03-02T08:00:05.301Z",)",
         R"("status":"failed","branch":"arial/payment-flow","worktreePath":".arial/worktrees/payment-flow","startedAt":"2025-03-02T08:00:05.301Z","completedAt":"2025-03-02T08:30:00.000Z",)"}});
-  ASSERT_NE(text, ReadTestData("state-full.json"));
+  ASSERT_NE(text, ReadArialFile("state-full.json"));
   absl::StatusOr<ArialRun> parsed = ParseArialState(text);
   ASSERT_OK(parsed);
   const coordinator::v1::ImportRunRequest request = ArialImportRequest(*parsed);

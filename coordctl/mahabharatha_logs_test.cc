@@ -57,7 +57,7 @@ const google::protobuf::Value& Field(const google::protobuf::Struct& s, const st
 }
 
 // A run of two tasks on two workers, one of them done and one failed, a level merged.
-std::vector<WorkEvent> Scenario() {
+std::vector<WorkEvent> WorkEventsOfARun() {
   using coordinator::v1::ITEM_STATUS_DONE;
   using coordinator::v1::ITEM_STATUS_PENDING;
   using coordinator::v1::ITEM_STATUS_RUNNING;
@@ -126,7 +126,7 @@ TEST(MahabharathaLogsTest, AWorkerNamedWithLettersIsWrittenUnderItsNumber) {
 }
 
 TEST(MahabharathaLogsTest, OneFilePerWorkerAndTaskWhereTheirToolKeepsThem) {
-  const MahabharathaLogs logs = Build(Scenario());
+  const MahabharathaLogs logs = Build(WorkEventsOfARun());
   std::vector<std::string> paths;
   for (const auto& [path, unused] : logs.files()) paths.push_back(path);
   EXPECT_THAT(paths, ElementsAre("tasks/AUTH-L1-001/execution.jsonl",
@@ -138,7 +138,7 @@ TEST(MahabharathaLogsTest, OneFilePerWorkerAndTaskWhereTheirToolKeepsThem) {
 // Laid out as StructuredLogWriter.emit writes a line: json.dumps of its dict, keys in its order,
 // ts as datetime.now(UTC).isoformat() with "Z".
 TEST(MahabharathaLogsTest, WorkerLinesAreWhatTheirWriterWrites) {
-  const MahabharathaLogs logs = Build(Scenario());
+  const MahabharathaLogs logs = Build(WorkEventsOfARun());
   const std::vector<std::string> lines = Lines(logs.files().at("workers/worker-0.jsonl"));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(
@@ -170,7 +170,7 @@ TEST(MahabharathaLogsTest, WorkerLinesAreWhatTheirWriterWrites) {
 
 // The orchestrator logs the run, the levels and what happened to a worker, under its own name.
 TEST(MahabharathaLogsTest, TheOrchestratorLogsRunLevelsAndLostWorkers) {
-  const MahabharathaLogs logs = Build(Scenario());
+  const MahabharathaLogs logs = Build(WorkEventsOfARun());
   const std::vector<std::string> lines =
       Lines(logs.files().at("workers/worker-orchestrator.jsonl"));
   std::vector<std::string> events;
@@ -192,7 +192,7 @@ TEST(MahabharathaLogsTest, TheOrchestratorLogsRunLevelsAndLostWorkers) {
 
 // TaskArtifactCapture.write_event: the event's keys, then "ts".
 TEST(MahabharathaLogsTest, EachTaskHasItsExecutionLog) {
-  const MahabharathaLogs logs = Build(Scenario());
+  const MahabharathaLogs logs = Build(WorkEventsOfARun());
   const std::vector<std::string> lines =
       Lines(logs.files().at("tasks/AUTH-L1-002/execution.jsonl"));
   ASSERT_EQ(lines.size(), 4u);
@@ -211,7 +211,7 @@ TEST(MahabharathaLogsTest, EachTaskHasItsExecutionLog) {
 // What their LogAggregator does with the directory: every line of workers/*.jsonl parses, has a
 // ts, and sorting by ts gives the run's history in order; its filters find what they name.
 TEST(MahabharathaLogsTest, MergedByTimestampTheyAreTheRunsHistory) {
-  const std::vector<WorkEvent> events = Scenario();
+  const std::vector<WorkEvent> events = WorkEventsOfARun();
   const MahabharathaLogs logs = Build(events);
   std::vector<google::protobuf::Struct> merged;
   for (const auto& [path, text] : logs.files()) {
@@ -244,7 +244,7 @@ TEST(MahabharathaLogsTest, MergedByTimestampTheyAreTheRunsHistory) {
 }
 
 TEST(MahabharathaLogsTest, OnlyTheFilesANewEventTouchesChange) {
-  std::vector<WorkEvent> events = Scenario();
+  std::vector<WorkEvent> events = WorkEventsOfARun();
   MahabharathaLogs logs("user-auth");
   for (const WorkEvent& e : events) logs.Add(e);
   EXPECT_EQ(logs.TakeChanged().size(), logs.files().size());

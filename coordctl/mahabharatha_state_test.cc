@@ -24,7 +24,7 @@ using ::testing_util::ExpectSameJson;
 using ::testing_util::JsonObject;
 using ::testing_util::ReadWholeFile;
 
-std::string ReadTestData(const std::string& name) {
+std::string ReadMahabharathaFile(const std::string& name) {
   return ReadWholeFile(absl::StrCat(COORD_SOURCE_DIR, "/tests/testdata/mahabharatha/", name));
 }
 
@@ -32,7 +32,7 @@ class MahabharathaRoundTripTest : public ::testing::TestWithParam<const char*> {
 
 // plan-only.json and user-auth.json were written by MAHABHARATHA's own StateManager.
 TEST_P(MahabharathaRoundTripTest, ExportOfAnUnchangedImportIsTheFile) {
-  const std::string text = ReadTestData(GetParam());
+  const std::string text = ReadMahabharathaFile(GetParam());
   absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
@@ -45,7 +45,7 @@ INSTANTIATE_TEST_SUITE_P(Files, MahabharathaRoundTripTest,
                                            "seed-example.json"));
 
 TEST(MahabharathaStateTest, ReadsTasksAsItems) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->run.kind(), coordinator::v1::RUN_KIND_TASK_GRAPH);
   EXPECT_EQ(parsed->run.feature(), "user-auth");
@@ -62,7 +62,7 @@ TEST(MahabharathaStateTest, ReadsTasksAsItems) {
 }
 
 TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   // Worker "3" took DOCS-L1-001 and completed it; level 1 runs.
@@ -119,7 +119,7 @@ TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
 
 // A run stopped by a failure shows it as their set_error would, unless the file had an error.
 TEST(MahabharathaStateTest, AFailedRunSaysWhichTaskStoppedIt) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   run.set_status(coordinator::v1::RUN_STATUS_FAILED);
@@ -216,7 +216,7 @@ TEST(MahabharathaStateTest, TheirStatusReadsEveryWorkerIdAsANumber) {
 }
 
 TEST(MahabharathaStateTest, BadFilesAreRefusedWithWhatIsWrong) {
-  const std::string good = ReadTestData("seed-example.json");
+  const std::string good = ReadMahabharathaFile("seed-example.json");
   auto with = [&](const std::string& from, const std::string& to) {
     std::string text = absl::StrReplaceAll(good, {{from, to}});
     EXPECT_NE(text, good) << from;
@@ -254,7 +254,7 @@ TEST(MahabharathaStateTest, BadFilesAreRefusedWithWhatIsWrong) {
 // user-auth.json (written by the StateManager): level 1 merged, a task in progress on worker 0,
 // worker 1 crashed, a task failed.
 TEST(MahabharathaStateTest, AFeatureUnderWayIsImportedWithItsStates) {
-  const std::string text = ReadTestData("user-auth.json");
+  const std::string text = ReadMahabharathaFile("user-auth.json");
   absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
   ASSERT_OK(parsed);
   EXPECT_FALSE(parsed->levels_known);
@@ -309,7 +309,7 @@ TEST(MahabharathaStateTest, AFeatureUnderWayIsImportedWithItsStates) {
 TEST(MahabharathaStateTest, KnownLevelsKeepTheirMerge) {
   // Each task names its level: level 1's merge is kept.
   const std::string text = absl::StrReplaceAll(
-      ReadTestData("user-auth.json"), {{R"("AUTH-L1-001": {)", R"("AUTH-L1-001": {"level": 1,)"},
+      ReadMahabharathaFile("user-auth.json"), {{R"("AUTH-L1-001": {)", R"("AUTH-L1-001": {"level": 1,)"},
                                        {R"("AUTH-L1-002": {)", R"("AUTH-L1-002": {"level": 1,)"},
                                        {R"("AUTH-L2-001": {)", R"("AUTH-L2-001": {"level": 2,)"},
                                        {R"("AUTH-L2-002": {)", R"("AUTH-L2-002": {"level": 2,)"}});
@@ -328,7 +328,7 @@ TEST(MahabharathaStateTest, KnownLevelsKeepTheirMerge) {
 
 TEST(MahabharathaStateTest, ARunningTaskNoWorkerHoldsIsRefused) {
   const std::string text =
-      absl::StrReplaceAll(ReadTestData("user-auth.json"),
+      absl::StrReplaceAll(ReadMahabharathaFile("user-auth.json"),
                           {{R"("worker_id": 0,
       "claimed_at": "2026-11-24T11:18:45.138071",)",
                             R"("claimed_at": "2026-11-24T11:18:45.138071",)"},
@@ -357,14 +357,14 @@ TEST(MahabharathaStateTest, ARunningTaskNoWorkerHoldsIsRefused) {
 // the tasks and workers of user-auth.json (make_assignments.py): the export is that file, byte
 // for byte, given its generated_at.
 TEST(MahabharathaStateTest, WorkerAssignmentsAreWrittenAsSaveToFileWritesThem) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
   ASSERT_OK(request);
   std::vector<WorkItem> items(request->items().begin(), request->items().end());
   std::vector<coordinator::v1::RunWorker> workers(request->workers().begin(),
                                                   request->workers().end());
-  const std::string expected = ReadTestData("user-auth-assignments.json");
+  const std::string expected = ReadMahabharathaFile("user-auth-assignments.json");
   const google::protobuf::Struct file = JsonObject(expected);
   absl::StatusOr<absl::Time> generated =
       ParseIsoTime("generated_at", file.fields().at("generated_at").string_value());
@@ -383,9 +383,9 @@ TEST(MahabharathaStateTest, WorkerAssignmentsAreWrittenAsSaveToFileWritesThem) {
 }
 
 TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
-  ASSERT_OK(JoinMahabharathaTaskGraph(ReadTestData("user-auth-task-graph.json"), &*parsed));
+  ASSERT_OK(JoinMahabharathaTaskGraph(ReadMahabharathaFile("user-auth-task-graph.json"), &*parsed));
   EXPECT_TRUE(parsed->levels_known);
   ASSERT_EQ(parsed->items.size(), 5u);
   const WorkItem& login = parsed->items[2];
@@ -412,9 +412,9 @@ TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
 // known from the task graph. Their merge format reads back as merged, and an unchanged level is
 // not written again.
 TEST(MahabharathaStateTest, TheExportIsWhatTheirStatusReads) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
-  ASSERT_OK(JoinMahabharathaTaskGraph(ReadTestData("user-auth-task-graph.json"), &*parsed));
+  ASSERT_OK(JoinMahabharathaTaskGraph(ReadMahabharathaFile("user-auth-task-graph.json"), &*parsed));
   absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
   ASSERT_OK(request);
   std::vector<WorkItem> imported(request->items().begin(), request->items().end());
@@ -467,7 +467,7 @@ TEST(MahabharathaStateTest, TheExportIsWhatTheirStatusReads) {
 // execution_log: what their status shows as EVENTS, from the run's work log since the import,
 // after the entries the file had.
 TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadTestData("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   run.mutable_create_time()->set_seconds(1767225600);
@@ -525,8 +525,8 @@ TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
 }
 
 TEST(MahabharathaStateTest, ATaskGraphThatDoesNotFitIsRefused) {
-  const std::string state = ReadTestData("user-auth.json");
-  const std::string graph = ReadTestData("user-auth-task-graph.json");
+  const std::string state = ReadMahabharathaFile("user-auth.json");
+  const std::string graph = ReadMahabharathaFile("user-auth-task-graph.json");
   const auto join = [&](const std::string& text) {
     absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(state);
     EXPECT_OK(parsed);

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/rocks_test_util.h"
 #include "tests/test_util.h"
 
 namespace storage {
@@ -17,16 +18,9 @@ namespace {
 
 using ::testing_util::TempDir;
 
-absl::StatusOr<std::unique_ptr<RocksStore>> OpenAt(const std::string& path) {
-  StoreOptions options;
-  options.path = path;
-  return RocksStore::Open(options);
-}
+using ::storage::testing::OpenAt;
 
-absl::Status Put(Store& store, ColumnFamily cf, const std::string& key, const std::string& value) {
-  return store.RunTransaction(
-      [&](Transaction& txn) -> absl::Status { return txn.Put(cf, key, value); });
-}
+using ::storage::testing::Put;
 
 TEST(BackupDirTest, RefusesMalformedPaths) {
   TempDir dir;

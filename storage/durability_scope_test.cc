@@ -133,9 +133,9 @@ TEST_F(DurabilityScopeTest, OutsideAScopeACallWaitsForItsSyncItself) {
     put = Put(*store_, "a", "1");
     returned = true;
   });
-  // The writer runs the sync itself (no other is running), and returns only when it does.
-  while (gate_.started() == 0) absl::SleepFor(absl::Milliseconds(1));
-  absl::SleepFor(absl::Milliseconds(50));
+  // The writer runs the sync itself (no other is running), and returns only when it does: once
+  // the sync has started and is held, the writer is inside it.
+  gate_.WaitForStarted(1);
   EXPECT_FALSE(returned);
   gate_.Open();
   writer.join();

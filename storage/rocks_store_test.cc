@@ -1,4 +1,5 @@
 #include "storage/rocks_store.h"
+#include "storage/testing/rocks_test_util.h"
 
 #include <atomic>
 #include <fstream>
@@ -26,16 +27,9 @@ using ::testing_util::TempDir;
 
 constexpr char kSchemaKey[] = "\x01schema_version";
 
-absl::StatusOr<std::unique_ptr<RocksStore>> OpenAt(const std::string& path) {
-  StoreOptions options;
-  options.path = path;
-  return RocksStore::Open(options);
-}
+using ::storage::testing::OpenAt;
 
-absl::Status Put(Store& store, ColumnFamily cf, const std::string& key, const std::string& value) {
-  return store.RunTransaction(
-      [&](Transaction& txn) -> absl::Status { return txn.Put(cf, key, value); });
-}
+using ::storage::testing::Put;
 
 // Every key/value of `cf` in order.
 std::vector<std::pair<std::string, std::string>> Scan(Store& store, ColumnFamily cf,

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "storage/rocks_store.h"
+#include "storage/testing/rocks_test_util.h"
 #include "tests/test_util.h"
 
 namespace storage {
@@ -11,11 +12,7 @@ namespace {
 
 using ::testing_util::TempDir;
 
-absl::StatusOr<std::unique_ptr<RocksStore>> OpenAt(const std::string& path) {
-  StoreOptions options;
-  options.path = path;
-  return RocksStore::Open(options);
-}
+using ::storage::testing::OpenAt;
 
 // Bytes that do not compress, so the size on disk follows the size written.
 std::string Incompressible(size_t n, uint64_t seed) {

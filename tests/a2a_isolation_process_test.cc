@@ -48,7 +48,7 @@ const std::map<std::string, std::string>& Tokens() {
   return *tokens;
 }
 
-std::string TokenFileJson() {
+std::string IsolationTokenFileJson() {
   std::string entries;
   for (const auto& [principal, token] : Tokens()) {
     const char* role = principal == "ops" ? "admin" : principal == "dash" ? "reader" : "agent";
@@ -61,7 +61,7 @@ std::string TokenFileJson() {
 class A2AIsolationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(tokens_) << TokenFileJson();
+    std::ofstream(tokens_) << IsolationTokenFileJson();
     ::chmod(tokens_.c_str(), 0600);
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
         CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + tokens_});

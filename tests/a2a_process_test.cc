@@ -15,6 +15,7 @@
 #include "tests/fake_http_agent.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -23,29 +24,13 @@ using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
 using testing_util::Process;
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(30);
+using ::testing_util::kWait;
+using ::testing_util::WaitFor;
+using ::testing_util::A2ACallContext;
 
 const std::vector<std::string> kCoordinatorArgs = {"--http_listen=127.0.0.1:0",
                                                    "--a2a_retry_initial_backoff=20ms",
                                                    "--a2a_retry_max_backoff=200ms"};
-
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
-
-std::unique_ptr<grpc::ClientContext> Context() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kWait));
-  a2a_protocol::AddVersion(context.get());
-  return context;
-}
 
 std::unique_ptr<Process> StartAgent(const std::string& coordinator) {
   absl::StatusOr<std::unique_ptr<Process>> agent =
@@ -83,7 +68,7 @@ TEST(A2AProcessTest, CoordinatorKilledMidStreamThenRestartedAndResubscribed) {
 
   auto stub = a2apb::A2AService::NewStub(
       grpc::CreateChannel((*coordinator)->target(), grpc::InsecureChannelCredentials()));
-  auto context = Context();
+  auto context = A2ACallContext();
   auto reader = stub->SendStreamingMessage(context.get(), Send("hold"));
   a2apb::StreamResponse event;
   ASSERT_TRUE(reader->Read(&event));
@@ -110,15 +95,15 @@ TEST(A2AProcessTest, CoordinatorKilledMidStreamThenRestartedAndResubscribed) {
   a2apb::GetTaskRequest get;
   get.set_id(id);
   a2apb::Task task;
-  ASSERT_TRUE(stub->GetTask(Context().get(), get, &task).ok());
+  ASSERT_TRUE(stub->GetTask(A2ACallContext().get(), get, &task).ok());
   EXPECT_EQ(task.history(0).parts(0).text(), "hold");
   ASSERT_TRUE(WaitFor([&] {
     a2apb::Task t;
-    return stub->GetTask(Context().get(), get, &t).ok() && Holding(t) && t.history_size() >= 3;
+    return stub->GetTask(A2ACallContext().get(), get, &t).ok() && Holding(t) && t.history_size() >= 3;
   }));
 
   // Resubscribe: the stored task first, then the live events until the end.
-  auto resubscribe = Context();
+  auto resubscribe = A2ACallContext();
   a2apb::SubscribeToTaskRequest subscribe;
   subscribe.set_id(id);
   auto stream = stub->SubscribeToTask(resubscribe.get(), subscribe);
@@ -128,7 +113,7 @@ TEST(A2AProcessTest, CoordinatorKilledMidStreamThenRestartedAndResubscribed) {
   a2apb::CancelTaskRequest cancel;
   cancel.set_id(id);
   a2apb::Task canceled;
-  grpc::Status s = stub->CancelTask(Context().get(), cancel, &canceled);
+  grpc::Status s = stub->CancelTask(A2ACallContext().get(), cancel, &canceled);
   ASSERT_TRUE(s.ok()) << s.error_message();
   a2apb::StreamResponse last;
   while (stream->Read(&event)) last = event;
@@ -149,23 +134,23 @@ TEST(A2AProcessTest, AgentKilledMidTaskThenMessagesAreDeliveredWhenItReturns) {
   a2apb::SendMessageRequest hold = Send("hold");
   hold.mutable_configuration()->set_return_immediately(true);
   a2apb::SendMessageResponse held;
-  ASSERT_TRUE(stub->SendMessage(Context().get(), hold, &held).ok());
+  ASSERT_TRUE(stub->SendMessage(A2ACallContext().get(), hold, &held).ok());
   a2apb::GetTaskRequest get_held;
   get_held.set_id(held.task().id());
   ASSERT_TRUE(WaitFor([&] {
     a2apb::Task t;
-    return stub->GetTask(Context().get(), get_held, &t).ok() && Holding(t);
+    return stub->GetTask(A2ACallContext().get(), get_held, &t).ok() && Holding(t);
   }));
 
   ASSERT_OK(agent->Kill());
   a2apb::Task read;
-  ASSERT_TRUE(stub->GetTask(Context().get(), get_held, &read).ok());
+  ASSERT_TRUE(stub->GetTask(A2ACallContext().get(), get_held, &read).ok());
   EXPECT_EQ(read.status().state(), a2apb::TASK_STATE_WORKING);
 
   a2apb::SendMessageRequest later = Send("later");
   later.mutable_configuration()->set_return_immediately(true);
   a2apb::SendMessageResponse queued;
-  ASSERT_TRUE(stub->SendMessage(Context().get(), later, &queued).ok());
+  ASSERT_TRUE(stub->SendMessage(A2ACallContext().get(), later, &queued).ok());
   EXPECT_EQ(queued.task().status().state(), a2apb::TASK_STATE_SUBMITTED);
 
   agent = StartAgent((*coordinator)->target());
@@ -174,7 +159,7 @@ TEST(A2AProcessTest, AgentKilledMidTaskThenMessagesAreDeliveredWhenItReturns) {
   get_queued.set_id(queued.task().id());
   ASSERT_TRUE(WaitFor([&] {
     a2apb::Task t;
-    return stub->GetTask(Context().get(), get_queued, &t).ok() &&
+    return stub->GetTask(A2ACallContext().get(), get_queued, &t).ok() &&
            t.status().state() == a2apb::TASK_STATE_COMPLETED;
   }));
 }

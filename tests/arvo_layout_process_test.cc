@@ -28,8 +28,7 @@ using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
 using testing_util::Process;
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(60);
+using ::testing_util::kProcessWait;
 
 // The example bundle under the ARVO number, with a purple script that uses the ARVO names.
 void MakeTasks(const std::string& tasks) {
@@ -68,7 +67,7 @@ class ArvoLayoutTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args);
     EXPECT_OK(p);
     if (!p.ok()) return nullptr;
-    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kWait));
+    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kProcessWait));
     return *std::move(p);
   }
 
@@ -90,7 +89,7 @@ class ArvoLayoutTest : public ::testing::Test {
     a2apb::SendMessageResponse sent;
     grpc::Status s = a2a_->SendMessage(Ctx().get(), request, &sent);
     EXPECT_TRUE(s.ok()) << s.error_message();
-    const absl::Time deadline = absl::Now() + kWait;
+    const absl::Time deadline = absl::Now() + kProcessWait;
     a2apb::Task task;
     while (absl::Now() < deadline) {
       a2apb::GetTaskRequest get;

@@ -24,6 +24,7 @@
 #include "httplib.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/evaluation_test_util.h"
 
 namespace {
 
@@ -33,14 +34,10 @@ using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
 using testing_util::Process;
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(60);
-constexpr char kTask[] = "heap-overflow-record";
-constexpr char kPerfectScore[] =
-    "{\"task_id\":\"heap-overflow-record\",\"file_accuracy\":1.0000,\"function_accuracy\":1.0000,"
-    "\"line_accuracy\":1.0000,\"score\":1.0000}";
-
-std::string TasksDir() { return std::string(COORD_SOURCE_DIR) + "/examples/tasks"; }
+using ::testing_util::kProcessWait;
+using ::testing_util::kTask;
+using ::testing_util::kPerfectScore;
+using ::testing_util::TasksDir;
 
 class AssessmentTest : public ::testing::Test {
  protected:
@@ -105,7 +102,7 @@ class AssessmentTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args);
     EXPECT_OK(p);
     if (!p.ok()) return nullptr;
-    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kWait));
+    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kProcessWait));
     return *std::move(p);
   }
 
@@ -140,7 +137,7 @@ class AssessmentTest : public ::testing::Test {
   }
 
   a2apb::Task WaitEnded(const std::string& task_id) {
-    const absl::Time deadline = absl::Now() + kWait;
+    const absl::Time deadline = absl::Now() + kProcessWait;
     a2apb::Task task;
     while (absl::Now() < deadline) {
       a2apb::GetTaskRequest request;

@@ -34,6 +34,7 @@
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/auth_test_util.h"
 
 namespace {
 
@@ -47,27 +48,13 @@ using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
-
-constexpr char kAdmin[] = "admin-0f3b9c2e7d41a8b5c6d7e8f9";
-constexpr char kGreen[] = "green-5a1c7e9b3d2f4a6c8e0b1d3f";
-constexpr char kPurple[] = "purple-9e8d7c6b5a4f3e2d1c0b9a8";
-constexpr char kReader[] = "reader-1b2c3d4e5f6a7b8c9d0e1f2";
-constexpr char kExpired[] = "expired-7f6e5d4c3b2a1f0e9d8c7b";
-
-std::string TokenFileJson() {
-  return absl::StrCat(
-      R"({"tokens": [)",                                                        //
-      R"({"token": ")", kAdmin, R"(", "principal": "ops", "role": "admin"},)",  //
-      R"({"token": ")", kGreen, R"(", "principal": "green", "role": "agent"},)", R"({"token": ")",
-      kPurple, R"(", "principal": "purple", "role": "agent"},)", R"({"token": ")", kReader,
-      R"(", "principal": "dash", "role": "reader"},)", R"({"token": ")", kExpired,
-      R"(", "principal": "green", "role": "agent", "expiresAt": )", R"("2021-06-01T00:00:00Z"}]})");
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), 0600);
-}
+using ::testing_util::kAdmin;
+using ::testing_util::kGreen;
+using ::testing_util::kPurple;
+using ::testing_util::kReader;
+using ::testing_util::kExpired;
+using ::testing_util::TokenFileJson;
+using ::testing_util::WritePrivateFile;
 
 std::string Bearer(const std::string& token) { return absl::StrCat("Bearer ", token); }
 
@@ -77,7 +64,7 @@ class AuthProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
     token_file_ = dir_.Sub("tokens.json");
-    WriteFile(token_file_, TokenFileJson());
+    WritePrivateFile(token_file_, TokenFileJson());
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c =
         CoordinatorProcess::Start(dir_.Sub("data"), {"--token_file=" + token_file_});
     ASSERT_OK(c);
@@ -323,7 +310,7 @@ TEST_F(AuthProcessTest, TokensAreReadAgainWithoutARestart) {
   ASSERT_NE(without_green.find(green_entry), std::string::npos);
   without_green.replace(without_green.find(green_entry), green_entry.size(),
                         absl::StrCat(minted->out.substr(0, minted->out.find('\n')), ","));
-  WriteFile(token_file_ + ".new", without_green);
+  WritePrivateFile(token_file_ + ".new", without_green);
   ASSERT_EQ(::rename((token_file_ + ".new").c_str(), token_file_.c_str()), 0);
 
   while (watcher->Read(&event)) {
@@ -336,13 +323,13 @@ TEST_F(AuthProcessTest, TokensAreReadAgainWithoutARestart) {
   ASSERT_OK(coordinator_->process().WaitForStderrLine("reloaded", absl::Seconds(10)));
 
   // A malformed file is refused with a log line; the tokens in force stay.
-  WriteFile(token_file_, R"({"tokens": [{"token": "short"}]})");
+  WritePrivateFile(token_file_, R"({"tokens": [{"token": "short"}]})");
   ASSERT_OK(coordinator_->process().WaitForStderrLine("not reloaded", absl::Seconds(30)));
   EXPECT_TRUE(Get(newbie, "newbie-1").ok());
   EXPECT_THAT(Create(Bearer(kGreen), "green-late", ""), HasCode(grpc::StatusCode::UNAUTHENTICATED));
 
   // SIGHUP reads the file again (and no longer ends the process): green is back.
-  WriteFile(token_file_, TokenFileJson());
+  WritePrivateFile(token_file_, TokenFileJson());
   ASSERT_OK(coordinator_->process().Signal(SIGHUP));
   ASSERT_OK(coordinator_->process().WaitForStderrLine("SIGHUP", absl::Seconds(30)));
   EXPECT_TRUE(eventually([&] { return Create(Bearer(kGreen), "green-back", "").ok(); }));
@@ -515,7 +502,7 @@ TEST_F(AuthProcessTest, OneConnectionCarriesCallsOfDifferentPrincipals) {
 }
 
 TEST_F(AuthProcessTest, ClientChannelAttachesTheTokenFromAFile) {
-  WriteFile(dir_.Sub("green.token"), absl::StrCat("  ", kGreen, "\n"));
+  WritePrivateFile(dir_.Sub("green.token"), absl::StrCat("  ", kGreen, "\n"));
   absl::StatusOr<common::ClientCredentialOptions> credentials =
       common::LoadClientCredentials(dir_.Sub("green.token"), "");
   ASSERT_OK(credentials);
@@ -527,10 +514,10 @@ TEST_F(AuthProcessTest, ClientChannelAttachesTheTokenFromAFile) {
   ASSERT_TRUE(stub->CreateContext(Ctx("").get(), request, &created).ok());
   EXPECT_EQ(created.agent(), "green");
 
-  WriteFile(dir_.Sub("empty.token"), "\n");
+  WritePrivateFile(dir_.Sub("empty.token"), "\n");
   EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("empty.token"), "").status().code(),
             absl::StatusCode::kInvalidArgument);
-  WriteFile(dir_.Sub("two.token"), "one two\n");
+  WritePrivateFile(dir_.Sub("two.token"), "one two\n");
   EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("two.token"), "").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(common::LoadClientCredentials(dir_.Sub("missing.token"), "").status().code(),
@@ -540,8 +527,8 @@ TEST_F(AuthProcessTest, ClientChannelAttachesTheTokenFromAFile) {
 }
 
 TEST_F(AuthProcessTest, CoordctlWithAnAuthTokenFile) {
-  WriteFile(dir_.Sub("admin.token"), kAdmin);
-  WriteFile(dir_.Sub("reader.token"), kReader);
+  WritePrivateFile(dir_.Sub("admin.token"), kAdmin);
+  WritePrivateFile(dir_.Sub("reader.token"), kReader);
   absl::StatusOr<ProcessResult> put =
       RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("admin.token"), "context",
                                            "put", "eval-9", "--agent", "green"});
@@ -576,10 +563,10 @@ TEST_F(AuthProcessTest, CoordctlWithAnAuthTokenFile) {
 }
 
 TEST_F(AuthProcessTest, CoordctlNamesTheClaimantsOfARun) {
-  WriteFile(dir_.Sub("admin.token"), kAdmin);
-  WriteFile(dir_.Sub("green.token"), kGreen);
-  WriteFile(dir_.Sub("purple.token"), kPurple);
-  WriteFile(dir_.Sub("graph.json"), R"({"feature": "f", "tasks": [{"id": "T-1"}, {"id": "T-2"}]})");
+  WritePrivateFile(dir_.Sub("admin.token"), kAdmin);
+  WritePrivateFile(dir_.Sub("green.token"), kGreen);
+  WritePrivateFile(dir_.Sub("purple.token"), kPurple);
+  WritePrivateFile(dir_.Sub("graph.json"), R"({"feature": "f", "tasks": [{"id": "T-1"}, {"id": "T-2"}]})");
   auto coordctl = [&](const std::string& who, std::vector<std::string> args) {
     args.insert(args.begin(), {"--auth-token-file", dir_.Sub(who + ".token")});
     absl::StatusOr<ProcessResult> result = RunCoordctl(coordinator_->target(), args);
@@ -650,9 +637,9 @@ TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
 TEST_F(AuthProcessTest, AnEvaluationRunsWithEveryProcessOnItsOwnToken) {
   // green and purple present their own tokens; the judge's context names purple as a party, so
   // purple writes the conversation and green records the commands.
-  WriteFile(dir_.Sub("green.token"), kGreen);
-  WriteFile(dir_.Sub("purple.token"), kPurple);
-  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  WritePrivateFile(dir_.Sub("green.token"), kGreen);
+  WritePrivateFile(dir_.Sub("purple.token"), kPurple);
+  WritePrivateFile(dir_.Sub("admin.token"), kAdmin);
   const std::string tasks = std::string(COORD_SOURCE_DIR) + "/examples/tasks";
   auto start = [&](const std::string& binary, std::vector<std::string> args) {
     args.push_back("--coordinator=" + coordinator_->target());
@@ -704,9 +691,9 @@ TEST(AuthTlsTest, ClientsTrustTheRootAndPresentTheirTokensOverTls) {
                            "-keyout", dir.Sub("key.pem"), "-out", dir.Sub("cert.pem")});
   ASSERT_OK(made);
   ASSERT_EQ(made->exit_code, 0) << made->Describe();
-  WriteFile(dir.Sub("tokens.json"), TokenFileJson());
-  WriteFile(dir.Sub("admin.token"), kAdmin);
-  WriteFile(dir.Sub("green.token"), kGreen);
+  WritePrivateFile(dir.Sub("tokens.json"), TokenFileJson());
+  WritePrivateFile(dir.Sub("admin.token"), kAdmin);
+  WritePrivateFile(dir.Sub("green.token"), kGreen);
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c = CoordinatorProcess::Start(
       dir.Sub("data"),
       {"--listen=0.0.0.0:0", "--token_file=" + dir.Sub("tokens.json"),
@@ -782,7 +769,7 @@ TEST(AuthStartupTest, WithoutATokenFileOnlyLoopbackIsServed) {
 
 TEST(AuthStartupTest, WithATokenFileAnyAddressIsServed) {
   TempDir dir;
-  WriteFile(dir.Sub("tokens.json"), TokenFileJson());
+  WritePrivateFile(dir.Sub("tokens.json"), TokenFileJson());
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> c = CoordinatorProcess::Start(
       dir.Sub("data"), {"--listen=0.0.0.0:0", "--token_file=" + dir.Sub("tokens.json")});
   ASSERT_OK(c);
@@ -818,7 +805,7 @@ TEST(AuthStartupTest, MalformedTokenFilesAreRefusedAtStart) {
   int i = 0;
   for (const auto& [text, message] : cases) {
     const std::string path = dir.Sub(absl::StrCat("tokens", i++, ".json"));
-    WriteFile(path, text);
+    WritePrivateFile(path, text);
     absl::StatusOr<ProcessResult> result =
         RunProcess(BinaryPath("coordinator"),
                    {"--listen=127.0.0.1:0", "--http_listen=", "--data_dir=" + dir.Sub("data"),

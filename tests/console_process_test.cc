@@ -22,6 +22,7 @@
 #include "httplib.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/auth_test_util.h"
 
 namespace {
 
@@ -31,10 +32,10 @@ using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::TempDir;
-
-constexpr char kAdmin[] = "admin-0f3b9c2e7d41a8b5c6d7e8f9";
-constexpr char kGreen[] = "green-5a1c7e9b3d2f4a6c8e0b1d3f";
-constexpr char kReader[] = "reader-1b2c3d4e5f6a7b8c9d0e1f2";
+using ::testing_util::kAdmin;
+using ::testing_util::kGreen;
+using ::testing_util::kReader;
+using ::testing_util::WritePrivateFile;
 
 constexpr char kGraph[] = R"json({
   "feature": "widget-maker",
@@ -45,11 +46,6 @@ constexpr char kGraph[] = R"json({
      "dependencies": ["WM-001"]}
   ]
 })json";
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), 0600);
-}
 
 // Runs coordctl and expects exit 0; its stdout.
 std::string Coordctl(const std::string& target, const std::vector<std::string>& args) {
@@ -93,7 +89,7 @@ class ConsoleProcessTest : public ::testing::Test {
                  "execute: ls -la"});
     Coordctl(t, {"context", "put", "eval-run", "--agent", "green", "--set",
                  "external_task_id=flask-7", "--set", "purple_agent=purple-b"});
-    WriteFile(dir_.Sub("graph.json"), kGraph);
+    WritePrivateFile(dir_.Sub("graph.json"), kGraph);
     Coordctl(t, {"run", "import", dir_.Sub("graph.json"), "--run-id", "run-1"});
     Coordctl(t, {"run", "claim", "run-1", "--worker", "w1", "--ttl", "1h"});
     const std::string task =
@@ -293,7 +289,7 @@ std::string ReadEvents(int port, const std::string& path, absl::Notification* su
 TEST_F(ConsoleProcessTest, EventStreamAnnouncesChangesMadeAfterSubscribing) {
   Start();
   Coordctl(coordinator_->target(), {"context", "put", "watched", "--agent", "green"});
-  WriteFile(dir_.Sub("graph.json"), kGraph);
+  WritePrivateFile(dir_.Sub("graph.json"), kGraph);
   Coordctl(coordinator_->target(), {"run", "import", dir_.Sub("graph.json"), "--run-id", "run-2"});
   absl::Notification subscribed;
   std::string text;
@@ -322,7 +318,7 @@ TEST_F(ConsoleProcessTest, EventStreamAnnouncesNewRunsAndRetryChanges) {
   Start();
   const std::string task = std::string(absl::StripAsciiWhitespace(
       Coordctl(coordinator_->target(), {"task", "init", "Fix the login"})));
-  WriteFile(dir_.Sub("graph.json"), kGraph);
+  WritePrivateFile(dir_.Sub("graph.json"), kGraph);
   absl::Notification subscribed;
   std::string text;
   const std::string retry = absl::StrCat(R"("kind":"retry","id":")", task, "\"");
@@ -439,7 +435,7 @@ TEST_F(ConsoleProcessTest, EventStreamReplaysFromACursor) {
 }
 
 TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {
-  WriteFile(dir_.Sub("tokens.json"),
+  WritePrivateFile(dir_.Sub("tokens.json"),
             absl::StrCat(R"({"tokens": [{"token": ")", kAdmin,
                          R"(", "principal": "ops", "role": "admin"}, {"token": ")", kGreen,
                          R"(", "principal": "green", "role": "agent"}, {"token": ")", kReader,
@@ -488,8 +484,8 @@ TEST_F(ConsoleProcessTest, ARevokedTokenEndsItsEventStream) {
                                     : "",
                         "]}");
   };
-  WriteFile(file, tokens(true));
-  WriteFile(dir_.Sub("admin.token"), kAdmin);
+  WritePrivateFile(file, tokens(true));
+  WritePrivateFile(dir_.Sub("admin.token"), kAdmin);
   Start({"--token_file=" + file});
   absl::Notification subscribed;
   std::string text;
@@ -507,7 +503,7 @@ TEST_F(ConsoleProcessTest, ARevokedTokenEndsItsEventStream) {
     if (!subscribed.HasBeenNotified()) subscribed.Notify();
   });
   subscribed.WaitForNotification();
-  WriteFile(file, tokens(false));
+  WritePrivateFile(file, tokens(false));
   // A change wakes the stream (else its keepalive does); the admin token still works.
   absl::StatusOr<ProcessResult> put =
       RunCoordctl(coordinator_->target(), {"--auth-token-file", dir_.Sub("admin.token"), "context",

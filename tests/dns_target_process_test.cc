@@ -30,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -41,8 +42,9 @@ using testing_util::ProcessResult;
 using testing_util::RunProcess;
 using testing_util::TempDir;
 using testing_util::WaitFor;
+using ::testing_util::kProcessWait;
+using ::testing_util::CallContext;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
 constexpr char kName[] = "coordinators.test";
 constexpr uint16_t kTypeA = 1;
 
@@ -188,12 +190,6 @@ absl::StatusOr<int> PortFreeOnBoth() {
   return absl::UnavailableError("no port free on both 127.0.0.1 and 127.0.0.2");
 }
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  return c;
-}
-
 class DnsTargetTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -263,7 +259,7 @@ TEST_F(DnsTargetTest, ClientsMoveToTheNextAddressWhenTheReplicaTheyUseIsKilled) 
   get.set_context_id("dns-1");
   std::string used;
   {
-    auto ctx = Ctx();
+    auto ctx = CallContext();
     v1::TaskContext context;
     grpc::Status s = contexts->GetContext(ctx.get(), get, &context);
     ASSERT_TRUE(s.ok()) << s.error_message();
@@ -284,13 +280,13 @@ TEST_F(DnsTargetTest, ClientsMoveToTheNextAddressWhenTheReplicaTheyUseIsKilled) 
   grpc::Status last;
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto ctx = Ctx();
+        auto ctx = CallContext();
         last = contexts->GetContext(ctx.get(), get, &context);
         if (!last.ok()) return false;
         now_used = ctx->peer();
         return true;
       },
-      kWait))
+      kProcessWait))
       << last.error_message();
   EXPECT_TRUE(absl::StrContains(now_used, absl::StrCat(kAddresses[1 - victim], ":", port_)))
       << now_used;
@@ -306,7 +302,7 @@ TEST_F(DnsTargetTest, ClientsMoveToTheNextAddressWhenTheReplicaTheyUseIsKilled) 
   EXPECT_EQ(put->exit_code, 0) << put->Describe();
   v1::GetContextRequest get2;
   get2.set_context_id("dns-2");
-  grpc::Status s = contexts->GetContext(Ctx().get(), get2, &context);
+  grpc::Status s = contexts->GetContext(CallContext().get(), get2, &context);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(context.agent(), "purple");
 }

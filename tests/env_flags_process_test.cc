@@ -20,8 +20,7 @@ using ::testing_util::ParseListeningPort;
 using ::testing_util::Process;
 using ::testing_util::ProcessResult;
 using ::testing_util::TempDir;
-
-const absl::Duration kWait = absl::Seconds(60);
+using ::testing_util::kProcessWait;
 
 // Starts the coordinator with `args` and `env`, waits for its "listening on" line and returns
 // the process and its port.
@@ -30,7 +29,7 @@ absl::StatusOr<std::pair<std::unique_ptr<Process>, int>> StartCoordinator(
   absl::StatusOr<std::unique_ptr<Process>> p =
       Process::Start(BinaryPath("coordinator"), args, "", env);
   if (!p.ok()) return p.status();
-  absl::StatusOr<std::string> line = (*p)->WaitForStderrLine("listening on ", kWait);
+  absl::StatusOr<std::string> line = (*p)->WaitForStderrLine("listening on ", kProcessWait);
   if (!line.ok()) return line.status();
   absl::StatusOr<int> port = ParseListeningPort(*line);
   if (!port.ok()) return port.status();
@@ -43,7 +42,7 @@ absl::StatusOr<ProcessResult> RunWithEnv(const std::string& binary,
                                          const std::vector<std::string>& env) {
   absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args, "", env);
   if (!p.ok()) return p.status();
-  return (*p)->Wait(kWait);
+  return (*p)->Wait(kProcessWait);
 }
 
 bool HasDatabase(const std::string& dir) { return std::filesystem::exists(dir + "/CURRENT"); }
@@ -68,7 +67,7 @@ TEST(EnvFlagsProcessTest, CoordinatorTakesListenAndDataDirFromTheEnvironment) {
   EXPECT_EQ(health->exit_code, 0) << health->Describe();
   EXPECT_THAT(health->out, HasSubstr("SERVING"));
   ASSERT_OK(process->Signal(SIGTERM));
-  ASSERT_OK(process->Wait(kWait).status());
+  ASSERT_OK(process->Wait(kProcessWait).status());
 }
 
 TEST(EnvFlagsProcessTest, TheCommandLineWinsOverTheEnvironment) {
@@ -80,7 +79,7 @@ TEST(EnvFlagsProcessTest, TheCommandLineWinsOverTheEnvironment) {
   EXPECT_TRUE(HasDatabase(dir.Sub("from-argv")));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("from-env")));
   ASSERT_OK(started->first->Signal(SIGTERM));
-  ASSERT_OK(started->first->Wait(kWait).status());
+  ASSERT_OK(started->first->Wait(kProcessWait).status());
 }
 
 TEST(EnvFlagsProcessTest, ABadValueIsRefusedNamingTheVariable) {
@@ -113,7 +112,7 @@ TEST(EnvFlagsProcessTest, AVariableThatNamesNoFlagIsReported) {
   EXPECT_THAT(started->first->stderr_text(), HasSubstr("COORDINATOR_DATADIR"));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("typo")));
   ASSERT_OK(started->first->Signal(SIGTERM));
-  ASSERT_OK(started->first->Wait(kWait).status());
+  ASSERT_OK(started->first->Wait(kProcessWait).status());
 }
 
 TEST(EnvFlagsProcessTest, AgentsTakeTheirOwnPrefix) {

@@ -50,12 +50,12 @@ using testing_util::TempDir;
 constexpr int kClients = 16;
 constexpr int kItems = 2000;
 constexpr absl::Duration kPhase = absl::Seconds(3);
-constexpr absl::Duration kWait = absl::Seconds(60);
 // How often the agent streams a chunk on the held task, and /metrics is sampled.
 constexpr absl::Duration kTickEvery = absl::Milliseconds(100);
 constexpr absl::Duration kSampleEvery = absl::Milliseconds(100);
 
 using testing_util::WaitFor;
+using ::testing_util::kProcessWait;
 
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout = absl::Seconds(10)) {
   auto c = std::make_unique<grpc::ClientContext>();
@@ -409,17 +409,17 @@ class EtcdFailoverTest : public ::testing::Test {
     }
   }
 
-  // Calls `call` until it succeeds (true), fails with `give_up_on` (false), or kWait passes.
+  // Calls `call` until it succeeds (true), fails with `give_up_on` (false), or kProcessWait passes.
   template <typename Call>
   static bool Retry(Call call, grpc::StatusCode give_up_on = grpc::StatusCode::OK) {
-    const absl::Time deadline = absl::Now() + kWait;
+    const absl::Time deadline = absl::Now() + kProcessWait;
     while (absl::Now() < deadline) {
       grpc::Status s = call();
       if (s.ok()) return true;
       if (give_up_on != grpc::StatusCode::OK && s.error_code() == give_up_on) return false;
       absl::SleepFor(absl::Milliseconds(50));
     }
-    ADD_FAILURE() << "a call kept failing for " << kWait;
+    ADD_FAILURE() << "a call kept failing for " << kProcessWait;
     return false;
   }
 
@@ -496,7 +496,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
   absl::StatusOr<std::unique_ptr<Process>> agent =
       Process::Start(BinaryPath("echo_agent"), {"--name=echo", "--coordinator=" + both});
   ASSERT_OK(agent);
-  ASSERT_OK((*agent)->WaitForStderrLine("registered with the coordinator", kWait));
+  ASSERT_OK((*agent)->WaitForStderrLine("registered with the coordinator", kProcessWait));
   TickerAgent ticker;
   ASSERT_OK(ticker.Start());
   {
@@ -533,7 +533,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
         }
         return false;
       },
-      kWait))
+      kProcessWait))
       << "no replica says it runs the background jobs";
   CoordinatorProcess& survivor = *replicas[1 - victim];
   auto on_survivor = Channel({survivor.target()});
@@ -614,7 +614,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
         return work_on_survivor->GetItem(Ctx().get(), get, &item).ok() &&
                item.status() == v1::ITEM_STATUS_PENDING;
       },
-      kWait))
+      kProcessWait))
       << lost_item << " was not taken back from a worker that went silent";
 
   // On the survivor: a subscription to a task the ticker agent works on until canceled,
@@ -638,7 +638,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
         return a2a_on_survivor->GetTask(Ctx().get(), get, &task).ok() &&
                task.status().state() == a2apb::TASK_STATE_WORKING;
       },
-      kWait));
+      kProcessWait));
   auto subscribe_context = Ctx(absl::Minutes(5));
   a2apb::SubscribeToTaskRequest subscribe;
   subscribe.set_id(held_id);
@@ -690,7 +690,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
   absl::SleepFor(kPhase);
   ASSERT_OK(cluster_->Restart(0));
   // The survivor takes the role over (within the election TTL) ...
-  ASSERT_TRUE(WaitFor([&] { return RunsBackgroundJobs(survivor); }, kWait))
+  ASSERT_TRUE(WaitFor([&] { return RunsBackgroundJobs(survivor); }, kProcessWait))
       << "the survivor never took the background jobs over";
   // ... and the dead replica comes back as it was (data dir, flags, port), as a follower.
   replicas[victim] = StartReplica(names[victim], victim_port);
@@ -802,7 +802,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
         }
         return true;
       },
-      kWait))
+      kProcessWait))
       << "the watch did not catch up with the stored items";
   EXPECT_FALSE(watch_ended.load()) << "the watch on the survivor ended by itself";
   watch_context.TryCancel();
@@ -872,7 +872,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
           return a2a_on_survivor->GetTask(Ctx().get(), get, &task).ok() &&
                  task.status().state() == a2apb::TASK_STATE_COMPLETED;
         },
-        kWait))
+        kProcessWait))
         << task_id << ": " << task.DebugString();
   }
   EXPECT_FALSE(acks_.a2a_tasks.empty());
@@ -899,7 +899,7 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
         return a2a_on_survivor->GetTask(Ctx().get(), get, &stored_task).ok() &&
                stored_task.artifacts_size() == 1 && stored_task.artifacts(0).parts_size() == ticks;
       },
-      kWait))
+      kProcessWait))
       << stored_task.DebugString();
   a2apb::CancelTaskRequest cancel;
   cancel.set_id(held_id);

@@ -108,14 +108,14 @@ TEST_F(EtcdProcessTest, ReplicasServeOneDataSetAndOneMaySurviveTheOther) {
 
 namespace a2apb = ::lf::a2a::v1;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
 constexpr char kLeads[] = "this replica now runs the background jobs";
 
 using testing_util::WaitFor;
+using ::testing_util::kProcessWait;
 
 std::unique_ptr<grpc::ClientContext> A2AContext() {
   auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kWait));
+  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kProcessWait));
   a2a_protocol::AddVersion(context.get());
   return context;
 }
@@ -156,7 +156,7 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
                                           "--a2a_retry_max_backoff=200ms"};
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> a = StartReplica("a", flags);
   ASSERT_TRUE(a.ok()) << a.status();
-  ASSERT_TRUE((*a)->process().WaitForStderrLine(kLeads, kWait).ok())
+  ASSERT_TRUE((*a)->process().WaitForStderrLine(kLeads, kProcessWait).ok())
       << (*a)->process().stderr_text();
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> b = StartReplica("b", flags);
   ASSERT_TRUE(b.ok()) << b.status();
@@ -179,7 +179,7 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
     ids.push_back(SendTo(i % 2 == 0 ? *stub_a : *stub_b, sent.back()));
   }
   for (const std::string& id : ids) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   for (const std::string& text : sent) EXPECT_EQ(count(text), 1) << text;
@@ -201,10 +201,10 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
   // Two messages the agent holds (WORKING), one sent through each replica.
   const std::string held_a = SendTo(*stub_a, "hold");
   ASSERT_TRUE(
-      WaitFor([&] { return StateOf(*stub_b, held_a) == a2apb::TASK_STATE_WORKING; }, kWait));
+      WaitFor([&] { return StateOf(*stub_b, held_a) == a2apb::TASK_STATE_WORKING; }, kProcessWait));
   const std::string held_b = SendTo(*stub_b, "hold");
   ASSERT_TRUE(
-      WaitFor([&] { return StateOf(*stub_b, held_b) == a2apb::TASK_STATE_WORKING; }, kWait));
+      WaitFor([&] { return StateOf(*stub_b, held_b) == a2apb::TASK_STATE_WORKING; }, kProcessWait));
   EXPECT_EQ(count("hold"), 2);
 
   // The leader dies; messages sent meanwhile wait in the queue for the next leader.
@@ -214,10 +214,10 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
     sent.push_back(absl::StrCat("q", i));
     queued.push_back(SendTo(*stub_b, sent.back()));
   }
-  ASSERT_TRUE((*b)->process().WaitForStderrLine(kLeads, kWait).ok())
+  ASSERT_TRUE((*b)->process().WaitForStderrLine(kLeads, kProcessWait).ok())
       << (*b)->process().stderr_text();
   for (const std::string& id : queued) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   // The held tasks are read back and subscribed to, not sent again; the agent finishes them.
@@ -232,7 +232,7 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
         subscribed.erase(std::unique(subscribed.begin(), subscribed.end()), subscribed.end());
         return subscribed.size() == 2;
       },
-      kWait))
+      kProcessWait))
       << absl::StrJoin(agent.calls(), "; ");
   // One subscription per held task: one replica resumed them, once.
   const std::vector<std::string> calls = agent.calls();
@@ -243,7 +243,7 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
       << absl::StrJoin(calls, "; ");
   for (const std::string& id : subscribed) agent.Complete(id);
   for (const std::string& id : {held_a, held_b}) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kWait))
+    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   EXPECT_EQ(count("hold"), 2);

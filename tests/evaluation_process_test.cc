@@ -28,6 +28,7 @@
 #include "storage/testing/test_store.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/evaluation_test_util.h"
 
 namespace {
 
@@ -37,17 +38,13 @@ using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
 using testing_util::Process;
 using testing_util::TempDir;
+using ::testing_util::kProcessWait;
+using ::testing_util::kTask;
+using ::testing_util::kPerfectScore;
+using ::testing_util::TasksDir;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
-constexpr char kTask[] = "heap-overflow-record";
-// The undisturbed run's score: the scripted policy finds the bug exactly.
-constexpr char kPerfectScore[] =
-    "{\"task_id\":\"heap-overflow-record\",\"file_accuracy\":1.0000,\"function_accuracy\":1.0000,"
-    "\"line_accuracy\":1.0000,\"score\":1.0000}";
 // The slow step the restart tests kill a process in.
 constexpr char kSlowAction[] = "execute: sleep 2";
-
-std::string TasksDir() { return std::string(COORD_SOURCE_DIR) + "/examples/tasks"; }
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -109,7 +106,7 @@ class EvaluationTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(BinaryPath(binary), args);
     EXPECT_OK(p);
     if (!p.ok()) return nullptr;
-    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kWait));
+    EXPECT_OK((*p)->WaitForStderrLine("registered with the coordinator", kProcessWait));
     return *std::move(p);
   }
 
@@ -149,7 +146,7 @@ class EvaluationTest : public ::testing::Test {
   }
 
   // Polls a task until it ends (terminal state); retries while the coordinator is down.
-  a2apb::Task WaitEnded(const std::string& task_id, absl::Duration timeout = kWait) {
+  a2apb::Task WaitEnded(const std::string& task_id, absl::Duration timeout = kProcessWait) {
     const absl::Time deadline = absl::Now() + timeout;
     a2apb::Task task;
     while (absl::Now() < deadline) {
@@ -174,7 +171,7 @@ class EvaluationTest : public ::testing::Test {
 
   // Waits until the context's conversation ends with `text` (an action just taken).
   bool WaitLastMessage(const std::string& context_id, const std::string& text) {
-    const absl::Time deadline = absl::Now() + kWait;
+    const absl::Time deadline = absl::Now() + kProcessWait;
     while (absl::Now() < deadline) {
       v1::GetConversationRequest request;
       request.set_context_id(context_id);
@@ -329,7 +326,7 @@ TEST_F(EvaluationTest, BadInputGetsAClearStatus) {
   // A submission without loc.json: the evaluation fails with a clear message.
   purple_.reset();  // purple is down, so the formatted task waits at the coordinator
   a2apb::Task judge = Send("green", absl::StrCat("Task ID: ", kTask), "ctx-no-loc");
-  const absl::Time deadline = absl::Now() + kWait;
+  const absl::Time deadline = absl::Now() + kProcessWait;
   while (absl::Now() < deadline) {
     v1::GetContextRequest request;
     request.set_context_id("ctx-no-loc");

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
+using ::testing_util::CallContext;
 namespace a2apb = ::lf::a2a::v1;
 
 constexpr int kFieldBytes = 20;
@@ -36,12 +38,6 @@ constexpr int kLabelValueBytes = 10;
 constexpr int kCommandBytes = 30;
 constexpr int kMessageBytes = 200;
 constexpr int kPageSize = 3;
-
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  return context;
-}
 
 class LimitsTest : public ::testing::Test {
  protected:
@@ -64,7 +60,7 @@ class LimitsTest : public ::testing::Test {
     coordinator::v1::CreateContextRequest request;
     request.mutable_context()->set_context_id(id);
     TaskContext created;
-    const grpc::Status status = contexts_->CreateContext(Ctx().get(), request, &created);
+    const grpc::Status status = contexts_->CreateContext(CallContext().get(), request, &created);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return created;
   }
@@ -73,7 +69,7 @@ class LimitsTest : public ::testing::Test {
     coordinator::v1::GetContextRequest request;
     request.set_context_id(id);
     TaskContext context;
-    const grpc::Status status = contexts_->GetContext(Ctx().get(), request, &context);
+    const grpc::Status status = contexts_->GetContext(CallContext().get(), request, &context);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return context;
   }
@@ -83,7 +79,7 @@ class LimitsTest : public ::testing::Test {
     coordinator::v1::UpdateContextRequest request;
     *request.mutable_context() = context;
     TaskContext updated;
-    return contexts_->UpdateContext(Ctx().get(), request, &updated);
+    return contexts_->UpdateContext(CallContext().get(), request, &updated);
   }
 
   // Expects `status` to be RESOURCE_EXHAUSTED naming `flag`.
@@ -125,10 +121,10 @@ TEST_F(LimitsTest, FieldBytesAtTheLimitAndOnePast) {
   create.mutable_context()->set_context_id("born-too-big");
   create.mutable_context()->set_workspace_dir(std::string(kFieldBytes + 1, 'w'));
   TaskContext ignored;
-  ExpectRefused(contexts_->CreateContext(Ctx().get(), create, &ignored), "max_field_bytes");
+  ExpectRefused(contexts_->CreateContext(CallContext().get(), create, &ignored), "max_field_bytes");
   coordinator::v1::GetContextRequest get;
   get.set_context_id("born-too-big");
-  EXPECT_EQ(contexts_->GetContext(Ctx().get(), get, &ignored).error_code(),
+  EXPECT_EQ(contexts_->GetContext(CallContext().get(), get, &ignored).error_code(),
             grpc::StatusCode::NOT_FOUND);
 }
 
@@ -166,16 +162,16 @@ TEST_F(LimitsTest, CommandBytesAndDigestBytesAtTheLimitAndOnePast) {
   request.set_command(std::string(kCommandBytes, 'c'));
   request.set_output_digest(std::string(kFieldBytes, 'd'));
   coordinator::v1::RecordCommandResponse response;
-  ASSERT_TRUE(contexts_->RecordCommand(Ctx().get(), request, &response).ok());
+  ASSERT_TRUE(contexts_->RecordCommand(CallContext().get(), request, &response).ok());
   ASSERT_EQ(Get("commands").command_count(), 1);
 
   coordinator::v1::RecordCommandRequest long_command = request;
   long_command.set_command(std::string(kCommandBytes + 1, 'c'));
-  ExpectRefused(contexts_->RecordCommand(Ctx().get(), long_command, &response),
+  ExpectRefused(contexts_->RecordCommand(CallContext().get(), long_command, &response),
                 "max_command_bytes");
   coordinator::v1::RecordCommandRequest long_digest = request;
   long_digest.set_output_digest(std::string(kFieldBytes + 1, 'd'));
-  ExpectRefused(contexts_->RecordCommand(Ctx().get(), long_digest, &response), "max_field_bytes");
+  ExpectRefused(contexts_->RecordCommand(CallContext().get(), long_digest, &response), "max_field_bytes");
   EXPECT_EQ(Get("commands").command_count(), 1);
 }
 
@@ -185,16 +181,16 @@ TEST_F(LimitsTest, MessageTextBytesAtTheLimitAndOnePast) {
   request.set_role(coordinator::v1::ROLE_USER);
   request.set_text(std::string(kMessageBytes, 't'));
   coordinator::v1::AppendMessageResponse response;
-  ASSERT_TRUE(conversations_->AppendMessage(Ctx().get(), request, &response).ok());
+  ASSERT_TRUE(conversations_->AppendMessage(CallContext().get(), request, &response).ok());
   ASSERT_EQ(response.message_count(), 1);
 
   request.set_text(std::string(kMessageBytes + 1, 't'));
-  ExpectRefused(conversations_->AppendMessage(Ctx().get(), request, &response),
+  ExpectRefused(conversations_->AppendMessage(CallContext().get(), request, &response),
                 "max_message_bytes");
   coordinator::v1::GetConversationRequest read;
   read.set_context_id("convo");
   coordinator::v1::GetConversationResponse conversation;
-  ASSERT_TRUE(conversations_->GetConversation(Ctx().get(), read, &conversation).ok());
+  ASSERT_TRUE(conversations_->GetConversation(CallContext().get(), read, &conversation).ok());
   EXPECT_EQ(conversation.message_count(), 1);
   EXPECT_EQ(conversation.messages_size(), 1);
 }
@@ -206,7 +202,7 @@ TEST_F(LimitsTest, A2AMessageBytesAtTheLimitAndOnePast) {
   reg.mutable_agent()->set_name("away");
   reg.mutable_agent()->set_endpoint("127.0.0.1:1");
   coordinator::v1::Agent agent;
-  ASSERT_TRUE(registry->RegisterAgent(Ctx().get(), reg, &agent).ok());
+  ASSERT_TRUE(registry->RegisterAgent(CallContext().get(), reg, &agent).ok());
   auto a2a = a2apb::A2AService::NewStub(channel_);
 
   auto message_of_size = [](const std::string& id, size_t bytes) {
@@ -225,17 +221,17 @@ TEST_F(LimitsTest, A2AMessageBytesAtTheLimitAndOnePast) {
   *request.mutable_message() = message_of_size("at-limit", kMessageBytes);
   ASSERT_EQ(request.message().ByteSizeLong(), static_cast<size_t>(kMessageBytes));
   a2apb::SendMessageResponse response;
-  const grpc::Status accepted = a2a->SendMessage(Ctx().get(), request, &response);
+  const grpc::Status accepted = a2a->SendMessage(CallContext().get(), request, &response);
   ASSERT_TRUE(accepted.ok()) << accepted.error_message();
 
   *request.mutable_message() = message_of_size("past-limit", kMessageBytes + 1);
   ASSERT_EQ(request.message().ByteSizeLong(), static_cast<size_t>(kMessageBytes + 1));
-  ExpectRefused(a2a->SendMessage(Ctx().get(), request, &response), "max_message_bytes");
+  ExpectRefused(a2a->SendMessage(CallContext().get(), request, &response), "max_message_bytes");
 
   a2apb::ListTasksRequest list;
   list.set_tenant("away");
   a2apb::ListTasksResponse tasks;
-  ASSERT_TRUE(a2a->ListTasks(Ctx().get(), list, &tasks).ok());
+  ASSERT_TRUE(a2a->ListTasks(CallContext().get(), list, &tasks).ok());
   EXPECT_EQ(tasks.tasks_size(), 1);
 }
 
@@ -244,14 +240,14 @@ TEST_F(LimitsTest, PageSizeAboveTheLimitIsLoweredAndNegativeIsRefused) {
   coordinator::v1::ListContextsRequest list;
   list.set_page_size(kPageSize);
   coordinator::v1::ListContextsResponse page;
-  ASSERT_TRUE(contexts_->ListContexts(Ctx().get(), list, &page).ok());
+  ASSERT_TRUE(contexts_->ListContexts(CallContext().get(), list, &page).ok());
   EXPECT_EQ(page.contexts_size(), kPageSize);
   list.set_page_size(kPageSize + 1);
-  ASSERT_TRUE(contexts_->ListContexts(Ctx().get(), list, &page).ok());
+  ASSERT_TRUE(contexts_->ListContexts(CallContext().get(), list, &page).ok());
   EXPECT_EQ(page.contexts_size(), kPageSize);
   EXPECT_FALSE(page.next_page_token().empty());
   list.set_page_size(-1);
-  EXPECT_EQ(contexts_->ListContexts(Ctx().get(), list, &page).error_code(),
+  EXPECT_EQ(contexts_->ListContexts(CallContext().get(), list, &page).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 
   // The conversation history pages the same way.
@@ -261,17 +257,17 @@ TEST_F(LimitsTest, PageSizeAboveTheLimitIsLoweredAndNegativeIsRefused) {
     append.set_role(coordinator::v1::ROLE_AGENT);
     append.set_text("step " + std::to_string(i));
     coordinator::v1::AppendMessageResponse appended;
-    ASSERT_TRUE(conversations_->AppendMessage(Ctx().get(), append, &appended).ok());
+    ASSERT_TRUE(conversations_->AppendMessage(CallContext().get(), append, &appended).ok());
   }
   coordinator::v1::GetConversationRequest read;
   read.set_context_id("history");
   read.set_page_size(kPageSize + 1);
   coordinator::v1::GetConversationResponse history;
-  ASSERT_TRUE(conversations_->GetConversation(Ctx().get(), read, &history).ok());
+  ASSERT_TRUE(conversations_->GetConversation(CallContext().get(), read, &history).ok());
   EXPECT_EQ(history.messages_size(), kPageSize);
   EXPECT_FALSE(history.next_page_token().empty());
   read.set_page_size(-1);
-  EXPECT_EQ(conversations_->GetConversation(Ctx().get(), read, &history).error_code(),
+  EXPECT_EQ(conversations_->GetConversation(CallContext().get(), read, &history).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 

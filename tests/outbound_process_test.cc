@@ -22,6 +22,7 @@
 #include "httplib.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -32,25 +33,10 @@ using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
+using ::testing_util::WaitFor;
+using ::testing_util::A2ACallContext;
 
-constexpr absl::Duration kWait = absl::Seconds(60);
-
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
-
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  a2a_protocol::AddVersion(context.get());
-  return context;
-}
+constexpr absl::Duration kWebhookWait = absl::Seconds(60);
 
 // A webhook receiver on 127.0.0.1 that counts the POSTs it gets.
 class Hook {
@@ -138,7 +124,7 @@ class OutboundTest : public ::testing::Test {
     reg.mutable_agent()->set_name(name);
     reg.mutable_agent()->set_endpoint(endpoint);
     coordinator::v1::Agent agent;
-    const grpc::Status status = registry_->RegisterAgent(Ctx().get(), reg, &agent);
+    const grpc::Status status = registry_->RegisterAgent(A2ACallContext().get(), reg, &agent);
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
 
@@ -155,7 +141,7 @@ class OutboundTest : public ::testing::Test {
     if (!hook_url.empty()) {
       request.mutable_configuration()->mutable_task_push_notification_config()->set_url(hook_url);
     }
-    return a2a_->SendMessage(Ctx().get(), request, response);
+    return a2a_->SendMessage(A2ACallContext().get(), request, response);
   }
 
   grpc::Status AddConfig(const std::string& task_id, const std::string& url) {
@@ -163,14 +149,14 @@ class OutboundTest : public ::testing::Test {
     config.set_task_id(task_id);
     config.set_url(url);
     a2apb::TaskPushNotificationConfig created;
-    return a2a_->CreateTaskPushNotificationConfig(Ctx().get(), config, &created);
+    return a2a_->CreateTaskPushNotificationConfig(A2ACallContext().get(), config, &created);
   }
 
   int ConfigCount(const std::string& task_id) {
     a2apb::ListTaskPushNotificationConfigsRequest list;
     list.set_task_id(task_id);
     a2apb::ListTaskPushNotificationConfigsResponse configs;
-    const grpc::Status status = a2a_->ListTaskPushNotificationConfigs(Ctx().get(), list, &configs);
+    const grpc::Status status = a2a_->ListTaskPushNotificationConfigs(A2ACallContext().get(), list, &configs);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return configs.configs_size();
   }
@@ -179,14 +165,14 @@ class OutboundTest : public ::testing::Test {
     a2apb::CancelTaskRequest cancel;
     cancel.set_id(task_id);
     a2apb::Task task;
-    return a2a_->CancelTask(Ctx().get(), cancel, &task);
+    return a2a_->CancelTask(A2ACallContext().get(), cancel, &task);
   }
 
   a2apb::Task GetTask(const std::string& task_id) {
     a2apb::GetTaskRequest get;
     get.set_id(task_id);
     a2apb::Task task;
-    EXPECT_TRUE(a2a_->GetTask(Ctx().get(), get, &task).ok());
+    EXPECT_TRUE(a2a_->GetTask(A2ACallContext().get(), get, &task).ok());
     return task;
   }
 
@@ -209,7 +195,7 @@ TEST_F(OutboundTest, WebhookHostNotOnTheListIsRefusedWhenStoredAndNothingIsStore
   a2apb::ListTasksRequest list;
   list.set_tenant("away");
   a2apb::ListTasksResponse tasks;
-  ASSERT_TRUE(a2a_->ListTasks(Ctx().get(), list, &tasks).ok());
+  ASSERT_TRUE(a2a_->ListTasks(A2ACallContext().get(), list, &tasks).ok());
   EXPECT_EQ(tasks.tasks_size(), 0);
 
   ASSERT_TRUE(Send("away", "", &response).ok());
@@ -251,7 +237,7 @@ TEST_F(OutboundTest, AllowedWebhookIsDelivered) {
       if (absl::StrContains(body, "TASK_STATE_CANCELED")) return true;
     }
     return false;
-  }));
+  }, kWebhookWait));
 }
 
 TEST_F(OutboundTest, WebhookStoredBeforeTheListChangedIsNotCalled) {
@@ -273,7 +259,7 @@ TEST_F(OutboundTest, WebhookStoredBeforeTheListChangedIsNotCalled) {
   ASSERT_EQ(ConfigCount(task_id), 1);
   ASSERT_TRUE(Cancel(task_id).ok());  // a status change: one webhook call is due
   absl::StatusOr<std::string> line =
-      coordinator_->process().WaitForStderrLine("webhook not called", kWait);
+      coordinator_->process().WaitForStderrLine("webhook not called", kWebhookWait);
   ASSERT_OK(line);
   EXPECT_THAT(*line, HasSubstr(task_id));
   EXPECT_THAT(*line, HasSubstr(absl::StrCat("127.0.0.1:", hook.port())));
@@ -302,7 +288,7 @@ TEST_F(OutboundTest, AgentThatNeverAnswersFailsTheDeliveryByTheDeadline) {
   ASSERT_TRUE(WaitFor([&] {
     task = GetTask(task_id);
     return task.status().state() == a2apb::TASK_STATE_FAILED;
-  })) << task.DebugString();
+  }, kWebhookWait)) << task.DebugString();
   // Each attempt reached the agent and was cut by the deadline; the second was the last.
   EXPECT_EQ(silent.calls(), 2);
   ASSERT_GT(task.status().message().parts_size(), 0);

@@ -50,7 +50,7 @@ using ::testing_util::WaitFor;
 
 // Generous: these waits end as soon as the file shows the change; the bound only keeps a broken
 // build from hanging.
-constexpr absl::Duration kPatience = absl::Seconds(90);
+constexpr absl::Duration kRunIoWait = absl::Seconds(90);
 
 // `text` as one JSON object, or nullopt (no expectation fails: callers poll).
 std::optional<google::protobuf::Struct> ParseObject(const std::string& text) {
@@ -393,7 +393,7 @@ TEST_F(RunIoProcessTest, FollowKeepsArialsStateFileCurrent) {
   const std::string out = dir_.Sub("state.json");
   std::unique_ptr<Process> follower = Follow({run, "--format", "arial", "--output", out});
   ASSERT_NE(follower, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kPatience))
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kRunIoWait))
       << follower->stderr_text();
   ExpectSameJson(ReadWholeFile(out), text);
   FileReader reader(out);
@@ -402,7 +402,7 @@ TEST_F(RunIoProcessTest, FollowKeepsArialsStateFileCurrent) {
       Lease(Ok({"run", "claim", run, "--worker", "w1", "--capability", "network"}));
   ASSERT_FALSE(lease.empty());
   EXPECT_TRUE(
-      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "running"; }, kPatience))
+      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "running"; }, kRunIoWait))
       << ReadWholeFile(out);
   // A burst of heartbeats, then the completion.
   for (int i = 0; i < 20; ++i) {
@@ -410,7 +410,7 @@ TEST_F(RunIoProcessTest, FollowKeepsArialsStateFileCurrent) {
   }
   Ok({"run", "complete", lease, "--summary", "endpoints done"});
   EXPECT_TRUE(
-      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "done"; }, kPatience))
+      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "done"; }, kRunIoWait))
       << ReadWholeFile(out);
   reader.Stop();
   EXPECT_GT(reader.reads(), 0);
@@ -418,7 +418,7 @@ TEST_F(RunIoProcessTest, FollowKeepsArialsStateFileCurrent) {
   // The follower comes to write what a one-off export writes now (it may still be one change
   // behind when the status it waited for shows).
   const std::string exported = Ok({"run", "export", run, "--format", "arial"});
-  EXPECT_TRUE(WaitFor([&] { return SameJson(ReadWholeFile(out), exported); }, kPatience));
+  EXPECT_TRUE(WaitFor([&] { return SameJson(ReadWholeFile(out), exported); }, kRunIoWait));
   ExpectSameJson(ReadWholeFile(out), exported);
   StopFollower(*follower);
   // No temporary file is left beside it.
@@ -448,18 +448,18 @@ TEST_F(RunIoProcessTest, FollowKeepsMahabharathasStateFileCurrent) {
     if (!workers.contains(id)) return "";
     return workers.at(id).struct_value().fields().at("status").string_value();
   };
-  ASSERT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "pending"; }, kPatience))
+  ASSERT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "pending"; }, kRunIoWait))
       << follower->stderr_text();
   FileReader reader(out);
   const std::string lease = Lease(Ok({"run", "claim", run, "--worker", "0"}));
   ASSERT_FALSE(lease.empty());
-  EXPECT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "in_progress"; }, kPatience))
+  EXPECT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "in_progress"; }, kRunIoWait))
       << ReadWholeFile(out);
   Ok({"run", "complete", lease});
-  EXPECT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "complete"; }, kPatience))
+  EXPECT_TRUE(WaitFor([&] { return task_status("AUTH-L1-001") == "complete"; }, kRunIoWait))
       << ReadWholeFile(out);
   Ok({"run", "stop-worker", run, "0", "--reason", "done for today"});
-  EXPECT_TRUE(WaitFor([&] { return worker_status("0") == "stopped"; }, kPatience))
+  EXPECT_TRUE(WaitFor([&] { return worker_status("0") == "stopped"; }, kRunIoWait))
       << ReadWholeFile(out);
   reader.Stop();
   EXPECT_EQ(reader.bad(), 0) << reader.bad_text();
@@ -475,7 +475,7 @@ TEST_F(RunIoProcessTest, FollowOutlivesARestartOfTheCoordinator) {
   std::unique_ptr<Process> follower =
       Follow({run, "--format", "arial", "--output", out, "--patience", "10m"});
   ASSERT_NE(follower, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kPatience));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kRunIoWait));
   const int port = coordinator_->port();
   ASSERT_OK(coordinator_->Stop());
   absl::StatusOr<std::unique_ptr<CoordinatorProcess>> again =
@@ -485,7 +485,7 @@ TEST_F(RunIoProcessTest, FollowOutlivesARestartOfTheCoordinator) {
   EXPECT_FALSE(follower->ended()) << follower->stderr_text();
   Ok({"run", "claim", run, "--worker", "w1", "--capability", "network"});
   EXPECT_TRUE(
-      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "running"; }, kPatience))
+      WaitFor([&] { return WorkstreamStatus(ReadWholeFile(out), "api") == "running"; }, kRunIoWait))
       << ReadWholeFile(out) << follower->stderr_text();
   ASSERT_OK(follower->Signal(SIGINT));
   absl::StatusOr<ProcessResult> r = follower->Wait(absl::Seconds(60));
@@ -502,9 +502,9 @@ TEST_F(RunIoProcessTest, FollowGivesUpWhenTheCoordinatorStaysAway) {
   std::unique_ptr<Process> follower =
       Follow({run, "--format", "arial", "--output", out, "--patience", "1s"});
   ASSERT_NE(follower, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kPatience));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kRunIoWait));
   ASSERT_OK(coordinator_->Kill());
-  absl::StatusOr<ProcessResult> r = follower->Wait(kPatience);
+  absl::StatusOr<ProcessResult> r = follower->Wait(kRunIoWait);
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 3) << r->Describe();
   EXPECT_THAT(r->err, HasSubstr("the coordinator has been unreachable for")) << r->Describe();
@@ -521,9 +521,9 @@ TEST_F(RunIoProcessTest, FollowEndsWhenTheRunIsDeleted) {
   const std::string out = dir_.Sub("f.json");
   std::unique_ptr<Process> follower = Follow({run, "--format", "mahabharatha", "--output", out});
   ASSERT_NE(follower, nullptr);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kPatience));
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(out); }, kRunIoWait));
   EXPECT_THAT(Ok({"gc", "--older-than", "1ms"}), HasSubstr("gone"));
-  absl::StatusOr<ProcessResult> r = follower->Wait(kPatience);
+  absl::StatusOr<ProcessResult> r = follower->Wait(kRunIoWait);
   ASSERT_OK(r);
   EXPECT_EQ(r->exit_code, 1) << r->Describe();
   EXPECT_THAT(r->err, HasSubstr("not found: run gone not found")) << r->Describe();
@@ -602,7 +602,7 @@ TEST_F(RunIoProcessTest, MahabharathaLogsAreWrittenFromTheEventLog) {
         return ReadWholeFile(logs + "/workers/worker-0.jsonl").find("Worker 0 stopped") !=
                std::string::npos;
       },
-      kPatience))
+      kRunIoWait))
       << follower->stderr_text();
   const std::string items = dir_.Sub("items.json");
   std::ofstream(items) << R"([{"id": "AUTH-L1-003", "title": "Sessions", "level": 1}])";
@@ -614,7 +614,7 @@ TEST_F(RunIoProcessTest, MahabharathaLogsAreWrittenFromTheEventLog) {
                    std::string::npos &&
                std::filesystem::exists(logs + "/tasks/AUTH-L1-003/execution.jsonl");
       },
-      kPatience))
+      kRunIoWait))
       << follower->stderr_text();
   // Stopped first: a running follower may be between writing a file's replacement and renaming
   // it over the file. Once it has exited, only whole files remain.

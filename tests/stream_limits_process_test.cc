@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -24,15 +25,8 @@ namespace a2apb = ::lf::a2a::v1;
 using ::testing::HasSubstr;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(60);
-
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(kWait));
-  a2a_protocol::AddVersion(context.get());
-  return context;
-}
+using ::testing_util::kProcessWait;
+using ::testing_util::A2ACallContext;
 
 class StreamLimitsTest : public ::testing::Test {
  protected:
@@ -55,7 +49,7 @@ class StreamLimitsTest : public ::testing::Test {
     reg.mutable_agent()->set_name("away");
     reg.mutable_agent()->set_endpoint("127.0.0.1:1");  // down: tasks wait, SUBMITTED
     coordinator::v1::Agent agent;
-    const grpc::Status status = registry->RegisterAgent(Ctx().get(), reg, &agent);
+    const grpc::Status status = registry->RegisterAgent(A2ACallContext(kProcessWait).get(), reg, &agent);
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
 
@@ -69,7 +63,7 @@ class StreamLimitsTest : public ::testing::Test {
     request.mutable_message()->add_parts()->set_text(text);
     request.mutable_configuration()->set_return_immediately(true);  // the agent is down
     a2apb::SendMessageResponse response;
-    const grpc::Status status = a2a_->SendMessage(Ctx().get(), request, &response);
+    const grpc::Status status = a2a_->SendMessage(A2ACallContext(kProcessWait).get(), request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response.task().id();
   }
@@ -81,7 +75,7 @@ class StreamLimitsTest : public ::testing::Test {
 
   Stream Subscribe(const std::string& task_id) {
     Stream stream;
-    stream.context = Ctx();
+    stream.context = A2ACallContext(kProcessWait);
     a2apb::SubscribeToTaskRequest request;
     request.set_id(task_id);
     stream.reader = a2a_->SubscribeToTask(stream.context.get(), request);
@@ -115,7 +109,7 @@ TEST_F(StreamLimitsTest, StreamBeyondMaxStreamsIsRefusedUntilOneEnds) {
 
   // WatchRun counts against the same bound (refused before the run is even looked up).
   auto work = coordinator::v1::WorkService::NewStub(channel_);
-  auto watch_context = Ctx();
+  auto watch_context = A2ACallContext(kProcessWait);
   coordinator::v1::WatchRunRequest watch;
   watch.set_run_id("no-such-run");
   auto watcher = work->WatchRun(watch_context.get(), watch);
@@ -128,7 +122,7 @@ TEST_F(StreamLimitsTest, StreamBeyondMaxStreamsIsRefusedUntilOneEnds) {
   while (open.front().reader->Read(&ignored)) {
   }
   (void)open.front().reader->Finish();
-  const absl::Time deadline = absl::Now() + kWait;
+  const absl::Time deadline = absl::Now() + kProcessWait;
   bool accepted = false;
   while (!accepted && absl::Now() < deadline) {
     Stream again = Subscribe(task_id);

@@ -23,10 +23,17 @@ const absl::Status& GetStatus(const absl::StatusOr<T>& s) {
   return s.status();
 }
 
+// How long a test waits for something that should happen soon: long enough for a loaded
+// machine, and only spent when the test fails.
+inline constexpr absl::Duration kWait = absl::Seconds(30);
+// How long a test waits on a process it started (a start-up, an evaluation): sanitizer builds on
+// a loaded machine are slow to start.
+inline constexpr absl::Duration kProcessWait = absl::Seconds(60);
+
 // Asks `pred` every 20 ms until it holds or `timeout` passes; its last answer. How tests wait
 // for something another thread or process does, never a sleep of a guessed length.
 template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout) {
+bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     if (pred()) return true;

@@ -17,6 +17,7 @@
 #include "httplib.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -27,6 +28,7 @@ using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
+using ::testing_util::CallContext;
 
 constexpr char kOpenssl[] = "/usr/bin/openssl";
 
@@ -43,12 +45,6 @@ void MakeCertificate(const TempDir& dir, const std::string& prefix) {
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 30) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-  return context;
 }
 
 // The port of the "agent card on http(s)://host:PORT/..." log line.
@@ -87,7 +83,7 @@ TEST_F(TlsTest, TlsClientThatTrustsTheCertificateGetsAnswers) {
   coordinator::v1::CreateContextRequest create;
   create.mutable_context()->set_context_id("over-tls");
   coordinator::v1::TaskContext created;
-  const grpc::Status status = stub->CreateContext(Ctx().get(), create, &created);
+  const grpc::Status status = stub->CreateContext(CallContext().get(), create, &created);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(created.version(), 1);
 
@@ -97,7 +93,7 @@ TEST_F(TlsTest, TlsClientThatTrustsTheCertificateGetsAnswers) {
   coordinator::v1::GetContextRequest get;
   get.set_context_id("over-tls");
   coordinator::v1::TaskContext got;
-  const grpc::Status read = by_name->GetContext(Ctx().get(), get, &got);
+  const grpc::Status read = by_name->GetContext(CallContext().get(), get, &got);
   ASSERT_TRUE(read.ok()) << read.error_message();
   EXPECT_EQ(got.context_id(), "over-tls");
 }
@@ -108,7 +104,7 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   coordinator::v1::CreateContextRequest create;
   create.mutable_context()->set_context_id("plaintext");
   coordinator::v1::TaskContext created;
-  const grpc::Status status = plain->CreateContext(Ctx(5).get(), create, &created);
+  const grpc::Status status = plain->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
 
@@ -118,7 +114,7 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   ssl.pem_root_certs = ReadFile(dir_.Sub("other-cert.pem"));
   auto untrusting = coordinator::v1::ContextService::NewStub(
       grpc::CreateChannel(coordinator_->target(), grpc::SslCredentials(ssl)));
-  EXPECT_FALSE(untrusting->CreateContext(Ctx(5).get(), create, &created).ok());
+  EXPECT_FALSE(untrusting->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created).ok());
 
   // Neither created anything: a trusting client does not find it.
   grpc::SslCredentialsOptions trusting;
@@ -128,7 +124,7 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   coordinator::v1::GetContextRequest get;
   get.set_context_id("plaintext");
   coordinator::v1::TaskContext got;
-  EXPECT_EQ(stub->GetContext(Ctx().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub->GetContext(CallContext().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(TlsTest, AgentCardIsServedOverHttpsOnly) {
@@ -179,7 +175,7 @@ TEST_F(TlsTest, CardInterfacesAreHttpsUrls) {
   reg.mutable_agent()->set_name("away");
   reg.mutable_agent()->set_endpoint("127.0.0.1:1");
   coordinator::v1::Agent agent;
-  const grpc::Status status = registry->RegisterAgent(Ctx().get(), reg, &agent);
+  const grpc::Status status = registry->RegisterAgent(CallContext().get(), reg, &agent);
   ASSERT_TRUE(status.ok()) << status.error_message();
 
   const int http_port = CardPort(*coordinator_);

@@ -29,7 +29,7 @@ using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::TempDir;
 
-std::vector<std::string> Lines(const std::string& text) {
+std::vector<std::string> NonEmptyLines(const std::string& text) {
   std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   return lines;
 }
@@ -109,7 +109,7 @@ class WorkModelProcessTest : public ::testing::Test {
     EXPECT_EQ(r.exit_code, exit_code) << r.Describe();
     EXPECT_THAT(r.err, StartsWith("coordctl: ")) << r.Describe();
     // One line; a command line missing arguments also shows the usage line.
-    EXPECT_LE(Lines(r.err).size(), exit_code == 2 ? 2u : 1u) << r.err;
+    EXPECT_LE(NonEmptyLines(r.err).size(), exit_code == 2 ? 2u : 1u) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(Run({"run", "status", run_id, "--json"}).out, before) << "something changed";
   }
@@ -146,9 +146,9 @@ TEST_F(WorkModelProcessTest, AddFilterWorkersLevelsAndEvents) {
   ProcessResult workers = Run({"run", "workers", run});
   ASSERT_EQ(workers.exit_code, 0) << workers.Describe();
   EXPECT_THAT(workers.out, HasSubstr("WORKER"));
-  EXPECT_THAT(Lines(workers.out)[1], HasSubstr("w1"));
-  EXPECT_THAT(Lines(workers.out)[1], HasSubstr("busy"));
-  EXPECT_THAT(Lines(workers.out)[1], HasSubstr("1234"));
+  EXPECT_THAT(NonEmptyLines(workers.out)[1], HasSubstr("w1"));
+  EXPECT_THAT(NonEmptyLines(workers.out)[1], HasSubstr("busy"));
+  EXPECT_THAT(NonEmptyLines(workers.out)[1], HasSubstr("1234"));
 
   // A level that is not complete is not merged.
   ProcessResult early = Run({"run", "level", "merge", run, "1"});
@@ -160,7 +160,7 @@ TEST_F(WorkModelProcessTest, AddFilterWorkersLevelsAndEvents) {
   EXPECT_THAT(merged.out, HasSubstr("level 1 merged"));
   EXPECT_THAT(merged.out, HasSubstr("levels 1 merged, 2 pending"));
   ProcessResult status = Run({"run", "status", run});
-  EXPECT_THAT(Lines(status.out)[0], HasSubstr("current level 2"));
+  EXPECT_THAT(NonEmptyLines(status.out)[0], HasSubstr("current level 2"));
 
   const std::string b = Claim(run, "w1");
   ASSERT_FALSE(b.empty());
@@ -185,7 +185,7 @@ TEST_F(WorkModelProcessTest, AddFilterWorkersLevelsAndEvents) {
   // The log: one JSON object per line, in seq order, and --follow ends with the run.
   ProcessResult events = Run({"run", "events", run});
   ASSERT_EQ(events.exit_code, 0) << events.Describe();
-  std::vector<std::string> lines = Lines(events.out);
+  std::vector<std::string> lines = NonEmptyLines(events.out);
   ASSERT_GT(lines.size(), 10u);
   std::vector<std::string> kinds;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -202,7 +202,7 @@ TEST_F(WorkModelProcessTest, AddFilterWorkersLevelsAndEvents) {
   EXPECT_THAT(events.out, HasSubstr(R"("level_status":"merged","message":"abc123")"));
   EXPECT_THAT(events.out, HasSubstr(R"("worker_status":"stopped","message":"done for today")"));
   ProcessResult tail = Run({"run", "events", run, "--after", "3"});
-  EXPECT_EQ(Lines(tail.out).size(), lines.size() - 3);
+  EXPECT_EQ(NonEmptyLines(tail.out).size(), lines.size() - 3);
   ProcessResult follow = Run({"run", "events", run, "--follow", "--poll", "50ms"});
   EXPECT_EQ(follow.exit_code, 0) << follow.Describe();
   EXPECT_EQ(follow.out, events.out);

@@ -43,10 +43,10 @@ using ::testing_util::Process;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::TempDir;
+using ::testing_util::kProcessWait;
 
 // Generous bound for anything that should happen "soon": a lease period plus a reaper period
 // is well under a second here, but the machine may be busy.
-constexpr absl::Duration kPatience = absl::Seconds(60);
 
 // The value of "key":"..." in a line of JSON printed by coordctl.
 std::string JsonString(absl::string_view json, absl::string_view key) {
@@ -99,7 +99,7 @@ TEST(WorkProcessTest, KilledWorkersItemGoesToAnotherWorkerAndItsLateCompleteIsRe
       testing_util::BinaryPath("coordctl"), {"--target", target, "run", "watch", run_id});
   ASSERT_OK(watcher);
   // Wait for the end of its snapshot, so that what follows reaches it as changes.
-  for (const absl::Time end = absl::Now() + kPatience;
+  for (const absl::Time end = absl::Now() + kProcessWait;
        !absl::StrContains((*watcher)->stdout_text(), "-- ") && absl::Now() < end;) {
     ASSERT_FALSE((*watcher)->ended()) << (*watcher)->stderr_text();
     absl::SleepFor(absl::Milliseconds(20));
@@ -110,14 +110,14 @@ TEST(WorkProcessTest, KilledWorkersItemGoesToAnotherWorkerAndItsLateCompleteIsRe
       testing_util::BinaryPath("coordctl"), {"--target", target, "run", "work", run_id, "--worker",
                                              "A", "--ttl", "1s", "--", "sleep", "600"});
   ASSERT_OK(worker_a);
-  absl::StatusOr<std::string> claimed = (*worker_a)->WaitForStderrLine(" claimed ", kPatience);
+  absl::StatusOr<std::string> claimed = (*worker_a)->WaitForStderrLine(" claimed ", kProcessWait);
   ASSERT_OK(claimed);
   const std::string lease_a(claimed->substr(claimed->rfind(' ') + 1));
   ASSERT_OK((*worker_a)->Kill());
 
   // Worker B gets it once A's lease expired and the reaper took it back.
   std::string claim_b;
-  const absl::Time deadline = absl::Now() + kPatience;
+  const absl::Time deadline = absl::Now() + kProcessWait;
   while (absl::Now() < deadline) {
     absl::StatusOr<ProcessResult> claim =
         RunCoordctl(target, {"run", "claim", run_id, "--worker", "B", "--ttl", "60s"});
@@ -153,7 +153,7 @@ TEST(WorkProcessTest, KilledWorkersItemGoesToAnotherWorkerAndItsLateCompleteIsRe
 
   // The watcher saw the changes as they happened.
   bool seen = false;
-  for (const absl::Time end = absl::Now() + kPatience; !seen && absl::Now() < end;) {
+  for (const absl::Time end = absl::Now() + kProcessWait; !seen && absl::Now() < end;) {
     seen = absl::StrContains((*watcher)->stdout_text(), "changed 01-auth done worker=B");
     if (!seen) absl::SleepFor(absl::Milliseconds(50));
   }
@@ -355,7 +355,7 @@ TEST(WorkProcessTest, OnEtcdOnlyTheReaperEndsALeaseOnRocksDbItsExpiryDoes) {
   // Wait (bounded) until this machine's clock, the coordinator's too, is past the stamped expiry.
   const absl::Time expire = absl::FromUnixSeconds(claimed.lease_expire_time().seconds()) +
                             absl::Nanoseconds(claimed.lease_expire_time().nanos());
-  const absl::Time deadline = absl::Now() + kPatience;
+  const absl::Time deadline = absl::Now() + kProcessWait;
   while (absl::Now() <= expire + absl::Milliseconds(1) && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(10));
   }
@@ -503,7 +503,7 @@ TEST(WorkProcessTest, FortyTasksFiveWorkersWithKillsEndDoneExactlyOnceOrBlocked)
   for (std::thread& t : threads) t.join();
   for (std::unique_ptr<Process>& process : process_workers) {
     // A process worker stops by itself once nothing is left to claim.
-    absl::StatusOr<ProcessResult> ended = process->Wait(kPatience);
+    absl::StatusOr<ProcessResult> ended = process->Wait(kProcessWait);
     ASSERT_OK(ended);
   }
   Note(absl::StrCat("workers finished; ", process_kills.load(), " worker processes killed"));

@@ -27,18 +27,8 @@ namespace coordinator {
 namespace {
 
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(30);
-
-template <typename Pred>
-bool WaitFor(Pred pred) {
-  const absl::Time deadline = absl::Now() + kWait;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return pred();
-}
+using ::testing_util::kWait;
+using ::testing_util::WaitFor;
 
 // Records every message it gets. "done" completes the task, "hold" works until canceled,
 // "gate" works until the test opens the gate; everything else asks for input, so the task

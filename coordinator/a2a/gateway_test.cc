@@ -33,23 +33,13 @@ namespace coordinator {
 namespace {
 
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(30);
+using ::testing_util::kWait;
+using ::testing_util::WaitFor;
 
 // The A2A reason in a status's ErrorInfo detail, or "". (a2a_protocol/errors_test.cc pins the
 // detail's bytes; here the reasons the gateway answers with are pinned.)
 std::string Reason(const grpc::Status& status) {
   return a2a_protocol::Reason(common::FromGrpcStatus(status)).value_or("");
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
 }
 
 class GatewayTest : public ::testing::Test {

@@ -32,18 +32,6 @@ using ::testing::HasSubstr;
 using testing_util::FakeHttpAgent;
 using testing_util::TempDir;
 
-constexpr absl::Duration kWait = absl::Seconds(30);
-
-template <typename Pred>
-bool WaitFor(Pred pred, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
-
 std::string StatusText(const a2apb::Task& task) {
   return task.status().message().parts_size() > 0 ? task.status().message().parts(0).text() : "";
 }
@@ -438,6 +426,8 @@ TEST_P(HttpAgentTest, RegisteringAgainRefreshesTheCard) {
 }
 
 using CardRegistrationTest = CoordinatorFixture;
+using ::testing_util::kWait;
+using ::testing_util::WaitFor;
 
 TEST_F(CardRegistrationTest, AJsonRpcAgentWithoutStreamingGetsSendMessage) {
   FakeHttpAgent agent(FakeHttpAgent::Binding::kJsonRpc);

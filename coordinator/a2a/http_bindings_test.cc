@@ -33,8 +33,7 @@ using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
 using testing_util::Process;
 using testing_util::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(30);
+using ::testing_util::kWait;
 
 // A JSON document as a google.protobuf.Value, to look into answers whatever their shape.
 pb::Value Parse(const std::string& json) {

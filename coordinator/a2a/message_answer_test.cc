@@ -21,21 +21,16 @@
 #include "gtest/gtest.h"
 #include "storage/testing/test_store.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace coordinator {
 namespace {
 
 using testing_util::TempDir;
+using ::testing_util::kWait;
+using ::testing_util::TextOf;
 
-constexpr absl::Duration kWait = absl::Seconds(30);
 constexpr char kAgentTaskId[] = "agent-task-1";
-
-std::string TextOf(const a2apb::Message& message) {
-  for (const a2apb::Part& part : message.parts()) {
-    if (part.has_text()) return part.text();
-  }
-  return "";
-}
 
 a2apb::StreamResponse Reply(const std::string& text, const std::string& task_id = "") {
   a2apb::StreamResponse response;

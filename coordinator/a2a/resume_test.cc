@@ -37,19 +37,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using testing_util::TempDir;
+using ::testing_util::kWait;
+using ::testing_util::WaitFor;
 namespace pb03 = ::a2a::v1;
-
-constexpr absl::Duration kWait = absl::Seconds(30);
-
-template <typename Pred>
-bool WaitFor(Pred pred) {
-  const absl::Time deadline = absl::Now() + kWait;
-  while (absl::Now() < deadline) {
-    if (pred()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return pred();
-}
 
 // The tasks of an agent that keeps them, as agents on the A2A SDKs do: every message starts one
 // that works until Finish() (or until the caller goes away), kept for GetTask and the

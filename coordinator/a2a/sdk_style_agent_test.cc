@@ -14,20 +14,15 @@
 #include "gtest/gtest.h"
 #include "storage/testing/test_store.h"
 #include "tests/test_util.h"
+#include "tests/a2a_test_util.h"
 
 namespace coordinator {
 namespace {
 
 using testing_util::TempDir;
+using ::testing_util::TextOf;
 
-constexpr char kAgentTaskId[] = "sdk-task-1";
-
-std::string TextOf(const a2apb::Message& message) {
-  for (const a2apb::Part& part : message.parts()) {
-    if (part.has_text()) return part.text();
-  }
-  return "";
-}
+constexpr char kSdkTaskId[] = "sdk-task-1";
 
 // First turn: SUBMITTED, then INPUT_REQUIRED. Follow-ups open with the stored task (status
 // INPUT_REQUIRED, its old question) and then: "again" ends there (the snapshot is the answer);
@@ -41,7 +36,7 @@ class SdkStyleAgent final : public a2apb::A2AService::Service {
     const std::string context_id = message.context_id();
     a2apb::StreamResponse opening;
     a2apb::Task* task = opening.mutable_task();
-    task->set_id(kAgentTaskId);
+    task->set_id(kSdkTaskId);
     task->set_context_id(context_id);
     if (message.task_id().empty()) {
       task->mutable_status()->set_state(a2apb::TASK_STATE_SUBMITTED);
@@ -49,7 +44,7 @@ class SdkStyleAgent final : public a2apb::A2AService::Service {
       writer->Write(Status(context_id, a2apb::TASK_STATE_INPUT_REQUIRED, "say more"));
       return grpc::Status::OK;
     }
-    if (message.task_id() != kAgentTaskId) {
+    if (message.task_id() != kSdkTaskId) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown task " + message.task_id());
     }
     task->mutable_status()->set_state(a2apb::TASK_STATE_INPUT_REQUIRED);
@@ -66,7 +61,7 @@ class SdkStyleAgent final : public a2apb::A2AService::Service {
                                       const std::string& text) {
     a2apb::StreamResponse response;
     a2apb::TaskStatusUpdateEvent* update = response.mutable_status_update();
-    update->set_task_id(kAgentTaskId);
+    update->set_task_id(kSdkTaskId);
     update->set_context_id(context_id);
     update->mutable_status()->set_state(state);
     if (!text.empty()) {

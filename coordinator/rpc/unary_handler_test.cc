@@ -212,9 +212,8 @@ TEST_F(UnaryHandlerTest, ACallIsAnsweredOnlyAfterTheSyncThatCoversItsWrite) {
   SendFailure(task, 0, &answers);
   gate_.WaitForStarted(syncs_before + 1);
   WaitForDurabilityWaiters(1);
-  // The transaction has committed and its sync is under way but held: no answer yet, however
-  // long the sync takes.
-  absl::SleepFor(absl::Milliseconds(100));
+  // The transaction has committed and the call waits for its sync, which is under way but held:
+  // no answer, however long the sync takes.
   EXPECT_FALSE(answers.answered(0));
   gate_.Open();
   answers.WaitFor(1);
