@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,92 @@
 extern char** environ;
 
 namespace common {
+
+namespace {
+
+// The signals a child starts with at their default disposition.
+constexpr int kDefaultedSignals[] = {SIGPIPE, SIGINT, SIGTERM};
+
+absl::Status CannotRun(const std::string& command, int error) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot run ", command, ": ", std::strerror(error)));
+}
+
+// The child's side of ForkExec: only async-signal-safe calls. Writes errno to `report` when the
+// command cannot be started.
+[[noreturn]] void ExecInChild(const SpawnOptions& options, pid_t parent, char** argv, char** envp,
+                              int report) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
+  if (options.own_process_group) setpgid(0, 0);
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  for (int signal : kDefaultedSignals) sigaction(signal, &default_action, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int wanted[] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  for (int target = 0; target < 3; ++target) {
+    const int fd = wanted[target];
+    if (fd == kInherit) continue;
+    if (fd >= 0) {
+      dup2(fd, target);
+    } else if (target == 2) {
+      dup2(1, 2);
+    } else {
+      const int null = open("/dev/null", target == 0 ? O_RDONLY : O_WRONLY);
+      if (null >= 0 && null != target) {
+        dup2(null, target);
+        close(null);
+      }
+    }
+  }
+  int error = 0;
+  if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
+    error = errno;
+  } else {
+    execvpe(argv[0], argv, envp);
+    error = errno;
+  }
+  (void)!write(report, &error, sizeof(error));
+  _exit(127);
+}
+
+// Spawn with die_with_parent: fork and exec, the exec's failure reported through a pipe that
+// closes on a successful exec.
+absl::StatusOr<pid_t> ForkExec(const SpawnOptions& options, char** argv, char** envp) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int error = errno;
+    close(report[0]);
+    close(report[1]);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(error)));
+  }
+  if (pid == 0) {
+    close(report[0]);
+    ExecInChild(options, parent, argv, envp, report[1]);
+  }
+  close(report[1]);
+  int error = 0;
+  ssize_t got;
+  do {
+    got = read(report[0], &error, sizeof(error));
+  } while (got < 0 && errno == EINTR);
+  close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof(error))) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return CannotRun(options.argv[0], error);
+  }
+  return pid;
+}
+
+}  // namespace
 
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("no command to run");
@@ -35,6 +122,7 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  if (options.die_with_parent) return ForkExec(options, argv.data(), envp.data());
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -65,24 +153,21 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr, (options.own_process_group ? POSIX_SPAWN_SETPGROUP : 0) |
+                                      POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(&attr, &signals);
-  sigaddset(&signals, SIGPIPE);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  posix_spawnattr_setsigdefault(&attr, &signals);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t defaulted;
+  sigemptyset(&defaulted);
+  for (int signal : kDefaultedSignals) sigaddset(&defaulted, signal);
+  posix_spawnattr_setsigdefault(&attr, &defaulted);
   pid_t pid = 0;
   const int error = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  if (error != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot run ", options.argv[0], ": ", std::strerror(error)));
-  }
+  if (error != 0) return CannotRun(options.argv[0], error);
   return pid;
 }
 

@@ -1,6 +1,6 @@
 // Starting a command as a child process: posix_spawn with its output where the caller says, in
 // a process group of its own so that the whole group (the command and what it started) can be
-// stopped together.
+// stopped together, or bound to this process's life.
 #ifndef COMMON_CHILD_PROCESS_H_
 #define COMMON_CHILD_PROCESS_H_
 
@@ -30,10 +30,19 @@ struct SpawnOptions {
   int stderr_fd = -1;
   // Working directory; empty: this process's.
   std::string cwd;
+  // In a process group of its own (the default), so that StopProcessGroup stops the command with
+  // what it started; false keeps it in this process's group (a terminal's Ctrl-C reaches both,
+  // and it may read the terminal).
+  bool own_process_group = true;
+  // SIGKILL to the command when this process dies, however it dies (PR_SET_PDEATHSIG): for a
+  // command that must not outlive its supervisor. Started with fork and exec then (posix_spawn
+  // cannot ask for it), to the same effect otherwise.
+  bool die_with_parent = false;
 };
 
-// Starts the command in a new process group (its id is the child's pid) with the default
-// disposition of SIGPIPE, SIGINT and SIGTERM, whatever this process does with them.
+// Starts the command (in a new process group unless told otherwise: its id is the child's pid)
+// with the default disposition of SIGPIPE, SIGINT and SIGTERM, whatever this process does with
+// them.
 // INVALID_ARGUMENT for an empty argv; FAILED_PRECONDITION when the command cannot be run.
 [[nodiscard]] absl::StatusOr<pid_t> Spawn(const SpawnOptions& options);
 

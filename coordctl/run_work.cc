@@ -2,7 +2,6 @@
 // the item's COORD_* variables while it heartbeats the lease, and completes or fails the item by
 // the command's exit status.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,11 +13,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/child_process.h"
 #include "coordctl/cli.h"
 #include "coordctl/run_format.h"
 #include "coordinator/v1/work.grpc.pb.h"
-
-extern char** environ;
 
 namespace coordctl {
 namespace {
@@ -30,41 +28,6 @@ bool Retriable(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
          s.error_code() == grpc::StatusCode::ABORTED;
-}
-
-// Starts `argv` with `env_add` added to the environment. The child is killed when this process
-// dies (PR_SET_PDEATHSIG), so a worker killed with kill -9 leaves no command running without a
-// lease.
-absl::StatusOr<pid_t> StartChild(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env_add) {
-  // Everything the child needs is built before fork: only async-signal-safe calls after it.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    absl::string_view entry(*e);
-    bool replaced = false;
-    for (const std::string& add : env_add) {
-      if (absl::StartsWith(entry, add.substr(0, add.find('=') + 1))) replaced = true;
-    }
-    if (!replaced) env_strings.emplace_back(entry);
-  }
-  env_strings.insert(env_strings.end(), env_add.begin(), env_add.end());
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the worker died before prctl took effect
-    execvpe(cargs[0], cargs.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
 }
 
 // Calls `rpc` until it returns something other than a transient error or `deadline` passes.
@@ -218,16 +181,31 @@ absl::Status WorkOn(const Env& env, WorkService::Stub* stub, const WorkOptions& 
   const WorkItem& item = claimed.item();
   *env.err << "coordctl: " << o.worker << " claimed " << item.item_id() << " epoch "
            << claimed.epoch() << " lease " << claimed.lease() << std::endl;
-  absl::StatusOr<pid_t> child = StartChild(
-      command,
-      {absl::StrCat("COORD_RUN_ID=", o.run_id), absl::StrCat("COORD_ITEM_ID=", item.item_id()),
-       absl::StrCat("COORD_LEASE=", claimed.lease()), absl::StrCat("COORD_EPOCH=", claimed.epoch()),
-       absl::StrCat("COORD_ATTEMPT=", item.attempts()),
-       absl::StrCat("COORD_BRANCH=", item.branch()),
-       absl::StrCat("COORD_WORKTREE=", item.worktree()),
-       absl::StrCat("COORD_CHECKPOINT=", item.checkpoint()),
-       absl::StrCat("COORD_PROGRESS=", item.progress())});
-  if (!child.ok()) return child.status();
+  common::SpawnOptions spawn;
+  spawn.argv = command;
+  spawn.stdin_fd = spawn.stdout_fd = spawn.stderr_fd = common::kInherit;
+  // In the worker's process group (a terminal's Ctrl-C reaches both), and killed when the worker
+  // dies, so that a worker killed with kill -9 leaves no command running without a lease.
+  spawn.own_process_group = false;
+  spawn.die_with_parent = true;
+  spawn.env_add = {absl::StrCat("COORD_RUN_ID=", o.run_id),
+                   absl::StrCat("COORD_ITEM_ID=", item.item_id()),
+                   absl::StrCat("COORD_LEASE=", claimed.lease()),
+                   absl::StrCat("COORD_EPOCH=", claimed.epoch()),
+                   absl::StrCat("COORD_ATTEMPT=", item.attempts()),
+                   absl::StrCat("COORD_BRANCH=", item.branch()),
+                   absl::StrCat("COORD_WORKTREE=", item.worktree()),
+                   absl::StrCat("COORD_CHECKPOINT=", item.checkpoint()),
+                   absl::StrCat("COORD_PROGRESS=", item.progress())};
+  absl::StatusOr<pid_t> child = common::Spawn(spawn);
+  if (!child.ok()) {
+    // As a shell has it: a command that cannot be run fails its item with exit code 127.
+    *env.err << "coordctl: " << child.status().message() << std::endl;
+    Outcome failed;
+    failed.wait_status = W_EXITCODE(127, 0);
+    Report(env, stub, o, claimed, failed);
+    return absl::OkStatus();
+  }
   const Outcome outcome = Supervise(env, stub, o, item.item_id(), claimed.lease(), *child);
   if (!outcome.lost) Report(env, stub, o, claimed, outcome);
   return absl::OkStatus();

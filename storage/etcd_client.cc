@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
 #include "common/reconnect.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -93,7 +94,7 @@ absl::Status FromEtcdStatus(const grpc::Status& status, absl::string_view what) 
     case grpc::StatusCode::UNAVAILABLE:
       return absl::UnavailableError(msg);
     default:
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()), msg);
+      return common::FromGrpcStatus(grpc::Status(status.error_code(), msg));
   }
 }
 
