@@ -104,9 +104,8 @@ TEST_P(ChildProcessTest, StoppingTheGroupStopsWhatTheCommandStarted) {
       Spawn(Options({"sh", "-c", absl::StrCat("sleep 30 & echo $! > ", pids, "; wait")}));
   ASSERT_TRUE(pid.ok()) << pid.status();
   int grandchild = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(pids)), &grandchild);
-  }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(pids)), &grandchild); }));
   StopProcessGroup(*pid, absl::Seconds(5));
   EXPECT_TRUE(Gone(*pid));
   EXPECT_TRUE(WaitFor([&] { return Gone(grandchild); }));

@@ -60,28 +60,26 @@ int RunList(const Env& env, const ParsedArgs& args) {
   auto stub = AgentRegistry::NewStub(env.channel);
   coordinator::v1::ListAgentsRequest request;
   request.set_page_size(1000);
-  while (true) {
-    coordinator::v1::ListAgentsResponse page;
-    grpc::Status s = stub->ListAgents(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (const coordinator::v1::Agent& agent : page.agents()) {
-      if (args.flag("json")) {
-        *env.out << ToJson(agent) << "\n";
-      } else {
-        // name, endpoint, binding, card URL ("-" for none): the first two columns as before.
-        *env.out << agent.name() << "\t" << agent.endpoint() << "\t"
-                 << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding())
-                 << (agent.protocol_version() == "0.3" ? " 0.3" : "") << "\t"
-                 << (agent.card_url().empty() ? "-" : agent.card_url())
-                 << (agent.max_in_flight() > 0
-                         ? absl::StrCat("\tmax in flight ", agent.max_in_flight())
-                         : "")
-                 << "\n";
-      }
-    }
-    if (page.next_page_token().empty()) break;
-    request.set_page_token(page.next_page_token());
-  }
+  const grpc::Status s = ForEachPage(
+      env, *stub, &AgentRegistry::Stub::ListAgents, request,
+      [&](const coordinator::v1::ListAgentsResponse& page) {
+        for (const coordinator::v1::Agent& agent : page.agents()) {
+          if (args.flag("json")) {
+            *env.out << ToJson(agent) << "\n";
+          } else {
+            // name, endpoint, binding, card URL ("-" for none): the first two columns as before.
+            *env.out << agent.name() << "\t" << agent.endpoint() << "\t"
+                     << (agent.protocol_binding().empty() ? "GRPC" : agent.protocol_binding())
+                     << (agent.protocol_version() == "0.3" ? " 0.3" : "") << "\t"
+                     << (agent.card_url().empty() ? "-" : agent.card_url())
+                     << (agent.max_in_flight() > 0
+                             ? absl::StrCat("\tmax in flight ", agent.max_in_flight())
+                             : "")
+                     << "\n";
+          }
+        }
+      });
+  if (!s.ok()) return ReportRpcError(env, s);
   env.out->flush();
   return kExitOk;
 }

@@ -189,16 +189,15 @@ int RunLog(const Env& env, const ParsedArgs& args) {
   }
   request.set_page_size(1000);
   auto stub = BreakerService::NewStub(env.channel);
-  do {
-    coordinator::v1::ReadBreakerLogResponse page;
-    grpc::Status s = stub->ReadBreakerLog(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (const auto& e : page.entries()) {
-      *env.out << "[" << UtcTime(e.time()) << "] [" << LevelName(e.level()) << "] "
-               << OneLine(e.message()) << "\n";
-    }
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s = ForEachPage(env, *stub, &BreakerService::Stub::ReadBreakerLog, request,
+                                     [&](const coordinator::v1::ReadBreakerLogResponse& page) {
+                                       for (const auto& e : page.entries()) {
+                                         *env.out << "[" << UtcTime(e.time()) << "] ["
+                                                  << LevelName(e.level()) << "] "
+                                                  << OneLine(e.message()) << "\n";
+                                       }
+                                     });
+  if (!s.ok()) return ReportRpcError(env, s);
   env.out->flush();
   return kExitOk;
 }

@@ -65,6 +65,26 @@ struct Command {
 [[nodiscard]] absl::StatusOr<ParsedArgs> ParseArgs(const Command& command,
                                                    const std::vector<std::string>& args);
 
+// Calls a List method page after page (`request` as the first page asks, then with each
+// answer's next_page_token) until the last page, handing each answer to `each`; the status of
+// the first call that failed, OK after the last page. For example
+//   ForEachPage(env, *stub, &WorkService::Stub::ListRuns, request,
+//               [&](ListRunsResponse& page) { ... });
+template <typename Stub, typename Request, typename Response, typename Each>
+grpc::Status ForEachPage(const Env& env, Stub& stub,
+                         grpc::Status (Stub::*list)(grpc::ClientContext*, const Request&,
+                                                    Response*),
+                         Request request, Each each) {
+  do {
+    Response page;
+    grpc::Status s = (stub.*list)(env.NewContext().get(), request, &page);
+    if (!s.ok()) return s;
+    each(page);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return grpc::Status::OK;
+}
+
 // Prints one line for a failed call on env.err and returns the exit code: kExitNo for
 // NOT_FOUND ("not found: ..."), kExitError otherwise.
 int ReportRpcError(const Env& env, const grpc::Status& status);

@@ -183,13 +183,12 @@ int RunList(const Env& env, const ParsedArgs& args) {
   }
   request.set_page_size(1000);
   coordinator::v1::ListContextsResponse all;
-  do {
-    coordinator::v1::ListContextsResponse page;
-    grpc::Status s = stub->ListContexts(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (TaskContext& c : *page.mutable_contexts()) *all.add_contexts() = std::move(c);
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s = ForEachPage(env, *stub, &ContextService::Stub::ListContexts, request,
+                                     [&](coordinator::v1::ListContextsResponse& page) {
+                                       for (TaskContext& c : *page.mutable_contexts())
+                                         *all.add_contexts() = std::move(c);
+                                     });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (args.flag("json")) {
     *env.out << ToJson(all) << std::endl;
     return kExitOk;

@@ -63,16 +63,15 @@ int RunShow(const Env& env, const ParsedArgs& args) {
   request.set_page_size(1000);
   auto stub = ConversationService::NewStub(env.channel);
   coordinator::v1::GetConversationResponse all;
-  do {
-    coordinator::v1::GetConversationResponse page;
-    grpc::Status s = stub->GetConversation(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    all.set_step_count(page.step_count());
-    all.set_message_count(page.message_count());
-    all.set_total_tokens(page.total_tokens());
-    for (auto& m : *page.mutable_messages()) *all.add_messages() = std::move(m);
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s = ForEachPage(env, *stub, &ConversationService::Stub::GetConversation,
+                                     request, [&](coordinator::v1::GetConversationResponse& page) {
+                                       all.set_step_count(page.step_count());
+                                       all.set_message_count(page.message_count());
+                                       all.set_total_tokens(page.total_tokens());
+                                       for (auto& m : *page.mutable_messages())
+                                         *all.add_messages() = std::move(m);
+                                     });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (args.flag("json")) {
     *env.out << ToJson(all) << std::endl;
     return kExitOk;

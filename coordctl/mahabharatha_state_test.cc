@@ -45,7 +45,8 @@ INSTANTIATE_TEST_SUITE_P(Files, MahabharathaRoundTripTest,
                                            "seed-example.json"));
 
 TEST(MahabharathaStateTest, ReadsTasksAsItems) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   EXPECT_EQ(parsed->run.kind(), coordinator::v1::RUN_KIND_TASK_GRAPH);
   EXPECT_EQ(parsed->run.feature(), "user-auth");
@@ -62,7 +63,8 @@ TEST(MahabharathaStateTest, ReadsTasksAsItems) {
 }
 
 TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   // Worker "3" took DOCS-L1-001 and completed it; level 1 runs.
@@ -119,7 +121,8 @@ TEST(MahabharathaStateTest, ExportWritesWhatChangedAsTheStateManagerWould) {
 
 // A run stopped by a failure shows it as their set_error would, unless the file had an error.
 TEST(MahabharathaStateTest, AFailedRunSaysWhichTaskStoppedIt) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   run.set_status(coordinator::v1::RUN_STATUS_FAILED);
@@ -308,11 +311,12 @@ TEST(MahabharathaStateTest, AFeatureUnderWayIsImportedWithItsStates) {
 
 TEST(MahabharathaStateTest, KnownLevelsKeepTheirMerge) {
   // Each task names its level: level 1's merge is kept.
-  const std::string text = absl::StrReplaceAll(
-      ReadMahabharathaFile("user-auth.json"), {{R"("AUTH-L1-001": {)", R"("AUTH-L1-001": {"level": 1,)"},
-                                       {R"("AUTH-L1-002": {)", R"("AUTH-L1-002": {"level": 1,)"},
-                                       {R"("AUTH-L2-001": {)", R"("AUTH-L2-001": {"level": 2,)"},
-                                       {R"("AUTH-L2-002": {)", R"("AUTH-L2-002": {"level": 2,)"}});
+  const std::string text =
+      absl::StrReplaceAll(ReadMahabharathaFile("user-auth.json"),
+                          {{R"("AUTH-L1-001": {)", R"("AUTH-L1-001": {"level": 1,)"},
+                           {R"("AUTH-L1-002": {)", R"("AUTH-L1-002": {"level": 1,)"},
+                           {R"("AUTH-L2-001": {)", R"("AUTH-L2-001": {"level": 2,)"},
+                           {R"("AUTH-L2-002": {)", R"("AUTH-L2-002": {"level": 2,)"}});
   absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(text);
   ASSERT_OK(parsed);
   EXPECT_TRUE(parsed->levels_known);
@@ -357,7 +361,8 @@ TEST(MahabharathaStateTest, ARunningTaskNoWorkerHoldsIsRefused) {
 // the tasks and workers of user-auth.json (make_assignments.py): the export is that file, byte
 // for byte, given its generated_at.
 TEST(MahabharathaStateTest, WorkerAssignmentsAreWrittenAsSaveToFileWritesThem) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
   ASSERT_OK(request);
@@ -383,7 +388,8 @@ TEST(MahabharathaStateTest, WorkerAssignmentsAreWrittenAsSaveToFileWritesThem) {
 }
 
 TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   ASSERT_OK(JoinMahabharathaTaskGraph(ReadMahabharathaFile("user-auth-task-graph.json"), &*parsed));
   EXPECT_TRUE(parsed->levels_known);
@@ -412,7 +418,8 @@ TEST(MahabharathaStateTest, TheTaskGraphGivesLevelsDependenciesAndFiles) {
 // known from the task graph. Their merge format reads back as merged, and an unchanged level is
 // not written again.
 TEST(MahabharathaStateTest, TheExportIsWhatTheirStatusReads) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("user-auth.json"));
   ASSERT_OK(parsed);
   ASSERT_OK(JoinMahabharathaTaskGraph(ReadMahabharathaFile("user-auth-task-graph.json"), &*parsed));
   absl::StatusOr<coordinator::v1::ImportRunRequest> request = MahabharathaImportRequest(*parsed);
@@ -467,7 +474,8 @@ TEST(MahabharathaStateTest, TheExportIsWhatTheirStatusReads) {
 // execution_log: what their status shows as EVENTS, from the run's work log since the import,
 // after the entries the file had.
 TEST(MahabharathaStateTest, TheWorkLogSinceTheImportIsTheExecutionLog) {
-  absl::StatusOr<MahabharathaRun> parsed = ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
+  absl::StatusOr<MahabharathaRun> parsed =
+      ParseMahabharathaState(ReadMahabharathaFile("plan-only.json"));
   ASSERT_OK(parsed);
   auto [run, items] = AsCreated(parsed->run, parsed->items);
   run.mutable_create_time()->set_seconds(1767225600);

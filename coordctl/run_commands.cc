@@ -177,13 +177,11 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
     list.set_status(*status);
   }
   coordinator::v1::ListItemsResponse all;
-  do {
-    coordinator::v1::ListItemsResponse page;
-    s = stub->ListItems(env.NewContext().get(), list, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (WorkItem& item : *page.mutable_items()) *all.add_items() = std::move(item);
-    list.set_page_token(page.next_page_token());
-  } while (!list.page_token().empty());
+  s = ForEachPage(env, *stub, &WorkService::Stub::ListItems, list,
+                  [&](coordinator::v1::ListItemsResponse& page) {
+                    for (WorkItem& item : *page.mutable_items()) *all.add_items() = std::move(item);
+                  });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (args.flag("json")) {
     std::vector<std::string> items;
     for (const WorkItem& item : all.items()) items.push_back(ToJson(item));
@@ -218,13 +216,13 @@ int RunList(const Env& env, const ParsedArgs& args) {
   coordinator::v1::ListRunsRequest request;
   request.set_page_size(1000);
   coordinator::v1::ListRunsResponse all;
-  do {
-    coordinator::v1::ListRunsResponse page;
-    grpc::Status s = stub->ListRuns(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (auto& run : *page.mutable_runs()) *all.add_runs() = std::move(run);
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s = ForEachPage(env, *stub, &WorkService::Stub::ListRuns, request,
+                                     [&](coordinator::v1::ListRunsResponse& page) {
+                                       for (auto& run : *page.mutable_runs()) {
+                                         *all.add_runs() = std::move(run);
+                                       }
+                                     });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (args.flag("json")) {
     *env.out << ToJson(all) << std::endl;
     return kExitOk;
@@ -411,13 +409,13 @@ int RunWorkers(const Env& env, const ParsedArgs& args) {
   request.set_run_id(args.positional[0]);
   request.set_page_size(1000);
   coordinator::v1::ListWorkersResponse all;
-  do {
-    coordinator::v1::ListWorkersResponse page;
-    grpc::Status s = stub->ListWorkers(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (auto& worker : *page.mutable_workers()) *all.add_workers() = std::move(worker);
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s = ForEachPage(env, *stub, &WorkService::Stub::ListWorkers, request,
+                                     [&](coordinator::v1::ListWorkersResponse& page) {
+                                       for (auto& worker : *page.mutable_workers()) {
+                                         *all.add_workers() = std::move(worker);
+                                       }
+                                     });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (args.flag("json")) {
     *env.out << ToJson(all) << std::endl;
     return kExitOk;
@@ -560,18 +558,16 @@ int RunEvents(const Env& env, const ParsedArgs& args) {
   request.set_page_size(1000);
   while (true) {
     request.set_after_seq(after);
-    request.clear_page_token();
-    do {
-      coordinator::v1::ListEventsResponse page;
-      grpc::Status s = stub->ListEvents(env.NewContext().get(), request, &page);
-      if (!s.ok()) return ReportRpcError(env, s);
-      for (const coordinator::v1::WorkEvent& event : page.events()) {
-        *env.out << EventJsonLine(event) << "\n";
-        after = event.seq();
-      }
-      env.out->flush();
-      request.set_page_token(page.next_page_token());
-    } while (!request.page_token().empty());
+    const grpc::Status listed =
+        ForEachPage(env, *stub, &WorkService::Stub::ListEvents, request,
+                    [&](const coordinator::v1::ListEventsResponse& page) {
+                      for (const coordinator::v1::WorkEvent& event : page.events()) {
+                        *env.out << EventJsonLine(event) << "\n";
+                        after = event.seq();
+                      }
+                      env.out->flush();
+                    });
+    if (!listed.ok()) return ReportRpcError(env, listed);
     if (!follow) return kExitOk;
     // Following ends once the run has ended and every entry is out.
     coordinator::v1::GetRunRequest get;

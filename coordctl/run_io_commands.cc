@@ -221,13 +221,11 @@ class RunExport {
     coordinator::v1::ListItemsRequest list;
     list.set_run_id(run_id_);
     list.set_page_size(1000);
-    do {
-      coordinator::v1::ListItemsResponse page;
-      s = stub_->ListItems(env_.NewContext().get(), list, &page);
-      if (!s.ok()) return s;
-      for (WorkItem& item : *page.mutable_items()) items.push_back(std::move(item));
-      list.set_page_token(page.next_page_token());
-    } while (!list.page_token().empty());
+    s = ForEachPage(env_, *stub_, &WorkService::Stub::ListItems, list,
+                    [&](coordinator::v1::ListItemsResponse& page) {
+                      for (WorkItem& item : *page.mutable_items()) items.push_back(std::move(item));
+                    });
+    if (!s.ok()) return s;
     items_ = std::move(items);
     if (format_ == ExportFormat::kArial) return grpc::Status::OK;
     return ReadWorkers();
@@ -269,14 +267,13 @@ class RunExport {
     coordinator::v1::ListWorkersRequest list;
     list.set_run_id(run_id_);
     list.set_page_size(1000);
-    do {
-      coordinator::v1::ListWorkersResponse page;
-      grpc::Status s = stub_->ListWorkers(env_.NewContext().get(), list, &page);
-      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) break;  // no registry there
-      if (!s.ok()) return s;
-      for (auto& w : *page.mutable_workers()) workers.push_back(std::move(w));
-      list.set_page_token(page.next_page_token());
-    } while (!list.page_token().empty());
+    const grpc::Status s = ForEachPage(env_, *stub_, &WorkService::Stub::ListWorkers, list,
+                                       [&](coordinator::v1::ListWorkersResponse& page) {
+                                         for (auto& w : *page.mutable_workers())
+                                           workers.push_back(std::move(w));
+                                       });
+    // UNIMPLEMENTED: a coordinator without a worker registry (no workers, then).
+    if (!s.ok() && s.error_code() != grpc::StatusCode::UNIMPLEMENTED) return s;
     workers_ = std::move(workers);
     return grpc::Status::OK;
   }
@@ -288,23 +285,22 @@ class RunExport {
     list.set_run_id(run_id_);
     list.set_page_size(1000);
     list.set_after_seq(events_read_);
-    do {
-      coordinator::v1::ListEventsResponse page;
-      grpc::Status s = stub_->ListEvents(env_.NewContext().get(), list, &page);
-      if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
-          format_ != ExportFormat::kMahabharathaLogs) {
-        // An older coordinator: Arial's status from the items as they are, MAHABHARATHA's
-        // execution_log as imported.
-        have_log_ = false;
-        return grpc::Status::OK;
-      }
-      if (!s.ok()) return s;
-      for (coordinator::v1::WorkEvent& e : *page.mutable_events()) {
-        events_read_ = e.seq();
-        events_.push_back(std::move(e));
-      }
-      list.set_page_token(page.next_page_token());
-    } while (!list.page_token().empty());
+    const grpc::Status s =
+        ForEachPage(env_, *stub_, &WorkService::Stub::ListEvents, list,
+                    [&](coordinator::v1::ListEventsResponse& page) {
+                      for (coordinator::v1::WorkEvent& e : *page.mutable_events()) {
+                        events_read_ = e.seq();
+                        events_.push_back(std::move(e));
+                      }
+                    });
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+        format_ != ExportFormat::kMahabharathaLogs) {
+      // An older coordinator: Arial's status from the items as they are, MAHABHARATHA's
+      // execution_log as imported.
+      have_log_ = false;
+      return grpc::Status::OK;
+    }
+    if (!s.ok()) return s;
     if (format_ != ExportFormat::kMahabharathaLogs) return grpc::Status::OK;
     // The logs keep their lines, not the entries. The workers are read after the entries, so
     // that every worker an entry names is among them (numbered).

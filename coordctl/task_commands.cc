@@ -242,18 +242,17 @@ int RunList(const Env& env, const ParsedArgs& /*args*/) {
   coordinator::v1::ListTasksRequest request;
   request.set_page_size(1000);
   int count = 0;
-  do {
-    coordinator::v1::ListTasksResponse page;
-    grpc::Status s = stub->ListTasks(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (const auto& t : page.tasks()) {
-      *env.out << absl::StrFormat("%-8s | Attempts: %d | Tier: %d | %s\n", t.task_id(),
-                                  t.attempt_count(), t.model_tier(),
-                                  FirstChars(t.description(), 30));
-      ++count;
-    }
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  const grpc::Status s =
+      ForEachPage(env, *stub, &TaskStateService::Stub::ListTasks, request,
+                  [&](const coordinator::v1::ListTasksResponse& page) {
+                    for (const auto& t : page.tasks()) {
+                      *env.out << absl::StrFormat("%-8s | Attempts: %d | Tier: %d | %s\n",
+                                                  t.task_id(), t.attempt_count(), t.model_tier(),
+                                                  FirstChars(t.description(), 30));
+                      ++count;
+                    }
+                  });
+  if (!s.ok()) return ReportRpcError(env, s);
   if (count == 0) *env.out << "No active task states\n";
   env.out->flush();
   return kExitOk;

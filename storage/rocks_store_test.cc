@@ -1,5 +1,4 @@
 #include "storage/rocks_store.h"
-#include "storage/testing/rocks_test_util.h"
 
 #include <atomic>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/status.h"
 #include "storage/key_codec.h"
+#include "storage/testing/rocks_test_util.h"
 #include "tests/test_util.h"
 
 namespace storage {

@@ -12,21 +12,21 @@
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/a2a_test_util.h"
 #include "tests/fake_http_agent.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
 namespace a2apb = ::lf::a2a::v1;
+using ::testing_util::A2ACallContext;
 using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
+using ::testing_util::kWait;
 using testing_util::Process;
 using testing_util::TempDir;
-using ::testing_util::kWait;
 using ::testing_util::WaitFor;
-using ::testing_util::A2ACallContext;
 
 const std::vector<std::string> kCoordinatorArgs = {"--http_listen=127.0.0.1:0",
                                                    "--a2a_retry_initial_backoff=20ms",
@@ -99,7 +99,8 @@ TEST(A2AProcessTest, CoordinatorKilledMidStreamThenRestartedAndResubscribed) {
   EXPECT_EQ(task.history(0).parts(0).text(), "hold");
   ASSERT_TRUE(WaitFor([&] {
     a2apb::Task t;
-    return stub->GetTask(A2ACallContext().get(), get, &t).ok() && Holding(t) && t.history_size() >= 3;
+    return stub->GetTask(A2ACallContext().get(), get, &t).ok() && Holding(t) &&
+           t.history_size() >= 3;
   }));
 
   // Resubscribe: the stored task first, then the live events until the end.

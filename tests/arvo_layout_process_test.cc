@@ -26,9 +26,9 @@ namespace v1 = ::coordinator::v1;
 namespace fs = std::filesystem;
 using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
+using ::testing_util::kProcessWait;
 using testing_util::Process;
 using testing_util::TempDir;
-using ::testing_util::kProcessWait;
 
 // The example bundle under the ARVO number, with a purple script that uses the ARVO names.
 void MakeTasks(const std::string& tasks) {

@@ -22,9 +22,9 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/evaluation_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/evaluation_test_util.h"
 
 namespace {
 
@@ -32,12 +32,12 @@ namespace a2apb = ::lf::a2a::v1;
 namespace v1 = ::coordinator::v1;
 using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
-using testing_util::Process;
-using testing_util::TempDir;
+using ::testing_util::kPerfectScore;
 using ::testing_util::kProcessWait;
 using ::testing_util::kTask;
-using ::testing_util::kPerfectScore;
+using testing_util::Process;
 using ::testing_util::TasksDir;
+using testing_util::TempDir;
 
 class AssessmentTest : public ::testing::Test {
  protected:

@@ -32,9 +32,9 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/auth_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/auth_test_util.h"
 
 namespace {
 
@@ -44,15 +44,15 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing_util::BinaryPath;
 using ::testing_util::CoordinatorProcess;
+using ::testing_util::kAdmin;
+using ::testing_util::kExpired;
+using ::testing_util::kGreen;
+using ::testing_util::kPurple;
+using ::testing_util::kReader;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
-using ::testing_util::kAdmin;
-using ::testing_util::kGreen;
-using ::testing_util::kPurple;
-using ::testing_util::kReader;
-using ::testing_util::kExpired;
 using ::testing_util::TokenFileJson;
 using ::testing_util::WritePrivateFile;
 
@@ -566,7 +566,8 @@ TEST_F(AuthProcessTest, CoordctlNamesTheClaimantsOfARun) {
   WritePrivateFile(dir_.Sub("admin.token"), kAdmin);
   WritePrivateFile(dir_.Sub("green.token"), kGreen);
   WritePrivateFile(dir_.Sub("purple.token"), kPurple);
-  WritePrivateFile(dir_.Sub("graph.json"), R"({"feature": "f", "tasks": [{"id": "T-1"}, {"id": "T-2"}]})");
+  WritePrivateFile(dir_.Sub("graph.json"),
+                   R"({"feature": "f", "tasks": [{"id": "T-1"}, {"id": "T-2"}]})");
   auto coordctl = [&](const std::string& who, std::vector<std::string> args) {
     args.insert(args.begin(), {"--auth-token-file", dir_.Sub(who + ".token")});
     absl::StatusOr<ProcessResult> result = RunCoordctl(coordinator_->target(), args);

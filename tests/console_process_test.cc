@@ -20,21 +20,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/auth_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/auth_test_util.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing_util::CoordinatorProcess;
-using ::testing_util::ProcessResult;
-using ::testing_util::RunCoordctl;
-using ::testing_util::TempDir;
 using ::testing_util::kAdmin;
 using ::testing_util::kGreen;
 using ::testing_util::kReader;
+using ::testing_util::ProcessResult;
+using ::testing_util::RunCoordctl;
+using ::testing_util::TempDir;
 using ::testing_util::WritePrivateFile;
 
 constexpr char kGraph[] = R"json({
@@ -436,10 +436,10 @@ TEST_F(ConsoleProcessTest, EventStreamReplaysFromACursor) {
 
 TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {
   WritePrivateFile(dir_.Sub("tokens.json"),
-            absl::StrCat(R"({"tokens": [{"token": ")", kAdmin,
-                         R"(", "principal": "ops", "role": "admin"}, {"token": ")", kGreen,
-                         R"(", "principal": "green", "role": "agent"}, {"token": ")", kReader,
-                         R"(", "principal": "dash", "role": "reader"}]})"));
+                   absl::StrCat(R"({"tokens": [{"token": ")", kAdmin,
+                                R"(", "principal": "ops", "role": "admin"}, {"token": ")", kGreen,
+                                R"(", "principal": "green", "role": "agent"}, {"token": ")",
+                                kReader, R"(", "principal": "dash", "role": "reader"}]})"));
   Start({"--token_file=" + dir_.Sub("tokens.json")});
   // The page itself is open: it is what asks for the token.
   httplib::Result page = Get("/");

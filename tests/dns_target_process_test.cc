@@ -28,22 +28,22 @@
 #include "coordinator/v1/context.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
 namespace v1 = ::coordinator::v1;
 using testing_util::BinaryPath;
+using ::testing_util::CallContext;
 using testing_util::CoordinatorProcess;
 using testing_util::EtcdCluster;
+using ::testing_util::kProcessWait;
 using testing_util::ProcessResult;
 using testing_util::RunProcess;
 using testing_util::TempDir;
 using testing_util::WaitFor;
-using ::testing_util::kProcessWait;
-using ::testing_util::CallContext;
 
 constexpr char kName[] = "coordinators.test";
 constexpr uint16_t kTypeA = 1;

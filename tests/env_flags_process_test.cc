@@ -16,11 +16,11 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing_util::BinaryPath;
+using ::testing_util::kProcessWait;
 using ::testing_util::ParseListeningPort;
 using ::testing_util::Process;
 using ::testing_util::ProcessResult;
 using ::testing_util::TempDir;
-using ::testing_util::kProcessWait;
 
 // Starts the coordinator with `args` and `env`, waits for its "listening on" line and returns
 // the process and its port.

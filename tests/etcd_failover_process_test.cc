@@ -54,8 +54,8 @@ constexpr absl::Duration kPhase = absl::Seconds(3);
 constexpr absl::Duration kTickEvery = absl::Milliseconds(100);
 constexpr absl::Duration kSampleEvery = absl::Milliseconds(100);
 
-using testing_util::WaitFor;
 using ::testing_util::kProcessWait;
+using testing_util::WaitFor;
 
 std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout = absl::Seconds(10)) {
   auto c = std::make_unique<grpc::ClientContext>();

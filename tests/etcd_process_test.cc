@@ -110,8 +110,8 @@ namespace a2apb = ::lf::a2a::v1;
 
 constexpr char kLeads[] = "this replica now runs the background jobs";
 
-using testing_util::WaitFor;
 using ::testing_util::kProcessWait;
+using testing_util::WaitFor;
 
 std::unique_ptr<grpc::ClientContext> A2AContext() {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -179,7 +179,8 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
     ids.push_back(SendTo(i % 2 == 0 ? *stub_a : *stub_b, sent.back()));
   }
   for (const std::string& id : ids) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
+    ASSERT_TRUE(
+        WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   for (const std::string& text : sent) EXPECT_EQ(count(text), 1) << text;
@@ -217,7 +218,8 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
   ASSERT_TRUE((*b)->process().WaitForStderrLine(kLeads, kProcessWait).ok())
       << (*b)->process().stderr_text();
   for (const std::string& id : queued) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
+    ASSERT_TRUE(
+        WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   // The held tasks are read back and subscribed to, not sent again; the agent finishes them.
@@ -243,7 +245,8 @@ TEST_F(EtcdProcessTest, OneReplicaDeliversEachA2AMessageOnceAndTheOtherTakesOver
       << absl::StrJoin(calls, "; ");
   for (const std::string& id : subscribed) agent.Complete(id);
   for (const std::string& id : {held_a, held_b}) {
-    ASSERT_TRUE(WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
+    ASSERT_TRUE(
+        WaitFor([&] { return StateOf(*stub_b, id) == a2apb::TASK_STATE_COMPLETED; }, kProcessWait))
         << id;
   }
   EXPECT_EQ(count("hold"), 2);

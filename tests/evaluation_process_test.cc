@@ -26,9 +26,9 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "storage/testing/test_store.h"
+#include "tests/evaluation_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/evaluation_test_util.h"
 
 namespace {
 
@@ -36,12 +36,12 @@ namespace a2apb = ::lf::a2a::v1;
 namespace v1 = ::coordinator::v1;
 using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
-using testing_util::Process;
-using testing_util::TempDir;
+using ::testing_util::kPerfectScore;
 using ::testing_util::kProcessWait;
 using ::testing_util::kTask;
-using ::testing_util::kPerfectScore;
+using testing_util::Process;
 using ::testing_util::TasksDir;
+using testing_util::TempDir;
 
 // The slow step the restart tests kill a process in.
 constexpr char kSlowAction[] = "execute: sleep 2";

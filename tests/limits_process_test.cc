@@ -14,9 +14,9 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
@@ -25,11 +25,11 @@ using ::coordinator::v1::ConversationService;
 using ::coordinator::v1::TaskContext;
 using ::testing::HasSubstr;
 using ::testing_util::BinaryPath;
+using ::testing_util::CallContext;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
-using ::testing_util::CallContext;
 namespace a2apb = ::lf::a2a::v1;
 
 constexpr int kFieldBytes = 20;
@@ -171,7 +171,8 @@ TEST_F(LimitsTest, CommandBytesAndDigestBytesAtTheLimitAndOnePast) {
                 "max_command_bytes");
   coordinator::v1::RecordCommandRequest long_digest = request;
   long_digest.set_output_digest(std::string(kFieldBytes + 1, 'd'));
-  ExpectRefused(contexts_->RecordCommand(CallContext().get(), long_digest, &response), "max_field_bytes");
+  ExpectRefused(contexts_->RecordCommand(CallContext().get(), long_digest, &response),
+                "max_field_bytes");
   EXPECT_EQ(Get("commands").command_count(), 1);
 }
 

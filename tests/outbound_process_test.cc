@@ -20,21 +20,21 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
 namespace a2apb = ::lf::a2a::v1;
 using ::testing::HasSubstr;
+using ::testing_util::A2ACallContext;
 using ::testing_util::BinaryPath;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
 using ::testing_util::WaitFor;
-using ::testing_util::A2ACallContext;
 
 constexpr absl::Duration kWebhookWait = absl::Seconds(60);
 
@@ -156,7 +156,8 @@ class OutboundTest : public ::testing::Test {
     a2apb::ListTaskPushNotificationConfigsRequest list;
     list.set_task_id(task_id);
     a2apb::ListTaskPushNotificationConfigsResponse configs;
-    const grpc::Status status = a2a_->ListTaskPushNotificationConfigs(A2ACallContext().get(), list, &configs);
+    const grpc::Status status =
+        a2a_->ListTaskPushNotificationConfigs(A2ACallContext().get(), list, &configs);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return configs.configs_size();
   }
@@ -232,12 +233,14 @@ TEST_F(OutboundTest, AllowedWebhookIsDelivered) {
   const grpc::Status sent = Send("away", hook.url(), &response);
   ASSERT_TRUE(sent.ok()) << sent.error_message();
   ASSERT_TRUE(Cancel(response.task().id()).ok());
-  EXPECT_TRUE(WaitFor([&] {
-    for (const std::string& body : hook.bodies()) {
-      if (absl::StrContains(body, "TASK_STATE_CANCELED")) return true;
-    }
-    return false;
-  }, kWebhookWait));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& body : hook.bodies()) {
+          if (absl::StrContains(body, "TASK_STATE_CANCELED")) return true;
+        }
+        return false;
+      },
+      kWebhookWait));
 }
 
 TEST_F(OutboundTest, WebhookStoredBeforeTheListChangedIsNotCalled) {
@@ -285,10 +288,13 @@ TEST_F(OutboundTest, AgentThatNeverAnswersFailsTheDeliveryByTheDeadline) {
   ASSERT_TRUE(Send("silent", "", &response).ok());
   const std::string task_id = response.task().id();
   a2apb::Task task;
-  ASSERT_TRUE(WaitFor([&] {
-    task = GetTask(task_id);
-    return task.status().state() == a2apb::TASK_STATE_FAILED;
-  }, kWebhookWait)) << task.DebugString();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        task = GetTask(task_id);
+        return task.status().state() == a2apb::TASK_STATE_FAILED;
+      },
+      kWebhookWait))
+      << task.DebugString();
   // Each attempt reached the agent and was cut by the deadline; the second was the last.
   EXPECT_EQ(silent.calls(), 2);
   ASSERT_GT(task.status().message().parts_size(), 0);

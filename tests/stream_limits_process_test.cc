@@ -15,18 +15,18 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
 namespace a2apb = ::lf::a2a::v1;
 using ::testing::HasSubstr;
-using ::testing_util::CoordinatorProcess;
-using ::testing_util::TempDir;
-using ::testing_util::kProcessWait;
 using ::testing_util::A2ACallContext;
+using ::testing_util::CoordinatorProcess;
+using ::testing_util::kProcessWait;
+using ::testing_util::TempDir;
 
 class StreamLimitsTest : public ::testing::Test {
  protected:
@@ -49,7 +49,8 @@ class StreamLimitsTest : public ::testing::Test {
     reg.mutable_agent()->set_name("away");
     reg.mutable_agent()->set_endpoint("127.0.0.1:1");  // down: tasks wait, SUBMITTED
     coordinator::v1::Agent agent;
-    const grpc::Status status = registry->RegisterAgent(A2ACallContext(kProcessWait).get(), reg, &agent);
+    const grpc::Status status =
+        registry->RegisterAgent(A2ACallContext(kProcessWait).get(), reg, &agent);
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
 
@@ -63,7 +64,8 @@ class StreamLimitsTest : public ::testing::Test {
     request.mutable_message()->add_parts()->set_text(text);
     request.mutable_configuration()->set_return_immediately(true);  // the agent is down
     a2apb::SendMessageResponse response;
-    const grpc::Status status = a2a_->SendMessage(A2ACallContext(kProcessWait).get(), request, &response);
+    const grpc::Status status =
+        a2a_->SendMessage(A2ACallContext(kProcessWait).get(), request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response.task().id();
   }

@@ -15,20 +15,20 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/a2a_test_util.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
-#include "tests/a2a_test_util.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing_util::BinaryPath;
+using ::testing_util::CallContext;
 using ::testing_util::CoordinatorProcess;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunProcess;
 using ::testing_util::TempDir;
-using ::testing_util::CallContext;
 
 constexpr char kOpenssl[] = "/usr/bin/openssl";
 
@@ -104,7 +104,8 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   coordinator::v1::CreateContextRequest create;
   create.mutable_context()->set_context_id("plaintext");
   coordinator::v1::TaskContext created;
-  const grpc::Status status = plain->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created);
+  const grpc::Status status =
+      plain->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
 
@@ -114,7 +115,8 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   ssl.pem_root_certs = ReadFile(dir_.Sub("other-cert.pem"));
   auto untrusting = coordinator::v1::ContextService::NewStub(
       grpc::CreateChannel(coordinator_->target(), grpc::SslCredentials(ssl)));
-  EXPECT_FALSE(untrusting->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created).ok());
+  EXPECT_FALSE(
+      untrusting->CreateContext(CallContext(absl::Seconds(5)).get(), create, &created).ok());
 
   // Neither created anything: a trusting client does not find it.
   grpc::SslCredentialsOptions trusting;
@@ -124,7 +126,8 @@ TEST_F(TlsTest, PlaintextAndUntrustingClientsAreRefused) {
   coordinator::v1::GetContextRequest get;
   get.set_context_id("plaintext");
   coordinator::v1::TaskContext got;
-  EXPECT_EQ(stub->GetContext(CallContext().get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(stub->GetContext(CallContext().get(), get, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(TlsTest, AgentCardIsServedOverHttpsOnly) {

@@ -39,11 +39,11 @@ using ::coordinator::v1::WorkService;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing_util::CoordinatorProcess;
+using ::testing_util::kProcessWait;
 using ::testing_util::Process;
 using ::testing_util::ProcessResult;
 using ::testing_util::RunCoordctl;
 using ::testing_util::TempDir;
-using ::testing_util::kProcessWait;
 
 // Generous bound for anything that should happen "soon": a lease period plus a reaper period
 // is well under a second here, but the machine may be busy.

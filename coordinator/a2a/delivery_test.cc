@@ -26,8 +26,8 @@
 namespace coordinator {
 namespace {
 
-using testing_util::TempDir;
 using ::testing_util::kWait;
+using testing_util::TempDir;
 using ::testing_util::WaitFor;
 
 // Records every message it gets. "done" completes the task, "hold" works until canceled,

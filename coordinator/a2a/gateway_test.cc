@@ -32,8 +32,8 @@
 namespace coordinator {
 namespace {
 
-using testing_util::TempDir;
 using ::testing_util::kWait;
+using testing_util::TempDir;
 using ::testing_util::WaitFor;
 
 // The A2A reason in a status's ErrorInfo detail, or "". (a2a_protocol/errors_test.cc pins the

@@ -31,9 +31,9 @@ namespace a2apb = ::lf::a2a::v1;
 using a2a_protocol::FromJson;
 using testing_util::BinaryPath;
 using testing_util::CoordinatorProcess;
+using ::testing_util::kWait;
 using testing_util::Process;
 using testing_util::TempDir;
-using ::testing_util::kWait;
 
 // A JSON document as a google.protobuf.Value, to look into answers whatever their shape.
 pb::Value Parse(const std::string& json) {

@@ -20,14 +20,14 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage/testing/test_store.h"
-#include "tests/test_util.h"
 #include "tests/a2a_test_util.h"
+#include "tests/test_util.h"
 
 namespace coordinator {
 namespace {
 
-using testing_util::TempDir;
 using ::testing_util::kWait;
+using testing_util::TempDir;
 using ::testing_util::TextOf;
 
 constexpr char kAgentTaskId[] = "agent-task-1";

@@ -36,8 +36,8 @@ namespace coordinator {
 namespace {
 
 using ::testing::ElementsAre;
-using testing_util::TempDir;
 using ::testing_util::kWait;
+using testing_util::TempDir;
 using ::testing_util::WaitFor;
 namespace pb03 = ::a2a::v1;
 

@@ -13,8 +13,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage/testing/test_store.h"
-#include "tests/test_util.h"
 #include "tests/a2a_test_util.h"
+#include "tests/test_util.h"
 
 namespace coordinator {
 namespace {

@@ -323,29 +323,6 @@ absl::Status CheckContextRead(const Caller& caller, const v1::TaskContext& conte
                                      ": it is neither its owner nor a party"));
 }
 
-absl::Status CheckContextOwner(const Caller& caller, const v1::TaskContext& context) {
-  if (caller.unrestricted()) return absl::OkStatus();
-  if (caller.role == Role::kAgent && context.agent() == caller.principal) return absl::OkStatus();
-  return Denied(caller, absl::StrCat("change context ", context.context_id(), " owned by \"",
-                                     context.agent(), "\""));
-}
-
-absl::Status CheckConversationWrite(const Caller& caller, const v1::TaskContext& context) {
-  if (caller.unrestricted()) return absl::OkStatus();
-  if (caller.role == Role::kAgent) {
-    if (context.parties().empty() ? context.agent() == caller.principal
-                                  : IsParty(caller, context)) {
-      return absl::OkStatus();
-    }
-  }
-  return Denied(caller, absl::StrCat("write the conversation of context ", context.context_id(),
-                                     context.parties().empty()
-                                         ? ": only its owner writes it"
-                                         : absl::StrCat(": only its parties (",
-                                                        absl::StrJoin(context.parties(), ", "),
-                                                        ") write it")));
-}
-
 absl::Status CheckNewContext(const Caller& caller, v1::TaskContext* context) {
   if (context->parties_size() > kMaxParties) {
     return absl::ResourceExhaustedError(absl::StrCat("context names ", context->parties_size(),

@@ -114,12 +114,8 @@ bool RoleAllows(Role role, Permission permission);
 // Reading a context, its commands or its conversation: the owner or a party (readers and
 // admins read everything).
 [[nodiscard]] absl::Status CheckContextRead(const Caller& caller, const v1::TaskContext& context);
-// Changing or deleting a context and recording its commands: the owner only.
-[[nodiscard]] absl::Status CheckContextOwner(const Caller& caller, const v1::TaskContext& context);
-// Writing the conversation of a context: its parties, or the owner when it has none, so the
-// judge cannot rewrite what the agent under test said. An agent must create the context first.
-[[nodiscard]] absl::Status CheckConversationWrite(const Caller& caller,
-                                                  const v1::TaskContext& context);
+// Changing a context and writing its conversation: the stores check those inside their
+// transactions (coordinator/store/contexts/context_access.h, with AccessOf(caller)).
 // A context an agent creates is its own: `agent` empty becomes the principal, another name is
 // refused. Checks `parties` for every caller (valid ids, at most kMaxParties).
 [[nodiscard]] absl::Status CheckNewContext(const Caller& caller, v1::TaskContext* context);

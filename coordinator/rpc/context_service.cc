@@ -6,16 +6,6 @@
 
 namespace coordinator {
 
-// Agents change only their own contexts (docs/security.md). The owner is read before the
-// change rather than inside its transaction: only the owner or an admin can hand a context to
-// someone else, so the answer cannot turn under a caller it was given to.
-absl::Status ContextServiceImpl::CheckOwner(const Caller& caller, const std::string& context_id) {
-  if (caller.unrestricted()) return absl::OkStatus();
-  absl::StatusOr<v1::TaskContext> found = contexts_->Get(context_id);
-  if (!found.ok()) return found.status();
-  return CheckContextOwner(caller, *found);
-}
-
 grpc::ServerUnaryReactor* ContextServiceImpl::CreateContext(grpc::CallbackServerContext* context,
                                                             const v1::CreateContextRequest* request,
                                                             v1::TaskContext* response) {
@@ -45,8 +35,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::UpdateContext(grpc::CallbackServer
   return HandleUnary(context, calls_, CallKind::kShort, response,
                      [this, request](const Caller& caller) -> absl::StatusOr<v1::TaskContext> {
                        RETURN_IF_ERROR(CheckContextUpdate(caller, *request));
-                       RETURN_IF_ERROR(CheckOwner(caller, request->context().context_id()));
-                       return contexts_->Update(*request);
+                       return contexts_->Update(*request, AccessOf(caller));
                      });
 }
 
@@ -56,8 +45,8 @@ grpc::ServerUnaryReactor* ContextServiceImpl::DeleteContext(grpc::CallbackServer
   return HandleUnary(
       context, calls_, CallKind::kPool, response,
       [this, request](const Caller& caller) -> absl::StatusOr<google::protobuf::Empty> {
-        RETURN_IF_ERROR(CheckOwner(caller, request->context_id()));
-        absl::Status s = contexts_->Delete(request->context_id(), request->version());
+        absl::Status s =
+            contexts_->Delete(request->context_id(), request->version(), AccessOf(caller));
         if (!s.ok()) return s;
         return google::protobuf::Empty();
       });
@@ -81,8 +70,7 @@ grpc::ServerUnaryReactor* ContextServiceImpl::RecordCommand(grpc::CallbackServer
   return HandleUnary(
       context, calls_, CallKind::kShort, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::RecordCommandResponse> {
-        RETURN_IF_ERROR(CheckOwner(caller, request->context_id()));
-        return contexts_->RecordCommand(*request);
+        return contexts_->RecordCommand(*request, AccessOf(caller));
       });
 }
 

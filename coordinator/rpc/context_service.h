@@ -40,9 +40,6 @@ class ContextServiceImpl final : public v1::ContextService::CallbackService {
                                          v1::ListCommandsResponse* response) override;
 
  private:
-  // OK when `caller` may change the context (its owner, or unrestricted).
-  [[nodiscard]] absl::Status CheckOwner(const Caller& caller, const std::string& context_id);
-
   ContextStore* contexts_;  // not owned
   CallRunner* calls_;       // not owned
 };

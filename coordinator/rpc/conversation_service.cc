@@ -12,13 +12,9 @@ grpc::ServerUnaryReactor* ConversationServiceImpl::AppendMessage(
   return HandleUnary(
       context, calls_, CallKind::kShort, response,
       [this, request](const Caller& caller) -> absl::StatusOr<v1::AppendMessageResponse> {
-        // An agent writes only the conversation of a context it takes part in
-        // (read before the append: see ContextServiceImpl::CheckOwner).
-        if (!caller.unrestricted()) {
-          ASSIGN_OR_RETURN(v1::TaskContext found, contexts_->Get(request->context_id()));
-          RETURN_IF_ERROR(CheckConversationWrite(caller, found));
-        }
-        return conversations_->Append(*request);
+        // An agent writes only the conversation of a context it takes part in, checked by the
+        // store inside the append's transaction.
+        return conversations_->Append(*request, AccessOf(caller));
       });
 }
 

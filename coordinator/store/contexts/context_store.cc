@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "coordinator/store/contexts/context_access.h"
 #include "coordinator/store/contexts/conversation_store.h"
 #include "coordinator/store/contexts/scores.h"
 #include "coordinator/store/records/keys.h"
@@ -43,17 +44,6 @@ const absl::flat_hash_set<std::string>& MutablePaths() {
 
 absl::Status NotFound(absl::string_view context_id) {
   return absl::NotFoundError(absl::StrCat("context ", context_id, " not found"));
-}
-
-// Reads and locks the header of `context_id` inside `txn`.
-absl::StatusOr<TaskContext> LockHeader(Transaction& txn, absl::string_view context_id) {
-  absl::StatusOr<std::string> raw =
-      txn.GetForUpdate(ColumnFamily::kContexts, keys::ContextHeader(context_id));
-  if (absl::IsNotFound(raw.status())) return NotFound(context_id);
-  RETURN_IF_ERROR(raw.status());
-  TaskContext context;
-  RETURN_IF_ERROR(DecodeRecord(*raw, &context));
-  return context;
 }
 
 // The header a read returned; nullopt when there is none.
@@ -230,7 +220,8 @@ absl::StatusOr<TaskContext> ContextStore::Get(absl::string_view context_id) {
   return context;
 }
 
-absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest& request) {
+absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest& request,
+                                                 const Access& access) {
   const TaskContext& patch = request.context();
   RETURN_IF_ERROR(common::ValidateId("context_id", patch.context_id()));
   if (patch.version() <= 0) {
@@ -251,7 +242,8 @@ absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest&
 
   TaskContext updated;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
-    ASSIGN_OR_RETURN(TaskContext current, LockHeader(txn, patch.context_id()));
+    ASSIGN_OR_RETURN(TaskContext current, LockContextHeader(txn, patch.context_id()));
+    RETURN_IF_ERROR(CheckContextChange(access, current));
     if (current.version() != patch.version()) {
       return absl::AbortedError(
           absl::StrFormat("context %s is at version %d, not %d: read it again and retry",
@@ -282,11 +274,13 @@ absl::StatusOr<TaskContext> ContextStore::Update(const v1::UpdateContextRequest&
   return updated;
 }
 
-absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected_version) {
+absl::Status ContextStore::Delete(absl::string_view context_id, int64_t expected_version,
+                                  const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("context_id", context_id));
   if (expected_version < 0) return absl::InvalidArgumentError("version must not be negative");
   absl::Status deleted = store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     auto version_matches = [&](const Life& life) -> absl::StatusOr<bool> {
+      if (life.header.has_value()) RETURN_IF_ERROR(CheckContextChange(access, *life.header));
       if (life.header.has_value() && expected_version != 0 &&
           life.header->version() != expected_version) {
         return absl::AbortedError(
@@ -381,7 +375,7 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
 }
 
 absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
-    const v1::RecordCommandRequest& request) {
+    const v1::RecordCommandRequest& request, const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
   if (request.command().empty()) return absl::InvalidArgumentError("command is required");
   RETURN_IF_ERROR(common::ValidateSize("command", request.command(), limits_.max_command_bytes,
@@ -398,7 +392,8 @@ absl::StatusOr<v1::RecordCommandResponse> ContextStore::RecordCommand(
   bool replayed = false;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
     replayed = false;
-    ASSIGN_OR_RETURN(TaskContext context, LockHeader(txn, request.context_id()));
+    ASSIGN_OR_RETURN(TaskContext context, LockContextHeader(txn, request.context_id()));
+    RETURN_IF_ERROR(CheckContextChange(access, context));
     // A retry of a command already recorded (the header lock orders it after the original).
     const std::string request_key =
         request.request_id().empty()

@@ -15,6 +15,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/store/records/access.h"
 #include "coordinator/store/records/limits.h"
 #include "coordinator/store/records/purge.h"
 #include "coordinator/store/records/tallies.h"
@@ -30,14 +31,19 @@ class ContextStore {
 
   [[nodiscard]] absl::StatusOr<v1::TaskContext> Create(const v1::TaskContext& context);
   [[nodiscard]] absl::StatusOr<v1::TaskContext> Get(absl::string_view context_id);
-  [[nodiscard]] absl::StatusOr<v1::TaskContext> Update(const v1::UpdateContextRequest& request);
+  // Update, Delete and RecordCommand change a context only for an `access` that may
+  // (CheckContextChange, context_access.h), checked inside the transaction that changes it.
+  [[nodiscard]] absl::StatusOr<v1::TaskContext> Update(const v1::UpdateContextRequest& request,
+                                                       const Access& access = {});
   // Removes the context, its command records and its conversation in one atomic write (one
   // PurgeStep without a budget). `expected_version` 0 skips the version check.
-  [[nodiscard]] absl::Status Delete(absl::string_view context_id, int64_t expected_version);
+  [[nodiscard]] absl::Status Delete(absl::string_view context_id, int64_t expected_version,
+                                    const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::ListContextsResponse> List(
       const v1::ListContextsRequest& request);
   [[nodiscard]] absl::StatusOr<v1::RecordCommandResponse> RecordCommand(
-      const v1::RecordCommandRequest& request);
+      const v1::RecordCommandRequest& request, const Access& access = {});
+
   [[nodiscard]] absl::StatusOr<v1::ListCommandsResponse> ListCommands(
       const v1::ListCommandsRequest& request);
   // The last `n` commands recorded, oldest first (a running evaluation's timeline shows its

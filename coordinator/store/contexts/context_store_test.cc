@@ -83,6 +83,66 @@ class ContextStoreTest : public ::testing::Test {
   std::unique_ptr<ConversationStore> conversations_;
 };
 
+// Ownership is checked inside the transaction that changes the context: only its owner changes
+// it and records its commands; only its parties (or its owner, when it has none) write its
+// conversation; unscoped access does all. A refusal changes nothing.
+TEST_F(ContextStoreTest, OnlyTheOwnerChangesAContextAndOnlyItsPartiesWriteItsConversation) {
+  TaskContext judged;
+  judged.set_context_id("eval-1");
+  judged.set_agent("green");
+  judged.add_parties("purple");
+  ASSERT_OK(contexts_->Create(judged).status());
+  TaskContext solo;
+  solo.set_context_id("solo");
+  solo.set_agent("green");
+  ASSERT_OK(contexts_->Create(solo).status());
+  const Access green = Access::Agent("green");
+  const Access purple = Access::Agent("purple");
+  const std::string before = Dump();
+
+  v1::UpdateContextRequest update;
+  update.mutable_context()->set_context_id("eval-1");
+  update.mutable_context()->set_version(1);
+  update.mutable_context()->set_status(v1::CONTEXT_STATUS_COMPLETED);
+  update.mutable_update_mask()->add_paths("status");
+  absl::StatusOr<TaskContext> denied = contexts_->Update(update, purple);
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(denied.status().message(),
+            "agent purple may not change context eval-1 owned by \"green\"");
+  v1::RecordCommandRequest record;
+  record.set_context_id("eval-1");
+  record.set_command("ls");
+  EXPECT_EQ(contexts_->RecordCommand(record, purple).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(contexts_->Delete("eval-1", 0, purple).code(), absl::StatusCode::kPermissionDenied);
+  v1::AppendMessageRequest append;
+  append.set_context_id("eval-1");
+  append.set_role(v1::ROLE_AGENT);
+  append.set_text("I am the judge");
+  absl::StatusOr<v1::AppendMessageResponse> judge_says = conversations_->Append(append, green);
+  EXPECT_EQ(judge_says.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(judge_says.status().message(),
+            "agent green may not write the conversation of context eval-1: only its parties "
+            "(purple) write it");
+  append.set_context_id("solo");
+  EXPECT_EQ(conversations_->Append(append, purple).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  append.set_context_id("nowhere");
+  EXPECT_EQ(conversations_->Append(append, purple).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Dump(), before);
+
+  ASSERT_OK(contexts_->Update(update, green).status());
+  ASSERT_OK(contexts_->RecordCommand(record, green).status());
+  append.set_context_id("eval-1");
+  ASSERT_OK(conversations_->Append(append, purple).status());
+  append.set_context_id("solo");
+  ASSERT_OK(conversations_->Append(append, green).status());
+  append.set_context_id("nowhere");
+  ASSERT_OK(conversations_->Append(append).status());  // unscoped: no context needed
+  ASSERT_OK(contexts_->Delete("solo", 0, green));
+  ASSERT_OK(contexts_->Delete("eval-1", 0, Access::Admin("ops")));
+}
+
 TEST_F(ContextStoreTest, InvalidUtf8IsRefusedAtTheDomainLevel) {
   TaskContext existing;
   existing.set_context_id("existing");

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
+#include "coordinator/store/contexts/context_access.h"
 #include "coordinator/store/records/keys.h"
 #include "coordinator/store/records/page_token.h"
 #include "coordinator/store/records/purge.h"
@@ -57,7 +58,7 @@ absl::StatusOr<int64_t> StepCount(const v1::ConversationMeta& meta, Source& sour
 }  // namespace
 
 absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
-    const v1::AppendMessageRequest& request) {
+    const v1::AppendMessageRequest& request, const Access& access) {
   RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
   if (request.role() == v1::ROLE_UNSPECIFIED || !v1::Role_IsValid(request.role())) {
     return absl::InvalidArgumentError(
@@ -72,6 +73,10 @@ absl::StatusOr<v1::AppendMessageResponse> ConversationStore::Append(
   bool replayed = false;
   RETURN_IF_ERROR(store_->RunTransaction([&](storage::Transaction& txn) -> absl::Status {
     replayed = false;
+    if (access.scoped) {
+      ASSIGN_OR_RETURN(const v1::TaskContext context, LockContextHeader(txn, request.context_id()));
+      RETURN_IF_ERROR(CheckConversationWrite(access, context));
+    }
     const std::string meta_key = keys::ConversationMeta(request.context_id());
     v1::ConversationMeta meta;
     const auto now = ToProtoTime(absl::Now());

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "coordinator/store/records/access.h"
 #include "coordinator/store/records/limits.h"
 #include "coordinator/v1/conversation.pb.h"
 #include "coordinator/v1/stored.pb.h"
@@ -21,8 +22,10 @@ class ConversationStore {
  public:
   ConversationStore(storage::Store* store, Limits limits) : store_(store), limits_(limits) {}
 
+  // Appends for an `access` that may write the context's conversation (CheckConversationWrite,
+  // context_access.h: a scoped one needs the context), checked inside the transaction.
   [[nodiscard]] absl::StatusOr<v1::AppendMessageResponse> Append(
-      const v1::AppendMessageRequest& request);
+      const v1::AppendMessageRequest& request, const Access& access = {});
   [[nodiscard]] absl::StatusOr<v1::GetConversationResponse> Read(
       const v1::GetConversationRequest& request);
 
