@@ -17,10 +17,6 @@ namespace {
 
 namespace a2apb = ::lf::a2a::v1;
 
-bool Retryable(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
-
 bool Ended(a2apb::TaskState s) {
   return s == a2apb::TASK_STATE_COMPLETED || s == a2apb::TASK_STATE_FAILED ||
          s == a2apb::TASK_STATE_CANCELED || s == a2apb::TASK_STATE_REJECTED ||
@@ -35,23 +31,6 @@ std::shared_ptr<grpc::Channel> CoordinatorChannel(
   common::SetQuickReconnect(args);
   args.SetMaxReceiveMessageSize(64 << 20);
   return common::MakeChannel(target, credentials, args);
-}
-
-absl::Status CallWithRetry(const std::function<grpc::Status(grpc::ClientContext*)>& call,
-                           const RetryOptions& options, const std::function<bool()>& stop) {
-  const absl::Time give_up = absl::Now() + options.retry_for;
-  absl::Duration backoff = absl::Milliseconds(50);
-  while (true) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoNanoseconds(options.call_timeout));
-    grpc::Status status = call(&context);
-    if (!Retryable(status.error_code())) return common::FromGrpcStatus(status);
-    if (absl::Now() + backoff > give_up) return common::FromGrpcStatus(status);
-    if (stop != nullptr && stop()) return absl::CancelledError("stopped while retrying");
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(1));
-  }
 }
 
 GatewayClient::GatewayClient(std::shared_ptr<grpc::Channel> channel, RetryOptions options)

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_client.h"
+#include "common/grpc_retry.h"
 #include "grpcpp/grpcpp.h"
 
 namespace agent_runtime {
@@ -24,19 +25,9 @@ namespace agent_runtime {
 std::shared_ptr<grpc::Channel> CoordinatorChannel(
     const std::string& target, const common::ClientCredentialOptions& credentials = {});
 
-struct RetryOptions {
-  // Deadline of one call (default 10s).
-  absl::Duration call_timeout = absl::Seconds(10);
-  // How long to keep retrying calls that fail with UNAVAILABLE or DEADLINE_EXCEEDED
-  // (default 3 minutes: long enough for a coordinator restart).
-  absl::Duration retry_for = absl::Minutes(3);
-};
-
-// Runs `call` with a fresh ClientContext (deadline set) until it returns something other than
-// UNAVAILABLE / DEADLINE_EXCEEDED, the retry budget is spent, or `stop` returns true.
-[[nodiscard]] absl::Status CallWithRetry(
-    const std::function<grpc::Status(grpc::ClientContext*)>& call, const RetryOptions& options,
-    const std::function<bool()>& stop = nullptr);
+// The clients' retry policy (common/grpc_retry.h), which the agents' calls to the coordinator use.
+using common::CallWithRetry;
+using common::RetryOptions;
 
 // Sends messages to agents through the coordinator's A2A gateway and waits for their tasks.
 class GatewayClient {

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/child_process.h"
+#include "common/grpc_retry.h"
+#include "common/grpc_status.h"
 #include "coordctl/cli.h"
 #include "coordctl/run_format.h"
 #include "coordinator/v1/work.grpc.pb.h"
@@ -24,20 +26,16 @@ namespace {
 using coordinator::v1::WorkItem;
 using coordinator::v1::WorkService;
 
-bool Retriable(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         s.error_code() == grpc::StatusCode::ABORTED;
-}
-
-// Calls `rpc` until it returns something other than a transient error or `deadline` passes.
-template <typename Rpc>
-grpc::Status CallWithRetry(const Env& env, absl::Time deadline, Rpc rpc) {
-  while (true) {
-    grpc::Status s = rpc(env.NewContext().get());
-    if (!Retriable(s) || absl::Now() >= deadline) return s;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
+// A worker's call (Claim; Complete and Fail of its lease), retried until `deadline`
+// (common/grpc_retry.h): ABORTED too, which for these can only be a race lost to another worker,
+// the reaper or a heartbeat.
+absl::Status RetryUntil(const Env& env, absl::Time deadline,
+                        const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+  common::RetryOptions retry;
+  retry.call_timeout = env.timeout;
+  retry.retry_for = std::max(deadline - absl::Now(), absl::ZeroDuration());
+  retry.retry_aborted = true;
+  return common::CallWithRetry(call, retry);
 }
 
 // Marks the worker stopped in the run's registry as `run work` ends; a failure only warns.
@@ -125,7 +123,9 @@ Outcome Supervise(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
         pid_sent = true;
         out.expire = absl::Now() + o.ttl;
         next_beat = absl::Now() + o.ttl / 3;
-      } else if (Retriable(hs) && now < out.expire) {
+      } else if ((common::IsTransient(hs.error_code()) ||
+                  hs.error_code() == grpc::StatusCode::ABORTED) &&
+                 now < out.expire) {
         next_beat = now + absl::Milliseconds(200);
       } else {
         *env.err << "coordctl: lost the lease on " << item_id << ": " << hs.error_message()
@@ -147,13 +147,13 @@ void Report(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
   const int status = outcome.wait_status;
   const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   WorkItem result;
-  grpc::Status s;
+  absl::Status s;
   if (ok) {
     coordinator::v1::CompleteRequest complete;
     complete.set_lease(claimed.lease());
     complete.set_summary(absl::StrCat("command exited 0 on worker ", o.worker));
-    s = CallWithRetry(env, outcome.expire,
-                      [&](grpc::ClientContext* c) { return stub->Complete(c, complete, &result); });
+    s = RetryUntil(env, outcome.expire,
+                   [&](grpc::ClientContext* c) { return stub->Complete(c, complete, &result); });
   } else {
     coordinator::v1::FailRequest fail;
     fail.set_lease(claimed.lease());
@@ -161,15 +161,15 @@ void Report(const Env& env, WorkService::Stub* stub, const WorkOptions& o,
                        ? absl::StrCat("command exited with status ", WEXITSTATUS(status))
                        : absl::StrCat("command killed by signal ", WTERMSIG(status)));
     fail.set_retryable(true);
-    s = CallWithRetry(env, outcome.expire,
-                      [&](grpc::ClientContext* c) { return stub->Fail(c, fail, &result); });
+    s = RetryUntil(env, outcome.expire,
+                   [&](grpc::ClientContext* c) { return stub->Fail(c, fail, &result); });
   }
   if (s.ok()) {
     *env.err << "coordctl: " << o.worker << " " << (ok ? "completed " : "failed ") << item.item_id()
              << " epoch " << claimed.epoch() << " -> " << ItemStatusName(result.status())
              << std::endl;
   } else {
-    *env.err << "coordctl: result of " << item.item_id() << " not recorded: " << s.error_message()
+    *env.err << "coordctl: result of " << item.item_id() << " not recorded: " << s.message()
              << std::endl;
   }
 }
@@ -224,10 +224,10 @@ int RunWork(const Env& env, const ParsedArgs& args) {
     AddCapabilities(args, claim.mutable_capabilities());
     claim.set_pid(getpid());
     coordinator::v1::ClaimResponse claimed;
-    grpc::Status s = CallWithRetry(env, absl::Now() + o->patience, [&](grpc::ClientContext* c) {
+    const absl::Status s = RetryUntil(env, absl::Now() + o->patience, [&](grpc::ClientContext* c) {
       return stub->Claim(c, claim, &claimed);
     });
-    if (!s.ok()) return ReportRpcError(env, s);
+    if (!s.ok()) return ReportRpcError(env, common::ToGrpcStatus(s));
     if (!claimed.has_item()) {
       if (claimed.stalled()) {
         *env.err << "coordctl: run " << o->run_id << " is " << RunStatusName(claimed.run().status())
