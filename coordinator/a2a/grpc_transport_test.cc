@@ -99,6 +99,16 @@ bool Ends(const a2apb::StreamResponse& e) {
   return e.has_status_update() && e.status_update().status().state() == a2apb::TASK_STATE_COMPLETED;
 }
 
+// Holds, counting in `seen` the times it was asked about an opening that holds: how a test
+// knows that the opening reached the reader, which asks on its arrival.
+std::function<bool(const a2apb::StreamResponse&)> WatchedHolds(std::atomic<int>* seen) {
+  return [seen](const a2apb::StreamResponse& e) {
+    const bool holds = Holds(e);
+    if (holds) ++*seen;
+    return holds;
+  };
+}
+
 class GrpcTransportTest : public testing::Test {
  protected:
   void Serve(std::unique_ptr<ScriptedAgent> agent) {
@@ -155,12 +165,13 @@ TEST_F(GrpcTransportTest, AnOpeningWaitsForTheEventsUpToTheEndOfTheTurn) {
   std::unique_ptr<AgentCall> call = Send();
   std::vector<a2apb::StreamResponse> burst;
   std::atomic<bool> returned{false};
+  std::atomic<int> openings_seen{0};
   std::thread taker([&] {
-    call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), Holds, Ends);
+    call->TakeOpening(&burst, absl::Now() + absl::Seconds(60), WatchedHolds(&openings_seen), Ends);
     returned = true;
   });
-  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
-  absl::SleepFor(absl::Milliseconds(200));  // the opening has arrived by now, most likely
+  // The taker has the opening in hand (it asked whether it holds) and the gate keeps the rest.
+  ASSERT_TRUE(testing_util::WaitFor([&] { return openings_seen.load() > 0; }));
   EXPECT_FALSE(returned.load()) << "the opening came back without the events after it";
   agent_->Open();
   taker.join();
@@ -243,9 +254,13 @@ TEST_F(GrpcTransportTest, WhenOpeningRunsOnceTheTurnIsWholeAndWhenFinishedEndsTh
   std::unique_ptr<AgentCall> call = Send();
   std::vector<a2apb::StreamResponse> burst;
   absl::Notification ready;
-  ASSERT_TRUE(TakeWhenOpened(*call, &burst, &ready));
-  ASSERT_TRUE(agent_->wrote_before_gate().WaitForNotificationWithTimeout(absl::Seconds(30)));
-  absl::SleepFor(absl::Milliseconds(200));  // the opening has arrived by now, most likely
+  std::atomic<int> openings_seen{0};
+  ASSERT_TRUE(call->WhenOpening(WatchedHolds(&openings_seen), Ends, [&] {
+    call->Take(&burst, absl::InfinitePast());
+    ready.Notify();
+  }));
+  // The reader has the opening in hand (it asked whether it holds) and the gate keeps the rest.
+  ASSERT_TRUE(testing_util::WaitFor([&] { return openings_seen.load() > 0; }));
   EXPECT_FALSE(ready.HasBeenNotified()) << "the opening came back without the events after it";
   agent_->Open();
   ASSERT_TRUE(ready.WaitForNotificationWithTimeout(absl::Seconds(30)));
