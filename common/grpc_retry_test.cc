@@ -27,8 +27,8 @@ struct ScriptedCall {
 };
 
 TEST(CallWithRetryTest, TransientFailuresAreRetriedUntilAnAnswer) {
-  ScriptedCall call{{grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::DEADLINE_EXCEEDED,
-                     grpc::StatusCode::OK}};
+  ScriptedCall call{
+      {grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::OK}};
   EXPECT_OK(CallWithRetry(std::ref(call), RetryOptions()));
   EXPECT_EQ(call.calls, 3);
 }
