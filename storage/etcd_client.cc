@@ -231,8 +231,9 @@ void EtcdClient::SetAuth(grpc::ClientContext& context, absl::Time deadline) {
 }
 
 template <typename Response, typename Call>
-absl::StatusOr<Response> EtcdClient::Invoke(absl::string_view what, bool idempotent, Call call) {
-  const absl::Time deadline = absl::Now() + options_.request_timeout;
+absl::StatusOr<Response> EtcdClient::Invoke(absl::string_view what, bool idempotent, Call call,
+                                            std::optional<absl::Duration> timeout) {
+  const absl::Time deadline = absl::Now() + timeout.value_or(options_.request_timeout);
   const size_t n = members_.size();
   size_t index = current_.load(std::memory_order_relaxed) % n;
   absl::Status last = absl::UnavailableError("no member was tried");
@@ -299,6 +300,16 @@ absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
       [&](Member& m, grpc::ClientContext* context, etcdserverpb::RangeResponse* response) {
         return m.kv->Range(context, request, response);
       });
+}
+
+absl::StatusOr<etcdserverpb::RangeResponse> EtcdClient::Range(
+    const etcdserverpb::RangeRequest& request, absl::Duration timeout) {
+  return Invoke<etcdserverpb::RangeResponse>(
+      "etcd Range", /*idempotent=*/true,
+      [&](Member& m, grpc::ClientContext* context, etcdserverpb::RangeResponse* response) {
+        return m.kv->Range(context, request, response);
+      },
+      timeout);
 }
 
 absl::StatusOr<etcdserverpb::TxnResponse> EtcdClient::Txn(const etcdserverpb::TxnRequest& request) {

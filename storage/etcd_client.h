@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ class EtcdClient {
   // transport errors. OUT_OF_RANGE when the requested revision was compacted away.
   [[nodiscard]] absl::StatusOr<etcdserverpb::RangeResponse> Range(
       const etcdserverpb::RangeRequest& request);
+  // The same with a time limit of its own instead of the request timeout: for a read that need
+  // not give up as soon as the client's other calls must (an election's leader query, whose
+  // client times out at a quarter of the lease).
+  [[nodiscard]] absl::StatusOr<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& request, absl::Duration timeout);
   // One atomic transaction. UNAVAILABLE with "outcome unknown" when it was sent and the answer
   // was lost; RESOURCE_EXHAUSTED when etcd refuses it as too large or the cluster's space quota
   // is used up.
@@ -93,10 +99,11 @@ class EtcdClient {
 
   explicit EtcdClient(EtcdClientOptions options) : options_(std::move(options)) {}
 
-  // Runs `call` on a member (the last good one first) until one answers or the request
-  // timeout passes; see the header comment for what is retried.
+  // Runs `call` on a member (the last good one first) until one answers or `timeout` (the
+  // request timeout when not given) passes; see the header comment for what is retried.
   template <typename Response, typename Call>
-  absl::StatusOr<Response> Invoke(absl::string_view what, bool idempotent, Call call);
+  absl::StatusOr<Response> Invoke(absl::string_view what, bool idempotent, Call call,
+                                  std::optional<absl::Duration> timeout = std::nullopt);
   // Whether `member`'s channel is connected, waiting for it up to `deadline` when it is
   // connecting.
   static bool Connected(Member& member, absl::Time deadline);

@@ -73,7 +73,10 @@ void EtcdElection::AbandonForTest() {
 absl::StatusOr<std::string> EtcdElection::Leader() {
   etcdserverpb::RangeRequest request;
   request.set_key(key_);
-  ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, client_->Range(request));
+  // Not bound by the election's short request timeout (a quarter of the lease, which only its
+  // keep-alives need): a loaded machine may take longer to answer a read.
+  ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response,
+                   client_->Range(request, std::max(ttl_, absl::Seconds(10))));
   if (response.kvs_size() == 0) return absl::NotFoundError("nobody leads");
   return response.kvs(0).value();
 }
