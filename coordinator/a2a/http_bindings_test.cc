@@ -770,6 +770,10 @@ TEST_F(A2AHttpTest, V03RestBadInputGetsTheVersionsErrorsAndChangesNothing) {
        "", 400},
       {"POST", "/agents/nobody/v1/message:send",
        R"({"message":{"messageId":"m","role":"ROLE_USER","content":[{"text":"x"}]}})", 404},
+      // Ids in the path that are not UTF-8 once percent-decoded are 400, not a 500 from
+      // protobuf's serializer (found by fuzz_http_bindings).
+      {"GET", "/v1/tasks/%EF%EF%EFtask?historyLength=1", "", 400},
+      {"GET", "/agents/echo/v1/tasks/x/pushNotificationConfigs/%EF%EF", "", 400},
   };
   for (const Case& c : cases) {
     httplib::Result res = c.method == "GET"

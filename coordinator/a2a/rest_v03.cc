@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/validation.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -125,6 +126,10 @@ RestV03Result MatchRestV03(absl::string_view verb, absl::string_view path,
     id = id.substr(0, colon);
   }
   if (id.empty()) return Error(404, absl::NotFoundError("no task id in the path"));
+  // The path is percent-decoded: its ids may hold any byte, and protobuf's strings take UTF-8 only.
+  if (absl::Status valid = common::ValidateId("the path's task id", id); !valid.ok()) {
+    return Error(400, valid);
+  }
   const std::string name = absl::StrCat("tasks/", id);
   if (segments.size() == 1) {
     if (action.empty()) {
@@ -157,6 +162,10 @@ RestV03Result MatchRestV03(absl::string_view verb, absl::string_view path,
       return Call("ListTaskPushNotificationConfig", std::move(list));
     }
     if (!segments[2].empty()) {
+      if (absl::Status valid = common::ValidateId("the path's config id", segments[2]);
+          !valid.ok()) {
+        return Error(400, valid);
+      }
       const std::string config = absl::StrCat(name, "/pushNotificationConfigs/", segments[2]);
       if (get) {
         auto read = std::make_unique<pb03::GetTaskPushNotificationConfigRequest>();
