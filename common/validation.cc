@@ -2,33 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace common {
-namespace {
-
-// Returns the length of the UTF-8 sequence starting at s[i], or 0 when it is malformed.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t len;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    if (c < 0xC2) return 0;  // overlong
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-  } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
-    len = 4;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-}  // namespace
 
 absl::Status ValidateOptionalId(absl::string_view field, absl::string_view value) {
   if (value.size() > kMaxIdBytes) {
@@ -41,7 +17,7 @@ absl::Status ValidateOptionalId(absl::string_view field, absl::string_view value
       return absl::InvalidArgumentError(
           absl::StrFormat("%s contains a control character (0x%02x) at byte %d", field, c, i));
     }
-    const size_t len = Utf8SequenceLength(value, i);
+    const size_t len = Utf8SequenceLength(value.substr(i));
     if (len == 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s is not valid UTF-8 at byte %d", field, i));

@@ -55,6 +55,8 @@ TEST(ValidateIdTest, InvalidUtf8IsRefused) {
            std::string("\xe2\x82"),          // truncated three-byte sequence
            std::string("\xf5\x80\x80\x80"),  // beyond U+10FFFF
            std::string("ok\x80"),            // stray continuation byte
+           std::string("\xed\xa0\x80"),      // a UTF-16 surrogate (U+D800)
+           std::string("\xe0\x80\xaf"),      // overlong three-byte '/'
        }) {
     const absl::Status s = ValidateId("context_id", id);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

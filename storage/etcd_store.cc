@@ -28,9 +28,6 @@
 namespace storage {
 namespace {
 
-// The schema version record, as RocksStore keeps it (column family default).
-constexpr absl::string_view kSchemaVersionKey = "\x01schema_version";
-
 // The first key after every key that starts with `prefix` (etcd's "range_end" of a prefix).
 std::string PrefixEnd(std::string prefix) {
   while (!prefix.empty()) {

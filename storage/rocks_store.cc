@@ -38,10 +38,6 @@ namespace {
 // Up to this many cores, writers do not insert into the memtable in parallel (RocksStore::Open).
 constexpr unsigned kFewCores = 4;
 
-// Key of the schema version in the default column family. Record type 0x01 is "database
-// metadata"; the version is a 4-byte big-endian integer.
-const char kSchemaVersionKey[] = "\x01schema_version";
-
 rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 absl::string_view ToView(const rocksdb::Slice& s) { return absl::string_view(s.data(), s.size()); }
 

@@ -35,6 +35,9 @@ class WalGuard;
 // with; a newer one refuses to open, an older one is migrated on open. 2: the coordinator's
 // running totals are kept (coordinator/store/records/tallies.h).
 inline constexpr uint32_t kSchemaVersion = 2;
+// Where the version is kept, in column family default, on every backend: record type 0x01
+// ("database metadata"), the version a 4-byte big-endian integer.
+inline constexpr char kSchemaVersionKey[] = "\x01schema_version";
 
 struct StoreOptions {
   // Directory of the database; created when missing.

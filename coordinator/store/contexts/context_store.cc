@@ -31,7 +31,7 @@ using storage::ColumnFamily;
 using storage::Transaction;
 using v1::TaskContext;
 
-constexpr int kDefaultPageSize = 50;
+constexpr int kDefaultContextPageSize = 50;
 constexpr int kDefaultCommandPageSize = 100;
 
 // Fields a caller may change with UpdateContext; the others are output only.
@@ -302,8 +302,9 @@ absl::StatusOr<v1::ListContextsResponse> ContextStore::List(
     const v1::ListContextsRequest& request) {
   RETURN_IF_ERROR(common::ValidateOptionalId("agent", request.agent()));
   RETURN_IF_ERROR(ValidateStatus(request.status()));
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultPageSize, limits_.max_page_size));
+  ASSIGN_OR_RETURN(
+      const int page_size,
+      ResolvePageSize(request.page_size(), kDefaultContextPageSize, limits_.max_page_size));
   const std::string filter = absl::StrCat(request.agent().size(), ":", request.agent(), ":",
                                           static_cast<int>(request.status()));
   ASSIGN_OR_RETURN(std::string resume, DecodePageToken(request.page_token(), "contexts", filter));

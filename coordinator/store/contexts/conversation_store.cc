@@ -23,7 +23,7 @@ namespace {
 
 using storage::ColumnFamily;
 
-constexpr int kDefaultPageSize = 100;
+constexpr int kDefaultMessagePageSize = 100;
 
 absl::StatusOr<std::optional<v1::ConversationMeta>> DecodeMeta(
     const absl::StatusOr<std::string>& raw) {
@@ -147,8 +147,9 @@ absl::StatusOr<v1::GetConversationResponse> ConversationStore::Read(
     const v1::GetConversationRequest& request) {
   RETURN_IF_ERROR(common::ValidateId("context_id", request.context_id()));
   if (request.tail() < 0) return absl::InvalidArgumentError("tail must not be negative");
-  ASSIGN_OR_RETURN(const int page_size,
-                   ResolvePageSize(request.page_size(), kDefaultPageSize, limits_.max_page_size));
+  ASSIGN_OR_RETURN(
+      const int page_size,
+      ResolvePageSize(request.page_size(), kDefaultMessagePageSize, limits_.max_page_size));
   const std::string filter = absl::StrCat(request.context_id(), ":", request.tail());
   ASSIGN_OR_RETURN(std::string resume,
                    DecodePageToken(request.page_token(), "conversation", filter));
