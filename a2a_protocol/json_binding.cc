@@ -381,9 +381,10 @@ absl::Status StatusFromHttpError(int http_status, absl::string_view body) {
   return StatusWith(code, std::move(message), reason);
 }
 
-std::string SseEvent(absl::string_view data, absl::string_view event) {
-  if (event.empty()) return absl::StrCat("data: ", data, "\n\n");
-  return absl::StrCat("event: ", event, "\ndata: ", data, "\n\n");
+std::string SseEvent(absl::string_view data, absl::string_view event, absl::string_view id) {
+  return absl::StrCat(id.empty() ? "" : absl::StrCat("id: ", id, "\n"),
+                      event.empty() ? "" : absl::StrCat("event: ", event, "\n"), "data: ", data,
+                      "\n\n");
 }
 
 absl::Status SseParser::Line(absl::string_view line) {

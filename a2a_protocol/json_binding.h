@@ -109,8 +109,10 @@ absl::Status StatusFromHttpError(int http_status, absl::string_view body);
 
 // --- Server-Sent Events.
 
-// One event carrying `data` (which holds no newline: compact JSON), of type `event` when given.
-std::string SseEvent(absl::string_view data, absl::string_view event = "");
+// One event carrying `data` (which holds no newline: compact JSON), of type `event` and with the
+// id `id` (what a reader that reconnects sends back as Last-Event-ID) when given.
+std::string SseEvent(absl::string_view data, absl::string_view event = "",
+                     absl::string_view id = "");
 
 // Splits an event stream as it arrives: Feed() it bytes, and it calls back with the data of
 // each complete event (its "data:" lines joined by newlines). Comments, ids and event names are

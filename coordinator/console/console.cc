@@ -442,7 +442,8 @@ void ServeEvents(const ConsoleParts* parts, const httplib::Request& req, httplib
         if (*first) {
           // Tells the reader where it starts, so it can come back with ?after=.
           *first = false;
-          const std::string hello = absl::StrCat("event: hello\ndata: {\"seq\":", *cursor, "}\n\n");
+          const std::string hello =
+              a2a_protocol::SseEvent(absl::StrCat("{\"seq\":", *cursor, "}"), "hello");
           if (!sink.write(hello.data(), hello.size())) return false;
         }
         ConsoleFeed::Batch batch = feed->Wait(*cursor, keepalive, revoked.get());
@@ -451,19 +452,22 @@ void ServeEvents(const ConsoleParts* parts, const httplib::Request& req, httplib
           return true;
         }
         if (revoked->load()) {
-          const std::string error = absl::StrCat(
-              "event: error\ndata: {\"status\":", JsonQuote("UNAUTHENTICATED"),
-              ",\"message\":", JsonQuote("the token was revoked or has expired"), "}\n\n");
+          const std::string error = a2a_protocol::SseEvent(
+              absl::StrCat("{\"status\":", JsonQuote("UNAUTHENTICATED"),
+                           ",\"message\":", JsonQuote("the token was revoked or has expired"), "}"),
+              "error");
           sink.write(error.data(), error.size());
           sink.done();
           return true;
         }
         std::string out;
-        if (batch.resync) absl::StrAppend(&out, "event: resync\ndata: {}\n\n");
+        if (batch.resync) absl::StrAppend(&out, a2a_protocol::SseEvent("{}", "resync"));
         for (const ConsoleChange& change : batch.changes) {
-          absl::StrAppend(&out, "id: ", change.seq, "\nevent: change\ndata: {\"seq\":", change.seq,
-                          ",\"kind\":", JsonQuote(change.kind), ",\"id\":", JsonQuote(change.id),
-                          "}\n\n");
+          absl::StrAppend(
+              &out, a2a_protocol::SseEvent(
+                        absl::StrCat("{\"seq\":", change.seq, ",\"kind\":", JsonQuote(change.kind),
+                                     ",\"id\":", JsonQuote(change.id), "}"),
+                        "change", absl::StrCat(change.seq)));
           *cursor = change.seq;
         }
         if (out.empty()) out = ": keep-alive\n\n";
