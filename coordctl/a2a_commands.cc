@@ -72,8 +72,7 @@ int FollowTask(const Env& env, const std::string& task_id, absl::Duration for_at
     request.set_id(task_id);
     request.set_history_length(0);
     a2apb::Task task;
-    auto context = env.NewContext();
-    a2a_protocol::AddVersion(context.get());
+    auto context = env.NewA2AContext();
     grpc::Status s = stub->GetTask(context.get(), request, &task);
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -125,8 +124,7 @@ int RunSend(const Env& env, const ParsedArgs& args) {
   message->add_parts()->set_text(absl::StrJoin(words, " "));
   request.mutable_configuration()->set_return_immediately(true);
   a2apb::SendMessageResponse response;
-  auto context = env.NewContext();
-  a2a_protocol::AddVersion(context.get());
+  auto context = env.NewA2AContext();
   grpc::Status s = stub->SendMessage(context.get(), request, &response);
   if (!s.ok()) return ReportRpcError(env, s);
   const a2apb::Task& task = response.task();
@@ -151,7 +149,7 @@ int RunSend(const Env& env, const ParsedArgs& args) {
   return FollowTask(env, task.id(), for_at_most, args.flag("json"));
 }
 
-int RunWatch(const Env& env, const ParsedArgs& args) {
+int RunA2AWatch(const Env& env, const ParsedArgs& args) {
   absl::Duration for_at_most = absl::InfiniteDuration();
   if (args.has("for")) {
     absl::StatusOr<absl::Duration> d = ParseDurationArg("for", args.get("for"));
@@ -183,7 +181,7 @@ void AddA2ACommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunWatch});
+                       RunA2AWatch});
 }
 
 }  // namespace coordctl

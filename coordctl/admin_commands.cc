@@ -80,7 +80,7 @@ int RunGc(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunExport(const Env& env, const ParsedArgs& args) {
+int RunAdminExport(const Env& env, const ParsedArgs& args) {
   coordinator::v1::ExportContextRequest request;
   request.set_context_id(args.positional[0]);
   if (auto it = args.options.find("retry-task"); it != args.options.end()) {
@@ -137,7 +137,7 @@ void AddAdminCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunExport});
+                       RunAdminExport});
 }
 
 }  // namespace coordctl

@@ -56,7 +56,7 @@ int RunRegister(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunList(const Env& env, const ParsedArgs& args) {
+int RunAgentList(const Env& env, const ParsedArgs& args) {
   auto stub = AgentRegistry::NewStub(env.channel);
   coordinator::v1::ListAgentsRequest request;
   request.set_page_size(1000);
@@ -84,7 +84,7 @@ int RunList(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunRemove(const Env& env, const ParsedArgs& args) {
+int RunAgentRemove(const Env& env, const ParsedArgs& args) {
   auto stub = AgentRegistry::NewStub(env.channel);
   coordinator::v1::DeleteAgentRequest request;
   request.set_name(args.positional[0]);
@@ -120,7 +120,7 @@ void AddAgentCommands(std::vector<Command>* commands) {
                        0,
                        0,
                        false,
-                       RunList});
+                       RunAgentList});
   commands->push_back({{"agent", "rm"},
                        "<name>",
                        "remove an agent from the registry (its tasks stay readable)",
@@ -129,7 +129,7 @@ void AddAgentCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunRemove});
+                       RunAgentRemove});
 }
 
 }  // namespace coordctl

@@ -43,7 +43,7 @@ bool IsKnownKey(const std::string& key) {
                      [&](const char* k) { return key == k; });
 }
 
-std::string JsonString(const std::string& s) {
+std::string QuotedString(const std::string& s) {
   Value v;
   v.set_string_value(s);
   return CompactJson(v);
@@ -294,7 +294,7 @@ absl::StatusOr<TaskState> ParseAriaStateJson(absl::string_view json) {
 std::string FormatAriaStateJson(const TaskState& state) {
   std::vector<std::string> lines;
   auto add = [&](absl::string_view key, const std::string& json_value) {
-    lines.push_back(absl::StrCat("  ", JsonString(std::string(key)), ": ", json_value));
+    lines.push_back(absl::StrCat("  ", QuotedString(std::string(key)), ": ", json_value));
   };
   auto add_list = [&](absl::string_view key, const std::vector<std::string>& items) {
     if (items.empty()) {
@@ -303,11 +303,11 @@ std::string FormatAriaStateJson(const TaskState& state) {
     }
     add(key, absl::StrCat("[\n    ", absl::StrJoin(items, ",\n    "), "\n  ]"));
   };
-  add("task_id", JsonString(state.task_id()));
-  add("task_desc", JsonString(state.description()));
+  add("task_id", QuotedString(state.task_id()));
+  add("task_desc", QuotedString(state.description()));
   add("attempt_count", absl::StrCat(state.attempt_count()));
   add("model_tier", absl::StrCat(state.model_tier()));
-  add("created_at", JsonString(absl::StrCat(state.create_time().seconds())));
+  add("created_at", QuotedString(absl::StrCat(state.create_time().seconds())));
 
   std::vector<std::string> items;
   for (const auto& f : state.failures()) {
@@ -323,8 +323,8 @@ std::string FormatAriaStateJson(const TaskState& state) {
   for (const auto& e : state.escalation_log()) {
     // "forced" sits between reason and from_tier, where the breaker script wrote it.
     items.push_back(
-        absl::StrCat("{\"timestamp\":", JsonString(absl::StrCat(e.time().seconds())),
-                     ",\"reason\":", JsonString(e.reason()), e.forced() ? ",\"forced\":true" : "",
+        absl::StrCat("{\"timestamp\":", QuotedString(absl::StrCat(e.time().seconds())),
+                     ",\"reason\":", QuotedString(e.reason()), e.forced() ? ",\"forced\":true" : "",
                      ",\"from_tier\":", e.from_tier(), ",\"to_tier\":", e.to_tier(), "}"));
   }
   add_list("escalation_log", items);
@@ -340,14 +340,14 @@ std::string FormatAriaStateJson(const TaskState& state) {
   add_list("quality_gate_results", items);
   if (state.blocked()) {
     add("blocked", "true");
-    add("blocked_at", JsonString(absl::StrCat(state.blocked_time().seconds())));
-    add("block_reason", JsonString(state.block_reason()));
+    add("blocked_at", QuotedString(absl::StrCat(state.blocked_time().seconds())));
+    add("block_reason", QuotedString(state.block_reason()));
   }
   std::vector<std::pair<std::string, std::string>> custom(state.custom_fields().begin(),
                                                           state.custom_fields().end());
   std::sort(custom.begin(), custom.end());
   for (const auto& [key, value] : custom) {
-    add(key, AllDigits(value) ? value : JsonString(value));
+    add(key, AllDigits(value) ? value : QuotedString(value));
   }
   return absl::StrCat("{\n", absl::StrJoin(lines, ",\n"), "\n}\n");
 }

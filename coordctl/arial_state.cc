@@ -23,14 +23,14 @@ using google::protobuf::Struct;
 using google::protobuf::Value;
 
 // The metadata key under which what the coordinator has no field for is kept.
-constexpr char kMetaKey[] = "arial";
+constexpr char kArialKey[] = "arial";
 
-// The key, inside the run's kMetaKey, of the project the run was imported from.
+// The key, inside the run's kArialKey, of the project the run was imported from.
 constexpr char kProjectDirKey[] = "projectDir";
 
 // The keys ArialState and Workstream name (lib/state.ts), in the order Arial writes them, then
 // "dependencies", which the schema lacks and a file may add.
-const std::vector<std::string>& KeyOrder() {
+const std::vector<std::string>& ArialKeyOrder() {
   static const auto* order =
       new std::vector<std::string>{"version",      "specsDir",    "baseBranch",
                                    "status",       "createdAt",   "updatedAt",
@@ -49,7 +49,7 @@ bool IsRunKey(const std::string& key) {
 }
 
 bool IsWorkstreamKey(const std::string& key) {
-  const auto& order = KeyOrder();
+  const auto& order = ArialKeyOrder();
   return std::find(order.begin() + 7, order.end(), key) != order.end() || key == "status";
 }
 
@@ -63,7 +63,7 @@ absl::StatusOr<ItemStatus> ParseStatus(const std::string& where, const std::stri
 }
 
 // Arial has no "blocked": a workstream out of attempts has failed.
-std::string StatusName(ItemStatus s) {
+std::string ArialItemStatus(ItemStatus s) {
   switch (s) {
     case coordinator::v1::ITEM_STATUS_RUNNING:
       return "running";
@@ -94,7 +94,7 @@ std::string DeriveStatus(const std::vector<std::string>& statuses, const std::st
 }
 
 // The run status Arial would have had for a run made here (no stored one).
-std::string RunStatusName(coordinator::v1::RunStatus s) {
+std::string ArialRunStatus(coordinator::v1::RunStatus s) {
   switch (s) {
     case coordinator::v1::RUN_STATUS_COMPLETED:
       return "completed";
@@ -107,20 +107,8 @@ std::string RunStatusName(coordinator::v1::RunStatus s) {
   }
 }
 
-void Put(Struct* s, const std::string& key, Value v) { (*s->mutable_fields())[key] = std::move(v); }
-
-const Value* Get(const Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? nullptr : &it->second;
-}
-
-std::string GetString(const Struct& s, const std::string& key) {
-  const Value* v = Get(s, key);
-  return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
-}
-
-const Struct& Meta(const Struct& metadata) {
-  const Value* v = Get(metadata, kMetaKey);
+const Struct& ArialMeta(const Struct& metadata) {
+  const Value* v = FindField(metadata, kArialKey);
   return v != nullptr && v->has_struct_value() ? v->struct_value() : Struct::default_instance();
 }
 
@@ -129,7 +117,7 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
   const JsonObject w(object, absl::StrCat("workstreams[", index, "]"));
   WorkItem item;
   Struct meta;
-  Put(&meta, "index", JsonNumber(index));
+  SetField(&meta, "index", JsonNumber(index));
 
   absl::StatusOr<std::optional<std::string>> id = w.String("id", true);
   if (!id.ok()) return id.status();
@@ -143,7 +131,7 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
   };
   absl::StatusOr<std::string> spec_file = text("specFile", !v1);
   if (!spec_file.ok()) return spec_file.status();
-  Put(&meta, "specFile", JsonString(*spec_file));
+  SetField(&meta, "specFile", JsonString(*spec_file));
   absl::StatusOr<std::string> title = text("title", false);
   if (!title.ok()) return title.status();
   item.set_title(*title);
@@ -165,13 +153,13 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
   item.set_worktree(worktree->value_or(absl::StrCat(".arial/worktrees/", item.item_id())));
   absl::StatusOr<std::optional<int64_t>> retries = w.Integer("retryCount", !v1, 0, INT32_MAX);
   if (!retries.ok()) return retries.status();
-  Put(&meta, "retryCount", JsonNumber(static_cast<double>(retries->value_or(0))));
+  SetField(&meta, "retryCount", JsonNumber(static_cast<double>(retries->value_or(0))));
 
   absl::StatusOr<std::optional<int64_t>> pid = w.Integer("pid", false, 1, INT32_MAX);
   if (!pid.ok()) return pid.status();
   if (pid->has_value()) {
     item.set_pid(**pid);
-    Put(&meta, "pid", JsonNumber(static_cast<double>(**pid)));
+    SetField(&meta, "pid", JsonNumber(static_cast<double>(**pid)));
   }
   for (const char* key : {"startedAt", "completedAt"}) {
     absl::StatusOr<std::optional<std::string>> t = w.String(key, false);
@@ -181,7 +169,7 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
     if (!time.ok()) return time.status();
     *(std::string(key) == "startedAt" ? item.mutable_start_time() : item.mutable_complete_time()) =
         ToTimestamp(*time);
-    Put(&meta, key, JsonString(**t));  // the text as written, for the export
+    SetField(&meta, key, JsonString(**t));  // the text as written, for the export
   }
   for (const char* key : {"lastError", "summary"}) {
     absl::StatusOr<std::optional<std::string>> t = w.String(key, false);
@@ -192,7 +180,7 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
     } else {
       item.set_summary(**t);
     }
-    Put(&meta, key, JsonString(**t));
+    SetField(&meta, key, JsonString(**t));
   }
   absl::StatusOr<std::optional<std::string>> adapter = w.String("adapter", false);
   if (!adapter.ok()) return adapter.status();
@@ -203,7 +191,7 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
   if (caps->has_value()) {
     for (const std::string& c : **caps) item.add_required_capabilities(c);
     // Kept as given: the coordinator normalizes the list, an export gives it back as it was.
-    Put(&meta, "requiredCapabilities", JsonStrings(**caps));
+    SetField(&meta, "requiredCapabilities", JsonStrings(**caps));
   }
   absl::StatusOr<std::optional<std::vector<std::string>>> deps = w.Strings("dependencies", false);
   if (!deps.ok()) return deps.status();
@@ -213,24 +201,18 @@ absl::StatusOr<WorkItem> ParseWorkstream(const Struct& object, int index, bool v
 
   Struct extra;
   for (const auto& [key, value] : object.fields()) {
-    if (!IsWorkstreamKey(key)) Put(&extra, key, value);
+    if (!IsWorkstreamKey(key)) SetField(&extra, key, value);
   }
   if (!extra.fields().empty())
-    Put(&meta, "extra", [&] {
+    SetField(&meta, "extra", [&] {
       Value v;
       *v.mutable_struct_value() = std::move(extra);
       return v;
     }());
   Value meta_value;
   *meta_value.mutable_struct_value() = std::move(meta);
-  Put(item.mutable_metadata(), kMetaKey, std::move(meta_value));
+  SetField(item.mutable_metadata(), kArialKey, std::move(meta_value));
   return item;
-}
-
-Value StructValue(Struct s) {
-  Value v;
-  *v.mutable_struct_value() = std::move(s);
-  return v;
 }
 
 // `dir` lexically normal and without a trailing separator ("/p/" is "/p"), so that it
@@ -288,20 +270,20 @@ absl::StatusOr<ArialRun> ParseArialState(absl::string_view json, const std::stri
         absl::StrCat("status is \"", status->value().substr(0, 40),
                      "\"; Arial's are planning, running, completed and failed"));
   }
-  Put(&meta, "status", JsonString(**status));
+  SetField(&meta, "status", JsonString(**status));
   for (const char* key : {"createdAt", "updatedAt"}) {
     absl::StatusOr<std::optional<std::string>> t = top.String(key, true);
     if (!t.ok()) return t.status();
     if (absl::Status s = ParseIsoTime(key, **t).status(); !s.ok()) return s;
-    Put(&meta, key, JsonString(**t));
+    SetField(&meta, key, JsonString(**t));
   }
   Struct extra;
   for (const auto& [key, value] : parsed->fields()) {
-    if (!IsRunKey(key)) Put(&extra, key, value);
+    if (!IsRunKey(key)) SetField(&extra, key, value);
   }
-  if (!extra.fields().empty()) Put(&meta, "extra", StructValue(std::move(extra)));
-  if (!project_dir.empty()) Put(&meta, kProjectDirKey, JsonString(project_dir));
-  Put(run.mutable_metadata(), kMetaKey, StructValue(std::move(meta)));
+  if (!extra.fields().empty()) SetField(&meta, "extra", StructValue(std::move(extra)));
+  if (!project_dir.empty()) SetField(&meta, kProjectDirKey, JsonString(project_dir));
+  SetField(run.mutable_metadata(), kArialKey, StructValue(std::move(meta)));
 
   auto list = parsed->fields().find("workstreams");
   if (list == parsed->fields().end()) return absl::InvalidArgumentError("workstreams is missing");
@@ -336,7 +318,7 @@ std::string ReplayArialRunStatus(const std::string& start,
     }
     auto [it, inserted] = of.emplace(e.item_id(), "");
     if (inserted) ids.push_back(e.item_id());
-    const std::string now = StatusName(e.item_status());
+    const std::string now = ArialItemStatus(e.item_status());
     if (e.kind() == coordinator::v1::WorkEvent::KIND_ITEM_CREATED) {
       it->second = now;  // addWorkstream does not derive the status
       continue;
@@ -398,31 +380,32 @@ namespace {
 // One workstream of FormatArialState; its paths relative to `project` (ArialProjectPath).
 Struct FormatWorkstream(const WorkItem& item, const std::string& imported_from,
                         const std::string& project) {
-  const Struct& meta = Meta(item.metadata());
+  const Struct& meta = ArialMeta(item.metadata());
   // Values the item was imported with count only while it is as it was created.
   const bool as_imported = item.version() <= 1;
   Struct w;
-  if (const Value* extra = Get(meta, "extra"); extra != nullptr && extra->has_struct_value()) {
+  if (const Value* extra = FindField(meta, "extra");
+      extra != nullptr && extra->has_struct_value()) {
     w = extra->struct_value();
   }
-  Put(&w, "id", JsonString(item.item_id()));
+  SetField(&w, "id", JsonString(item.item_id()));
   // A relative specFile is the file's, relative to the project it was imported from. An item
   // made here has no specFile: its description is its spec's absolute path, or free text that
   // no directory is joined to.
-  Put(&w, "specFile",
-      JsonString(Get(meta, "specFile") != nullptr
-                     ? ArialProjectPath(GetString(meta, "specFile"), imported_from, project,
-                                        /*dot=*/false)
-                     : ArialProjectPath(item.description(), "", project, /*dot=*/false)));
-  Put(&w, "title", JsonString(item.title()));
-  Put(&w, "description", JsonString(item.description()));
-  Put(&w, "status", JsonString(StatusName(item.status())));
-  Put(&w, "branch", JsonString(item.branch()));
-  Put(&w, "worktreePath", JsonString(item.worktree()));
+  SetField(&w, "specFile",
+           JsonString(FindField(meta, "specFile") != nullptr
+                          ? ArialProjectPath(StringField(meta, "specFile"), imported_from, project,
+                                             /*dot=*/false)
+                          : ArialProjectPath(item.description(), "", project, /*dot=*/false)));
+  SetField(&w, "title", JsonString(item.title()));
+  SetField(&w, "description", JsonString(item.description()));
+  SetField(&w, "status", JsonString(ArialItemStatus(item.status())));
+  SetField(&w, "branch", JsonString(item.branch()));
+  SetField(&w, "worktreePath", JsonString(item.worktree()));
   if (item.pid() != 0) {
-    Put(&w, "pid", JsonNumber(static_cast<double>(item.pid())));
-  } else if (const Value* pid = Get(meta, "pid"); pid != nullptr && as_imported) {
-    Put(&w, "pid", *pid);
+    SetField(&w, "pid", JsonNumber(static_cast<double>(item.pid())));
+  } else if (const Value* pid = FindField(meta, "pid"); pid != nullptr && as_imported) {
+    SetField(&w, "pid", *pid);
   }
   for (const auto& [key, ts] :
        {std::pair<const char*, const google::protobuf::Timestamp*>{"startedAt", &item.start_time()},
@@ -431,43 +414,45 @@ Struct FormatWorkstream(const WorkItem& item, const std::string& imported_from,
         std::string(key) == "startedAt" ? item.has_start_time() : item.has_complete_time();
     if (!set) {
       // Imported with it (completedAt of a workstream that is not done), and not changed.
-      if (const Value* v = Get(meta, key); v != nullptr && as_imported) Put(&w, key, *v);
+      if (const Value* v = FindField(meta, key); v != nullptr && as_imported) SetField(&w, key, *v);
       continue;
     }
     // The text it was imported with when it names the same time; else as Arial writes one.
-    const std::string original = GetString(meta, key);
+    const std::string original = StringField(meta, key);
     absl::StatusOr<absl::Time> parsed = ParseIsoTime(key, original);
-    Put(&w, key,
-        JsonString(!original.empty() && parsed.ok() && *parsed == FromTimestamp(*ts)
-                       ? original
-                       : JsIsoTime(FromTimestamp(*ts))));
+    SetField(&w, key,
+             JsonString(!original.empty() && parsed.ok() && *parsed == FromTimestamp(*ts)
+                            ? original
+                            : JsIsoTime(FromTimestamp(*ts))));
   }
   // Retries: those before the import, then one per claim after the first.
-  const Value* imported_retries = Get(meta, "retryCount");
+  const Value* imported_retries = FindField(meta, "retryCount");
   const double before =
       imported_retries != nullptr && imported_retries->kind_case() == Value::kNumberValue
           ? imported_retries->number_value()
           : 0;
-  Put(&w, "retryCount", JsonNumber(before + std::max(0, item.attempts() - 1)));
+  SetField(&w, "retryCount", JsonNumber(before + std::max(0, item.attempts() - 1)));
   if (!item.last_error().empty()) {
-    Put(&w, "lastError", JsonString(item.last_error()));
-  } else if (const Value* v = Get(meta, "lastError"); v != nullptr && as_imported) {
-    Put(&w, "lastError", *v);
+    SetField(&w, "lastError", JsonString(item.last_error()));
+  } else if (const Value* v = FindField(meta, "lastError"); v != nullptr && as_imported) {
+    SetField(&w, "lastError", *v);
   }
   if (!item.summary().empty()) {
-    Put(&w, "summary", JsonString(item.summary()));
-  } else if (const Value* v = Get(meta, "summary"); v != nullptr && as_imported) {
-    Put(&w, "summary", *v);
+    SetField(&w, "summary", JsonString(item.summary()));
+  } else if (const Value* v = FindField(meta, "summary"); v != nullptr && as_imported) {
+    SetField(&w, "summary", *v);
   }
-  if (!item.adapter().empty()) Put(&w, "adapter", JsonString(item.adapter()));
-  if (const Value* caps = Get(meta, "requiredCapabilities"); caps != nullptr) {
-    Put(&w, "requiredCapabilities", *caps);
+  if (!item.adapter().empty()) SetField(&w, "adapter", JsonString(item.adapter()));
+  if (const Value* caps = FindField(meta, "requiredCapabilities"); caps != nullptr) {
+    SetField(&w, "requiredCapabilities", *caps);
   } else if (item.required_capabilities_size() > 0) {
-    Put(&w, "requiredCapabilities",
+    SetField(
+        &w, "requiredCapabilities",
         JsonStrings({item.required_capabilities().begin(), item.required_capabilities().end()}));
   }
   if (item.dependencies_size() > 0) {
-    Put(&w, "dependencies", JsonStrings({item.dependencies().begin(), item.dependencies().end()}));
+    SetField(&w, "dependencies",
+             JsonStrings({item.dependencies().begin(), item.dependencies().end()}));
   }
   return w;
 }
@@ -477,20 +462,20 @@ Struct FormatWorkstream(const WorkItem& item, const std::string& imported_from,
 std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
                              const std::vector<coordinator::v1::WorkEvent>* events,
                              const std::string& project_dir) {
-  const Struct& run_meta = Meta(run.metadata());
-  const std::string imported_from = GetString(run_meta, kProjectDirKey);
+  const Struct& run_meta = ArialMeta(run.metadata());
+  const std::string imported_from = StringField(run_meta, kProjectDirKey);
   const std::string project = ExportProject(run, imported_from, project_dir);
   Struct state;
-  Put(&state, "version", JsonNumber(kArialStateVersion));
-  Put(&state, "specsDir",
-      JsonString(ArialProjectPath(run.specs_dir(), imported_from, project, /*dot=*/true)));
-  Put(&state, "baseBranch", JsonString(run.base_branch()));
+  SetField(&state, "version", JsonNumber(kArialStateVersion));
+  SetField(&state, "specsDir",
+           JsonString(ArialProjectPath(run.specs_dir(), imported_from, project, /*dot=*/true)));
+  SetField(&state, "baseBranch", JsonString(run.base_branch()));
 
   // Imported order first, then items added here by id.
   std::vector<const WorkItem*> ordered;
   for (const WorkItem& item : items) ordered.push_back(&item);
   auto index = [](const WorkItem* item) {
-    const Value* v = Get(Meta(item->metadata()), "index");
+    const Value* v = FindField(ArialMeta(item->metadata()), "index");
     return v != nullptr && v->kind_case() == Value::kNumberValue ? v->number_value() : 1e18;
   };
   std::stable_sort(ordered.begin(), ordered.end(), [&](const WorkItem* a, const WorkItem* b) {
@@ -505,37 +490,39 @@ std::string FormatArialState(const Run& run, const std::vector<WorkItem>& items,
   workstreams.mutable_list_value();
   for (const WorkItem* item : ordered) {
     changed = changed || item->version() > 1;
-    statuses.push_back(StatusName(item->status()));
+    statuses.push_back(ArialItemStatus(item->status()));
     *workstreams.mutable_list_value()->add_values() =
         StructValue(FormatWorkstream(*item, imported_from, project));
   }
 
-  const std::string previous = Get(run_meta, "status") != nullptr ? GetString(run_meta, "status")
-                                                                  : RunStatusName(run.status());
+  const std::string previous = FindField(run_meta, "status") != nullptr
+                                   ? StringField(run_meta, "status")
+                                   : ArialRunStatus(run.status());
   // Arial derives the status on every change of a workstream; unchanged, the file keeps its own
   // (a run with no workstreams is not "completed" until something happens).
   std::string status = previous;
   if (changed) {
     // A run made here started as Arial's createState does: planning.
-    const bool imported = Get(run_meta, "status") != nullptr;
+    const bool imported = FindField(run_meta, "status") != nullptr;
     status = events != nullptr ? ReplayArialRunStatus(imported ? previous : "planning", *events)
                                : DeriveStatus(statuses, previous);
   }
-  Put(&state, "status", JsonString(status));
-  const std::string created = GetString(run_meta, "createdAt");
-  Put(&state, "createdAt",
-      JsonString(!created.empty() ? created : JsIsoTime(FromTimestamp(run.create_time()))));
-  const std::string updated = GetString(run_meta, "updatedAt");
-  Put(&state, "updatedAt",
-      JsonString(!changed && !updated.empty() ? updated
-                                              : JsIsoTime(FromTimestamp(run.update_time()))));
-  Put(&state, "workstreams", std::move(workstreams));
-  if (const Value* extra = Get(run_meta, "extra"); extra != nullptr && extra->has_struct_value()) {
+  SetField(&state, "status", JsonString(status));
+  const std::string created = StringField(run_meta, "createdAt");
+  SetField(&state, "createdAt",
+           JsonString(!created.empty() ? created : JsIsoTime(FromTimestamp(run.create_time()))));
+  const std::string updated = StringField(run_meta, "updatedAt");
+  SetField(&state, "updatedAt",
+           JsonString(!changed && !updated.empty() ? updated
+                                                   : JsIsoTime(FromTimestamp(run.update_time()))));
+  SetField(&state, "workstreams", std::move(workstreams));
+  if (const Value* extra = FindField(run_meta, "extra");
+      extra != nullptr && extra->has_struct_value()) {
     for (const auto& [key, value] : extra->struct_value().fields()) {
-      if (!state.fields().contains(key)) Put(&state, key, value);
+      if (!state.fields().contains(key)) SetField(&state, key, value);
     }
   }
-  return WriteJson(StructValue(std::move(state)), 0, KeyOrder());
+  return WriteJson(StructValue(std::move(state)), 0, ArialKeyOrder());
 }
 
 }  // namespace coordctl

@@ -39,22 +39,9 @@ absl::Status ParseThresholds(const ParsedArgs& args, coordinator::v1::LoopThresh
   return absl::OkStatus();
 }
 
-std::string FreeText(const ParsedArgs& args, size_t index) {
-  if (index < args.positional.size()) return args.positional[index];
-  return absl::StrJoin(args.rest, " ");
-}
-
 std::string UtcTime(const google::protobuf::Timestamp& ts) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(ts.seconds()),
                           absl::UTCTimeZone());
-}
-
-// `text` with control characters (newlines) shown as spaces, for one-line listings.
-std::string OneLine(std::string text) {
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
-  }
-  return text;
 }
 
 std::string LevelName(coordinator::v1::BreakerLogLevel level) {
@@ -110,7 +97,7 @@ int RunAnalyze(const Env& env, const ParsedArgs& args) {
 int RunForceEscalate(const Env& env, const ParsedArgs& args) {
   coordinator::v1::ForceEscalateRequest request;
   request.set_task_id(args.positional[0]);
-  request.set_reason(FreeText(args, 1));
+  request.set_reason(args.free_text(1));
   coordinator::v1::ForceEscalateResponse response;
   grpc::Status s = BreakerService::NewStub(env.channel)
                        ->ForceEscalate(env.NewContext().get(), request, &response);
@@ -126,7 +113,7 @@ int RunForceEscalate(const Env& env, const ParsedArgs& args) {
 int RunBreak(const Env& env, const ParsedArgs& args) {
   coordinator::v1::BreakRequest request;
   request.set_task_id(args.positional[0]);
-  request.set_reason(FreeText(args, 1));
+  request.set_reason(args.free_text(1));
   if (absl::Status s = ParseThresholds(args, request.mutable_thresholds()); !s.ok()) {
     return Fail(env, std::string(s.message()), kExitUsage);
   }
@@ -138,7 +125,7 @@ int RunBreak(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunStatus(const Env& env, const ParsedArgs& /*args*/) {
+int RunBreakerStatus(const Env& env, const ParsedArgs& /*args*/) {
   coordinator::v1::GetBreakerStatusRequest request;
   coordinator::v1::GetBreakerStatusResponse response;
   grpc::Status s = BreakerService::NewStub(env.channel)
@@ -168,7 +155,7 @@ int RunSummary(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunCleanup(const Env& env, const ParsedArgs& args) {
+int RunBreakerCleanup(const Env& env, const ParsedArgs& args) {
   coordinator::v1::CleanupBreakerRequest request;
   request.set_task_id(args.positional[0]);
   coordinator::v1::CleanupBreakerResponse response;
@@ -244,7 +231,7 @@ void AddBreakerCommands(std::vector<Command>* commands) {
                        true,
                        RunBreak});
   commands->push_back(
-      {{"breaker", "status"}, "", "list the blocked tasks", {}, {}, 0, 0, false, RunStatus});
+      {{"breaker", "status"}, "", "list the blocked tasks", {}, {}, 0, 0, false, RunBreakerStatus});
   commands->push_back({{"breaker", "summary"},
                        "<task_id>",
                        "print the summary stored when the task was blocked",
@@ -263,7 +250,7 @@ void AddBreakerCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunCleanup});
+                       RunBreakerCleanup});
   commands->push_back({{"breaker", "log"},
                        "[--tail N]",
                        "print the breaker's log: [time] [LEVEL] message",

@@ -2,10 +2,13 @@
 
 #include <ostream>
 
+#include "a2a_protocol/version.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -17,9 +20,20 @@ std::string ParsedArgs::get(const std::string& name, const std::string& fallback
   return it->second.back();
 }
 
+std::string ParsedArgs::free_text(size_t index) const {
+  if (index < positional.size()) return positional[index];
+  return absl::StrJoin(rest, " ");
+}
+
 std::unique_ptr<grpc::ClientContext> Env::NewContext() const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout));
+  return context;
+}
+
+std::unique_ptr<grpc::ClientContext> Env::NewA2AContext() const {
+  auto context = NewContext();
+  a2a_protocol::AddVersion(context.get());
   return context;
 }
 
@@ -111,6 +125,13 @@ absl::StatusOr<int64_t> ParseIntArg(const std::string& name, const std::string& 
         absl::StrCat(name, " takes a whole number, not \"", value, "\""));
   }
   return v;
+}
+
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = ' ';
+  }
+  return std::string(absl::StripAsciiWhitespace(text));
 }
 
 std::string ToJson(const google::protobuf::Message& message) {

@@ -37,6 +37,9 @@ struct ParsedArgs {
   // The last value of option `name`, or `fallback`.
   std::string get(const std::string& name, const std::string& fallback = "") const;
   bool flag(const std::string& name) const { return switches.contains(name); }
+  // Free text given either way: the positional argument at `index`, or else the words after
+  // "--" joined by spaces (`task fail <id> "the error"` or `task fail <id> -- the error`).
+  std::string free_text(size_t index) const;
 };
 
 // What every command runs with.
@@ -47,6 +50,8 @@ struct Env {
   std::ostream* err;
   // A client context with the call deadline set.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // The same for a call of the A2A service, which also names the A2A version it speaks.
+  std::unique_ptr<grpc::ClientContext> NewA2AContext() const;
 };
 
 struct Command {
@@ -67,17 +72,20 @@ struct Command {
 
 // Calls a List method page after page (`request` as the first page asks, then with each
 // answer's next_page_token) until the last page, handing each answer to `each`; the status of
-// the first call that failed, OK after the last page. For example
+// the first call that failed, OK after the last page. Each call's context comes from
+// `new_context` (Env::NewA2AContext for the A2A service). For example
 //   ForEachPage(env, *stub, &WorkService::Stub::ListRuns, request,
 //               [&](ListRunsResponse& page) { ... });
 template <typename Stub, typename Request, typename Response, typename Each>
 grpc::Status ForEachPage(const Env& env, Stub& stub,
                          grpc::Status (Stub::*list)(grpc::ClientContext*, const Request&,
                                                     Response*),
-                         Request request, Each each) {
+                         Request request, Each each,
+                         std::unique_ptr<grpc::ClientContext> (Env::*new_context)()
+                             const = &Env::NewContext) {
   do {
     Response page;
-    grpc::Status s = (stub.*list)(env.NewContext().get(), request, &page);
+    grpc::Status s = (stub.*list)((env.*new_context)().get(), request, &page);
     if (!s.ok()) return s;
     each(page);
     request.set_page_token(page.next_page_token());
@@ -101,6 +109,10 @@ int Fail(const Env& env, const std::string& message, int code = kExitError);
 
 // Protobuf's JSON mapping of `message`, on one line.
 std::string ToJson(const google::protobuf::Message& message);
+
+// `text` on one line, for listings and error messages: control characters (newlines) shown as
+// spaces, surrounding white space dropped.
+std::string OneLine(std::string text);
 
 // Each command group registers its commands here (see context_commands.cc, ...).
 void AddA2ACommands(std::vector<Command>* commands);

@@ -189,6 +189,23 @@ TEST(ReportRpcErrorTest, NotFoundIsExitOneOthersExitThree) {
   EXPECT_TRUE(out.str().empty());
 }
 
+TEST(ParsedArgsTest, FreeTextIsThePositionalOrElseTheWordsAfterTheDashes) {
+  ParsedArgs args;
+  args.positional = {"t-1", "the error"};
+  args.rest = {"not", "used"};
+  EXPECT_EQ(args.free_text(1), "the error");
+  args.positional = {"t-1"};
+  EXPECT_EQ(args.free_text(1), "not used");
+  args.rest.clear();
+  EXPECT_EQ(args.free_text(1), "");
+}
+
+TEST(OneLineTest, ControlCharactersBecomeSpacesAndTheEndsAreTrimmed) {
+  EXPECT_EQ(OneLine("  expected ',' at\nline 2\tcolumn 3\r\n"), "expected ',' at line 2 column 3");
+  EXPECT_EQ(OneLine(std::string("a\0b\x7f", 4)), "a b");
+  EXPECT_EQ(OneLine("caf\xc3\xa9"), "caf\xc3\xa9");
+}
+
 TEST(FailTest, PrintsOneLineAndReturnsTheCode) {
   std::ostringstream err;
   Env env;

@@ -157,7 +157,7 @@ int RunPut(const Env& env, const ParsedArgs& args) {
   return Fail(env, "context " + id + " kept changing under this command; try again");
 }
 
-int RunGet(const Env& env, const ParsedArgs& args) {
+int RunContextGet(const Env& env, const ParsedArgs& args) {
   auto stub = ContextService::NewStub(env.channel);
   coordinator::v1::GetContextRequest request;
   request.set_context_id(args.positional[0]);
@@ -172,7 +172,7 @@ int RunGet(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunList(const Env& env, const ParsedArgs& args) {
+int RunContextList(const Env& env, const ParsedArgs& args) {
   auto stub = ContextService::NewStub(env.channel);
   coordinator::v1::ListContextsRequest request;
   request.set_agent(args.get("agent"));
@@ -232,7 +232,7 @@ int RunCommand(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunRemove(const Env& env, const ParsedArgs& args) {
+int RunContextRemove(const Env& env, const ParsedArgs& args) {
   auto stub = ContextService::NewStub(env.channel);
   coordinator::v1::DeleteContextRequest request;
   request.set_context_id(args.positional[0]);
@@ -265,7 +265,7 @@ void AddContextCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunGet});
+                       RunContextGet});
   commands->push_back({{"context", "list"},
                        "[--agent A] [--status S] [--json]",
                        "list contexts, optionally of one agent or in one status",
@@ -274,7 +274,7 @@ void AddContextCommands(std::vector<Command>* commands) {
                        0,
                        0,
                        false,
-                       RunList});
+                       RunContextList});
   commands->push_back({{"context", "command"},
                        "<context_id> --exit-code N [--duration 1.5s] [--digest D] -- "
                        "<command words...>",
@@ -293,7 +293,7 @@ void AddContextCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunRemove});
+                       RunContextRemove});
 }
 
 }  // namespace coordctl

@@ -52,7 +52,7 @@ int RunAppend(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunShow(const Env& env, const ParsedArgs& args) {
+int RunConversationShow(const Env& env, const ParsedArgs& args) {
   coordinator::v1::GetConversationRequest request;
   request.set_context_id(args.positional[0]);
   if (args.has("tail")) {
@@ -105,7 +105,7 @@ void AddConversationCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunShow});
+                       RunConversationShow});
 }
 
 }  // namespace coordctl

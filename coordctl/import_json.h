@@ -73,6 +73,29 @@ std::string JsIsoTime(absl::Time t);
 // microseconds, "2026-01-31T10:05:00.123456" (UTC).
 std::string PythonIsoTime(absl::Time t);
 
+// Fields of a Struct, for reading what an import keeps and writing what an export gives back.
+inline void SetField(google::protobuf::Struct* s, const std::string& key,
+                     google::protobuf::Value v) {
+  (*s->mutable_fields())[key] = std::move(v);
+}
+// The value at `key`, or nullptr when there is none.
+inline const google::protobuf::Value* FindField(const google::protobuf::Struct& s,
+                                                const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? nullptr : &it->second;
+}
+// The string at `key`, or "" when it is missing or not a string.
+inline std::string StringField(const google::protobuf::Struct& s, const std::string& key) {
+  const google::protobuf::Value* v = FindField(s, key);
+  return v != nullptr && v->kind_case() == google::protobuf::Value::kStringValue ? v->string_value()
+                                                                                 : "";
+}
+inline google::protobuf::Value StructValue(google::protobuf::Struct s) {
+  google::protobuf::Value v;
+  *v.mutable_struct_value() = std::move(s);
+  return v;
+}
+
 // JSON values, for building what an export writes (common/proto_json.h).
 using common::JsonBool;
 using common::JsonNull;

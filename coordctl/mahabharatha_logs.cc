@@ -60,8 +60,6 @@ bool NamesAFile(const std::string& id, size_t room) {
   return ValidatePathSafeId("id", id).ok() && id.size() <= room;
 }
 
-void Put(Struct* s, const std::string& key, Value v) { (*s->mutable_fields())[key] = std::move(v); }
-
 // What one event says, in MAHABHARATHA's words.
 struct Line {
   std::string level = "info";  // the log level: debug, info, warn, error
@@ -161,37 +159,32 @@ Line Describe(const WorkEvent& e) {
 // The fields an event carries besides its kind, for "data" and execution.jsonl.
 void PutDetails(const WorkEvent& e, Struct* s) {
   if (!e.item_id().empty() || e.kind() == WorkEvent::KIND_LEVEL_CHANGED) {
-    Put(s, "level", JsonNumber(static_cast<double>(e.level())));
+    SetField(s, "level", JsonNumber(static_cast<double>(e.level())));
   }
-  if (e.attempt() != 0) Put(s, "attempt", JsonNumber(e.attempt()));
-  if (e.epoch() != 0) Put(s, "epoch", JsonNumber(static_cast<double>(e.epoch())));
+  if (e.attempt() != 0) SetField(s, "attempt", JsonNumber(e.attempt()));
+  if (e.epoch() != 0) SetField(s, "epoch", JsonNumber(static_cast<double>(e.epoch())));
   if (e.item_status() != coordinator::v1::ITEM_STATUS_UNSPECIFIED) {
-    Put(s, "item_status", JsonString(Lower(ItemStatus_Name(e.item_status()), "ITEM_STATUS_")));
+    SetField(s, "item_status", JsonString(Lower(ItemStatus_Name(e.item_status()), "ITEM_STATUS_")));
   }
   if (e.level_status() != coordinator::v1::LEVEL_STATUS_UNSPECIFIED) {
-    Put(s, "level_status", JsonString(Lower(LevelStatus_Name(e.level_status()), "LEVEL_STATUS_")));
+    SetField(s, "level_status",
+             JsonString(Lower(LevelStatus_Name(e.level_status()), "LEVEL_STATUS_")));
   }
   if (e.worker_status() != coordinator::v1::WORKER_STATUS_UNSPECIFIED) {
-    Put(s, "worker_status",
-        JsonString(Lower(WorkerStatus_Name(e.worker_status()), "WORKER_STATUS_")));
+    SetField(s, "worker_status",
+             JsonString(Lower(WorkerStatus_Name(e.worker_status()), "WORKER_STATUS_")));
   }
   if (e.run_status() != coordinator::v1::RUN_STATUS_UNSPECIFIED) {
-    Put(s, "run_status", JsonString(Lower(RunStatus_Name(e.run_status()), "RUN_STATUS_")));
+    SetField(s, "run_status", JsonString(Lower(RunStatus_Name(e.run_status()), "RUN_STATUS_")));
   }
   if (!e.message().empty()) {
     const char* key = "reason";
     if (e.kind() == WorkEvent::KIND_ITEM_COMPLETED) key = "summary";
     if (e.kind() == WorkEvent::KIND_ITEM_FAILED) key = "error";
     if (e.kind() == WorkEvent::KIND_LEVEL_CHANGED) key = "merge_commit";
-    Put(s, key, JsonString(e.message()));
+    SetField(s, key, JsonString(e.message()));
   }
-  Put(s, "seq", JsonNumber(static_cast<double>(e.seq())));
-}
-
-Value StructValue(Struct s) {
-  Value v;
-  *v.mutable_struct_value() = std::move(s);
-  return v;
+  SetField(s, "seq", JsonNumber(static_cast<double>(e.seq())));
 }
 
 }  // namespace
@@ -225,27 +218,27 @@ void MahabharathaLogs::Add(const WorkEvent& event) {
   PutDetails(event, &data);
   // The orchestrator logs what happened to a worker (a lost lease) under its own name.
   if (event.kind() == WorkEvent::KIND_ITEM_HEARTBEAT_LOST) {
-    Put(&data, "worker_id", numbers_.Id(event.worker_id()));
+    SetField(&data, "worker_id", numbers_.Id(event.worker_id()));
   }
 
   Struct line;
-  Put(&line, "ts", JsonString(LogTime(event.time())));
-  Put(&line, "level", JsonString(l.level));
-  Put(&line, "worker_id",
-      l.orchestrators ? JsonString(kOrchestrator) : numbers_.Id(event.worker_id()));
-  Put(&line, "feature", JsonString(feature_));
-  Put(&line, "message", JsonString(l.message));
-  if (!event.item_id().empty()) Put(&line, "task_id", JsonString(event.item_id()));
-  if (!l.phase.empty()) Put(&line, "phase", JsonString(l.phase));
-  Put(&line, "event", JsonString(l.event));
-  Put(&line, "data", StructValue(data));
+  SetField(&line, "ts", JsonString(LogTime(event.time())));
+  SetField(&line, "level", JsonString(l.level));
+  SetField(&line, "worker_id",
+           l.orchestrators ? JsonString(kOrchestrator) : numbers_.Id(event.worker_id()));
+  SetField(&line, "feature", JsonString(feature_));
+  SetField(&line, "message", JsonString(l.message));
+  if (!event.item_id().empty()) SetField(&line, "task_id", JsonString(event.item_id()));
+  if (!l.phase.empty()) SetField(&line, "phase", JsonString(l.phase));
+  SetField(&line, "event", JsonString(l.event));
+  SetField(&line, "data", StructValue(data));
   const absl::Time at = FromTimestamp(event.time());
   if (event.kind() == WorkEvent::KIND_ITEM_CLAIMED) {
     claimed_at_[event.item_id()] = at;
   } else if (event.kind() == WorkEvent::KIND_ITEM_COMPLETED) {
     if (auto it = claimed_at_.find(event.item_id()); it != claimed_at_.end()) {
-      Put(&line, "duration_ms",
-          JsonNumber(static_cast<double>(absl::ToInt64Milliseconds(at - it->second))));
+      SetField(&line, "duration_ms",
+               JsonNumber(static_cast<double>(absl::ToInt64Milliseconds(at - it->second))));
       claimed_at_.erase(it);
     }
   } else if (event.kind() == WorkEvent::KIND_ITEM_FAILED ||
@@ -261,10 +254,10 @@ void MahabharathaLogs::Add(const WorkEvent& event) {
     return;
   }
   Struct task;
-  Put(&task, "event", JsonString(l.event));
-  if (!event.worker_id().empty()) Put(&task, "worker_id", numbers_.Id(event.worker_id()));
-  for (auto& [key, value] : *data.mutable_fields()) Put(&task, key, std::move(value));
-  Put(&task, "ts", JsonString(LogTime(event.time())));
+  SetField(&task, "event", JsonString(l.event));
+  if (!event.worker_id().empty()) SetField(&task, "worker_id", numbers_.Id(event.worker_id()));
+  for (auto& [key, value] : *data.mutable_fields()) SetField(&task, key, std::move(value));
+  SetField(&task, "ts", JsonString(LogTime(event.time())));
   Append(absl::StrCat("tasks/", event.item_id(), "/execution.jsonl"),
          WriteJsonLine(StructValue(std::move(task)), TaskKeys()));
 }

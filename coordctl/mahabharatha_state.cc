@@ -27,11 +27,11 @@ using coordinator::v1::WorkItem;
 using google::protobuf::Struct;
 using google::protobuf::Value;
 
-constexpr char kMetaKey[] = "mahabharatha";
+constexpr char kMahabharathaKey[] = "mahabharatha";
 
 // The StateManager's keys in the order it writes them (its initial state, then a task's, a
 // worker's and a level's), so an export reads like its files.
-const std::vector<std::string>& KeyOrder() {
+const std::vector<std::string>& MahabharathaKeyOrder() {
   static const auto* order = new std::vector<std::string>{
       "feature", "status", "started_at", "current_level", "tasks", "workers", "levels",
       "execution_log", "metrics", "paused", "error",
@@ -61,7 +61,7 @@ absl::StatusOr<ItemStatus> ParseTaskStatus(const std::string& where, const std::
 }
 
 // What set_task_status writes for our status.
-std::string TaskStatusName(ItemStatus s) {
+std::string MahabharathaTaskStatus(ItemStatus s) {
   switch (s) {
     case coordinator::v1::ITEM_STATUS_RUNNING:
       return "in_progress";
@@ -84,7 +84,7 @@ LevelStatus ParseLevelStatus(const std::string& s) {
   return coordinator::v1::LEVEL_STATUS_UNSPECIFIED;
 }
 
-std::string LevelStatusName(LevelStatus s) {
+std::string MahabharathaLevelStatus(LevelStatus s) {
   switch (s) {
     case coordinator::v1::LEVEL_STATUS_RUNNING:
       return "running";
@@ -97,7 +97,7 @@ std::string LevelStatusName(LevelStatus s) {
   }
 }
 
-std::string WorkerStatusName(coordinator::v1::WorkerStatus s) {
+std::string MahabharathaWorkerStatus(coordinator::v1::WorkerStatus s) {
   switch (s) {
     case coordinator::v1::WORKER_STATUS_BUSY:
       return "running";
@@ -114,37 +114,18 @@ constexpr const char* kWorkerStatuses[] = {"initializing",  "ready",    "running
                                            "checkpointing", "stopping", "stopped", "crashed",
                                            "blocked",       "stalled"};
 
-void Put(Struct* s, const std::string& key, Value v) { (*s->mutable_fields())[key] = std::move(v); }
-
-const Value* Get(const Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  return it == s.fields().end() ? nullptr : &it->second;
-}
-
-// The string at `key`, or "" when it is missing or not a string.
-std::string GetString(const Struct& s, const std::string& key) {
-  const Value* v = Get(s, key);
-  return v != nullptr && v->kind_case() == Value::kStringValue ? v->string_value() : "";
-}
-
 // The status a level entry of the file says: merged when its merge completed (their
 // LevelCoordinator writes status "complete" and then merge_status "complete"; "merged" is what
 // set_level_status(level, "merged") writes), else its status.
 LevelStatus LevelStatusOf(const Struct& level) {
-  if (GetString(level, "merge_status") == "complete") return coordinator::v1::LEVEL_STATUS_MERGED;
-  return ParseLevelStatus(GetString(level, "status"));
+  if (StringField(level, "merge_status") == "complete") return coordinator::v1::LEVEL_STATUS_MERGED;
+  return ParseLevelStatus(StringField(level, "status"));
 }
 
-Value StructValue(Struct s) {
-  Value v;
-  *v.mutable_struct_value() = std::move(s);
-  return v;
-}
-
-const Struct& Meta(const Struct& metadata, const char* key) {
-  const Value* m = Get(metadata, kMetaKey);
+const Struct& MahabharathaMeta(const Struct& metadata, const char* key) {
+  const Value* m = FindField(metadata, kMahabharathaKey);
   if (m == nullptr || !m->has_struct_value()) return Struct::default_instance();
-  const Value* v = Get(m->struct_value(), key);
+  const Value* v = FindField(m->struct_value(), key);
   return v != nullptr && v->has_struct_value() ? v->struct_value() : Struct::default_instance();
 }
 
@@ -224,8 +205,8 @@ absl::StatusOr<WorkItem> ParseTask(const std::string& id, const Struct& object,
   absl::StatusOr<std::optional<int64_t>> retries = t.Integer("retry_count", false, 0, INT32_MAX);
   if (!retries.ok()) return retries.status();
   Struct meta;
-  Put(&meta, "task", StructValue(object));
-  Put(item.mutable_metadata(), kMetaKey, StructValue(std::move(meta)));
+  SetField(&meta, "task", StructValue(object));
+  SetField(item.mutable_metadata(), kMahabharathaKey, StructValue(std::move(meta)));
   return item;
 }
 
@@ -343,15 +324,15 @@ absl::StatusOr<MahabharathaRun> ParseMahabharathaState(absl::string_view json) {
   Struct state = *parsed;
   state.mutable_fields()->erase("tasks");
   Struct meta;
-  Put(&meta, "state", StructValue(std::move(state)));
-  Put(run.mutable_metadata(), kMetaKey, StructValue(std::move(meta)));
+  SetField(&meta, "state", StructValue(std::move(state)));
+  SetField(run.mutable_metadata(), kMahabharathaKey, StructValue(std::move(meta)));
   return out;
 }
 
 absl::Status JoinMahabharathaTaskGraph(absl::string_view task_graph_json, MahabharathaRun* run) {
   absl::StatusOr<Struct> top = ParseJsonObject(task_graph_json);
   if (!top.ok()) return top.status();
-  const std::string feature = GetString(*top, "feature");
+  const std::string feature = StringField(*top, "feature");
   if (!feature.empty() && feature != run->run.feature()) {
     return absl::InvalidArgumentError(
         absl::StrCat("task-graph.json is for feature \"", feature.substr(0, 256),
@@ -381,7 +362,7 @@ absl::Status JoinMahabharathaTaskGraph(absl::string_view task_graph_json, Mahabh
     *item.mutable_owned_files() = task.owned_files();
     *item.mutable_verification() = task.verification();
     for (const auto& field : task.metadata().fields()) {
-      if (field.first != kMetaKey)
+      if (field.first != kMahabharathaKey)
         (*item.mutable_metadata()->mutable_fields())[field.first] = field.second;
     }
     joined.emplace(item.item_id(), std::move(item));
@@ -404,15 +385,15 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
   *request.mutable_run() = parsed.run;
   if (parsed.levels_known) {
     // Kept with the run, so that the export writes each task's level (FormatMahabharathaState).
-    (*(*request.mutable_run()->mutable_metadata()->mutable_fields())[kMetaKey]
+    (*(*request.mutable_run()->mutable_metadata()->mutable_fields())[kMahabharathaKey]
           .mutable_struct_value()
           ->mutable_fields())["levels_known"]
         .set_bool_value(true);
   }
-  const Struct& state = Meta(parsed.run.metadata(), "state");
+  const Struct& state = MahabharathaMeta(parsed.run.metadata(), "state");
   // Which worker's current_task each task is.
   std::map<std::string, std::string> current_of;
-  if (const Value* v = Get(state, "workers"); v != nullptr && v->has_struct_value()) {
+  if (const Value* v = FindField(state, "workers"); v != nullptr && v->has_struct_value()) {
     std::vector<std::string> keys;
     for (const auto& entry : v->struct_value().fields()) keys.push_back(entry.first);
     std::sort(keys.begin(), keys.end());
@@ -420,7 +401,7 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
       const Struct& w = v->struct_value().fields().at(key).struct_value();
       RunWorker* worker = request.add_workers();
       worker->set_worker_id(key);
-      const std::string status = GetString(w, "status");
+      const std::string status = StringField(w, "status");
       if (status == "crashed" || status == "stalled") {
         worker->set_status(coordinator::v1::WORKER_STATUS_LOST);
       } else if (status == "stopping" || status == "stopped") {
@@ -429,14 +410,14 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
         worker->set_status(coordinator::v1::WORKER_STATUS_IDLE);
       }
       worker->set_status_reason(status.empty() ? "" : absl::StrCat("imported as ", status));
-      if (const Value* t = Get(w, "current_task"); t != nullptr && t->has_string_value()) {
+      if (const Value* t = FindField(w, "current_task"); t != nullptr && t->has_string_value()) {
         current_of.emplace(t->string_value(), key);
       }
-      if (const Value* t = Get(w, "health_check_at"); t != nullptr && t->has_string_value()) {
+      if (const Value* t = FindField(w, "health_check_at"); t != nullptr && t->has_string_value()) {
         absl::StatusOr<absl::Time> time = ParseIsoTime("health_check_at", t->string_value());
         if (time.ok()) *worker->mutable_last_heartbeat_time() = ToTimestamp(*time);
       }
-      if (const Value* n = Get(w, "tasks_completed");
+      if (const Value* n = FindField(w, "tasks_completed");
           n != nullptr && n->kind_case() == Value::kNumberValue && n->number_value() >= 0 &&
           n->number_value() < 1e15) {
         worker->set_items_completed(static_cast<int64_t>(n->number_value()));
@@ -459,7 +440,7 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
     if (item->status() != coordinator::v1::ITEM_STATUS_DONE) item->clear_complete_time();
   }
   if (parsed.levels_known) {
-    if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
+    if (const Value* v = FindField(state, "levels"); v != nullptr && v->has_struct_value()) {
       std::vector<std::pair<int64_t, const Struct*>> levels;
       for (const auto& entry : v->struct_value().fields()) {
         int64_t n = 0;
@@ -472,9 +453,9 @@ absl::StatusOr<coordinator::v1::ImportRunRequest> MahabharathaImportRequest(
         coordinator::v1::LevelState* level = request.mutable_run()->add_level_states();
         level->set_level(entry.first);
         level->set_status(coordinator::v1::LEVEL_STATUS_MERGED);
-        level->set_merge_commit(GetString(l, "merge_commit"));
+        level->set_merge_commit(StringField(l, "merge_commit"));
         for (const char* key : {"started_at", "completed_at", "merge_completed_at"}) {
-          const std::string text = GetString(l, key);
+          const std::string text = StringField(l, key);
           if (text.empty()) continue;
           absl::StatusOr<absl::Time> time = ParseIsoTime(key, text);
           if (!time.ok()) continue;
@@ -508,7 +489,7 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
       break;
     case WorkEvent::KIND_ITEM_FAILED:
       name = "task_failed";
-      Put(&data, "error", JsonString(event.message()));
+      SetField(&data, "error", JsonString(event.message()));
       break;
     case WorkEvent::KIND_ITEM_RETRIED:
       name = "task_retry";
@@ -520,28 +501,28 @@ std::optional<Value> ExecutionLogEntry(const coordinator::v1::WorkEvent& event,
       if (event.level_status() == coordinator::v1::LEVEL_STATUS_RUNNING) {
         name = "level_started";
         auto it = items_at_level.find(event.level());
-        Put(&data, "tasks", JsonNumber(it == items_at_level.end() ? 0 : it->second));
+        SetField(&data, "tasks", JsonNumber(it == items_at_level.end() ? 0 : it->second));
       } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_COMPLETE) {
         // Merging is a step of its own here (run level merge), as in their deferred merge.
         name = "level_complete";
-        Put(&data, "merge_deferred", JsonBool(true));
+        SetField(&data, "merge_deferred", JsonBool(true));
       } else if (event.level_status() == coordinator::v1::LEVEL_STATUS_MERGED) {
         name = "level_complete";
-        if (!event.message().empty()) Put(&data, "merge_commit", JsonString(event.message()));
+        if (!event.message().empty()) SetField(&data, "merge_commit", JsonString(event.message()));
       } else {
         return std::nullopt;
       }
-      Put(&data, "level", JsonNumber(static_cast<double>(event.level())));
+      SetField(&data, "level", JsonNumber(static_cast<double>(event.level())));
       break;
     default:
       return std::nullopt;
   }
-  if (!event.item_id().empty()) Put(&data, "task_id", JsonString(event.item_id()));
-  if (!event.worker_id().empty()) Put(&data, "worker_id", numbers.Id(event.worker_id()));
+  if (!event.item_id().empty()) SetField(&data, "task_id", JsonString(event.item_id()));
+  if (!event.worker_id().empty()) SetField(&data, "worker_id", numbers.Id(event.worker_id()));
   Struct entry;
-  Put(&entry, "timestamp", JsonString(PythonIsoTime(FromTimestamp(event.time()))));
-  Put(&entry, "event", JsonString(name));
-  Put(&entry, "data", StructValue(std::move(data)));
+  SetField(&entry, "timestamp", JsonString(PythonIsoTime(FromTimestamp(event.time()))));
+  SetField(&entry, "event", JsonString(name));
+  SetField(&entry, "data", StructValue(std::move(data)));
   return StructValue(std::move(entry));
 }
 
@@ -576,7 +557,7 @@ void WriteExecutionLog(const Run& run, const std::vector<WorkItem>& items,
   std::map<int64_t, int> items_at_level;
   for (const WorkItem& item : items) ++items_at_level[item.level()];
   Value log;
-  if (const Value* v = Get(state, "execution_log"); v != nullptr && v->has_list_value()) {
+  if (const Value* v = FindField(state, "execution_log"); v != nullptr && v->has_list_value()) {
     log = *v;
   }
   log.mutable_list_value();
@@ -604,7 +585,7 @@ void WriteExecutionLog(const Run& run, const std::vector<WorkItem>& items,
   for (Logged& logged : appended) {
     *log.mutable_list_value()->add_values() = std::move(logged.entry);
   }
-  if (!appended.empty() || !imported) Put(&state, "execution_log", std::move(log));
+  if (!appended.empty() || !imported) SetField(&state, "execution_log", std::move(log));
 }
 
 // The tasks, each as set_task_status writes a task the coordinator changed (or made); whether
@@ -617,61 +598,63 @@ bool WriteTasks(const Run& run, const std::vector<WorkItem>& items,
   // the coordinator knows them and the file did not have them: the level of a run made here or
   // imported with its task graph (a plain state file has none; its tasks read as level 1).
   const bool write_levels = !imported || [&] {
-    const Value* m = Get(run.metadata(), kMetaKey);
-    const Value* known =
-        m != nullptr && m->has_struct_value() ? Get(m->struct_value(), "levels_known") : nullptr;
+    const Value* m = FindField(run.metadata(), kMahabharathaKey);
+    const Value* known = m != nullptr && m->has_struct_value()
+                             ? FindField(m->struct_value(), "levels_known")
+                             : nullptr;
     return known != nullptr && known->kind_case() == Value::kBoolValue && known->bool_value();
   }();
   Struct tasks;
   for (const WorkItem& item : items) {
-    const Struct& task_original = Meta(item.metadata(), "task");
+    const Struct& task_original = MahabharathaMeta(item.metadata(), "task");
     Struct task = task_original;
-    if (write_levels && item.level() > 0 && Get(task, "level") == nullptr) {
-      Put(&task, "level", JsonNumber(static_cast<double>(item.level())));
+    if (write_levels && item.level() > 0 && FindField(task, "level") == nullptr) {
+      SetField(&task, "level", JsonNumber(static_cast<double>(item.level())));
     }
-    if (!item.title().empty() && Get(task, "title") == nullptr) {
-      Put(&task, "title", JsonString(item.title()));
+    if (!item.title().empty() && FindField(task, "title") == nullptr) {
+      SetField(&task, "title", JsonString(item.title()));
     }
-    if (!item.description().empty() && Get(task, "description") == nullptr) {
-      Put(&task, "description", JsonString(item.description()));
+    if (!item.description().empty() && FindField(task, "description") == nullptr) {
+      SetField(&task, "description", JsonString(item.description()));
     }
     // An item the coordinator changed (or made) is written as set_task_status writes a task.
     const bool item_changed = item.version() > 1 || task_original.fields().empty();
     if (item_changed) {
       changed = true;
       const std::string updated = PythonIsoTime(FromTimestamp(item.update_time()));
-      Put(&task, "status", JsonString(TaskStatusName(item.status())));
-      Put(&task, "updated_at", JsonString(updated));
-      if (!item.worker_id().empty()) Put(&task, "worker_id", numbers.Id(item.worker_id()));
+      SetField(&task, "status", JsonString(MahabharathaTaskStatus(item.status())));
+      SetField(&task, "updated_at", JsonString(updated));
+      if (!item.worker_id().empty()) SetField(&task, "worker_id", numbers.Id(item.worker_id()));
       if (item.has_start_time()) {
         const std::string started = PythonIsoTime(FromTimestamp(item.start_time()));
-        Put(&task, "claimed_at", JsonString(started));
-        Put(&task, "started_at", JsonString(started));
+        SetField(&task, "claimed_at", JsonString(started));
+        SetField(&task, "started_at", JsonString(started));
       }
       if (item.status() == coordinator::v1::ITEM_STATUS_DONE && item.has_complete_time()) {
-        Put(&task, "completed_at", JsonString(PythonIsoTime(FromTimestamp(item.complete_time()))));
+        SetField(&task, "completed_at",
+                 JsonString(PythonIsoTime(FromTimestamp(item.complete_time()))));
         // As their worker records it (record_task_duration) once the task is committed; their
         // metrics and status read it.
         if (item.has_start_time()) {
           const absl::Duration took =
               FromTimestamp(item.complete_time()) - FromTimestamp(item.start_time());
-          Put(&task, "duration_ms",
-              JsonNumber(static_cast<double>(
-                  absl::ToInt64Milliseconds(std::max(took, absl::ZeroDuration())))));
+          SetField(&task, "duration_ms",
+                   JsonNumber(static_cast<double>(
+                       absl::ToInt64Milliseconds(std::max(took, absl::ZeroDuration())))));
         }
       }
-      if (!item.last_error().empty()) Put(&task, "error", JsonString(item.last_error()));
+      if (!item.last_error().empty()) SetField(&task, "error", JsonString(item.last_error()));
       if (item.attempts() > 1) {
-        const Value* before = Get(task_original, "retry_count");
+        const Value* before = FindField(task_original, "retry_count");
         const double imported_retries =
             before != nullptr && before->kind_case() == Value::kNumberValue ? before->number_value()
                                                                             : 0;
-        Put(&task, "retry_count", JsonNumber(imported_retries + item.attempts() - 1));
+        SetField(&task, "retry_count", JsonNumber(imported_retries + item.attempts() - 1));
       }
     }
-    Put(&tasks, item.item_id(), StructValue(std::move(task)));
+    SetField(&tasks, item.item_id(), StructValue(std::move(task)));
   }
-  Put(&state, "tasks", StructValue(std::move(tasks)));
+  SetField(&state, "tasks", StructValue(std::move(tasks)));
 
   return changed;
 }
@@ -679,52 +662,54 @@ bool WriteTasks(const Run& run, const std::vector<WorkItem>& items,
 // current_level, the error of a failed run, and the levels whose status moved since the import.
 void WriteLevels(const Run& run, const std::vector<WorkItem>& items, Struct* state_out) {
   Struct& state = *state_out;
-  Put(&state, "current_level", JsonNumber(static_cast<double>(run.current_level())));
+  SetField(&state, "current_level", JsonNumber(static_cast<double>(run.current_level())));
   // A run that stopped on a failure: the error their status shows (set_error), unless the
   // file holds one of its own.
-  if (const Value* error = Get(state, "error");
+  if (const Value* error = FindField(state, "error");
       (error == nullptr || error->has_null_value()) &&
       (run.status() == coordinator::v1::RUN_STATUS_FAILED ||
        run.status() == coordinator::v1::RUN_STATUS_BLOCKED)) {
-    Put(&state, "error", JsonString(RunFailure(run, items)));
+    SetField(&state, "error", JsonString(RunFailure(run, items)));
   }
   // Levels whose status moved since the import, as set_level_status writes them.
   Struct levels;
-  if (const Value* v = Get(state, "levels"); v != nullptr && v->has_struct_value()) {
+  if (const Value* v = FindField(state, "levels"); v != nullptr && v->has_struct_value()) {
     levels = v->struct_value();
   }
   for (const coordinator::v1::LevelState& live : run.level_states()) {
     const std::string key = absl::StrCat(live.level());
     Struct level;
-    if (const Value* v = Get(levels, key); v != nullptr && v->has_struct_value()) {
+    if (const Value* v = FindField(levels, key); v != nullptr && v->has_struct_value()) {
       level = v->struct_value();
     }
-    const Value* was = Get(level, "status");
+    const Value* was = FindField(level, "status");
     if (was != nullptr && was->kind_case() == Value::kStringValue &&
         LevelStatusOf(level) == live.status()) {
       continue;
     }
     if (was == nullptr && live.status() == coordinator::v1::LEVEL_STATUS_PENDING) continue;
-    Put(&level, "status", JsonString(LevelStatusName(live.status())));
-    Put(&level, "updated_at", JsonString(PythonIsoTime(FromTimestamp(run.update_time()))));
+    SetField(&level, "status", JsonString(MahabharathaLevelStatus(live.status())));
+    SetField(&level, "updated_at", JsonString(PythonIsoTime(FromTimestamp(run.update_time()))));
     if (live.status() == coordinator::v1::LEVEL_STATUS_MERGED) {
       // As set_level_merge_status(level, COMPLETE) writes it after set_level_status.
       const std::string merged = PythonIsoTime(
           FromTimestamp(live.has_merge_time() ? live.merge_time() : run.update_time()));
-      Put(&level, "merge_status", JsonString("complete"));
-      Put(&level, "merge_updated_at", JsonString(merged));
-      Put(&level, "merge_completed_at", JsonString(merged));
+      SetField(&level, "merge_status", JsonString("complete"));
+      SetField(&level, "merge_updated_at", JsonString(merged));
+      SetField(&level, "merge_completed_at", JsonString(merged));
     }
     if (live.has_start_time()) {
-      Put(&level, "started_at", JsonString(PythonIsoTime(FromTimestamp(live.start_time()))));
+      SetField(&level, "started_at", JsonString(PythonIsoTime(FromTimestamp(live.start_time()))));
     }
     if (live.has_complete_time()) {
-      Put(&level, "completed_at", JsonString(PythonIsoTime(FromTimestamp(live.complete_time()))));
+      SetField(&level, "completed_at",
+               JsonString(PythonIsoTime(FromTimestamp(live.complete_time()))));
     }
-    if (!live.merge_commit().empty()) Put(&level, "merge_commit", JsonString(live.merge_commit()));
-    Put(&levels, key, StructValue(std::move(level)));
+    if (!live.merge_commit().empty())
+      SetField(&level, "merge_commit", JsonString(live.merge_commit()));
+    SetField(&levels, key, StructValue(std::move(level)));
   }
-  Put(&state, "levels", StructValue(std::move(levels)));
+  SetField(&state, "levels", StructValue(std::move(levels)));
 }
 
 // The coordinator's worker registry over the imported workers.
@@ -732,13 +717,13 @@ void WriteWorkers(const Run& run, const std::vector<RunWorker>& workers,
                   const MahabharathaWorkerNumbers& numbers, Struct* state_out) {
   Struct& state = *state_out;
   Struct map;
-  if (const Value* v = Get(state, "workers"); v != nullptr && v->has_struct_value()) {
+  if (const Value* v = FindField(state, "workers"); v != nullptr && v->has_struct_value()) {
     map = v->struct_value();
   }
   for (const RunWorker& w : workers) {
     Struct entry;
     const std::string key = numbers.Key(w.worker_id());
-    if (const Value* v = Get(map, key); v != nullptr && v->has_struct_value()) {
+    if (const Value* v = FindField(map, key); v != nullptr && v->has_struct_value()) {
       entry = v->struct_value();
       // Registered by the import (with the run) and not changed since: as it was imported.
       if (w.has_create_time() &&
@@ -747,28 +732,29 @@ void WriteWorkers(const Run& run, const std::vector<RunWorker>& workers,
         continue;
       }
     }
-    Put(&entry, "worker_id", numbers.Id(w.worker_id()));
-    Put(&entry, "status", JsonString(WorkerStatusName(w.status())));
-    Put(&entry, "current_task",
-        w.current_item().empty() ? JsonNull() : JsonString(w.current_item()));
-    Put(&entry, "health_check_at",
-        w.has_last_heartbeat_time()
-            ? JsonString(PythonIsoTime(FromTimestamp(w.last_heartbeat_time())))
-            : JsonNull());
+    SetField(&entry, "worker_id", numbers.Id(w.worker_id()));
+    SetField(&entry, "status", JsonString(MahabharathaWorkerStatus(w.status())));
+    SetField(&entry, "current_task",
+             w.current_item().empty() ? JsonNull() : JsonString(w.current_item()));
+    SetField(&entry, "health_check_at",
+             w.has_last_heartbeat_time()
+                 ? JsonString(PythonIsoTime(FromTimestamp(w.last_heartbeat_time())))
+                 : JsonNull());
     if (w.has_create_time()) {
-      Put(&entry, "started_at", JsonString(PythonIsoTime(FromTimestamp(w.create_time()))));
+      SetField(&entry, "started_at", JsonString(PythonIsoTime(FromTimestamp(w.create_time()))));
     }
-    Put(&entry, "tasks_completed", JsonNumber(static_cast<double>(w.items_completed())));
+    SetField(&entry, "tasks_completed", JsonNumber(static_cast<double>(w.items_completed())));
     // Every key WorkerState.to_dict writes, but `branch`: their state renderer takes len() of
     // it, which fails on null; without it, it shows "-".
     for (const char* key :
          {"port", "container_id", "worktree_path", "ready_at", "last_task_completed_at"}) {
-      if (Get(entry, key) == nullptr) Put(&entry, key, JsonNull());
+      if (FindField(entry, key) == nullptr) SetField(&entry, key, JsonNull());
     }
-    if (Get(entry, "context_usage") == nullptr) Put(&entry, "context_usage", JsonNumber(0));
-    Put(&map, key, StructValue(std::move(entry)));
+    if (FindField(entry, "context_usage") == nullptr)
+      SetField(&entry, "context_usage", JsonNumber(0));
+    SetField(&map, key, StructValue(std::move(entry)));
   }
-  Put(&state, "workers", StructValue(std::move(map)));
+  SetField(&state, "workers", StructValue(std::move(map)));
 }
 
 }  // namespace
@@ -777,28 +763,28 @@ std::string FormatMahabharathaState(const Run& run, const std::vector<WorkItem>&
                                     const std::vector<RunWorker>& workers,
                                     const std::vector<coordinator::v1::WorkEvent>* events) {
   const MahabharathaWorkerNumbers numbers(workers);
-  const Struct& original = Meta(run.metadata(), "state");
+  const Struct& original = MahabharathaMeta(run.metadata(), "state");
   const bool imported = !original.fields().empty();
   Struct state = original;
   if (!imported) {
     // The StateManager's initial state.
-    Put(&state, "started_at", JsonString(PythonIsoTime(FromTimestamp(run.create_time()))));
-    Put(&state, "current_level", JsonNumber(0));
-    Put(&state, "workers", StructValue(Struct()));
-    Put(&state, "levels", StructValue(Struct()));
+    SetField(&state, "started_at", JsonString(PythonIsoTime(FromTimestamp(run.create_time()))));
+    SetField(&state, "current_level", JsonNumber(0));
+    SetField(&state, "workers", StructValue(Struct()));
+    SetField(&state, "levels", StructValue(Struct()));
     Value log;
     log.mutable_list_value();
-    Put(&state, "execution_log", log);
-    Put(&state, "metrics", JsonNull());
-    Put(&state, "paused", JsonBool(false));
-    Put(&state, "error", JsonNull());
+    SetField(&state, "execution_log", log);
+    SetField(&state, "metrics", JsonNull());
+    SetField(&state, "paused", JsonBool(false));
+    SetField(&state, "error", JsonNull());
   }
-  Put(&state, "feature", JsonString(run.feature()));
+  SetField(&state, "feature", JsonString(run.feature()));
 
   if (events != nullptr) WriteExecutionLog(run, items, numbers, *events, imported, &state);
   if (WriteTasks(run, items, numbers, imported, &state)) WriteLevels(run, items, &state);
   if (!workers.empty()) WriteWorkers(run, workers, numbers, &state);
-  return WriteJson(StructValue(std::move(state)), 2, KeyOrder());
+  return WriteJson(StructValue(std::move(state)), 2, MahabharathaKeyOrder());
 }
 
 std::string FormatMahabharathaAssignments(const Run& run, const std::vector<WorkItem>& items,
@@ -820,18 +806,19 @@ std::string FormatMahabharathaAssignments(const Run& run, const std::vector<Work
   assignments.mutable_list_value();
   for (const WorkItem* item : held) {
     Struct entry;
-    Put(&entry, "task_id", JsonString(item->item_id()));
-    Put(&entry, "worker_id", numbers.Id(item->worker_id()));
+    SetField(&entry, "task_id", JsonString(item->item_id()));
+    SetField(&entry, "worker_id", numbers.Id(item->worker_id()));
     // save_to_file writes these two constants ("Would need task data for actual level").
-    Put(&entry, "level", JsonNumber(0));
-    Put(&entry, "estimated_minutes", JsonNumber(15));
+    SetField(&entry, "level", JsonNumber(0));
+    SetField(&entry, "estimated_minutes", JsonNumber(15));
     *assignments.mutable_list_value()->add_values() = StructValue(std::move(entry));
   }
   Struct out;
-  Put(&out, "feature", JsonString(run.feature()));
-  Put(&out, "worker_count", JsonNumber(static_cast<double>(std::max(registered, holders.size()))));
-  Put(&out, "assignments", std::move(assignments));
-  Put(&out, "generated_at", JsonString(PythonIsoTime(now)));
+  SetField(&out, "feature", JsonString(run.feature()));
+  SetField(&out, "worker_count",
+           JsonNumber(static_cast<double>(std::max(registered, holders.size()))));
+  SetField(&out, "assignments", std::move(assignments));
+  SetField(&out, "generated_at", JsonString(PythonIsoTime(now)));
   return WriteJson(StructValue(std::move(out)), 2,
                    {"feature", "worker_count", "assignments", "generated_at", "task_id",
                     "worker_id", "level", "estimated_minutes"});

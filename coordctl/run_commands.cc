@@ -161,7 +161,7 @@ int RunImport(const Env& env, const ParsedArgs& args) {
   return PrintCreated(env, args, created);
 }
 
-int RunStatus(const Env& env, const ParsedArgs& args) {
+int RunWorkStatus(const Env& env, const ParsedArgs& args) {
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::GetRunRequest get;
   get.set_run_id(args.positional[0]);
@@ -211,7 +211,7 @@ int RunStatus(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunList(const Env& env, const ParsedArgs& args) {
+int RunWorkList(const Env& env, const ParsedArgs& args) {
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::ListRunsRequest request;
   request.set_page_size(1000);
@@ -314,7 +314,7 @@ void PrintFailed(const Env& env, const WorkItem& item) {
   *env.out << std::endl;
 }
 
-int RunFail(const Env& env, const ParsedArgs& args) {
+int RunWorkFail(const Env& env, const ParsedArgs& args) {
   if (!args.has("error")) return Fail(env, "--error is required", kExitUsage);
   coordinator::v1::FailRequest request;
   request.set_lease(args.positional[0]);
@@ -372,7 +372,7 @@ std::string ItemLine(const WorkItem& item) {
   return line;
 }
 
-int RunWatch(const Env& env, const ParsedArgs& args) {
+int RunWorkWatch(const Env& env, const ParsedArgs& args) {
   auto stub = WorkService::NewStub(env.channel);
   coordinator::v1::WatchRunRequest request;
   request.set_run_id(args.positional[0]);
@@ -676,7 +676,7 @@ void AddLeaseCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunFail});
+                       RunWorkFail});
   commands->push_back({{"run", "retry"},
                        "<run> <item>",
                        "send a blocked or failed item back to pending",
@@ -699,7 +699,7 @@ void AddRunSteeringCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunWatch});
+                       RunWorkWatch});
   AddRunWorkCommand(commands);  // run_work.cc
   commands->push_back({{"run", "workers"},
                        "<run> [--json]",
@@ -795,9 +795,9 @@ void AddRunCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunStatus});
+                       RunWorkStatus});
   commands->push_back(
-      {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunList});
+      {{"run", "list"}, "[--json]", "list runs", {}, {"json"}, 0, 0, false, RunWorkList});
   AddLeaseCommands(commands);
   AddRunSteeringCommands(commands);
 }

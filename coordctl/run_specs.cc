@@ -117,14 +117,6 @@ absl::StatusOr<WorkItem> ReadSpecItem(const std::string& spec_path, const std::s
   return item;
 }
 
-namespace {
-// A parser's message on one line (protobuf's JSON errors span several).
-std::string OneLine(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return std::string(absl::StripAsciiWhitespace(text));
-}
-}  // namespace
-
 absl::StatusOr<std::vector<WorkItem>> ParseItemsJson(absl::string_view json, size_t max_items) {
   google::protobuf::Value root;
   google::protobuf::util::JsonParseOptions strict;

@@ -50,7 +50,7 @@ bool ValidRunId(absl::string_view id) {
 }
 
 // Protobuf's JSON of `message` without its default fields, on one line.
-std::string CompactJson(const google::protobuf::Message& message) {
+std::string WireJson(const google::protobuf::Message& message) {
   std::string json;
   (void)google::protobuf::util::MessageToJsonString(message, &json);
   return json;
@@ -72,8 +72,7 @@ absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
   request.set_history_length(0);
   request.set_include_artifacts(true);
   a2apb::ListTasksResponse response;
-  auto context = env.NewContext();
-  a2a_protocol::AddVersion(context.get());
+  auto context = env.NewA2AContext();
   grpc::Status s = stub->ListTasks(context.get(), request, &response);
   if (!s.ok()) {
     return absl::UnavailableError(
@@ -95,8 +94,8 @@ std::string AssessmentRequest(const std::vector<ScenarioRunAgent>& agents,
                     common::JsonQuote(agents[i].spec->role), ": ",
                     common::JsonQuote(absl::StrCat(gateway, "/agents/", agents[i].name, "/")));
   }
-  return absl::StrCat(R"({"participants": {)", participants, R"(}, "config": )",
-                      CompactJson(config), "}");
+  return absl::StrCat(R"({"participants": {)", participants, R"(}, "config": )", WireJson(config),
+                      "}");
 }
 
 absl::StatusOr<a2apb::Task> SendAssessment(const Env& env, const std::string& green,
@@ -111,8 +110,7 @@ absl::StatusOr<a2apb::Task> SendAssessment(const Env& env, const std::string& gr
   message->add_parts()->set_text(text);
   request.mutable_configuration()->set_return_immediately(true);
   a2apb::SendMessageResponse response;
-  auto context = env.NewContext();
-  a2a_protocol::AddVersion(context.get());
+  auto context = env.NewA2AContext();
   grpc::Status s = stub->SendMessage(context.get(), request, &response);
   if (!s.ok()) {
     return absl::UnavailableError(
@@ -332,8 +330,7 @@ int FollowAll(const Env& env, std::vector<Assessment>& assessments, absl::Durati
       a2apb::GetTaskRequest request;
       request.set_id(a.task.id());
       request.set_history_length(0);
-      auto context = env.NewContext();
-      a2a_protocol::AddVersion(context.get());
+      auto context = env.NewA2AContext();
       a2apb::Task task;
       grpc::Status s = stub->GetTask(context.get(), request, &task);
       if (s.ok()) a.task = std::move(task);
@@ -370,7 +367,7 @@ absl::Status WriteResults(const std::string& path, const std::string& run_id,
     completed = completed && a.task.status().state() == a2apb::TASK_STATE_COMPLETED;
     std::string artifacts;
     for (const a2apb::Artifact& artifact : a.task.artifacts()) {
-      absl::StrAppend(&artifacts, artifacts.empty() ? "" : ", ", CompactJson(artifact));
+      absl::StrAppend(&artifacts, artifacts.empty() ? "" : ", ", WireJson(artifact));
     }
     absl::StrAppend(
         &list, list.empty() ? "\n    " : ",\n    ", "{\"shard\": ", a.shard,
@@ -476,20 +473,19 @@ absl::StatusOr<std::vector<a2apb::Task>> RunTasks(const Env& env, const std::str
   request.set_include_artifacts(true);
   std::vector<a2apb::Task> tasks;
   const std::string context = ContextOf(run_id);
-  while (true) {
-    a2apb::ListTasksResponse page;
-    auto client = env.NewContext();
-    a2a_protocol::AddVersion(client.get());
-    grpc::Status s = stub->ListTasks(client.get(), request, &page);
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) break;  // no such agent: no such run
-    if (!s.ok()) return absl::UnavailableError(s.error_message());
-    for (a2apb::Task& task : *page.mutable_tasks()) {
-      if (task.context_id() == context || absl::StartsWith(task.context_id(), context + "-s")) {
-        tasks.push_back(std::move(task));
-      }
-    }
-    if (page.next_page_token().empty()) break;
-    request.set_page_token(page.next_page_token());
+  const grpc::Status s = ForEachPage(
+      env, *stub, &a2apb::A2AService::Stub::ListTasks, request,
+      [&](a2apb::ListTasksResponse& page) {
+        for (a2apb::Task& task : *page.mutable_tasks()) {
+          if (task.context_id() == context || absl::StartsWith(task.context_id(), context + "-s")) {
+            tasks.push_back(std::move(task));
+          }
+        }
+      },
+      &Env::NewA2AContext);
+  // NOT_FOUND: no such green agent, so no such run.
+  if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND) {
+    return absl::UnavailableError(s.error_message());
   }
   if (tasks.empty()) return absl::NotFoundError(absl::StrCat("no assessment of run ", run_id));
   std::reverse(tasks.begin(), tasks.end());
@@ -517,7 +513,7 @@ int ShowTasks(const Env& env, const ParsedArgs& args, const std::vector<a2apb::T
     *env.out << task.context_id() << "  " << task.id() << "  "
              << TaskStateWord(task.status().state()) << "\n";
     for (const a2apb::Artifact& artifact : task.artifacts()) {
-      *env.out << "  artifact " << artifact.name() << ": " << CompactJson(artifact) << "\n";
+      *env.out << "  artifact " << artifact.name() << ": " << WireJson(artifact) << "\n";
     }
   }
   env.out->flush();
@@ -531,8 +527,7 @@ int CancelTasks(const Env& env, const std::vector<a2apb::Task>& tasks) {
     a2apb::CancelTaskRequest request;
     request.set_id(task.id());
     a2apb::Task canceled;
-    auto context = env.NewContext();
-    a2a_protocol::AddVersion(context.get());
+    auto context = env.NewA2AContext();
     grpc::Status s = stub->CancelTask(context.get(), request, &canceled);
     if (!s.ok()) return ReportRpcError(env, s);
     *env.out << "canceled " << canceled.id() << " (" << canceled.context_id() << ")" << std::endl;
@@ -540,7 +535,7 @@ int CancelTasks(const Env& env, const std::vector<a2apb::Task>& tasks) {
   return kExitOk;
 }
 
-int RunShow(const Env& env, const ParsedArgs& args) {
+int RunScenarioShow(const Env& env, const ParsedArgs& args) {
   return WithRunTasks(env, args, [&](const auto& tasks) { return ShowTasks(env, args, tasks); });
 }
 
@@ -549,36 +544,34 @@ int RunCancel(const Env& env, const ParsedArgs& args) {
 }
 
 // Runs are known by their green agents, registered as "<run id>.green_agent".
-int RunList(const Env& env, const ParsedArgs& args) {
+int RunScenarioList(const Env& env, const ParsedArgs& args) {
   auto stub = coordinator::v1::AgentRegistry::NewStub(env.channel);
   coordinator::v1::ListAgentsRequest request;
   request.set_page_size(1000);
   constexpr absl::string_view kGreen = ".green_agent";
-  while (true) {
-    coordinator::v1::ListAgentsResponse page;
-    grpc::Status s = stub->ListAgents(env.NewContext().get(), request, &page);
-    if (!s.ok()) return ReportRpcError(env, s);
-    for (const coordinator::v1::Agent& agent : page.agents()) {
-      if (!absl::EndsWith(agent.name(), kGreen)) continue;
-      const std::string run_id(absl::StripSuffix(agent.name(), kGreen));
-      absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, run_id);
-      std::map<std::string, int> states;
-      if (tasks.ok()) {
-        for (const a2apb::Task& t : *tasks) ++states[TaskStateWord(t.status().state())];
-      }
-      std::string summary;
-      for (const auto& [state, n] : states) absl::StrAppend(&summary, " ", n, " ", state);
-      if (args.flag("json")) {
-        *env.out << "{\"run_id\": " << common::JsonQuote(run_id)
-                 << ", \"assessments\": " << (tasks.ok() ? tasks->size() : 0) << "}\n";
-      } else {
-        *env.out << run_id << "  " << (tasks.ok() ? tasks->size() : 0) << " assessments"
-                 << (summary.empty() ? "" : ":") << summary << "\n";
-      }
-    }
-    if (page.next_page_token().empty()) break;
-    request.set_page_token(page.next_page_token());
-  }
+  const grpc::Status s = ForEachPage(
+      env, *stub, &coordinator::v1::AgentRegistry::Stub::ListAgents, request,
+      [&](const coordinator::v1::ListAgentsResponse& page) {
+        for (const coordinator::v1::Agent& agent : page.agents()) {
+          if (!absl::EndsWith(agent.name(), kGreen)) continue;
+          const std::string run_id(absl::StripSuffix(agent.name(), kGreen));
+          absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, run_id);
+          std::map<std::string, int> states;
+          if (tasks.ok()) {
+            for (const a2apb::Task& t : *tasks) ++states[TaskStateWord(t.status().state())];
+          }
+          std::string summary;
+          for (const auto& [state, n] : states) absl::StrAppend(&summary, " ", n, " ", state);
+          if (args.flag("json")) {
+            *env.out << "{\"run_id\": " << common::JsonQuote(run_id)
+                     << ", \"assessments\": " << (tasks.ok() ? tasks->size() : 0) << "}\n";
+          } else {
+            *env.out << run_id << "  " << (tasks.ok() ? tasks->size() : 0) << " assessments"
+                     << (summary.empty() ? "" : ":") << summary << "\n";
+          }
+        }
+      });
+  if (!s.ok()) return ReportRpcError(env, s);
   env.out->flush();
   return kExitOk;
 }
@@ -608,7 +601,7 @@ void AddScenarioCommands(std::vector<Command>* commands) {
                        0,
                        0,
                        false,
-                       RunList});
+                       RunScenarioList});
   commands->push_back({{"scenario", "show"},
                        "<run_id> [--json]",
                        "the state and artifacts of a scenario run's assessments",
@@ -617,7 +610,7 @@ void AddScenarioCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunShow});
+                       RunScenarioShow});
   commands->push_back({{"scenario", "cancel"},
                        "<run_id>",
                        "cancel a scenario run's assessments that have not ended",

@@ -18,13 +18,6 @@ namespace {
 
 using coordinator::v1::TaskStateService;
 
-// The free text of a command: the positional argument at `index`, or the words after "--"
-// (for text that starts with "--").
-std::string FreeText(const ParsedArgs& args, size_t index) {
-  if (index < args.positional.size()) return args.positional[index];
-  return absl::StrJoin(args.rest, " ");
-}
-
 // At most `max_chars` UTF-8 characters of `text`, control characters (a newline in a
 // description) shown as spaces so that one task stays one line.
 std::string FirstChars(const std::string& text, size_t max_chars) {
@@ -43,7 +36,7 @@ int RunInit(const Env& env, const ParsedArgs& args) {
     return Fail(env, "the description is required", kExitUsage);
   }
   coordinator::v1::InitTaskRequest request;
-  request.set_description(FreeText(args, 0));
+  request.set_description(args.free_text(0));
   if (args.has("id_text")) request.set_id_text(args.get("id_text"));
   coordinator::v1::InitTaskResponse response;
   grpc::Status s =
@@ -67,7 +60,7 @@ grpc::Status GetStateJson(const Env& env, const std::string& task_id, std::strin
 // A field name, or a path (`a.b`, `failures[0].error`) read out of the whole state. With
 // --compat, as the script's `jq -r '.<field> // empty'`: nothing (exit 0) for an unset field,
 // null or false; nothing (exit 1) for an unknown task.
-int RunGet(const Env& env, const ParsedArgs& args) {
+int RunTaskGet(const Env& env, const ParsedArgs& args) {
   const std::string& task_id = args.positional[0];
   const std::string& field = args.positional[1];
   const bool compat = args.flag("compat");
@@ -126,7 +119,7 @@ int RunSet(const Env& env, const ParsedArgs& args) {
   coordinator::v1::SetTaskFieldRequest request;
   request.set_task_id(args.positional[0]);
   request.set_field(args.positional[1]);
-  request.set_value(NumericLikeTheScript(FreeText(args, 2)));
+  request.set_value(NumericLikeTheScript(args.free_text(2)));
   coordinator::v1::SetTaskFieldResponse response;
   grpc::Status s = TaskStateService::NewStub(env.channel)
                        ->SetTaskField(env.NewContext().get(), request, &response);
@@ -159,7 +152,7 @@ int RunTier(const Env& env, const ParsedArgs& args) {
 int RunEscalate(const Env& env, const ParsedArgs& args) {
   coordinator::v1::EscalateRequest request;
   request.set_task_id(args.positional[0]);
-  request.set_reason(FreeText(args, 1));
+  request.set_reason(args.free_text(1));
   if (args.has("steps")) {
     absl::StatusOr<int64_t> steps = ParseIntArg("--steps", args.get("steps"));
     if (!steps.ok()) return Fail(env, std::string(steps.status().message()), kExitUsage);
@@ -176,13 +169,13 @@ int RunEscalate(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunFail(const Env& env, const ParsedArgs& args) {
+int RunTaskFail(const Env& env, const ParsedArgs& args) {
   if (args.positional.size() < 2 && args.rest.empty()) {
     return Fail(env, "the error text is required", kExitUsage);
   }
   coordinator::v1::RecordFailureRequest request;
   request.set_task_id(args.positional[0]);
-  request.set_error(FreeText(args, 1));
+  request.set_error(args.free_text(1));
   coordinator::v1::RecordFailureResponse response;
   grpc::Status s = TaskStateService::NewStub(env.channel)
                        ->RecordFailure(env.NewContext().get(), request, &response);
@@ -203,7 +196,7 @@ int RunQualityGate(const Env& env, const ParsedArgs& args) {
     return Fail(env, absl::StrCat("the verdict is pass or fail, not \"", verdict, "\""),
                 kExitUsage);
   }
-  request.set_detail(FreeText(args, 3));
+  request.set_detail(args.free_text(3));
   coordinator::v1::RecordQualityGateResponse response;
   grpc::Status s = TaskStateService::NewStub(env.channel)
                        ->RecordQualityGate(env.NewContext().get(), request, &response);
@@ -237,7 +230,7 @@ int RunState(const Env& env, const ParsedArgs& args) {
   return kExitOk;
 }
 
-int RunList(const Env& env, const ParsedArgs& /*args*/) {
+int RunTaskList(const Env& env, const ParsedArgs& /*args*/) {
   auto stub = TaskStateService::NewStub(env.channel);
   coordinator::v1::ListTasksRequest request;
   request.set_page_size(1000);
@@ -258,7 +251,7 @@ int RunList(const Env& env, const ParsedArgs& /*args*/) {
   return kExitOk;
 }
 
-int RunCleanup(const Env& env, const ParsedArgs& args) {
+int RunTaskCleanup(const Env& env, const ParsedArgs& args) {
   coordinator::v1::CleanupTaskRequest request;
   request.set_task_id(args.positional[0]);
   coordinator::v1::CleanupTaskResponse response;
@@ -309,7 +302,7 @@ void AddTaskLadderCommands(std::vector<Command>* commands) {
                        1,
                        2,
                        true,
-                       RunFail});
+                       RunTaskFail});
   commands->push_back({{"task", "qg"},
                        "<task_id> <check> pass|fail [\"<detail>\"]",
                        "record a quality-gate result",
@@ -350,7 +343,7 @@ void AddTaskReadCommands(std::vector<Command>* commands) {
                        0,
                        0,
                        false,
-                       RunList});
+                       RunTaskList});
   commands->push_back({{"task", "cleanup"},
                        "<task_id>",
                        "remove the task's state (and any breaker block of it)",
@@ -359,7 +352,7 @@ void AddTaskReadCommands(std::vector<Command>* commands) {
                        1,
                        1,
                        false,
-                       RunCleanup});
+                       RunTaskCleanup});
 }
 
 }  // namespace
@@ -384,7 +377,7 @@ void AddTaskCommands(std::vector<Command>* commands) {
                        2,
                        2,
                        false,
-                       RunGet});
+                       RunTaskGet});
   commands->push_back({{"task", "set"},
                        "<task_id> <field> <value>",
                        "set task_desc, attempt_count, model_tier, created_at or a custom field "
