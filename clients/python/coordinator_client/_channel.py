@@ -1,5 +1,6 @@
 """Channel settings shared by the blocking and the asyncio client: credentials as coordctl takes
-them (common/grpc_client.h), channel options, the retry backoff, and the health check's codec.
+them (common/grpc_client.h), channel options, the retry policy, the health check's codec, and the
+halves of Coordinator and of the transport that do no I/O.
 
 The bearer token is sent as "authorization: Bearer <token>" metadata on every call rather than as
 gRPC call credentials, which gRPC refuses to send over a plaintext channel; the coordinator on
@@ -12,12 +13,13 @@ import ipaddress
 import os
 import random
 import socket
+import time
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from coordinator_client._errors import CoordinatorError, error_for
-from coordinator_client._values import check_str
+from coordinator_client._errors import CoordinatorError, error_for, from_rpc_error
+from coordinator_client._values import Seconds, check_positive_seconds, check_str
 
 PathOrPem = Union[str, "os.PathLike[str]", bytes]
 Metadata = Tuple[Tuple[str, str], ...]
@@ -64,6 +66,41 @@ def retries_spent(retried: Tuple[grpc.StatusCode, str], attempts: int, budget: f
 
 def next_backoff(backoff: float) -> float:
     return min(backoff * 2, MAX_BACKOFF)
+
+
+class Retries:
+    """The retry decisions of one call, made without I/O: how long each attempt may take, and
+    after a failure either the pause before the next attempt or the error to give up with. Both
+    transports' `call` loop over it (send, and on an RpcError sleep for `pause_after`)."""
+
+    def __init__(self, name: str, budget: float) -> None:
+        self.name = name
+        self.budget = budget
+        self.deadline = time.monotonic() + budget
+        self.attempts = 0
+        self._backoff = FIRST_BACKOFF
+        self._retried: Optional[Tuple[grpc.StatusCode, str]] = None
+
+    def attempt_timeout(self) -> float:
+        """Counts one more attempt; returns the time it may take."""
+        self.attempts += 1
+        return max(self.deadline - time.monotonic(), 0.001)
+
+    def pause_after(self, error: Any, closed: bool) -> float:
+        """The pause before the next attempt after `error` (a grpc.RpcError, sync or aio).
+        Raises the CoordinatorError to give up with: at once for a code that is not retried
+        (or once the channel is closed), else when the time is spent."""
+        code, details = error.code(), error.details() or ""
+        if code in RETRIED_CODES and not closed:
+            self._retried = (code, details)
+            pause = min(self._backoff, self.deadline - time.monotonic())
+            if pause > 0:
+                self._backoff = next_backoff(self._backoff)
+                return pause
+        if self._retried is not None and code in RETRIED_CODES | {
+                grpc.StatusCode.DEADLINE_EXCEEDED}:
+            raise retries_spent(self._retried, self.attempts, self.budget, self.name) from None
+        raise from_rpc_error(error, self.name) from None
 
 
 def jitter(attempt: int) -> float:
@@ -188,6 +225,63 @@ def target_of(target: Any) -> str:
     return ("ipv4:" if v4 else "ipv6:") + ",".join(unique)
 
 
+class ChannelSettings:
+    """A Coordinator's arguments, checked and loaded before anything connects: the target, the
+    timeout of one call, the metadata every call carries, the TLS credentials (None: plaintext)
+    and the channel options."""
+
+    def __init__(self, target: str, token: Optional[str], token_file: Any,
+                 tls_ca: Optional[PathOrPem], tls_server_name: Optional[str], timeout: Seconds,
+                 options: Optional[Sequence[Tuple[str, Any]]]) -> None:
+        self.target = target_of(target)
+        self.timeout = check_positive_seconds("timeout", timeout)
+        self.metadata: Metadata = metadata_for(load_token(token, token_file))
+        self.credentials = credentials_for(load_ca(tls_ca))
+        self.options = channel_options(tls_server_name, options)
+
+
+class TransportBase:
+    """What both transports hold: the target, the timeout of one call, the metadata every call
+    carries, and the channel, which each opens its own way (grpc or grpc.aio)."""
+
+    def __init__(self, settings: ChannelSettings) -> None:
+        self.target = settings.target
+        self.timeout = settings.timeout
+        self.metadata = settings.metadata
+        self.closed = False
+        self.channel = self._open_channel(settings)
+
+    def _open_channel(self, settings: ChannelSettings) -> Any:
+        raise NotImplementedError
+
+
+class CoordinatorBase:
+    """What both Coordinators share: the arguments (see coordinator_client.Coordinator), and the
+    target and timeout. A subclass's _connect makes its transport and services."""
+
+    _t: TransportBase
+
+    def __init__(self, target: str = "127.0.0.1:50051", token: Optional[str] = None,
+                 tls_ca: Optional[PathOrPem] = None, timeout: Seconds = 10.0, *,
+                 token_file: Optional[Any] = None, tls_server_name: Optional[str] = None,
+                 options: Optional[Sequence[Tuple[str, Any]]] = None) -> None:
+        self._connect(ChannelSettings(target, token, token_file, tls_ca, tls_server_name,
+                                      timeout, options))
+
+    def _connect(self, settings: ChannelSettings) -> None:
+        raise NotImplementedError
+
+    @property
+    def target(self) -> str:
+        """host:port of the coordinator."""
+        return self._t.target
+
+    @property
+    def timeout(self) -> float:
+        """Seconds one call may take, retries included."""
+        return self._t.timeout
+
+
 # grpc.health.v1 by hand: HealthCheckRequest{string service = 1} and
 # HealthCheckResponse{ServingStatus status = 1}. Two fields do not justify generating (and
 # registering in the process's descriptor pool) a second copy of grpc/health/v1/health.proto.
@@ -213,3 +307,9 @@ def decode_health_response(data: bytes) -> str:
     # The only field is a small enum: tag 0x08, then one varint byte.
     status = data[1] if len(data) >= 2 and data[0] == 0x08 else 0
     return _SERVING_STATUS.get(status, str(status))
+
+
+def health_method(channel: Any) -> Any:
+    """Health.Check on a channel, grpc or grpc.aio (both make it the same way)."""
+    return channel.unary_unary(HEALTH_METHOD, request_serializer=encode_health_request,
+                               response_deserializer=decode_health_response)

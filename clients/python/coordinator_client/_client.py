@@ -19,72 +19,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import (
-    Any,
-    Callable,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    TypeVar,
-    Union,
-)
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
 
 import grpc
 
 from coordinator_client import _requests as rq
 from coordinator_client._channel import (
-    FIRST_BACKOFF,
-    HEALTH_METHOD,
+    ChannelSettings,
+    CoordinatorBase,
     Metadata,
-    PathOrPem,
-    channel_options,
-    credentials_for,
-    decode_health_response,
-    encode_health_request,
-    jitter,
-    load_ca,
-    load_token,
-    metadata_for,
-    RETRIED_CODES,
-    next_backoff,
-    retries_spent,
-    target_of,
+    Retries,
+    TransportBase,
+    health_method,
 )
 from coordinator_client._errors import (
     Cancelled,
     Conflict,
     CoordinatorError,
-    DeadlineExceeded,
     FailedPrecondition,
     NotFound,
-    NothingToClaim,
     Unavailable,
-    from_rpc_error,
 )
-from coordinator_client._stubs import (
-    a2a_pb2,
-    a2a_pb2_grpc,
-    agent_registry_pb2,
-    agent_registry_pb2_grpc,
-    breaker_pb2,
-    breaker_pb2_grpc,
-    context_pb2,
-    context_pb2_grpc,
-    conversation_pb2,
-    conversation_pb2_grpc,
-    task_state_pb2,
-    task_state_pb2_grpc,
-    work_pb2,
-    work_pb2_grpc,
-)
+from coordinator_client._stubs import context_pb2, work_pb2
 from coordinator_client._values import (
-    A2A_STOP_STATES,
-    INT32_MAX,
-    INT64_MAX,
     A2ATask,
     Agent,
     BlockedTask,
@@ -106,79 +63,64 @@ from coordinator_client._values import (
     WorkItem,
     check_bool,
     check_id,
-    check_int,
-    check_positive_seconds,
     check_str,
-    seconds_of,
     task_id_of,
-    time_of,
 )
 
 T = TypeVar("T")
 
 
-class _Transport:
+class _Transport(TransportBase):
     """The channel, the metadata every call carries, and the retrying call."""
 
-    def __init__(self, target: str, token: Optional[str], token_file: Any,
-                 tls_ca: Optional[PathOrPem], tls_server_name: Optional[str], timeout: Seconds,
-                 options: Optional[Sequence[Tuple[str, Any]]]) -> None:
-        self.target = target_of(target)
-        self.timeout = check_positive_seconds("timeout", timeout)
-        self.metadata: Metadata = metadata_for(load_token(token, token_file))
-        credentials = credentials_for(load_ca(tls_ca))
-        opts = channel_options(tls_server_name, options)
-        self.closed = False
-        self.channel = (grpc.secure_channel(self.target, credentials, options=opts)
-                        if credentials is not None else
-                        grpc.insecure_channel(self.target, options=opts))
+    def _open_channel(self, settings: ChannelSettings) -> grpc.Channel:
+        if settings.credentials is None:
+            return grpc.insecure_channel(self.target, options=settings.options)
+        return grpc.secure_channel(self.target, settings.credentials, options=settings.options)
 
-    def call(self, method: Callable[..., T], name: str, request: Any, *,
-             timeout: Optional[float] = None, metadata: Metadata = ()) -> T:
+    def call(self, method: Any, name: str, request: Any, *,
+             timeout: Optional[float] = None, metadata: Metadata = ()) -> Any:
         """Calls a unary method; retries UNAVAILABLE with backoff within the timeout."""
-        budget = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + budget
-        backoff = FIRST_BACKOFF
-        attempts = 0
-        retried: Optional[Tuple[grpc.StatusCode, str]] = None
+        retries = Retries(name, self.timeout if timeout is None else timeout)
         while True:
-            attempts += 1
-            remaining = deadline - time.monotonic()
             try:
-                return method(request, timeout=max(remaining, 0.001),
+                return method(request, timeout=retries.attempt_timeout(),
                               metadata=self.metadata + metadata)
             except grpc.RpcError as error:
-                code, details = error.code(), error.details()  # type: ignore[attr-defined]
-                if code in RETRIED_CODES and not self.closed:
-                    retried = (code, details)
-                    pause = min(backoff, deadline - time.monotonic())
-                    if pause > 0:
-                        time.sleep(pause)
-                        backoff = next_backoff(backoff)
-                        continue
-                if retried is not None and code in RETRIED_CODES | {
-                        grpc.StatusCode.DEADLINE_EXCEEDED}:
-                    raise retries_spent(retried, attempts, budget, name) from None
-                raise from_rpc_error(error, name) from None
+                pause = retries.pause_after(error, self.closed)
+            time.sleep(pause)
 
-    def pages(self, method: Callable[..., Any], name: str, request: Any,
-              field: str) -> Iterator[Any]:
+    def run(self, stub: Any, call: rq.Call[T]) -> T:
+        """Makes the call on the stub; returns the answer, decoded."""
+        return call.decode(self.call(getattr(stub, call.method), call.name, call.request,
+                                     timeout=call.timeout, metadata=call.metadata))
+
+    def pages(self, stub: Any, listing: rq.Listing[T]) -> Iterator[T]:
         """The items of every page of a listing, fetched as they are consumed."""
-        request_copy = type(request)()
-        request_copy.CopyFrom(request)
-        while True:
-            response = self.call(method, name, request_copy)
-            yield from getattr(response, field)
-            if not response.next_page_token:
-                return
-            request_copy.page_token = response.next_page_token
+        while not listing.done:
+            yield from listing.page(self.call(getattr(stub, listing.method), listing.name,
+                                              listing.request, metadata=listing.metadata))
 
     def close(self) -> None:
         self.closed = True
         self.channel.close()
 
 
-class Coordinator:
+class _Service:
+    """A service's stub on the transport, and the calls made through it."""
+
+    def __init__(self, transport: _Transport, service: str) -> None:
+        self._t = transport
+        self._stub = rq.STUBS[service](transport.channel)
+
+    def _run(self, call: rq.Call[T]) -> T:
+        return self._t.run(self._stub, call)
+
+    def _pages(self, listing: rq.Listing[T]) -> Iterator[T]:
+        return self._t.pages(self._stub, listing)
+
+
+class Coordinator(CoordinatorBase):
     """A connection to the coordinator.
 
         with Coordinator("127.0.0.1:50051", token=None, tls_ca=None, timeout=10.0) as c:
@@ -197,12 +139,10 @@ class Coordinator:
         options: further gRPC channel options.
     """
 
-    def __init__(self, target: str = "127.0.0.1:50051", token: Optional[str] = None,
-                 tls_ca: Optional[PathOrPem] = None, timeout: Seconds = 10.0, *,
-                 token_file: Optional[Any] = None, tls_server_name: Optional[str] = None,
-                 options: Optional[Sequence[Tuple[str, Any]]] = None) -> None:
-        self._t = _Transport(target, token, token_file, tls_ca, tls_server_name, timeout,
-                             options)
+    _t: _Transport
+
+    def _connect(self, settings: ChannelSettings) -> None:
+        self._t = _Transport(settings)
         self.contexts = Contexts(self._t)
         self.conversations = Conversations(self._t)
         self.tasks = Tasks(self._t)
@@ -211,23 +151,11 @@ class Coordinator:
         self.a2a = A2A(self._t)
         self.agents = Agents(self._t)
 
-    @property
-    def target(self) -> str:
-        """host:port of the coordinator."""
-        return self._t.target
-
-    @property
-    def timeout(self) -> float:
-        """Seconds one call may take, retries included."""
-        return self._t.timeout
-
     def health(self, service: str = "") -> str:
         """grpc.health.v1 status of the server ("" ) or of one service: "SERVING",
         "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN"."""
-        method = self._t.channel.unary_unary(
-            HEALTH_METHOD, request_serializer=encode_health_request,
-            response_deserializer=decode_health_response)
-        return self._t.call(method, "Health.Check", check_str("service", service))
+        return self._t.call(health_method(self._t.channel), "Health.Check",
+                            check_str("service", service))
 
     def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
@@ -264,11 +192,8 @@ class Context(ContextFields):
                        output_digest: str = "") -> "Context":
         """Counts one command (and a failure when exit_code != 0) and stores its record,
         atomically. duration: seconds or a timedelta. Returns this context, updated."""
-        request = rq.record_command(self.context_id, command, exit_code, duration,
-                                    output_digest)
-        response = self._contexts._t.call(self._contexts._stub.RecordCommand,
-                                          "ContextService.RecordCommand", request)
-        self._proto = response.context
+        self._proto = self._contexts._run(rq.record_command(
+            self.context_id, command, exit_code, duration, output_digest))
         return self
 
     def update(self, *, agent: Optional[str] = None, external_task_id: Optional[str] = None,
@@ -291,29 +216,21 @@ class Context(ContextFields):
             labels=labels, replace_labels=replace_labels)
         if not changes:
             return self
-        t = self._contexts._t
-        deadline = time.monotonic() + t.timeout
-        current = self._proto
-        attempt = 0
+        update = rq.ContextUpdate(self._proto, changes, replace_labels, self._contexts._t.timeout)
         while True:
-            request = rq.update_context(current, changes, replace_labels)
             try:
-                self._proto = t.call(self._contexts._stub.UpdateContext,
-                                     "ContextService.UpdateContext", request,
-                                     timeout=max(deadline - time.monotonic(), 0.001))
+                self._proto = self._contexts._run(update.write())
                 return self
             except Conflict:
-                if time.monotonic() >= deadline:
+                pause = update.pause_after_conflict()
+                if pause is None:
                     raise
-            attempt += 1
-            time.sleep(jitter(attempt))
-            current = t.call(self._contexts._stub.GetContext, "ContextService.GetContext",
-                             context_pb2.GetContextRequest(context_id=self.context_id),
-                             timeout=max(deadline - time.monotonic(), 0.001))
+            time.sleep(pause)
+            update.current = self._contexts._run(update.read())
 
     def refresh(self) -> "Context":
         """Reads the context again. NotFound when it was deleted."""
-        self._proto = self._contexts._get(self.context_id)
+        self._proto = self._contexts._run(rq.get_context(self.context_id))
         return self
 
     def delete(self) -> None:
@@ -322,12 +239,7 @@ class Context(ContextFields):
 
     def commands(self, page_size: Optional[int] = None) -> Iterator[CommandRecord]:
         """The recorded commands in order, paged transparently."""
-        request = context_pb2.ListCommandsRequest(context_id=self.context_id,
-                                                  page_size=rq.page_size_arg(page_size))
-        for record in self._contexts._t.pages(self._contexts._stub.ListCommands,
-                                              "ContextService.ListCommands", request,
-                                              "commands"):
-            yield CommandRecord.from_proto(record)
+        yield from self._contexts._pages(rq.list_commands(self.context_id, page_size))
 
     @property
     def conversation(self) -> "Conversation":
@@ -335,7 +247,7 @@ class Context(ContextFields):
         return Conversation(self._contexts._t, self.context_id)
 
 
-class Contexts:
+class Contexts(_Service):
     """The TaskContexts, by context_id, read and written like a dict.
 
         ctx = contexts.create("eval-1", agent="green", labels={"arvo_id": "14368"})
@@ -348,8 +260,7 @@ class Contexts:
     """
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = context_pb2_grpc.ContextServiceStub(transport.channel)
+        super().__init__(transport, rq.CONTEXTS)
 
     def create(self, context_id: str, *, agent: str = "", external_task_id: str = "",
                workspace_dir: str = "", shared_dir: str = "", environment_handle: str = "",
@@ -358,20 +269,14 @@ class Contexts:
                parties: Optional[Iterable[str]] = None) -> Context:
         """Creates a context (status "active" unless given). AlreadyExists when the id is
         taken."""
-        request = rq.create_context(
+        return Context(self, self._run(rq.create_context(
             context_id, agent=agent, external_task_id=external_task_id,
             workspace_dir=workspace_dir, shared_dir=shared_dir,
             environment_handle=environment_handle, status=status, labels=labels,
-            parties=parties)
-        return Context(self, self._t.call(self._stub.CreateContext,
-                                          "ContextService.CreateContext", request))
-
-    def _get(self, context_id: str) -> context_pb2.TaskContext:
-        request = context_pb2.GetContextRequest(context_id=check_id("context_id", context_id))
-        return self._t.call(self._stub.GetContext, "ContextService.GetContext", request)
+            parties=parties)))
 
     def __getitem__(self, context_id: str) -> Context:
-        return Context(self, self._get(context_id))
+        return Context(self, self._run(rq.get_context(context_id)))
 
     def get(self, context_id: str, default: Optional[Context] = None) -> Optional[Context]:
         """The context, or default (None) when there is none."""
@@ -386,10 +291,7 @@ class Contexts:
     def delete(self, context_id: str, version: int = 0) -> None:
         """Deletes a context with its command records and conversation. With a version, only
         when the context is still at it (else Conflict). NotFound when there is none."""
-        request = context_pb2.DeleteContextRequest(
-            context_id=check_id("context_id", context_id),
-            version=check_int("version", version, 0, INT64_MAX))
-        self._t.call(self._stub.DeleteContext, "ContextService.DeleteContext", request)
+        self._run(rq.delete_context(context_id, version))
 
     def __delitem__(self, context_id: str) -> None:
         self.delete(context_id)
@@ -399,9 +301,7 @@ class Contexts:
                page_size: Optional[int] = None) -> Iterator[Context]:
         """Every context (of one agent, in one status), in context_id order, paged
         transparently (page_size per call; the server's default when None)."""
-        request = rq.list_contexts(agent, status, page_size)
-        for proto in self._t.pages(self._stub.ListContexts, "ContextService.ListContexts",
-                                   request, "contexts"):
+        for proto in self._pages(rq.list_contexts(agent, status, page_size)):
             yield Context(self, proto)
 
     def keys(self, agent: Optional[str] = None,
@@ -424,51 +324,33 @@ class Contexts:
 
 # ---- Conversations ----
 
-class Conversation:
+class Conversation(_Service):
     """The conversation kept under one context_id: one record per message, with step_count
     (the agent's messages), message_count and total_tokens. It begins with its first append; reading one that has no messages
     raises NotFound (a KeyError)."""
 
     def __init__(self, transport: _Transport, context_id: str) -> None:
-        self._t = transport
-        self._stub = conversation_pb2_grpc.ConversationServiceStub(transport.channel)
+        super().__init__(transport, rq.CONVERSATIONS)
         self.context_id = check_id("context_id", context_id)
 
     def append(self, role: Union[str, Role], text: str, tokens: int = 0) -> Totals:
         """Appends one message ("user", "agent" or "system") and returns the conversation's
         Totals after it: (step_count, total_tokens), and message_count, which is the
         message's seq. An "agent" message is one more step."""
-        response = self._t.call(self._stub.AppendMessage, "ConversationService.AppendMessage",
-                                rq.append_message(self.context_id, role, text, tokens))
-        return Totals(response.step_count, response.total_tokens, response.message_count)
-
-    def _pages(self, tail: Optional[int],
-               page_size: Optional[int]) -> Iterator[conversation_pb2.GetConversationResponse]:
-        request = rq.get_conversation(self.context_id, tail, page_size)
-        while True:
-            response = self._t.call(self._stub.GetConversation,
-                                    "ConversationService.GetConversation", request)
-            yield response
-            if not response.next_page_token:
-                return
-            request.page_token = response.next_page_token
+        return self._run(rq.append_message(self.context_id, role, text, tokens))
 
     def messages(self, tail: Optional[int] = None,
                  page_size: Optional[int] = None) -> List[Message]:
         """Every message in order, or the last `tail` of them."""
-        return [Message.from_proto(m) for page in self._pages(tail, page_size)
-                for m in page.messages]
+        return list(self._pages(rq.messages(self.context_id, tail, page_size)))
 
     def __iter__(self) -> Iterator[Message]:
         """Every message in order, a page at a time."""
-        for page in self._pages(None, None):
-            for message in page.messages:
-                yield Message.from_proto(message)
+        yield from self._pages(rq.messages(self.context_id, None, None))
 
     def totals(self) -> Totals:
         """Totals now: (step_count, total_tokens), and message_count."""
-        page = next(self._pages(1, 1))
-        return Totals(page.step_count, page.total_tokens, page.message_count)
+        return self._run(rq.totals(self.context_id))
 
     def __repr__(self) -> str:
         return f"Conversation({self.context_id!r})"
@@ -499,7 +381,7 @@ class Conversations:
 
 # ---- Retry state ----
 
-class Task:
+class Task(_Service):
     """The retry state of one task (TaskStateService), by its id.
 
     id is the first 8 hex characters of the SHA-256 of the description; created says
@@ -509,86 +391,68 @@ class Task:
 
     def __init__(self, transport: _Transport, task_id: str,
                  created: Optional[bool] = None) -> None:
-        self._t = transport
-        self._stub = task_state_pb2_grpc.TaskStateServiceStub(transport.channel)
+        super().__init__(transport, rq.TASK_STATE)
         self.id = check_id("task_id", task_id)
         self.created = created
-
-    def _call(self, name: str, request: Any) -> Any:
-        return self._t.call(getattr(self._stub, name), f"TaskStateService.{name}", request)
 
     def attempt(self) -> int:
         """Counts an attempt; returns the attempt count. FailedPrecondition when the breaker
         blocked the task."""
-        return self._call("IncrementAttempt",
-                          task_state_pb2.IncrementAttemptRequest(task_id=self.id)).attempt_count
+        return self._run(rq.increment_attempt(self.id))
 
     def fail(self, error: str) -> TaskFailure:
         """Records a failure of the current attempt on the current tier."""
-        request = task_state_pb2.RecordFailureRequest(task_id=self.id,
-                                                      error=check_str("error", error))
-        return TaskFailure.from_proto(self._call("RecordFailure", request).failure)
+        return self._run(rq.record_failure(self.id, error))
 
     def escalate(self, reason: str = "", steps: int = 1) -> int:
         """Climbs the tier ladder (capped at the top) and logs why; returns the new tier."""
-        return self._call("Escalate", rq.escalate(self.id, reason, steps)).model_tier
+        return self._run(rq.escalate(self.id, reason, steps))
 
     @property
     def tier(self) -> int:
         """The current tier, 1 = the first model of the ladder."""
-        return self._call("GetTier", task_state_pb2.GetTierRequest(task_id=self.id)).model_tier
+        return self._run(rq.get_tier(self.id)).model_tier
 
     @property
     def model(self) -> str:
         """The model of the current tier."""
-        return self._call("GetTier", task_state_pb2.GetTierRequest(task_id=self.id)).model
+        return self._run(rq.get_tier(self.id)).model
 
     def failure_context(self, tail: Optional[int] = None) -> str:
         """The failures as prompt text ("Previous failures:" and a line each; "" if none)."""
-        request = task_state_pb2.GetFailureContextRequest(task_id=self.id, tail=rq.tail_arg(tail))
-        return self._call("GetFailureContext", request).text
+        return self._run(rq.failure_context(self.id, tail))
 
     def quality_gate(self, check: str, passed: bool, detail: str = "") -> QualityGateResult:
         """Records a quality-gate verdict."""
-        request = task_state_pb2.RecordQualityGateRequest(
-            task_id=self.id, check=check_id("check", check),
-            passed=check_bool("passed", passed), detail=check_str("detail", detail))
-        return QualityGateResult.from_proto(self._call("RecordQualityGate", request).result)
+        return self._run(rq.quality_gate(self.id, check, passed, detail))
 
     def state(self) -> TaskState:
         """The whole state with its histories."""
-        return TaskState.from_proto(
-            self._call("GetTaskState", task_state_pb2.GetTaskStateRequest(task_id=self.id)))
+        return self._run(rq.task_state(self.id))
 
     def get(self, field: str) -> str:
         """One field as text (known fields, or a custom one). NotFound for an unset custom
         field."""
-        request = task_state_pb2.GetTaskFieldRequest(task_id=self.id,
-                                                     field=check_id("field", field))
-        return self._call("GetTaskField", request).value
+        return self._run(rq.get_task_field(self.id, field))
 
     def set(self, field: str, value: Union[str, int]) -> str:
         """Sets a known or custom field; returns it as stored."""
-        request = task_state_pb2.SetTaskFieldRequest(
-            task_id=self.id, field=check_id("field", field), value=rq.field_value(value))
-        return self._call("SetTaskField", request).value
+        return self._run(rq.set_task_field(self.id, field, value))
 
     def cleanup(self) -> bool:
         """Removes the task's state and breaker records (admin); True when it was blocked."""
-        return self._call("CleanupTask",
-                          task_state_pb2.CleanupTaskRequest(task_id=self.id)).was_blocked
+        return self._run(rq.cleanup_task(self.id))
 
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
 
 
-class Tasks:
+class Tasks(_Service):
     """Retry state of tasks, by task id: init(description) makes (or finds) a task's state;
     tasks[id] raises KeyError (NotFound) for an unknown one."""
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = task_state_pb2_grpc.TaskStateServiceStub(transport.channel)
+        super().__init__(transport, rq.TASK_STATE)
 
     @staticmethod
     def id_for(description: str) -> str:
@@ -597,14 +461,11 @@ class Tasks:
 
     def init(self, description: str) -> Task:
         """Returns the description's task, creating its state when there is none."""
-        request = task_state_pb2.InitTaskRequest(description=check_id("description",
-                                                                      description))
-        response = self._t.call(self._stub.InitTask, "TaskStateService.InitTask", request)
+        response = self._run(rq.init_task(description))
         return Task(self._t, response.task_id, response.created)
 
     def __getitem__(self, task_id: str) -> Task:
-        request = task_state_pb2.GetTierRequest(task_id=check_id("task_id", task_id))
-        self._t.call(self._stub.GetTier, "TaskStateService.GetTier", request)
+        self._run(rq.get_tier(task_id))
         return Task(self._t, task_id)
 
     def get(self, task_id: str) -> Optional[Task]:
@@ -619,10 +480,7 @@ class Tasks:
 
     def values(self, page_size: Optional[int] = None) -> Iterator[TaskSummary]:
         """Every task in task-id order, paged transparently."""
-        request = task_state_pb2.ListTasksRequest(page_size=rq.page_size_arg(page_size))
-        for summary in self._t.pages(self._stub.ListTasks, "TaskStateService.ListTasks",
-                                     request, "tasks"):
-            yield TaskSummary.from_proto(summary)
+        yield from self._pages(rq.list_tasks(page_size))
 
     def __iter__(self) -> Iterator[str]:
         return (s.task_id for s in self.values())
@@ -630,70 +488,54 @@ class Tasks:
 
 # ---- Breaker ----
 
-class Breaker:
+class Breaker(_Service):
     """The loop breaker. Each method takes a task id or a Task."""
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = breaker_pb2_grpc.BreakerServiceStub(transport.channel)
-
-    def _call(self, name: str, request: Any) -> Any:
-        return self._t.call(getattr(self._stub, name), f"BreakerService.{name}", request)
+        super().__init__(transport, rq.BREAKER)
 
     def check(self, task: Union[str, Task], *, repeated_error: Optional[int] = None,
               stuck_tier: Optional[int] = None,
               quality_gate: Optional[int] = None) -> Optional[str]:
         """None, or the loop the task is in: "repeated_error", "stuck_tier" or
         "quality_gate_loop". The thresholds override the server's for this call."""
-        response = self._call("CheckLoop", rq.loop_request(
-            breaker_pb2.CheckLoopRequest, task, repeated_error, stuck_tier, quality_gate))
-        return response.pattern_type if response.looping else None
+        return self._run(rq.check_loop(task, repeated_error, stuck_tier, quality_gate))
 
     def analyze(self, task: Union[str, Task], *, repeated_error: Optional[int] = None,
                 stuck_tier: Optional[int] = None,
                 quality_gate: Optional[int] = None) -> LoopAnalysis:
         """The full analysis with a suggested action."""
-        return LoopAnalysis.from_proto(self._call("AnalyzeLoop", rq.loop_request(
-            breaker_pb2.AnalyzeLoopRequest, task, repeated_error, stuck_tier, quality_gate)))
+        return self._run(rq.analyze_loop(task, repeated_error, stuck_tier, quality_gate))
 
     def force_escalate(self, task: Union[str, Task], reason: str = "") -> ForceEscalation:
         """Jumps two tiers, or changes nothing near the top (human_intervention_required)."""
-        return ForceEscalation.from_proto(self._call("ForceEscalate",
-                                                     rq.breaker_force(task, reason)))
+        return self._run(rq.force_escalate(task, reason))
 
     def break_task(self, task: Union[str, Task], reason: str = "") -> BlockedTask:
         """Blocks the task for a person, with a stored summary. AlreadyExists when it is
         blocked already."""
-        request = breaker_pb2.BreakRequest(task_id=rq.task_id_arg(task),
-                                           reason=check_str("reason", reason))
-        response = self._call("Break", request)
-        return BlockedTask.from_proto(response.blocked, response.summary)
+        return self._run(rq.break_task(task, reason))
 
     def status(self) -> List[BlockedTask]:
         """Every blocked task, in task-id order."""
-        response = self._call("GetBreakerStatus", breaker_pb2.GetBreakerStatusRequest())
-        return [BlockedTask.from_proto(b) for b in response.blocked_tasks]
+        return self._run(rq.breaker_status())
 
     def summary(self, task: Union[str, Task]) -> str:
         """The summary stored when the task was blocked."""
-        return self._call("GetBreakSummary", breaker_pb2.GetBreakSummaryRequest(
-            task_id=rq.task_id_arg(task))).summary
+        return self._run(rq.break_summary(task))
 
     def cleanup(self, task: Union[str, Task]) -> bool:
         """Unblocks and forgets the task (admin); True when it was blocked."""
-        return self._call("Cleanup", breaker_pb2.CleanupBreakerRequest(
-            task_id=rq.task_id_arg(task))).was_blocked
+        return self._run(rq.breaker_cleanup(task))
 
     def log(self, tail: Optional[int] = None) -> List[BreakerLogEntry]:
         """The breaker's log, oldest first (the last `tail` entries)."""
-        request = breaker_pb2.ReadBreakerLogRequest(tail=rq.tail_arg(tail))
-        return [BreakerLogEntry.from_proto(e) for e in self._t.pages(
-            self._stub.ReadBreakerLog, "BreakerService.ReadBreakerLog", request, "entries")]
+        return list(self._pages(rq.breaker_log(tail)))
 
 
 # ---- Work ----
 
-class ClaimedItem:
+class ClaimedItem(rq.ClaimedItemBase):
     """A work item held under a lease. As a context manager it heartbeats in the background
     (every third of the lease) while the block runs, completes the item when the block ends
     and fails it (retryable) when the block raises:
@@ -707,38 +549,20 @@ class ClaimedItem:
     """
 
     def __init__(self, work: "Work", response: work_pb2.ClaimResponse, ttl: float) -> None:
+        super().__init__(response, ttl)
         self._work = work
-        self.item = WorkItem.from_proto(response.item)
-        self.lease: str = response.lease
-        self.epoch: int = response.epoch
-        self.lease_expire_time = time_of(response, "lease_expire_time")
-        self.ttl = ttl
-        self.summary = ""
-        self.progress: Optional[str] = None
         self._lost = threading.Event()
         self._stop = threading.Event()
-        self._finished = False
         self._heartbeats: Optional[threading.Thread] = None
-        self.heartbeat_error: Optional[CoordinatorError] = None
-
-    @property
-    def run_id(self) -> str:
-        """The run the item belongs to."""
-        return self.item.run_id
-
-    @property
-    def item_id(self) -> str:
-        """The claimed item's id."""
-        return self.item.item_id
 
     @property
     def lost(self) -> bool:
         """True once the coordinator refused this lease (the item is someone else's now)."""
         return self._lost.is_set()
 
-    def _lease_call(self, name: str, request: Any) -> Any:
+    def _lease_call(self, call: rq.Call[T]) -> T:
         try:
-            return self._work._call(name, request)
+            return self._work._run(call)
         except FailedPrecondition:
             self._lost.set()
             raise
@@ -746,40 +570,28 @@ class ClaimedItem:
     def heartbeat(self, progress: Optional[str] = None,
                   ttl: Optional[Seconds] = None) -> None:
         """Extends the lease (by its length, or a new ttl) and stores a progress payload."""
-        response = self._lease_call("Heartbeat", rq.heartbeat(self.lease, progress, ttl))
-        self.lease_expire_time = time_of(response, "lease_expire_time")
+        self.lease_expire_time = self._lease_call(rq.heartbeat(self.lease, progress, ttl))
 
     def checkpoint(self, note: str) -> WorkItem:
         """Stores a note for whoever claims the item next."""
-        request = work_pb2.CheckpointRequest(lease=self.lease, note=check_str("note", note))
-        return WorkItem.from_proto(self._lease_call("Checkpoint", request))
+        return self._lease_call(rq.checkpoint(self.lease, note))
 
     def complete(self, summary: Optional[str] = None) -> WorkItem:
         """Marks the item done (safe to repeat with the same lease)."""
-        request = work_pb2.CompleteRequest(
-            lease=self.lease, summary=check_str("summary", self.summary if summary is None
-                                                else summary))
-        self._finished = True
-        return WorkItem.from_proto(self._lease_call("Complete", request))
+        return self._lease_call(self._complete(summary))
 
     def fail(self, error: str, retryable: bool = True) -> WorkItem:
         """Records a failed attempt: retried after a backoff (retryable), or failed for
         good."""
-        request = work_pb2.FailRequest(lease=self.lease, error=check_id("error", error),
-                                       retryable=check_bool("retryable", retryable))
-        self._finished = True
-        return WorkItem.from_proto(self._lease_call("Fail", request))
+        return self._lease_call(self._fail(error, retryable))
 
     def _beat(self) -> None:
-        interval = self.ttl / 3
-        while not self._stop.wait(interval):
+        while not self._stop.wait(self.ttl / 3):
             try:
                 self.heartbeat(self.progress)
-            except FailedPrecondition as error:
-                self.heartbeat_error = error
-                return
-            except CoordinatorError as error:  # unreachable for a whole timeout: try again
-                self.heartbeat_error = error
+            except CoordinatorError as error:
+                if self._heartbeat_failed(error):
+                    return
 
     def __enter__(self) -> "ClaimedItem":
         self._heartbeats = threading.Thread(target=self._beat, daemon=True,
@@ -798,24 +610,18 @@ class ClaimedItem:
             return
         try:
             self.fail(rq.describe_exception(exc))
-        except CoordinatorError as error:  # the body's exception is the one to see
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"failing work item {self.item_id} failed too: {error}")
+        except CoordinatorError as error:
+            self._failing_failed(exc, error)
 
     def __repr__(self) -> str:
         return f"ClaimedItem({self.run_id!r}, {self.item_id!r}, epoch={self.epoch})"
 
 
-class Work:
+class Work(_Service):
     """Runs of work items handed to workers under leases (docs/work.md)."""
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = work_pb2_grpc.WorkServiceStub(transport.channel)
-
-    def _call(self, name: str, request: Any, timeout: Optional[float] = None) -> Any:
-        return self._t.call(getattr(self._stub, name), f"WorkService.{name}", request,
-                            timeout=timeout)
+        super().__init__(transport, rq.WORK)
 
     def create_run(self, items: Iterable[Mapping[str, Any]], *, run_id: str = "",
                    kind: str = "workstreams", specs_dir: str = "", base_branch: str = "",
@@ -825,10 +631,10 @@ class Work:
                    non_retryable_errors: Optional[Iterable[str]] = None) -> Run:
         """Creates a run (admin). items: dicts with WorkItem's field names (item_id or id,
         title, description, level, dependencies, owned_files, branch, worktree, metadata)."""
-        return Run.from_proto(self._call("CreateRun", rq.create_run(
+        return self._run(rq.create_run(
             items, run_id=run_id, kind=kind, specs_dir=specs_dir, base_branch=base_branch,
             feature=feature, max_attempts=max_attempts, backoff_base=backoff_base,
-            backoff_max=backoff_max, non_retryable_errors=non_retryable_errors)))
+            backoff_max=backoff_max, non_retryable_errors=non_retryable_errors))
 
     def import_task_graph(self, graph: Union[str, Mapping[str, Any]], *, run_id: str = "",
                           feature: str = "", max_attempts: Optional[int] = None,
@@ -836,88 +642,69 @@ class Work:
                           backoff_max: Optional[Seconds] = None,
                           non_retryable_errors: Optional[Iterable[str]] = None) -> Run:
         """Creates a task-graph run from task-graph.json (its text, or the parsed dict)."""
-        return Run.from_proto(self._call("ImportTaskGraph", rq.import_task_graph(
+        return self._run(rq.import_task_graph(
             graph, run_id=run_id, feature=feature, max_attempts=max_attempts,
             backoff_base=backoff_base, backoff_max=backoff_max,
-            non_retryable_errors=non_retryable_errors)))
+            non_retryable_errors=non_retryable_errors))
 
     def run(self, run_id: str) -> Run:
         """A run with its derived status and counts."""
-        return Run.from_proto(self._call("GetRun", work_pb2.GetRunRequest(
-            run_id=check_id("run_id", run_id))))
+        return self._run(rq.get_run(run_id))
 
     def runs(self) -> Iterator[Run]:
         """Every run in run_id order."""
-        for run in self._t.pages(self._stub.ListRuns, "WorkService.ListRuns",
-                                 work_pb2.ListRunsRequest(), "runs"):
-            yield Run.from_proto(run)
+        yield from self._pages(rq.list_runs())
 
     def items(self, run_id: str) -> Iterator[WorkItem]:
         """A run's items in item_id order."""
-        request = work_pb2.ListItemsRequest(run_id=check_id("run_id", run_id))
-        for item in self._t.pages(self._stub.ListItems, "WorkService.ListItems", request,
-                                  "items"):
-            yield WorkItem.from_proto(item)
+        yield from self._pages(rq.list_items(run_id))
 
     def item(self, run_id: str, item_id: str) -> WorkItem:
         """One item of a run, as stored now."""
-        return WorkItem.from_proto(self._call("GetItem", work_pb2.GetItemRequest(
-            run_id=check_id("run_id", run_id), item_id=check_id("item_id", item_id))))
+        return self._run(rq.get_item(run_id, item_id))
 
     def retry(self, run_id: str, item_id: str) -> WorkItem:
         """Sends a blocked or failed item back to pending (admin)."""
-        return WorkItem.from_proto(self._call("Retry", work_pb2.RetryRequest(
-            run_id=check_id("run_id", run_id), item_id=check_id("item_id", item_id))))
+        return self._run(rq.retry_item(run_id, item_id))
 
     def try_claim(self, run_id: str, worker: str, ttl: Seconds = 30.0) -> Optional[ClaimedItem]:
         """One claimable item under a lease of ttl seconds, or None."""
-        request = rq.claim(run_id, worker, ttl)
-        response = self._call("Claim", request)
+        call = rq.claim(run_id, worker, ttl)
+        response = self._run(call)
         if not response.HasField("item"):
             return None
-        return ClaimedItem(self, response, seconds_of(request.lease_ttl))
+        return ClaimedItem(self, response, rq.claim_ttl(call))
 
     def claim(self, run_id: str, worker: str, ttl: Seconds = 30.0, *,
               wait: Seconds = 0.0) -> ClaimedItem:
         """Claims an item under a lease of ttl seconds; use it in a with-statement. With
         wait, keeps asking for up to that many seconds (at the backoff the run names). Raises
         NothingToClaim when there is no item (at once when the run is stalled)."""
-        give_up = time.monotonic() + check_positive_seconds("wait", wait) if wait else 0.0
-        request = rq.claim(run_id, worker, ttl)
+        give_up = time.monotonic() + rq.claim_wait(wait)
+        call = rq.claim(run_id, worker, ttl)
         while True:
-            response = self._call("Claim", request)
+            response = self._run(call)
             if response.HasField("item"):
-                return ClaimedItem(self, response, seconds_of(request.lease_ttl))
-            retry_after = (seconds_of(response.retry_after)
-                           if response.HasField("retry_after") else None)
-            left = give_up - time.monotonic()
-            if response.stalled or left <= 0:
-                raise NothingToClaim(run_id, response.stalled, retry_after)
-            time.sleep(min(left, retry_after if retry_after is not None else 0.2, 1.0))
+                return ClaimedItem(self, response, rq.claim_ttl(call))
+            time.sleep(rq.claim_pause(run_id, response, give_up))
 
 
 # ---- A2A ----
 
-class Agents:
+class Agents(_Service):
     """The agents registered with the A2A gateway, by name."""
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = agent_registry_pb2_grpc.AgentRegistryStub(transport.channel)
+        super().__init__(transport, rq.AGENTS)
 
     def register(self, name: str, endpoint: str = "", *, card_url: str = "",
                  description: str = "") -> Agent:
         """Registers (or re-registers) an agent at a gRPC endpoint host:port, or by the URL
         of its card."""
-        return Agent.from_proto(self._t.call(self._stub.RegisterAgent,
-                                             "AgentRegistry.RegisterAgent",
-                                             rq.register_agent(name, endpoint, card_url,
-                                                               description)))
+        return self._run(rq.register_agent(name, endpoint, card_url, description))
 
     def __getitem__(self, name: str) -> Agent:
-        return Agent.from_proto(self._t.call(
-            self._stub.GetAgent, "AgentRegistry.GetAgent",
-            agent_registry_pb2.GetAgentRequest(name=check_id("name", name))))
+        return self._run(rq.get_agent(name))
 
     def get(self, name: str) -> Optional[Agent]:
         """The registered agent, or None."""
@@ -931,29 +718,21 @@ class Agents:
 
     def values(self) -> Iterator[Agent]:
         """Every registered agent, paged transparently."""
-        for agent in self._t.pages(self._stub.ListAgents, "AgentRegistry.ListAgents",
-                                   agent_registry_pb2.ListAgentsRequest(), "agents"):
-            yield Agent.from_proto(agent)
+        yield from self._pages(rq.list_agents())
 
     def __iter__(self) -> Iterator[str]:
         return (a.name for a in self.values())
 
     def __delitem__(self, name: str) -> None:
-        self._t.call(self._stub.DeleteAgent, "AgentRegistry.DeleteAgent",
-                     agent_registry_pb2.DeleteAgentRequest(name=check_id("name", name)))
+        self._run(rq.delete_agent(name))
 
 
-class A2A:
+class A2A(_Service):
     """A2A tasks through the coordinator's gateway (lf.a2a.v1.A2AService): the agent is the
     tenant, and every message, task and event is stored before anyone is answered."""
 
     def __init__(self, transport: _Transport) -> None:
-        self._t = transport
-        self._stub = a2a_pb2_grpc.A2AServiceStub(transport.channel)
-
-    def _call(self, name: str, request: Any, timeout: Optional[float] = None) -> Any:
-        return self._t.call(getattr(self._stub, name), f"A2AService.{name}", request,
-                            timeout=timeout, metadata=rq.A2A_METADATA)
+        super().__init__(transport, rq.A2A)
 
     def send(self, agent: str, text: str = "", *, wait: bool = False,
              wait_timeout: Seconds = 300.0, context_id: Optional[str] = None,
@@ -964,44 +743,28 @@ class A2A:
         task. wait: return only once the task has ended or asks for input, waiting up to
         wait_timeout seconds (DeadlineExceeded after that)."""
         check_bool("wait", wait)
-        request = rq.a2a_send(agent, text, context_id=context_id, task_id=task_id, data=data,
-                              metadata=metadata)
-        task = self._call("SendMessage", request).task
+        task = self._run(rq.a2a_send(agent, text, context_id=context_id, task_id=task_id,
+                                     data=data, metadata=metadata))
         if not wait:
             return A2ATask.from_proto(task)
         return self.wait(task.id, timeout=wait_timeout)
 
     def get(self, task_id: str, history_length: Optional[int] = None) -> A2ATask:
         """The stored task (its last history_length messages; all when None)."""
-        request = a2a_pb2.GetTaskRequest(id=check_id("task_id", task_id))
-        if history_length is not None:
-            request.history_length = check_int("history_length", history_length, 0,
-                                                  INT32_MAX)
-        return A2ATask.from_proto(self._call("GetTask", request))
+        return self._run(rq.a2a_get(task_id, history_length))
 
     def wait(self, task_id: str, timeout: Seconds = 300.0) -> A2ATask:
         """Waits until the task has ended or asks for input (it follows the task's events, and
         resubscribes across coordinator restarts); returns it as stored."""
-        check_id("task_id", task_id)
-        deadline = time.monotonic() + check_positive_seconds("timeout", timeout)
-        backoff = FIRST_BACKOFF
+        wait = rq.TaskWait(task_id, timeout)
         while True:
-            refused: Optional[grpc.RpcError] = None
-            stream = self._stub.SubscribeToTask(
-                a2a_pb2.SubscribeToTaskRequest(id=task_id),
-                timeout=max(deadline - time.monotonic(), 0.001),
-                metadata=self._t.metadata + rq.A2A_METADATA)
+            stream = wait.subscribe(self._stub, self._t.metadata)
             try:
                 for event in stream:
-                    if _event_state(event) in A2A_STOP_STATES:
+                    if wait.ends(event):
                         break
             except grpc.RpcError as error:
-                # FAILED_PRECONDITION: the task ended before the subscription (read it).
-                # Unreachable, cancelled by a draining server, too many streams, out of time:
-                # read the task, and subscribe again while time is left.
-                if error.code() not in _SUBSCRIBE_AGAIN:  # type: ignore[attr-defined]
-                    raise from_rpc_error(error, "A2AService.SubscribeToTask") from None
-                refused = error
+                wait.refused(error)
             finally:
                 stream.cancel()
             try:
@@ -1010,50 +773,15 @@ class A2A:
                 task = None
             if task is not None and task.done:
                 return task
-            if refused is not None and refused.code() == \
-                    grpc.StatusCode.FAILED_PRECONDITION:  # type: ignore[attr-defined]
-                raise from_rpc_error(refused, "A2AService.SubscribeToTask")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DeadlineExceeded(f"task {task_id} did not end within {timeout}s",
-                                       grpc.StatusCode.DEADLINE_EXCEEDED,
-                                       "A2AService.SubscribeToTask")
-            time.sleep(min(backoff, left))
-            backoff = next_backoff(backoff)
+            time.sleep(wait.pause())
 
     def cancel(self, task_id: str) -> A2ATask:
         """Cancels the task (at its agent when it runs there)."""
-        return A2ATask.from_proto(self._call("CancelTask", a2a_pb2.CancelTaskRequest(
-            id=check_id("task_id", task_id))))
+        return self._run(rq.a2a_cancel(task_id))
 
     def tasks(self, context_id: Optional[str] = None) -> Iterator[A2ATask]:
         """Every stored task (of one context), paged transparently."""
-        request = rq.a2a_tasks(context_id, None)
-        while True:
-            response = self._call("ListTasks", request)
-            for task in response.tasks:
-                yield A2ATask.from_proto(task)
-            if not response.next_page_token:
-                return
-            request.page_token = response.next_page_token
-
-
-# Codes after which A2A.wait reads the task and, unless it is done, subscribes again.
-_SUBSCRIBE_AGAIN = frozenset({
-    grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
-    grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED,
-})
-
-
-def _event_state(event: a2a_pb2.StreamResponse) -> int:
-    kind = event.WhichOneof("payload")
-    if kind == "task":
-        return event.task.status.state
-    if kind == "status_update":
-        return event.status_update.status.state
-    if kind == "message":
-        return a2a_pb2.TASK_STATE_COMPLETED
-    return a2a_pb2.TASK_STATE_UNSPECIFIED
+        yield from self._pages(rq.a2a_tasks(context_id, None))
 
 
 __all__ = [
