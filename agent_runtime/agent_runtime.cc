@@ -42,8 +42,11 @@ grpc::Status Unsupported(absl::string_view what) {
                    "does")));
 }
 
+}  // namespace
+
 // One request being executed. Receives the logic's events, stamps them, and hands each to the
-// sink (a stream or a waiting unary call) until the task stops.
+// sink (a stream or a waiting unary call) until the task stops. (Outside the anonymous namespace:
+// AgentServer::Service holds them.)
 class Execution : public EventPublisher, public std::enable_shared_from_this<Execution> {
  public:
   // `sink` gets each event and whether it is the last.
@@ -167,8 +170,6 @@ class Execution : public EventPublisher, public std::enable_shared_from_this<Exe
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
 };
-
-}  // namespace
 
 class AgentServer::Service final : public a2apb::A2AService::CallbackService {
  public:

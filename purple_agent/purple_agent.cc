@@ -27,11 +27,6 @@ constexpr char kFinalOk[] = "final: completed: ";
 constexpr char kFinalFailed[] = "final: failed: ";
 constexpr char kEscalationMark[] = "rca_escalation_mark";
 
-struct Msg {
-  v1::Role role;
-  std::string text;
-};
-
 std::string TaskIdOf(const std::string& task_text) {
   const size_t at = task_text.find("Task ID:");
   if (at == std::string::npos) return "";
@@ -69,6 +64,11 @@ std::string FirstLine(absl::string_view s) {
 // One evaluation's loop. Every step first reads where it is from `msgs_` (the conversation,
 // loaded from the coordinator at the start and appended to as it goes).
 class PurpleAgent::Loop {
+  struct Msg {
+    v1::Role role;
+    std::string text;
+  };
+
  public:
   Loop(PurpleAgent* agent, std::string context_id, std::string task_text)
       : agent_(agent), context_id_(std::move(context_id)), task_text_(std::move(task_text)) {}
