@@ -18,12 +18,17 @@
 // under --tasks_dir is sent action by action to the green agent through the coordinator with
 // the SDK 0.3 client made from that card, in the message's context, and the task completes with
 // green's answer to "submit".
+// With --judge it is a green agent as evaluation platforms run them, in 0.3: a message whose text
+// is an assessment request {"participants": {"<role>": "<base URL>"}, "config": {"questions":
+// [...]}} sends each question to each participant at the URL it was given (a client made by the
+// SDK 0.3's ClientFactory.createFromUrl, which reads <URL>/.well-known/agent-card.json), reports a
+// working status per answer and completes with a "result" artifact {"answers": {"<role>": [...]}}.
 // With --state_dir, every execution appends one JSON line to <state_dir>/executions.jsonl:
 // {taskId, contextId, messageId, text} as the agent saw them (its own task id), so that a test
 // can count how often a message was executed and see which task id the agent used.
 //
 // Usage: node js03_agent.mjs [--listen=127.0.0.1:0] [--name=js03] [--state_dir=DIR]
-//          [--green_card=URL --tasks_dir=DIR]
+//          [--green_card=URL --tasks_dir=DIR] [--judge]
 // Prints "js03_agent <name> listening on http://127.0.0.1:<port>" once it serves.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -44,6 +49,7 @@ const name = flag('name', 'js03');
 const stateDir = flag('state_dir', '');
 const greenCard = flag('green_card', '');
 const tasksDir = flag('tasks_dir', '');
+const judge = process.argv.includes('--judge');
 if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
 
 // Bound of one call to the green agent (a command may take a while).
@@ -131,6 +137,44 @@ async function playPurple(ctx, bus, taskId) {
   bus.publish(status(ctx, 'completed', `submitted; green answered: ${answer}`));
 }
 
+// What a 0.3 answer says: a bare message's text, else the status message's, else the last
+// artifact's.
+function answerOf(result) {
+  if (result?.kind === 'message') return textOf(result);
+  const said = textOf(result?.status?.message);
+  if (said) return said;
+  const last = result?.artifacts?.[result.artifacts.length - 1];
+  return textOf(last);
+}
+
+// Plays the judge of an assessment request: every question to every participant.
+async function playJudge(ctx, bus, request) {
+  const questions = request.config?.questions ?? ['hello'];
+  const answers = {};
+  for (const [role, url] of Object.entries(request.participants ?? {})) {
+    const client = await new ClientFactory().createFromUrl(url);
+    answers[role] = [];
+    for (const question of questions) {
+      const result = await client.sendMessage(
+        {
+          message: {
+            kind: 'message',
+            messageId: crypto.randomUUID(),
+            role: 'user',
+            parts: [{ kind: 'text', text: String(question) }],
+          },
+        },
+        { signal: AbortSignal.timeout(CALL_MS) },
+      );
+      const answer = answerOf(result);
+      answers[role].push(answer);
+      bus.publish(status(ctx, 'working', `${role} answered: ${answer}`));
+    }
+  }
+  bus.publish(artifact(ctx, 'result', JSON.stringify({ answers })));
+  bus.publish(status(ctx, 'completed', 'assessment done'));
+}
+
 class Executor {
   // taskId -> function that ends a "hold" execution, and the task's context id.
   holds = new Map();
@@ -169,6 +213,14 @@ class Executor {
         await playPurple(ctx, bus, evaluated);
       } catch (err) {
         bus.publish(status(ctx, 'failed', `purple: ${err?.message ?? err}`));
+      }
+      return;
+    }
+    if (judge && text.trimStart().startsWith('{')) {
+      try {
+        await playJudge(ctx, bus, JSON.parse(text));
+      } catch (err) {
+        bus.publish(status(ctx, 'failed', `judge: ${err?.message ?? err}`));
       }
       return;
     }

@@ -31,9 +31,9 @@ bin_dir="$(cd "$bin_dir" && pwd)"
 shift || true
 test_files=("$@")
 if [ "${#test_files[@]}" -eq 0 ]; then
-  test_files=(sdk_client.test.mjs sdk_server.test.mjs sdk_bindings.test.mjs
-    sdk_express_agent.test.mjs sdk_restart.test.mjs sdk_assessment.test.mjs sdk03_client.test.mjs
-    sdk03_agent.test.mjs sdk03_assessment.test.mjs sdk03_restart.test.mjs sdk13_compat.test.mjs)
+  # Every test file here, so that a new one cannot be left out (sdk_scenario.test.mjs once was).
+  test_files=()
+  for file in "$here"/*.test.mjs; do test_files+=("$(basename "$file")"); done
 fi
 for b in coordinator coordctl echo_agent green_agent; do
   if [ ! -x "$bin_dir/$b" ]; then

@@ -1,6 +1,7 @@
 // Platform scenario files run by `coordctl scenario run` with agents we did not write: a green
 // agent on the JavaScript SDK (js_rpc_agent.mjs --judge) that questions its participant at the
-// URL it is handed, and a participant on the SDK too. Every message between them passes through
+// URL it is handed, and a participant on the SDK too; and the same pair on the SDK 0.3
+// (js03_agent.mjs), which the coordinator speaks 0.3 to. Every message between them passes through
 // the coordinator, and the runner can be killed -9 mid-assessment and started again to follow
 // the same assessment to its end. The agents are the runner's (started from the file's cmd); the
 // participant's gate (a file) holds the assessment where a test needs it, so nothing here
@@ -42,12 +43,18 @@ function freePort() {
   });
 }
 
-function agentCmd(port, args) {
-  return `${process.execPath} ${path.join(HERE, 'js_rpc_agent.mjs')} --listen=127.0.0.1:${port} ${args}`;
-}
+// The agents of a scenario, by the A2A version they speak: their script, what their echo answer
+// starts with, and how `coordctl agent list` shows their binding.
+const AGENTS = {
+  '1.0': { script: 'js_rpc_agent.mjs', echo: 'js rpc echo: ', binding: 'JSONRPC' },
+  '0.3': { script: 'js03_agent.mjs', echo: 'js03 echo: ', binding: 'JSONRPC 0.3' },
+};
 
-// A scenario file: the judge and one participant "solver" asking `questions`.
-async function writeScenario(name, questions, stateDir) {
+// A scenario file: the judge and one participant "solver" asking `questions`, both agents of
+// `version`.
+async function writeScenario(name, questions, stateDir, version = '1.0') {
+  const agentCmd = (port, args) =>
+    `${process.execPath} ${path.join(HERE, AGENTS[version].script)} --listen=127.0.0.1:${port} ${args}`;
   const [green, solver] = [await freePort(), await freePort()];
   const file = path.join(dir, `${name}.toml`);
   fs.writeFileSync(
@@ -130,38 +137,46 @@ async function solverTasks(runId) {
   return listed.tasks;
 }
 
-test('a scenario of SDK agents runs through the coordinator, which stores every message', async () => {
-  const runId = `sdk-scn-${process.pid}`;
-  const state = path.join(dir, `${runId}-state`);
-  const { file, ports } = await writeScenario(runId, ['2+2?', 'capital of France?'], state);
-  const result = await startRunner(file, runId).done;
-  assert.equal(result.code, 0, result.stderr + result.stdout);
-  assert.match(result.stdout, /COMPLETED: assessment done/);
+for (const version of Object.keys(AGENTS)) {
+  test(`a scenario of ${version} SDK agents runs through the coordinator, which stores every message`, async () => {
+    const runId = `sdk-scn-${version.replace('.', '')}-${process.pid}`;
+    const state = path.join(dir, `${runId}-state`);
+    const { file, ports } = await writeScenario(runId, ['2+2?', 'capital of France?'], state, version);
+    const result = await startRunner(file, runId).done;
+    assert.equal(result.code, 0, result.stderr + result.stdout);
+    assert.match(result.stdout, /COMPLETED: assessment done/);
 
-  const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
-  assert.equal(written.run_id, runId);
-  assert.equal(written.state, 'completed');
-  assert.equal(written.assessments.length, 1);
-  const [assessment] = written.assessments;
-  assert.equal(assessment.context_id, `scenario-${runId}`);
-  assert.equal(assessment.state, 'completed');
-  const answers = JSON.parse(assessment.artifacts[0].parts[0].text).answers;
-  assert.deepEqual(answers, { solver: ['js rpc echo: 2+2?', 'js rpc echo: capital of France?'] });
+    const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
+    assert.equal(written.run_id, runId);
+    assert.equal(written.state, 'completed');
+    assert.equal(written.assessments.length, 1);
+    const [assessment] = written.assessments;
+    assert.equal(assessment.context_id, `scenario-${runId}`);
+    assert.equal(assessment.state, 'completed');
+    const answers = JSON.parse(assessment.artifacts[0].parts[0].text).answers;
+    const { echo, binding } = AGENTS[version];
+    assert.deepEqual(answers, { solver: [`${echo}2+2?`, `${echo}capital of France?`] });
+    // Both agents were registered from their cards, as the version they speak.
+    const agents = await coordctl(['agent', 'list']);
+    for (const role of ['green_agent', 'solver']) {
+      assert.match(agents.stdout, new RegExp(`^${runId}\\.${role}\t\\S+\t${binding}\t`, 'm'));
+    }
 
-  // The green agent reached the participant through the coordinator: its questions are stored
-  // there as the solver's tasks, and the solver executed each once.
-  const tasks = await solverTasks(runId);
-  assert.deepEqual(tasks.map((t) => textOf(t.history[0])).sort(), ['2+2?', 'capital of France?']);
-  assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 2);
-  // The request the green agent got: the participant's coordinator URL, the config as written.
-  const green = await clientFor(`${runId}.green_agent`);
-  const judged = await green.getTask(getTaskRequest({ id: assessment.task_id }));
-  const request = JSON.parse(textOf(judged.history[0]));
-  assert.deepEqual(request.participants, { solver: `${COORD_HTTP}/agents/${runId}.solver/` });
-  assert.deepEqual(request.config.unknown_key, { kept: true });
-  // The runner stopped what it started.
-  for (const port of ports) assert.equal(await listening(port), false, `port ${port}`);
-});
+    // The green agent reached the participant through the coordinator: its questions are stored
+    // there as the solver's tasks, and the solver executed each once.
+    const tasks = await solverTasks(runId);
+    assert.deepEqual(tasks.map((t) => textOf(t.history[0])).sort(), ['2+2?', 'capital of France?']);
+    assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 2);
+    // The request the green agent got: the participant's coordinator URL, the config as written.
+    const green = await clientFor(`${runId}.green_agent`);
+    const judged = await green.getTask(getTaskRequest({ id: assessment.task_id }));
+    const request = JSON.parse(textOf(judged.history[0]));
+    assert.deepEqual(request.participants, { solver: `${COORD_HTTP}/agents/${runId}.solver/` });
+    assert.deepEqual(request.config.unknown_key, { kept: true });
+    // The runner stopped what it started.
+    for (const port of ports) assert.equal(await listening(port), false, `port ${port}`);
+  });
+}
 
 test('--shards and --repeat run the parts of a config list side by side, each in its context', async () => {
   const runId = `sdk-scn-shards-${process.pid}`;
@@ -202,35 +217,37 @@ test('--shards and --repeat run the parts of a config list side by side, each in
   assert.doesNotMatch(agents.stdout, new RegExp(`^${runId}\\.green_agent\t.*max in flight`, 'm'));
 });
 
-test('a runner killed -9 mid-assessment and run again follows the same assessment', async () => {
-  const runId = `sdk-scn-kill-${process.pid}`;
-  const state = path.join(dir, `${runId}-state`);
-  const gate = `scn${process.pid}`;
-  const { file, ports } = await writeScenario(runId, [`gate:${gate}`], state);
-  const first = startRunner(file, runId);
-  await waitUntil('the solver at its gate', () =>
-    readJsonLines(path.join(state, 'executions.jsonl')).some((e) => e.text === `gate:${gate}`),
-  );
-  first.child.kill('SIGKILL');
-  await first.done;
+for (const version of Object.keys(AGENTS)) {
+  test(`a runner killed -9 mid-assessment and run again follows the same assessment (${version})`, async () => {
+    const runId = `sdk-scn-kill-${version.replace('.', '')}-${process.pid}`;
+    const state = path.join(dir, `${runId}-state`);
+    const gate = `scn${version.replace('.', '')}-${process.pid}`;
+    const { file, ports } = await writeScenario(runId, [`gate:${gate}`], state, version);
+    const first = startRunner(file, runId);
+    await waitUntil('the solver at its gate', () =>
+      readJsonLines(path.join(state, 'executions.jsonl')).some((e) => e.text === `gate:${gate}`),
+    );
+    first.child.kill('SIGKILL');
+    await first.done;
 
-  const second = startRunner(file, runId);
-  await waitUntil('the second runner following', () => /following assessment/.test(second.output()));
-  fs.writeFileSync(path.join(state, `${gate}.open`), '');
-  const result = await second.done;
-  assert.equal(result.code, 0, result.stderr + result.stdout);
-  const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
-  assert.deepEqual(JSON.parse(written.assessments[0].artifacts[0].parts[0].text).answers, {
-    solver: [`gate ${gate} passed`],
+    const second = startRunner(file, runId);
+    await waitUntil('the second runner following', () => /following assessment/.test(second.output()));
+    fs.writeFileSync(path.join(state, `${gate}.open`), '');
+    const result = await second.done;
+    assert.equal(result.code, 0, result.stderr + result.stdout);
+    const written = JSON.parse(fs.readFileSync(path.join(dir, `${runId}.json`), 'utf8'));
+    assert.deepEqual(JSON.parse(written.assessments[0].artifacts[0].parts[0].text).answers, {
+      solver: [`gate ${gate} passed`],
+    });
+    // One assessment, one execution of its question.
+    const green = await clientFor(`${runId}.green_agent`);
+    const listed = await green.listTasks(listTasksRequest({ contextId: `scenario-${runId}` }));
+    assert.equal(listed.tasks.length, 1);
+    assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 1);
+    // The second runner stopped the agents the first one had started.
+    for (const port of ports) assert.equal(await listening(port), false, `port ${port}`);
   });
-  // One assessment, one execution of its question.
-  const green = await clientFor(`${runId}.green_agent`);
-  const listed = await green.listTasks(listTasksRequest({ contextId: `scenario-${runId}` }));
-  assert.equal(listed.tasks.length, 1);
-  assert.equal(readJsonLines(path.join(state, 'executions.jsonl')).length, 1);
-  // The second runner stopped the agents the first one had started.
-  for (const port of ports) assert.equal(await listening(port), false, `port ${port}`);
-});
+}
 
 test('a port in use or a cmd that ends at once is refused, naming the agent', async () => {
   const busy = net.createServer();
