@@ -1,16 +1,19 @@
 // The JSON-RPC and HTTP+JSON bindings: HTTP in, the A2AService call on the coordinator's own gRPC
 // server (loopback TCP, or in-process with TLS), ProtoJSON out (see http_bindings.h).
-#include "coordinator/a2a/http_bindings.h"
+#include "a2a_http/bindings.h"
 
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "a2a/v1/a2a.pb.h"
+#include "a2a_http/generic_stream_call.h"
+#include "a2a_http/rest_v03.h"
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/json_binding.h"
 #include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -22,12 +25,9 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
-#include "coordinator/a2a/generic_stream_call.h"
-#include "coordinator/a2a/rest_v03.h"
-#include "coordinator/a2a/service_v03.h"
-#include "coordinator/a2a/tenant_routing.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -35,10 +35,11 @@
 #include "grpcpp/support/client_callback.h"
 #include "httplib.h"
 
-namespace coordinator {
+namespace a2a_http {
 namespace {
 
 namespace pb = google::protobuf;
+namespace a2apb = ::lf::a2a::v1;
 using a2a_protocol::FromJson;
 using a2a_protocol::ToJson;
 
@@ -236,16 +237,52 @@ std::optional<RestRoute> MatchRest(const std::string& verb, absl::string_view pa
   return route;
 }
 
+// Whether an If-None-Match header value matches `etag` ("*", or a list of tags, weak or strong,
+// compared weakly as RFC 9110 asks for GET).
+bool IfNoneMatchMatches(const std::string& header, const std::string& etag) {
+  for (absl::string_view tag : absl::StrSplit(header, ',')) {
+    tag = absl::StripAsciiWhitespace(tag);
+    if (tag == "*") return true;
+    absl::ConsumePrefix(&tag, "W/");
+    if (tag == etag) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+// HTTP validators of a card's JSON: a strong ETag (a digest of the bytes) and the time this
+// process first served those bytes at that path (Last-Modified: never earlier than the change).
+// (Outside the anonymous namespace: Impl holds one.)
+class CardValidators {
+ public:
+  struct Validators {
+    std::string etag;  // quoted, as the header carries it
+    absl::Time last_modified;
+  };
+  Validators For(const std::string& path, const std::string& json) {
+    // 128 bits are plenty to tell two cards apart.
+    const std::string etag = absl::StrCat("\"", common::Sha256Hex(json).substr(0, 32), "\"");
+    absl::MutexLock lock(&mu_);
+    Validators& seen = seen_[path];
+    if (seen.etag != etag) {
+      seen.etag = etag;
+      // HTTP dates have whole seconds: a change within the second of the last one still gets a
+      // later date than a client may hold.
+      seen.last_modified = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+    }
+    return seen;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Validators> seen_ ABSL_GUARDED_BY(mu_);
+};
 
 class A2AHttpBindings::Impl {
  public:
-  Impl(std::shared_ptr<grpc::Channel> channel, AgentRegistryStore* agents,
-       std::function<CardAddresses()> addresses, HttpBindingOptions options)
-      : stub_(std::move(channel)),
-        agents_(agents),
-        addresses_(std::move(addresses)),
-        options_(options) {}
+  Impl(std::shared_ptr<grpc::Channel> channel, CardSource* cards, HttpBindingOptions options)
+      : stub_(std::move(channel)), cards_(cards), options_(options) {}
 
   void Install(httplib::Server& server, const std::string& scheme) {
     scheme_ = scheme;
@@ -319,32 +356,18 @@ class A2AHttpBindings::Impl {
  private:
   // --- Cards.
 
-  CardAddresses Addresses(const httplib::Request& req) {
-    CardAddresses addresses = addresses_();
+  // scheme://host:port as the reader reached this port.
+  std::string BaseUrl(const httplib::Request& req) const {
     std::string host = req.get_header_value("Host");
     if (host.empty() || !IsPrintableAscii(host) || absl::StrContains(host, '/')) {
       host = absl::StrCat(req.local_addr, ":", req.local_port);
     }
-    addresses.http_base_url = absl::StrCat(scheme_, "://", host);
-    absl::StatusOr<std::string> tenantless = ResolveTenant(agents_, addresses.default_agent, "");
-    if (tenantless.ok()) addresses.tenantless_agent = *std::move(tenantless);
-    return addresses;
+    return absl::StrCat(scheme_, "://", host);
   }
 
   void ServeCard(const httplib::Request& req, httplib::Response& res,
                  const std::optional<std::string>& agent_name) {
-    const CardAddresses addresses = Addresses(req);
-    absl::StatusOr<a2apb::AgentCard> card;
-    if (agent_name.has_value()) {
-      absl::StatusOr<v1::Agent> agent = agents_->Get(*agent_name);
-      if (agent.ok()) {
-        card = PublishedAgentCard(*agent, addresses);
-      } else {
-        card = agent.status();
-      }
-    } else {
-      card = CoordinatorCard(agents_, addresses);
-    }
+    const absl::StatusOr<a2apb::AgentCard> card = cards_->Card(agent_name, BaseUrl(req));
     if (!card.ok())
       return RestError(res, a2a_protocol::HttpStatusCode(card.status()), card.status());
     // A reader that asks for 1.0 gets the 1.0 card; any other (0.3 clients send no version) the
@@ -830,17 +853,15 @@ class A2AHttpBindings::Impl {
   }
 
   GenericStub stub_;
-  AgentRegistryStore* const agents_;
-  const std::function<CardAddresses()> addresses_;
+  CardSource* const cards_;
   const HttpBindingOptions options_;
   std::string scheme_ = "http";
   CardValidators validators_;
 };
 
-A2AHttpBindings::A2AHttpBindings(std::shared_ptr<grpc::Channel> channel, AgentRegistryStore* agents,
-                                 std::function<CardAddresses()> addresses,
+A2AHttpBindings::A2AHttpBindings(std::shared_ptr<grpc::Channel> channel, CardSource* cards,
                                  HttpBindingOptions options)
-    : impl_(std::make_unique<Impl>(std::move(channel), agents, std::move(addresses), options)) {}
+    : impl_(std::make_unique<Impl>(std::move(channel), cards, options)) {}
 
 A2AHttpBindings::~A2AHttpBindings() = default;
 
@@ -848,4 +869,4 @@ void A2AHttpBindings::Install(httplib::Server& server, const std::string& scheme
   impl_->Install(server, scheme);
 }
 
-}  // namespace coordinator
+}  // namespace a2a_http

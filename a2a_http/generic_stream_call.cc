@@ -1,9 +1,9 @@
-#include "coordinator/a2a/generic_stream_call.h"
+#include "a2a_http/generic_stream_call.h"
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/dynamic_message.h"
 
-namespace coordinator {
+namespace a2a_http {
 
 std::unique_ptr<google::protobuf::Message> NewMessage(const google::protobuf::Descriptor* type) {
   return std::unique_ptr<google::protobuf::Message>(
@@ -14,4 +14,4 @@ std::string MethodPath(const google::protobuf::MethodDescriptor* method) {
   return absl::StrCat("/", method->service()->full_name(), "/", method->name());
 }
 
-}  // namespace coordinator
+}  // namespace a2a_http

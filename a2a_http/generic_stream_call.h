@@ -2,8 +2,8 @@
 // transcode JSON onto them): the request and response messages are built from the method's
 // types, and a server-streaming call is read one response at a time by the thread that serves
 // the HTTP request (StreamCall).
-#ifndef COORDINATOR_A2A_GENERIC_STREAM_CALL_H_
-#define COORDINATOR_A2A_GENERIC_STREAM_CALL_H_
+#ifndef A2A_HTTP_GENERIC_STREAM_CALL_H_
+#define A2A_HTTP_GENERIC_STREAM_CALL_H_
 
 #include <memory>
 #include <string>
@@ -17,7 +17,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/client_callback.h"
 
-namespace coordinator {
+namespace a2a_http {
 
 using GenericStub =
     grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message>;
@@ -144,6 +144,6 @@ class StreamCall
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace coordinator
+}  // namespace a2a_http
 
-#endif  // COORDINATOR_A2A_GENERIC_STREAM_CALL_H_
+#endif  // A2A_HTTP_GENERIC_STREAM_CALL_H_

@@ -1,4 +1,4 @@
-#include "coordinator/a2a/http.h"
+#include "a2a_http/http.h"
 
 #include <sys/socket.h>
 
@@ -12,7 +12,7 @@
 #include "common/metrics.h"
 #include "httplib.h"
 
-namespace coordinator {
+namespace a2a_http {
 namespace {
 
 constexpr char kMetricsPath[] = "/metrics";
@@ -79,10 +79,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   });
   if (install) install(*server->server_);
   // The listening socket, to widen its backlog once httplib listens on it (listen() again on a
-  // listening socket sets the new backlog): httplib's default options, and the fd noted.
+  // listening socket sets the new backlog), with SO_REUSEADDR only: httplib's default options add
+  // SO_REUSEPORT, with which a second server binds a port another one holds and the two share
+  // its connections, where "in use" is the answer.
   auto listen_fd = std::make_shared<int>(-1);
   server->server_->set_socket_options([listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     *listen_fd = sock;  // the last socket tried is the one bound
   });
   if (port == 0) {
@@ -228,4 +231,4 @@ HttpPostResult HttpPost(const std::string& url, const std::string& body,
   return result;
 }
 
-}  // namespace coordinator
+}  // namespace a2a_http

@@ -1,8 +1,8 @@
 // The coordinator's HTTP side, on cpp-httplib (the project's one HTTP library): the server of the
 // HTTP port, and the client calls (webhooks, agent cards). The large header is compiled here, in
 // http_bindings.cc and in http_transport.cc (the streaming calls to JSON-RPC and REST agents) only.
-#ifndef COORDINATOR_A2A_HTTP_H_
-#define COORDINATOR_A2A_HTTP_H_
+#ifndef A2A_HTTP_HTTP_H_
+#define A2A_HTTP_HTTP_H_
 
 #include <atomic>
 #include <functional>
@@ -19,7 +19,7 @@ namespace httplib {
 class Server;
 }  // namespace httplib
 
-namespace coordinator {
+namespace a2a_http {
 
 // Certificate chain and private key (PEM files) for serving HTTPS; both empty means plain HTTP.
 struct HttpTlsFiles {
@@ -96,6 +96,6 @@ HttpPostResult HttpPost(const std::string& url, const std::string& body,
                         const std::vector<std::pair<std::string, std::string>>& headers,
                         absl::Duration timeout);
 
-}  // namespace coordinator
+}  // namespace a2a_http
 
-#endif  // COORDINATOR_A2A_HTTP_H_
+#endif  // A2A_HTTP_HTTP_H_

@@ -1,4 +1,4 @@
-#include "coordinator/a2a/http.h"
+#include "a2a_http/http.h"
 
 #include <arpa/inet.h>
 #include <linux/inet_diag.h>
@@ -19,7 +19,7 @@
 #include "httplib.h"
 #include "tests/test_util.h"
 
-namespace coordinator {
+namespace a2a_http {
 namespace {
 
 void FixedCard(httplib::Server& server) {
@@ -159,6 +159,18 @@ TEST(HttpServerTest, APostWithoutLengthHasAnEmptyBody) {
   (*server)->Stop();
 }
 
+// A port another server holds is refused, not shared (httplib's default SO_REUSEPORT would let
+// both bind it and split its connections).
+TEST(HttpServerTest, APortInUseIsRefused) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> first = HttpServer::Start("127.0.0.1:0", nullptr);
+  ASSERT_OK(first);
+  const std::string taken = absl::StrCat("127.0.0.1:", (*first)->port());
+  absl::StatusOr<std::unique_ptr<HttpServer>> second = HttpServer::Start(taken, nullptr);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(second.status().message(), taken)) << second.status();
+}
+
 TEST(HttpServerTest, MalformedAddressIsRefused) {
   EXPECT_EQ(HttpServer::Start("no-port", FixedCard).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -171,4 +183,4 @@ TEST(HttpServerTest, MalformedAddressIsRefused) {
 }
 
 }  // namespace
-}  // namespace coordinator
+}  // namespace a2a_http

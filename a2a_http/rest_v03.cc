@@ -1,4 +1,4 @@
-#include "coordinator/a2a/rest_v03.h"
+#include "a2a_http/rest_v03.h"
 
 #include <utility>
 #include <vector>
@@ -14,7 +14,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace coordinator {
+namespace a2a_http {
 namespace {
 
 namespace pb = google::protobuf;
@@ -194,4 +194,4 @@ std::string RestV03ErrorBody(const absl::Status& status) {
   return a2a_protocol::JsonRpcErrorObject(status);
 }
 
-}  // namespace coordinator
+}  // namespace a2a_http

@@ -15,8 +15,8 @@
 //   DELETE /tasks/{id}/pushNotificationConfigs/{cid}     DeleteTaskPushNotificationConfig
 //   GET    /card                                         GetAgentCard
 // Pure: no I/O, so every path is unit-tested and fuzzed alone.
-#ifndef COORDINATOR_A2A_REST_V03_H_
-#define COORDINATOR_A2A_REST_V03_H_
+#ifndef A2A_HTTP_REST_V03_H_
+#define A2A_HTTP_REST_V03_H_
 
 #include <map>
 #include <memory>
@@ -27,7 +27,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
-namespace coordinator {
+namespace a2a_http {
 
 // One 0.3 HTTP+JSON request as the 0.3 gRPC call it is.
 struct RestV03Call {
@@ -59,6 +59,6 @@ const google::protobuf::ServiceDescriptor* A2AServiceV03Descriptor();
 int RestV03HttpStatus(const absl::Status& status);
 std::string RestV03ErrorBody(const absl::Status& status);
 
-}  // namespace coordinator
+}  // namespace a2a_http
 
-#endif  // COORDINATOR_A2A_REST_V03_H_
+#endif  // A2A_HTTP_REST_V03_H_

@@ -29,6 +29,12 @@ inline constexpr int kExitStartFailed = 1;
 // text/plain in and out. An agent adds its other modes after.
 void SetStandardCard(absl::string_view name, absl::string_view description, a2apb::AgentCard* card);
 
+// The agent's HTTP port from --host, --port and --card-url (--card_url), the flags evaluation
+// platforms start agents with: with --port (0 picks one) RuntimeOptions::http_listen becomes
+// host:port and card_url the given URL (agent_http.h). INVALID_ARGUMENT for a port out of range or
+// a card URL that is not http(s).
+[[nodiscard]] absl::Status ApplyHttpFlags(RuntimeOptions* options);
+
 // Hooks around the serving period; each may be empty.
 struct ServeHooks {
   // Runs once the server serves and is registered (e.g. resume unfinished work).
@@ -40,8 +46,9 @@ struct ServeHooks {
   std::function<void()> after_shutdown;
 };
 
-// Starts `executor` on `runtime`, waits for a stop signal, shuts down, logs each step and returns
-// main()'s exit code (0, or kExitStartFailed when the server does not start).
+// Starts `executor` on `runtime` (with ApplyHttpFlags), waits for a stop signal, shuts down, logs
+// each step and returns main()'s exit code (0, kExitBadFlags for bad HTTP flags, or
+// kExitStartFailed when the server does not start).
 int ServeUntilStopped(const common::StopSignals& stop_signals, RuntimeOptions runtime,
                       AgentExecutor* executor, const ServeHooks& hooks = {});
 

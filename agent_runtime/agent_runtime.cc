@@ -10,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "agent_runtime/agent_http.h"
 #include "common/elastic_threads.h"
+#include "common/grpc_client.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/stream_writer.h"
@@ -451,13 +453,42 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
   server->endpoint_ = absl::StrCat(options.advertise_host, ":", server->port_);
   common::LogInfo({{"agent", options.name}}, "agent %s listening on %s", options.name,
                   server->endpoint_);
+  if (!options.http_listen.empty()) {
+    // Over loopback TCP, not gRPC's in-process transport: with gRPC 1.51 a stream's last event,
+    // written in one batch with its status, did not reach an in-process reader (the HTTP stream
+    // then ended without its final status update).
+    const std::string listen_host = options.listen.substr(0, options.listen.rfind(':'));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    absl::StatusOr<std::unique_ptr<AgentHttp>> http =
+        AgentHttp::Start(options.http_listen, options.card_url, card,
+                         grpc::CreateCustomChannel(
+                             common::LocalDialTarget(absl::StrCat(listen_host, ":", server->port_)),
+                             grpc::InsecureChannelCredentials(), args));
+    if (!http.ok()) {
+      server->Shutdown(absl::ZeroDuration());
+      return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", options.http_listen, ": ",
+                                                 http.status().message()));
+    }
+    server->http_ = *std::move(http);
+    common::LogInfo({{"agent", options.name}},
+                    "agent %s serves its card and A2A over HTTP on port %d (--host/--port %s)",
+                    options.name, server->http_->port(), options.http_listen);
+  }
   if (options.coordinator.empty()) return server;
+  if (absl::Status registered = server->Register(options, card); !registered.ok()) {
+    server->Shutdown(absl::ZeroDuration());
+    return registered;
+  }
+  return server;
+}
 
+absl::Status AgentServer::Register(const RuntimeOptions& options, const a2apb::AgentCard& card) {
   auto stub = coordinator::v1::AgentRegistry::NewStub(
       common::MakeChannel(options.coordinator, options.credentials));
   coordinator::v1::RegisterAgentRequest request;
   request.mutable_agent()->set_name(options.name);
-  request.mutable_agent()->set_endpoint(server->endpoint_);
+  request.mutable_agent()->set_endpoint(endpoint_);
   *request.mutable_agent()->mutable_card() = card;
   absl::Duration backoff = absl::Milliseconds(100);
   grpc::Status status;
@@ -470,7 +501,7 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
     if (status.ok()) {
       common::LogInfo({{"agent", options.name}}, "registered with the coordinator at %s as %s",
                       options.coordinator, options.name);
-      return server;
+      return absl::OkStatus();
     }
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
         status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -479,10 +510,11 @@ absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(RuntimeOptions o
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
-  server->Shutdown(absl::ZeroDuration());
   return absl::UnavailableError(absl::StrCat("cannot register with the coordinator at ",
                                              options.coordinator, ": ", status.error_message()));
 }
+
+int AgentServer::http_port() const { return http_ == nullptr ? 0 : http_->port(); }
 
 AgentServer::~AgentServer() { Shutdown(); }
 
@@ -490,6 +522,9 @@ void AgentServer::Shutdown(absl::Duration grace) {
   if (shut_down_) return;
   shut_down_ = true;
   service_->Stop(grace);
+  // The executions ended, and with them the HTTP port's calls and streams: it stops before the
+  // gRPC server its calls go to.
+  if (http_ != nullptr) http_->Stop();
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
   server_->Wait();
 }

@@ -22,6 +22,8 @@ namespace agent_runtime {
 
 namespace a2apb = ::lf::a2a::v1;
 
+class AgentHttp;
+
 // What the agent's logic gets for one message.
 struct RequestContext {
   std::string task_id;
@@ -73,6 +75,12 @@ struct RuntimeOptions {
   a2apb::AgentCard card;
   // Token and TLS root used to register (default none: plaintext, no token).
   common::ClientCredentialOptions credentials;
+  // host:port of an HTTP port serving the card (/.well-known/agent-card.json) and the A2A
+  // JSON-RPC and HTTP+JSON bindings (agent_http.h); port 0 picks one. Default empty: none.
+  std::string http_listen;
+  // The URL the card names for those bindings: where the agent's readers reach it (a container's
+  // name, a proxy). Default empty: the address each reader used.
+  std::string card_url;
 };
 
 class AgentServer {
@@ -84,6 +92,8 @@ class AgentServer {
   ~AgentServer();
 
   int port() const { return port_; }
+  // The HTTP port (RuntimeOptions::http_listen), 0 when there is none.
+  int http_port() const;
   // host:port registered with the coordinator.
   const std::string& endpoint() const { return endpoint_; }
 
@@ -95,8 +105,12 @@ class AgentServer {
 
  private:
   AgentServer() = default;
+  // Registers with options.coordinator, trying again while it is unavailable.
+  [[nodiscard]] absl::Status Register(const RuntimeOptions& options, const a2apb::AgentCard& card);
+
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AgentHttp> http_;
   int port_ = 0;
   std::string endpoint_;
   bool shut_down_ = false;

@@ -1,7 +1,10 @@
 #include "common/env_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/flags/commandlineflag.h"
@@ -84,6 +87,21 @@ absl::StatusOr<EnvFlagsResult> ApplyEnvFlagsFromEnviron(absl::string_view prefix
   return ApplyEnvFlags(prefix, environment);
 }
 
+std::vector<std::string> UnderscoreFlagNames(std::vector<std::string> args) {
+  for (std::string& arg : args) {
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg[0] != '-') continue;
+    const size_t start = arg[1] == '-' ? 2 : 1;
+    const size_t end = std::min(arg.find('='), arg.size());
+    std::string name = arg.substr(start, end - start);
+    std::replace(name.begin(), name.end(), '-', '_');
+    // Only a flag this program has: a value that starts with '-' stays as it is.
+    if (absl::FindCommandLineFlag(name) == nullptr) continue;
+    arg.replace(start, end - start, name);
+  }
+  return args;
+}
+
 std::vector<char*> InitFlags(absl::string_view env_prefix, absl::string_view usage, int argc,
                              char** argv) {
   absl::SetProgramUsageMessage(
@@ -96,7 +114,15 @@ std::vector<char*> InitFlags(absl::string_view env_prefix, absl::string_view usa
     std::fprintf(stderr, "ERROR: %s\n", std::string(env.status().message()).c_str());
     std::exit(1);
   }
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // The rewritten command line lives as long as the process: the positional arguments returned
+  // point into it.
+  static std::vector<std::string>* const args = new std::vector<std::string>(
+      UnderscoreFlagNames(std::vector<std::string>(argv + std::min(argc, 1), argv + argc)));
+  static std::vector<char*>* const rewritten = new std::vector<char*>();
+  rewritten->assign({argc > 0 ? argv[0] : const_cast<char*>("")});
+  for (std::string& arg : *args) rewritten->push_back(arg.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(rewritten->size()), rewritten->data());
   SetLogFormat(absl::GetFlag(FLAGS_log_format));
   if (!env->unknown.empty()) {
     LOG_WARN("ignored environment variable(s) that name no flag: %s",

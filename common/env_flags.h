@@ -37,9 +37,16 @@ struct EnvFlagsResult {
 // ApplyEnvFlags on the process environment.
 [[nodiscard]] absl::StatusOr<EnvFlagsResult> ApplyEnvFlagsFromEnviron(absl::string_view prefix);
 
+// `args` (a command line without the program name) with the hyphens of each flag's name made
+// underscores where that names a flag of this program (--card-url=x becomes --card_url=x), up to
+// a bare "--": evaluation platforms pass their agents' flags with hyphens, Abseil knows them with
+// underscores. Everything else is left as it is.
+std::vector<std::string> UnderscoreFlagNames(std::vector<std::string> args);
+
 // The start of every binary's main(): sets the usage message (`usage` plus a line about the
 // environment variables), applies the environment, parses the command line over it (as
-// absl::ParseCommandLine, whose positional arguments it returns), then sets the log format from
+// absl::ParseCommandLine, whose positional arguments it returns; a flag may be written with
+// hyphens, see UnderscoreFlagNames), then sets the log format from
 // --log_format. A bad environment value prints one line naming the variable and exits with 1,
 // as a bad command-line value does; a variable that names no flag is logged as a warning.
 std::vector<char*> InitFlags(absl::string_view env_prefix, absl::string_view usage, int argc,

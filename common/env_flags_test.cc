@@ -23,6 +23,18 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+TEST(UnderscoreFlagNamesTest, HyphensOfAKnownFlagsNameBecomeUnderscores) {
+  EXPECT_THAT(UnderscoreFlagNames({"--envtest-text=a-b", "--envtest-count", "5", "-envtest-switch",
+                                   "--envtest_period=2s"}),
+              ElementsAre("--envtest_text=a-b", "--envtest_count", "5", "-envtest_switch",
+                          "--envtest_period=2s"));
+  // A value or an unknown flag stays as it is, and so does everything after "--".
+  EXPECT_THAT(UnderscoreFlagNames({"--envtest-text", "-not-a-flag", "--no-such-flag=x", "-", "--",
+                                   "--envtest-count=1"}),
+              ElementsAre("--envtest_text", "-not-a-flag", "--no-such-flag=x", "-", "--",
+                          "--envtest-count=1"));
+}
+
 TEST(EnvVarNameTest, PrefixAndUpperCaseName) {
   EXPECT_EQ(EnvVarName("COORDINATOR_", "data_dir"), "COORDINATOR_DATA_DIR");
   EXPECT_EQ(EnvVarName("GREEN_AGENT_", "listen"), "GREEN_AGENT_LISTEN");

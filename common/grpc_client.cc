@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -173,6 +174,12 @@ absl::StatusOr<ExpandedTarget> ExpandTarget(const std::string& target) {
   }
   return ExpandedTarget{absl::StrCat(v4.empty() ? "ipv6:" : "ipv4:", absl::StrJoin(unique, ",")),
                         authority};
+}
+
+std::string LocalDialTarget(const std::string& listen_address) {
+  if (absl::StartsWith(listen_address, "0.0.0.0:")) return "127.0.0.1:" + listen_address.substr(8);
+  if (absl::StartsWith(listen_address, "[::]:")) return "[::1]:" + listen_address.substr(5);
+  return listen_address;
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& given_target,

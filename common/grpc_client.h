@@ -50,6 +50,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
                                            const ClientCredentialOptions& options,
                                            const grpc::ChannelArguments& args = {});
 
+// The target that dials, from this machine, a server listening on `listen_address` (host:port,
+// with the port it bound): a wildcard host (0.0.0.0, [::]) becomes the loopback address of its
+// family; any other address stays as it is.
+std::string LocalDialTarget(const std::string& listen_address);
+
 // ClientCredentialOptions from the --auth_token_file and --tls_ca_file flags of a binary that
 // links common/client_flags.cc (the agents). Fails like LoadClientCredentials.
 [[nodiscard]] absl::StatusOr<ClientCredentialOptions> ClientCredentialsFromFlags();

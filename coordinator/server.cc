@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_client.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/validation.h"
@@ -420,27 +421,26 @@ std::shared_ptr<grpc::Channel> CoordinatorServer::ChannelToSelf(bool tls) {
   // interceptors on the caller's thread and, under ASan, an early error answer showed a use
   // after free there. With TLS the in-process channel saves a handshake per connection.
   if (tls) return server_->InProcessChannel(channel_args);
-  std::string target = address_;
-  if (absl::StartsWith(target, "0.0.0.0:")) target = "127.0.0.1:" + target.substr(8);
-  if (absl::StartsWith(target, "[::]:")) target = "[::1]:" + target.substr(5);
+  const std::string target = common::LocalDialTarget(address_);
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args);
 }
 
 void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
                                   std::shared_ptr<TokenSource> tokens) {
   A2AServiceImpl* service = a2a_service_.get();
-  HttpBindingOptions binding_options;
+  a2a_http::HttpBindingOptions binding_options;
   binding_options.max_call_time = options.gateway.stream_timeout;
   binding_options.keepalive = options.http_keepalive;
-  http_bindings_ = std::make_unique<A2AHttpBindings>(
-      ChannelToSelf(tls.has_value()), agents_.get(),
-      [service] { return service->card_addresses(); }, binding_options);
-  HttpServerOptions http_options;
+  cards_ = std::make_unique<RegistryCardSource>(agents_.get(),
+                                                [service] { return service->card_addresses(); });
+  http_bindings_ = std::make_unique<a2a_http::A2AHttpBindings>(ChannelToSelf(tls.has_value()),
+                                                               cards_.get(), binding_options);
+  a2a_http::HttpServerOptions http_options;
   http_options.threads = options.http_threads;
   http_options.max_body_bytes = static_cast<size_t>(options.max_request_bytes);
-  if (tls.has_value()) http_options.tls = HttpTlsFiles{tls->cert_file, tls->key_file};
+  if (tls.has_value()) http_options.tls = a2a_http::HttpTlsFiles{tls->cert_file, tls->key_file};
   const std::string scheme = tls.has_value() ? "https" : "http";
-  A2AHttpBindings* bindings = http_bindings_.get();
+  a2a_http::A2AHttpBindings* bindings = http_bindings_.get();
   ConsoleParts console;
   console.store = store_.get();
   console.contexts = contexts_.get();
@@ -456,7 +456,7 @@ void CoordinatorServer::ServeHttp(const ServerOptions& options, const std::optio
   console.keepalive = options.http_keepalive;
   console_ = std::make_unique<Console>(std::move(console));
   Console* web_console = console_.get();
-  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+  absl::StatusOr<std::unique_ptr<a2a_http::HttpServer>> http = a2a_http::HttpServer::Start(
       options.http_listen,
       [bindings, web_console, scheme](httplib::Server& server) {
         // First: the bindings' REST catch-all would take the console's paths.

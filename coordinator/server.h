@@ -10,12 +10,13 @@
 #include <optional>
 #include <string>
 
+#include "a2a_http/bindings.h"
+#include "a2a_http/http.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/thread_pool.h"
+#include "coordinator/a2a/cards.h"
 #include "coordinator/a2a/gateway.h"
-#include "coordinator/a2a/http.h"
-#include "coordinator/a2a/http_bindings.h"
 #include "coordinator/a2a/service.h"
 #include "coordinator/a2a/service_v03.h"
 #include "coordinator/console/console.h"
@@ -190,7 +191,7 @@ class CoordinatorServer {
   // Logs how many retry tasks and runs have no owner, when there are any (authentication on).
   void LogRecordsWithoutOwner();
   // The HTTP port: the web console (console/console.h), the A2A JSON bindings and cards
-  // (http_bindings.h) and /metrics.
+  // (a2a_http/bindings.h) and /metrics.
   // A channel to this server's own gRPC port (in-process with TLS, loopback TCP without).
   std::shared_ptr<grpc::Channel> ChannelToSelf(bool tls);
   void ServeHttp(const ServerOptions& options, const std::optional<ServerTls>& tls,
@@ -230,9 +231,10 @@ class CoordinatorServer {
   std::unique_ptr<Retention> retention_;
   std::unique_ptr<RetentionTask> retention_task_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
-  std::unique_ptr<A2AHttpBindings> http_bindings_;
+  std::unique_ptr<RegistryCardSource> cards_;
+  std::unique_ptr<a2a_http::A2AHttpBindings> http_bindings_;
   std::unique_ptr<Console> console_;
-  std::unique_ptr<HttpServer> card_http_;
+  std::unique_ptr<a2a_http::HttpServer> card_http_;
   // Tells the notifiers, the gateway and the console feed above of other replicas' commits;
   // stopped first in Shutdown.
   std::unique_ptr<ReplicaFeed> replica_feed_;

@@ -1,4 +1,4 @@
-// libFuzzer harness for the HTTP port's A2A bindings (coordinator/a2a/http_bindings.h): whole
+// libFuzzer harness for the HTTP port's A2A bindings (a2a_http/bindings.h): whole
 // HTTP requests (method, path, Content-Type, Accept, A2A-Version, body) to a real coordinator's
 // HTTP port, one agent registered behind it. They reach JSON-RPC at / and /agents/<name>, the
 // HTTP+JSON routes (/message:send, /tasks/<id>:cancel, push configs, /<tenant>/...), the event

@@ -65,18 +65,33 @@ fi
 
 pull=()  # podman: never reach for a registry; docker format keeps HEALTHCHECK
 [[ ${ENGINE[0]} == podman ]] && pull=(--pull=never --format docker)
+context=$(mktemp -d)
+trap 'rm -rf "$context"' EXIT
 if [[ -z $FROM_BIN ]]; then
   echo "make_image: ${ENGINE[0]} build -t $TAG (multi-stage, from source)"
   skip=()
   [[ ${ENGINE[0]} == podman ]] && skip=(--skip-unused-stages=false)  # see the Dockerfile
-  exec "${ENGINE[@]}" build "${pull[@]}" "${skip[@]}" -t "$TAG" -f Dockerfile .
+  "${ENGINE[@]}" build "${pull[@]}" "${skip[@]}" -t "$TAG" -f Dockerfile .
+else
+  ./docker/collect_runtime.sh "$FROM_BIN" . "$context"
+  echo "make_image: ${ENGINE[0]} build -t $TAG (runtime stage only, binaries from $FROM_BIN)"
+  "${ENGINE[@]}" build "${pull[@]}" --build-arg RUNTIME_FROM=prebuilt -t "$TAG" -f Dockerfile "$context"
+  # The prebuilt stage's image, left untagged (--layers=false would not keep it, but podman 4.3
+  # then fails the build at its end).
+  "${ENGINE[@]}" images -q --filter dangling=true --filter label=coordinator.stage=prebuilt \
+    | xargs -r "${ENGINE[@]}" rmi >/dev/null 2>&1 || true
 fi
-context=$(mktemp -d)
-trap 'rm -rf "$context"' EXIT
-./docker/collect_runtime.sh "$FROM_BIN" . "$context"
-echo "make_image: ${ENGINE[0]} build -t $TAG (runtime stage only, binaries from $FROM_BIN)"
-"${ENGINE[@]}" build "${pull[@]}" --build-arg RUNTIME_FROM=prebuilt -t "$TAG" -f Dockerfile "$context"
-# The prebuilt stage's image, left untagged (--layers=false would not keep it, but podman 4.3
-# then fails the build at its end).
-"${ENGINE[@]}" images -q --filter dangling=true --filter label=coordinator.stage=prebuilt \
-  | xargs -r "${ENGINE[@]}" rmi >/dev/null 2>&1 || true
+
+# One image per agent on the platforms' terms: the agent is the entrypoint, so a platform that
+# runs `IMAGE --host 0.0.0.0 --port 9009 --card-url http://...` starts it (coordinator-green-agent,
+# coordinator-purple-agent and coordinator-echo-agent, with TAG's version). A layer of metadata
+# over TAG; nothing is copied. The agents keep their state at a coordinator: --coordinator (or
+# GREEN_AGENT_COORDINATOR, PURPLE_AGENT_COORDINATOR) names it.
+agent_dir=$(mktemp -d "$context/agent.XXXXXX")
+for agent in green_agent purple_agent echo_agent; do
+  agent_tag="${TAG%:*}-${agent//_/-}:${TAG##*:}"
+  printf '%s\n' "FROM $TAG" "HEALTHCHECK NONE" "EXPOSE 9009" "ENTRYPOINT [\"$agent\"]" \
+    'CMD ["--host", "0.0.0.0", "--port", "9009"]' >"$agent_dir/Containerfile"
+  "${ENGINE[@]}" build "${pull[@]}" -q -t "$agent_tag" -f "$agent_dir/Containerfile" "$agent_dir" >/dev/null
+  echo "make_image: $agent_tag (entrypoint $agent)"
+done

@@ -231,6 +231,30 @@ TEST_F(AssessmentTest, ParticipantByCardUrlIsRegisteredEvaluatedAndReused) {
   EXPECT_EQ(AgentsWithCard(card_url_).size(), 1u);
 }
 
+// The purple agent as an evaluation platform starts it: its own HTTP port and card (--port), no
+// card served for it. The coordinator reads that card and reaches the agent over JSON-RPC, which
+// the agent transcodes onto its gRPC service (agent_runtime/agent_http.h): same score.
+TEST_F(AssessmentTest, APurpleServingItsOwnCardIsReachedOverItsHttpPort) {
+  int port = 0;
+  absl::StatusOr<std::unique_ptr<Process>> purple =
+      testing_util::StartAgentWithHttp("purple_agent",
+                                       {"--policy=script:" + TasksDir(), "--name=purple-http",
+                                        absl::StrCat("--coordinator=", coordinator_->target())},
+                                       &port);
+  ASSERT_OK(purple);
+  const std::string base = absl::StrCat("http://127.0.0.1:", port, "/");
+  a2apb::Task judge = Assess(absl::StrCat(R"({"purple": ")", base, R"("})"),
+                             absl::StrCat(R"({"task_ids": [")", kTask, R"("]})"));
+  a2apb::Task done = WaitEnded(judge.id());
+  ASSERT_EQ(done.status().state(), a2apb::TASK_STATE_COMPLETED)
+      << done.DebugString() << "\npurple-http: " << (*purple)->stderr_text();
+  EXPECT_EQ(StatusText(done), kPerfectScore);
+  std::vector<v1::Agent> registered = AgentsWithCard(base + ".well-known/agent-card.json");
+  ASSERT_EQ(registered.size(), 1u);
+  EXPECT_EQ(registered[0].protocol_binding(), "JSONRPC");
+  EXPECT_EQ(registered[0].endpoint(), base);
+}
+
 TEST_F(AssessmentTest, BadRequestsAreRefusedAndRegisterNothing) {
   const size_t before = Agents().size();
   const std::string purple = absl::StrCat(R"({"purple": ")", card_url_, R"("})");

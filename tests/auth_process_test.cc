@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_http/http.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_client.h"
 #include "common/grpc_status.h"
-#include "coordinator/a2a/http.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
 #include "coordinator/v1/auth.pb.h"
 #include "coordinator/v1/context.grpc.pb.h"
@@ -599,9 +599,9 @@ TEST_F(AuthProcessTest, AgentCardDeclaresBearerAuth) {
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(rest.substr(0, rest.find('/')), &port)) << *line;
   const std::string scheme = line->find("https://") != std::string::npos ? "https" : "http";
-  absl::StatusOr<std::string> json = coordinator::HttpGet(
-      absl::StrCat(scheme, "://127.0.0.1:", port, "/.well-known/agent-card.json"),
-      absl::Seconds(10));
+  absl::StatusOr<std::string> json =
+      a2a_http::HttpGet(absl::StrCat(scheme, "://127.0.0.1:", port, "/.well-known/agent-card.json"),
+                        absl::Seconds(10));
   ASSERT_OK(json);
   // Read as a 1.0 reader does, ignoring what it does not know: without an A2A-Version header
   // the card also carries A2A 0.3's members (docs/a2a.md).

@@ -22,6 +22,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "tests/test_util.h"
 
 extern char** environ;
 
@@ -307,18 +309,29 @@ absl::StatusOr<ProcessResult> Process::Kill() {
 
 absl::StatusOr<std::string> Process::WaitForStderrLine(absl::string_view needle,
                                                        absl::Duration timeout) {
+  return WaitForLine(&Process::err_, "stderr", needle, timeout);
+}
+
+absl::StatusOr<std::string> Process::WaitForStdoutLine(absl::string_view needle,
+                                                       absl::Duration timeout) {
+  return WaitForLine(&Process::out_, "stdout", needle, timeout);
+}
+
+absl::StatusOr<std::string> Process::WaitForLine(std::string Process::*stream,
+                                                 absl::string_view name, absl::string_view needle,
+                                                 absl::Duration timeout) {
   std::string line;
   absl::MutexLock lock(&mu_);
   auto found_or_ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return FindLine(err_, needle, &line) || ended_;
+    return FindLine(this->*stream, needle, &line) || ended_;
   };
   const bool done = mu_.AwaitWithTimeout(absl::Condition(&found_or_ended), timeout);
-  if (FindLine(err_, needle, &line)) return line;
+  if (FindLine(this->*stream, needle, &line)) return line;
   if (done) {
     return absl::FailedPreconditionError(
         absl::StrCat("process ended before writing \"", needle, "\": ", ResultLocked().Describe()));
   }
-  return absl::DeadlineExceededError(absl::StrCat("no \"", needle, "\" on stderr after ",
+  return absl::DeadlineExceededError(absl::StrCat("no \"", needle, "\" on ", name, " after ",
                                                   absl::FormatDuration(timeout), ": ",
                                                   ResultLocked().Describe()));
 }
@@ -369,6 +382,22 @@ absl::StatusOr<int> ParseListeningPort(absl::string_view line) {
     return absl::InvalidArgumentError(absl::StrCat("no port in: ", line));
   }
   return port;
+}
+
+absl::StatusOr<std::unique_ptr<Process>> StartAgentWithHttp(const std::string& binary,
+                                                            std::vector<std::string> args,
+                                                            int* http_port) {
+  args.insert(args.end(), {"--host=127.0.0.1", "--port=0"});
+  ASSIGN_OR_RETURN(std::unique_ptr<Process> agent, Process::Start(BinaryPath(binary), args));
+  constexpr absl::string_view kMarker = "over HTTP on port ";
+  ASSIGN_OR_RETURN(const std::string line, agent->WaitForStderrLine(kMarker, kProcessWait));
+  absl::string_view rest = absl::string_view(line);
+  rest = rest.substr(rest.find(kMarker) + kMarker.size());
+  rest = rest.substr(0, rest.find_first_not_of("0123456789"));
+  if (!absl::SimpleAtoi(rest, http_port) || *http_port <= 0 || *http_port > 65535) {
+    return absl::InternalError(absl::StrCat("no HTTP port in: ", line));
+  }
+  return agent;
 }
 
 absl::StatusOr<std::unique_ptr<CoordinatorProcess>> CoordinatorProcess::Start(

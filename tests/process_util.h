@@ -72,6 +72,9 @@ class Process {
   // DEADLINE_EXCEEDED on timeout; both messages carry the output so far.
   [[nodiscard]] absl::StatusOr<std::string> WaitForStderrLine(absl::string_view needle,
                                                               absl::Duration timeout);
+  // The same on stdout.
+  [[nodiscard]] absl::StatusOr<std::string> WaitForStdoutLine(absl::string_view needle,
+                                                              absl::Duration timeout);
 
   std::string stdout_text() const;
   std::string stderr_text() const;
@@ -80,6 +83,10 @@ class Process {
  private:
   Process(pid_t pid, int stdin_fd, int stdout_fd, int stderr_fd, std::string stdin_data);
 
+  [[nodiscard]] absl::StatusOr<std::string> WaitForLine(std::string Process::*stream,
+                                                        absl::string_view name,
+                                                        absl::string_view needle,
+                                                        absl::Duration timeout);
   // Thread body: feeds stdin, drains stdout and stderr until both close, then reaps the child.
   void Pump(int stdin_fd, int stdout_fd, int stderr_fd, std::string stdin_data);
   ProcessResult ResultLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -104,6 +111,12 @@ class Process {
 // "2024-01-01T00:00:00.000Z INFO listening on 127.0.0.1:43121" or (--log_format=json)
 // {"time":"...","level":"INFO","message":"listening on 127.0.0.1:43121"}.
 [[nodiscard]] absl::StatusOr<int> ParseListeningPort(absl::string_view line);
+
+// Starts an agent binary (echo_agent, green_agent, purple_agent) with `args` plus its HTTP port
+// on 127.0.0.1 (--port=0, agent_runtime/agent_http.h) and waits until it serves; the port it
+// chose is put in *http_port.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Process>> StartAgentWithHttp(
+    const std::string& binary, std::vector<std::string> args, int* http_port);
 
 // The real coordinator binary, listening on 127.0.0.1 at a port it chose itself.
 class CoordinatorProcess {

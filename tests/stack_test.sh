@@ -34,7 +34,16 @@ done
 E=("${ENGINE[@]}")
 
 built_image=
-remove_image() { [[ -z $built_image ]] || "${E[@]}" rmi "$built_image" >/dev/null 2>&1 || true; }
+# The image and the per-agent images make_image.sh tags beside it.
+agent_image() { echo "${IMAGE%:*}-${1//_/-}:${IMAGE##*:}"; }
+remove_image() {
+  [[ -n $built_image ]] || return 0
+  local a
+  for a in green_agent purple_agent echo_agent; do
+    "${E[@]}" rmi "$(agent_image "$a")" >/dev/null 2>&1 || true
+  done
+  "${E[@]}" rmi "$built_image" >/dev/null 2>&1 || true
+}
 if [[ -z $IMAGE ]]; then
   IMAGE=coordinator:stack-test
   built_image=$IMAGE
@@ -227,5 +236,27 @@ compose down
 up
 check_evaluation || fail "after down and up"
 echo "stack_test: the evaluation is still there"
+
+# An agent's image as a platform runs it: nothing but the platform's flags after the image name;
+# the card on the published port names --card-url.
+echo "stack_test: an agent image on a platform's terms"
+echo_port=$(free_port)
+"${E[@]}" run -d --rm --name "${project}_platform_echo" -p "127.0.0.1:$echo_port:9009" \
+  "$(agent_image echo_agent)" --host 0.0.0.0 --port 9009 --card-url http://echo.example:9009/ \
+  >/dev/null || fail "cannot run $(agent_image echo_agent)"
+card_ok=
+for _ in $(seq 600); do  # 60 s at most
+  if python3 - "$echo_port" <<'EOF' 2>/dev/null; then card_ok=1; break; fi
+import json, sys, urllib.request
+request = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/.well-known/agent-card.json",
+                                 headers={"A2A-Version": "1.0"})
+card = json.load(urllib.request.urlopen(request, timeout=2))
+assert card["supportedInterfaces"][0]["url"] == "http://echo.example:9009/", card
+EOF
+  sleep 0.1
+done
+"${E[@]}" rm -f "${project}_platform_echo" >/dev/null 2>&1 || true
+[[ -n $card_ok ]] || fail "$(agent_image echo_agent) served no card naming its --card-url"
+echo "stack_test: $(agent_image echo_agent) serves its card on the platform's port"
 
 echo "stack_test: PASS"

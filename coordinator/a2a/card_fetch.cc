@@ -4,13 +4,13 @@
 #include <utility>
 #include <vector>
 
+#include "a2a_http/http.h"
 #include "a2a_protocol/bindings.h"
 #include "a2a_protocol/v03_json.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "coordinator/a2a/http.h"
 #include "coordinator/store/a2a/agent_registry.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -199,15 +199,15 @@ absl::StatusOr<v1::Agent> ResolveRegistration(const v1::Agent& request,
   const std::string& card_url = request.card_url();
   RETURN_IF_ERROR(options.outbound_allow.Check(card_url, "outbound_allow_hosts"));
   ASSIGN_OR_RETURN(const common::HttpUrl url, common::ParseHttpUrl(card_url));
-  HttpGetOptions get;
+  a2a_http::HttpGetOptions get;
   get.timeout = options.timeout;
   get.max_bytes = options.max_card_bytes;
   get.headers.emplace_back("Accept", "application/json");
   // What was checked is what is called: the parsed scheme, host and port.
   absl::StatusOr<std::string> json =
-      HttpGet(absl::StrCat(url.scheme, "://", url.HostPort(),
-                           absl::StartsWith(url.path, "/") ? "" : "/", url.path),
-              get);
+      a2a_http::HttpGet(absl::StrCat(url.scheme, "://", url.HostPort(),
+                                     absl::StartsWith(url.path, "/") ? "" : "/", url.path),
+                        get);
   if (!json.ok()) {
     return absl::Status(json.status().code(),
                         absl::StrCat("cannot fetch the card of agent ", request.name(), ": ",

@@ -1,17 +1,13 @@
 #include "coordinator/a2a/cards.h"
 
-#include <openssl/evp.h>
-
 #include "a2a_protocol/bindings.h"
 #include "a2a_protocol/v03_json.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "coordinator/a2a/tenant_routing.h"
 
 namespace coordinator {
 namespace {
@@ -65,17 +61,6 @@ void AddBearerScheme(a2apb::AgentCard* card) {
       "A token from the coordinator's token file, sent as \"Authorization: Bearer <token>\" "
       "(an HTTP header, or gRPC metadata) on every call");
   (*card->add_security_requirements()->mutable_schemes())["bearer"];
-}
-
-std::string Digest(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr) != 1) {
-    return "0";
-  }
-  // 128 bits are plenty to tell two cards apart.
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), size < 16 ? size : 16));
 }
 
 }  // namespace
@@ -158,27 +143,15 @@ a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses&
   return card;
 }
 
-CardValidators::Validators CardValidators::For(const std::string& path, const std::string& json) {
-  const std::string etag = absl::StrCat("\"", Digest(json), "\"");
-  absl::MutexLock lock(&mu_);
-  Validators& seen = seen_[path];
-  if (seen.etag != etag) {
-    seen.etag = etag;
-    // HTTP dates have whole seconds: a change within the second of the last one still gets a
-    // later date than a client may hold.
-    seen.last_modified = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
-  }
-  return seen;
-}
-
-bool IfNoneMatchMatches(const std::string& header, const std::string& etag) {
-  for (absl::string_view tag : absl::StrSplit(header, ',')) {
-    tag = absl::StripAsciiWhitespace(tag);
-    if (tag == "*") return true;
-    absl::ConsumePrefix(&tag, "W/");
-    if (tag == etag) return true;
-  }
-  return false;
+absl::StatusOr<a2apb::AgentCard> RegistryCardSource::Card(const std::optional<std::string>& agent,
+                                                          const std::string& base_url) {
+  CardAddresses addresses = addresses_();
+  addresses.http_base_url = base_url;
+  absl::StatusOr<std::string> tenantless = ResolveTenant(agents_, addresses.default_agent, "");
+  if (tenantless.ok()) addresses.tenantless_agent = *std::move(tenantless);
+  if (!agent.has_value()) return CoordinatorCard(agents_, addresses);
+  ASSIGN_OR_RETURN(const v1::Agent registered, agents_->Get(*agent));
+  return PublishedAgentCard(registered, addresses);
 }
 
 }  // namespace coordinator

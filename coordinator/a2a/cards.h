@@ -1,16 +1,16 @@
 // The agent cards the coordinator publishes: its own (every agent behind it, each through every
-// binding) and one per agent (that agent alone, at its own base URL), plus the HTTP caching
-// validators they are served with.
+// binding) and one per agent (that agent alone, at its own base URL), and their source for the
+// HTTP port.
 #ifndef COORDINATOR_A2A_CARDS_H_
 #define COORDINATOR_A2A_CARDS_H_
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "a2a/v1/a2a.pb.h"
-#include "absl/container/flat_hash_map.h"
+#include "a2a_http/bindings.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "coordinator/store/a2a/agent_registry.h"
 
 namespace coordinator {
@@ -53,24 +53,21 @@ std::string AgentBasePath(const std::string& name);
 // signatures are dropped: they signed other interfaces.
 a2apb::AgentCard PublishedAgentCard(const v1::Agent& agent, const CardAddresses& addresses);
 
-// HTTP validators of a card's JSON: a strong ETag (a digest of the bytes) and the time this
-// process first served those bytes at that path (Last-Modified: never earlier than the change).
-class CardValidators {
+// The cards of the HTTP port (a2a_http/bindings.h): the coordinator's at the root, each
+// registered agent's at its base URL. `addresses` gives where the coordinator is reached; its
+// http_base_url and tenantless_agent are worked out per request.
+class RegistryCardSource final : public a2a_http::CardSource {
  public:
-  struct Validators {
-    std::string etag;  // quoted, as the header carries it
-    absl::Time last_modified;
-  };
-  Validators For(const std::string& path, const std::string& json);
+  RegistryCardSource(AgentRegistryStore* agents, std::function<CardAddresses()> addresses)
+      : agents_(agents), addresses_(std::move(addresses)) {}
+
+  absl::StatusOr<a2apb::AgentCard> Card(const std::optional<std::string>& agent,
+                                        const std::string& base_url) override;
 
  private:
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Validators> seen_ ABSL_GUARDED_BY(mu_);
+  AgentRegistryStore* const agents_;  // not owned
+  const std::function<CardAddresses()> addresses_;
 };
-
-// Whether an If-None-Match header value matches `etag` ("*", or a list of tags, weak or strong,
-// compared weakly as RFC 9110 asks for GET).
-bool IfNoneMatchMatches(const std::string& header, const std::string& etag);
 
 }  // namespace coordinator
 

@@ -4,12 +4,12 @@
 #include <utility>
 #include <vector>
 
+#include "a2a_http/http.h"
 #include "a2a_protocol/v03_json.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "coordinator/a2a/gateway.h"
-#include "coordinator/a2a/http.h"
 #include "coordinator/store/records/time_util.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -84,8 +84,9 @@ void A2AGateway::SendPush(const v1::PushDelivery& push) {
                          absl::StrCat(push.config().authentication().scheme(), " ",
                                       push.config().authentication().credentials()));
   }
-  HttpPostResult result = HttpPost(target, body, v03 ? "application/json" : "application/a2a+json",
-                                   headers, options_.push_timeout);
+  a2a_http::HttpPostResult result =
+      a2a_http::HttpPost(target, body, v03 ? "application/json" : "application/a2a+json", headers,
+                         options_.push_timeout);
   v1::PushAttempt attempt;
   *attempt.mutable_time() = ToProtoTime(absl::Now());
   attempt.set_http_status(result.status);

@@ -9,6 +9,7 @@
 
 #include "a2a/v0_3/a2a.grpc.pb.h"
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_http/http.h"
 #include "a2a_protocol/errors.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/match.h"
@@ -19,7 +20,6 @@
 #include "agent_runtime/agent_runtime.h"
 #include "agent_runtime/echo_agent.h"
 #include "common/grpc_status.h"
-#include "coordinator/a2a/http.h"
 #include "coordinator/a2a/test_server_options.h"
 #include "coordinator/server.h"
 #include "coordinator/v1/agent_registry.grpc.pb.h"
@@ -776,7 +776,7 @@ TEST_F(GatewayTest, TasksSurviveACoordinatorRestart) {
 
 TEST_F(GatewayTest, AgentCardListsOneInterfacePerAgent) {
   auto agent = StartAgent();
-  absl::StatusOr<std::string> json = HttpGet(
+  absl::StatusOr<std::string> json = a2a_http::HttpGet(
       "http://127.0.0.1:" + std::to_string(server_->http_port()) + "/.well-known/agent-card.json",
       absl::Seconds(10));
   ASSERT_OK(json);

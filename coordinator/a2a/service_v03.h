@@ -23,20 +23,17 @@
 
 #include "a2a/v0_3/a2a.grpc.pb.h"
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_http/bindings.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
 namespace coordinator {
 
-// The metadata key a 0.3 gRPC call names its agent with (0.3 has no tenant field): an ASCII
-// value, or any bytes (a UTF-8 name) under the binary key, which wins when both are given.
-inline constexpr char kTenantMetadata[] = "coordinator-tenant";
-inline constexpr char kTenantBinaryMetadata[] = "coordinator-tenant-bin";
-// The metadata key the coordinator's 0.3 bindings (this service, and JSON-RPC 0.3 on the HTTP
-// port) add when they relay a call to the 1.0 service: the A2A version the caller spoke ("0.3").
-// It decides the body of the webhook calls of the push configs the call creates (0.3 posts the
-// Task in 0.3's JSON).
-inline constexpr char kCallerVersionMetadata[] = "coordinator-caller-version";
+// The metadata a 0.3 call names its agent with, and the one a 0.3 call relayed to the 1.0
+// service carries (a2a_http/bindings.h): this service adds the latter too.
+using a2a_http::kCallerVersionMetadata;
+using a2a_http::kTenantBinaryMetadata;
+using a2a_http::kTenantMetadata;
 
 class A2AServiceV03 final : public ::a2a::v1::A2AService::Service {
  public:
