@@ -62,11 +62,15 @@ std::string AgentName(const std::string& run_id, const std::string& role) {
   return absl::StrCat(run_id, ".", role);
 }
 
-// The assessment already sent in `context_id`, if any (the newest).
-absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
+// The assessment already sent in `context_id` to the run's green agent `green`, if any (the
+// newest). Only the green agent's: the exchange the assessment starts may share its context (our
+// green agent's evaluation sends the participant its task there, and the participant its
+// commands), and none of those tasks is the assessment.
+absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env, const std::string& green,
                                                           const std::string& context_id) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
   a2apb::ListTasksRequest request;
+  request.set_tenant(green);
   request.set_context_id(context_id);
   request.set_page_size(1);
   request.set_history_length(0);
@@ -74,6 +78,8 @@ absl::StatusOr<std::optional<a2apb::Task>> FindAssessment(const Env& env,
   a2apb::ListTasksResponse response;
   auto context = env.NewA2AContext();
   grpc::Status s = stub->ListTasks(context.get(), request, &response);
+  // NOT_FOUND: the green agent is not registered yet, so nothing was sent to it.
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) return std::optional<a2apb::Task>();
   if (!s.ok()) {
     return absl::UnavailableError(
         absl::StrCat("reading the run's assessments at the coordinator: ", s.error_message()));
@@ -428,7 +434,8 @@ int RunScenario(const Env& env, const ParsedArgs& args) {
   bool resumed = false;
   bool all_ended = true;
   for (Assessment& a : *assessments) {
-    absl::StatusOr<std::optional<a2apb::Task>> found = FindAssessment(env, a.context_id);
+    absl::StatusOr<std::optional<a2apb::Task>> found =
+        FindAssessment(env, AgentName(o->run_id, "green_agent"), a.context_id);
     if (!found.ok()) return Fail(env, std::string(found.status().message()));
     if (found->has_value()) a.task = **found;
     resumed = resumed || found->has_value();

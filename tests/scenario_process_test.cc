@@ -175,8 +175,7 @@ TEST_F(ScenarioTest, OurAgentsFourShardsTwiceThroughKillsOfTheRunnerAndTheCoordi
     EXPECT_EQ(a.at("state").string_value(), "completed") << context;
     std::string artifacts;
     (void)pb::util::MessageToJsonString(a.at("artifacts"), &artifacts);
-    // The score, as data ("score":1) or as the outcome's text ("score\":1.0000).
-    EXPECT_THAT(artifacts, ::testing::ContainsRegex("score[\\\\\"]*:1")) << context;
+    EXPECT_THAT(artifacts, ::testing::HasSubstr("\"score\":1")) << context;
     // Exactly once: one assessment task at the green agent, one task of the purple agent, in
     // the assessment's context.
     EXPECT_EQ(TasksIn(run_id + ".green_agent", context).size(), 1u) << context;
