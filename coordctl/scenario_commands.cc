@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "a2a_protocol/scenario_run.h"
 #include "a2a_protocol/version.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -41,14 +42,6 @@ namespace {
 
 namespace a2apb = ::lf::a2a::v1;
 
-bool ValidRunId(absl::string_view id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    if (!absl::ascii_isalnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
 // Protobuf's JSON of `message` without its default fields, on one line.
 std::string WireJson(const google::protobuf::Message& message) {
   std::string json;
@@ -56,11 +49,8 @@ std::string WireJson(const google::protobuf::Message& message) {
   return json;
 }
 
-std::string ContextOf(const std::string& run_id) { return absl::StrCat("scenario-", run_id); }
-
-std::string AgentName(const std::string& run_id, const std::string& role) {
-  return absl::StrCat(run_id, ".", role);
-}
+using a2a_protocol::ScenarioAgentName;
+using a2a_protocol::ValidScenarioRunId;
 
 // The assessment already sent in `context_id` to the run's green agent `green`, if any (the
 // newest). Only the green agent's: the exchange the assessment starts may share its context (our
@@ -175,7 +165,7 @@ absl::StatusOr<RunOptions> ReadRunOptions(const ParsedArgs& args) {
   text << std::ifstream(o.file, std::ios::binary).rdbuf();
   o.text = text.str();
   o.run_id = args.get("run-id", absl::StrCat("sc-", common::Sha256Hex(o.text).substr(0, 12)));
-  if (!ValidRunId(o.run_id)) {
+  if (!ValidScenarioRunId(o.run_id)) {
     return absl::InvalidArgumentError("--run-id must be 1 to 64 letters, digits, -, _ or .");
   }
   o.gateway = std::string(absl::StripSuffix(args.get("gateway", "http://127.0.0.1:8080"), "/"));
@@ -254,8 +244,8 @@ absl::StatusOr<std::vector<Assessment>> PlanAssessments(const Scenario& scenario
       a.repeat = k;
       a.config = configs[i];
       a.label = several ? absl::StrCat("s", i, "-r", k) : "";
-      a.context_id =
-          several ? absl::StrCat(ContextOf(o.run_id), "-", a.label) : ContextOf(o.run_id);
+      a.context_id = several ? a2a_protocol::ScenarioAssessmentContext(o.run_id, i, k)
+                             : a2a_protocol::ScenarioContext(o.run_id);
     }
   }
   return assessments;
@@ -268,7 +258,7 @@ std::vector<ScenarioRunAgent> RunAgents(const Scenario& scenario, const RunOptio
   std::vector<ScenarioRunAgent> agents(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     agents[i].spec = specs[i];
-    agents[i].name = AgentName(o.run_id, specs[i]->role);
+    agents[i].name = ScenarioAgentName(o.run_id, specs[i]->role);
     agents[i].card_url = CardUrl(specs[i]->endpoint);
     agents[i].log_path = absl::StrCat(o.logs, "/", specs[i]->role, ".log");
     agents[i].pid_path = absl::StrCat(o.logs, "/", specs[i]->role, ".pid");
@@ -364,7 +354,13 @@ int FollowAll(const Env& env, std::vector<Assessment>& assessments, absl::Durati
   return kExitOk;
 }
 
-// The result file: the run and each assessment's task with its artifacts.
+// The score the assessment reported in its artifacts (a2a_protocol::AssessmentScore), or null.
+std::string ScoreJson(const a2apb::Task& task) {
+  const std::optional<double> score = a2a_protocol::AssessmentScore(task);
+  return score.has_value() ? absl::StrCat(*score) : "null";
+}
+
+// The result file: the run and each assessment's task with its score and artifacts.
 absl::Status WriteResults(const std::string& path, const std::string& run_id,
                           const std::vector<Assessment>& assessments) {
   bool completed = true;
@@ -380,7 +376,7 @@ absl::Status WriteResults(const std::string& path, const std::string& run_id,
         ", \"repeat\": ", a.repeat, ", \"context_id\": ", common::JsonQuote(a.context_id),
         ", \"task_id\": ", common::JsonQuote(a.task.id()), ", \"state\": ",
         common::JsonQuote(absl::AsciiStrToLower(TaskStateWord(a.task.status().state()))),
-        ",\n     \"artifacts\": [", artifacts, "]}");
+        ", \"score\": ", ScoreJson(a.task), ",\n     \"artifacts\": [", artifacts, "]}");
   }
   const std::string json =
       absl::StrCat("{\n  \"run_id\": ", common::JsonQuote(run_id),
@@ -434,8 +430,8 @@ int RunScenario(const Env& env, const ParsedArgs& args) {
   bool resumed = false;
   bool all_ended = true;
   for (Assessment& a : *assessments) {
-    absl::StatusOr<std::optional<a2apb::Task>> found =
-        FindAssessment(env, AgentName(o->run_id, "green_agent"), a.context_id);
+    absl::StatusOr<std::optional<a2apb::Task>> found = FindAssessment(
+        env, ScenarioAgentName(o->run_id, a2a_protocol::kScenarioGreenRole), a.context_id);
     if (!found.ok()) return Fail(env, std::string(found.status().message()));
     if (found->has_value()) a.task = **found;
     resumed = resumed || found->has_value();
@@ -471,20 +467,19 @@ int RunScenario(const Env& env, const ParsedArgs& args) {
 // The run's assessments as the coordinator has them: the green agent's tasks in the run's
 // contexts, oldest first.
 absl::StatusOr<std::vector<a2apb::Task>> RunTasks(const Env& env, const std::string& run_id) {
-  if (!ValidRunId(run_id)) return absl::InvalidArgumentError("not a run id");
+  if (!ValidScenarioRunId(run_id)) return absl::InvalidArgumentError("not a run id");
   auto stub = a2apb::A2AService::NewStub(env.channel);
   a2apb::ListTasksRequest request;
-  request.set_tenant(AgentName(run_id, "green_agent"));
+  request.set_tenant(ScenarioAgentName(run_id, a2a_protocol::kScenarioGreenRole));
   request.set_page_size(100);
   request.set_history_length(0);
   request.set_include_artifacts(true);
   std::vector<a2apb::Task> tasks;
-  const std::string context = ContextOf(run_id);
   const grpc::Status s = ForEachPage(
       env, *stub, &a2apb::A2AService::Stub::ListTasks, request,
       [&](a2apb::ListTasksResponse& page) {
         for (a2apb::Task& task : *page.mutable_tasks()) {
-          if (task.context_id() == context || absl::StartsWith(task.context_id(), context + "-s")) {
+          if (a2a_protocol::InScenarioRun(task.context_id(), run_id)) {
             tasks.push_back(std::move(task));
           }
         }
@@ -518,7 +513,7 @@ int ShowTasks(const Env& env, const ParsedArgs& args, const std::vector<a2apb::T
       continue;
     }
     *env.out << task.context_id() << "  " << task.id() << "  "
-             << TaskStateWord(task.status().state()) << "\n";
+             << TaskStateWord(task.status().state()) << "  score " << ScoreJson(task) << "\n";
     for (const a2apb::Artifact& artifact : task.artifacts()) {
       *env.out << "  artifact " << artifact.name() << ": " << WireJson(artifact) << "\n";
     }
@@ -555,13 +550,14 @@ int RunScenarioList(const Env& env, const ParsedArgs& args) {
   auto stub = coordinator::v1::AgentRegistry::NewStub(env.channel);
   coordinator::v1::ListAgentsRequest request;
   request.set_page_size(1000);
-  constexpr absl::string_view kGreen = ".green_agent";
   const grpc::Status s = ForEachPage(
       env, *stub, &coordinator::v1::AgentRegistry::Stub::ListAgents, request,
       [&](const coordinator::v1::ListAgentsResponse& page) {
         for (const coordinator::v1::Agent& agent : page.agents()) {
-          if (!absl::EndsWith(agent.name(), kGreen)) continue;
-          const std::string run_id(absl::StripSuffix(agent.name(), kGreen));
+          const std::optional<std::string> run =
+              a2a_protocol::ScenarioRunOfGreenAgent(agent.name());
+          if (!run.has_value()) continue;
+          const std::string& run_id = *run;
           absl::StatusOr<std::vector<a2apb::Task>> tasks = RunTasks(env, run_id);
           std::map<std::string, int> states;
           if (tasks.ok()) {

@@ -238,6 +238,13 @@ TEST_F(ConsoleProcessTest, MalformedAndHostileRequestsGetClearErrors) {
       {"/console/api/evaluations/nope", 404, "not found"},
       {"/console/api/evaluations/..%2f..%2fetc%2fpasswd", 404, "not found"},
       {"/console/api/runs/nope", 404, "not found"},
+      {"/console/api/scenarios?page=a%2fb", 400, "page must be a scenario run id"},
+      {"/console/api/scenarios?limit=0", 400, "limit must be"},
+      {"/console/api/scenarios?run=x", 400, "unknown query parameter"},
+      {"/console/api/scenarios/" + long_id, 400, "scenario run id is 1 to 64"},
+      {"/console/api/scenarios/a%20b", 400, "scenario run id"},
+      {"/console/api/scenarios/nope", 404, "no scenario run nope"},
+      {"/console/api/scenarios/nope?x=1", 400, "takes none"},
       {"/console/api/nothing-here", 404, "no such console endpoint"},
       {"/console/api/events?after=-1", 400, "after must be"},
       {"/console/api/events?after=x", 400, "after must be"},
@@ -450,7 +457,8 @@ TEST_F(ConsoleProcessTest, WithATokenFileTheApiNeedsAReaderToken) {
   for (const char* path :
        {"/console/api/overview", "/console/api/events", "/console/api/evaluations",
         "/console/api/evaluations/ctx-1", "/console/api/leaderboard", "/console/api/runs",
-        "/console/api/runs/run-1", "/console/api/retry"}) {
+        "/console/api/runs/run-1", "/console/api/retry", "/console/api/scenarios",
+        "/console/api/scenarios/sc-1"}) {
     httplib::Result none = Get(path);
     ASSERT_TRUE(none) << path;
     EXPECT_EQ(none->status, 401) << path << ": " << none->body;

@@ -21,6 +21,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/a2a_test_util.h"
 #include "tests/evaluation_test_util.h"
 #include "tests/json_test_util.h"
@@ -176,6 +177,7 @@ TEST_F(ScenarioTest, OurAgentsFourShardsTwiceThroughKillsOfTheRunnerAndTheCoordi
     std::string artifacts;
     (void)pb::util::MessageToJsonString(a.at("artifacts"), &artifacts);
     EXPECT_THAT(artifacts, ::testing::HasSubstr("\"score\":1")) << context;
+    EXPECT_EQ(a.at("score").number_value(), 1) << context;
     // Exactly once: one assessment task at the green agent in the assessment's context. The
     // purple agent has its task there too; under the sanitizers, after the coordinator's kill,
     // some contexts held two (the green agent reaches the participant through the coordinator
@@ -184,6 +186,30 @@ TEST_F(ScenarioTest, OurAgentsFourShardsTwiceThroughKillsOfTheRunnerAndTheCoordi
     EXPECT_GE(TasksIn(run_id + ".purple", context).size(), 1u) << context;
   }
   EXPECT_EQ(absl::StrJoin(parts, " "), "0/0 0/1 1/0 1/1 2/0 2/1 3/0 3/1");
+
+  // The console's leaderboard by scenario run: the run, its participant, its 8 assessments
+  // completed and scored, and each assessment's exchange.
+  httplib::Client console("127.0.0.1", http_port_);
+  httplib::Result board = console.Get("/console/api/scenarios");
+  ASSERT_TRUE(board);
+  ASSERT_EQ(board->status, 200) << board->body;
+  EXPECT_THAT(board->body,
+              ::testing::HasSubstr(
+                  R"({"runId":"rca","greenAgent":"rca.green_agent","participants":["rca.purple"],)"
+                  R"("assessments":8,"states":{"completed":8},"scored":8,"mean":1.0000,)"));
+  httplib::Result run = console.Get("/console/api/scenarios/rca");
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->status, 200) << run->body;
+  for (int shard = 0; shard < 4; ++shard) {
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      const std::string context = absl::StrCat("scenario-rca-s", shard, "-r", repeat);
+      EXPECT_THAT(run->body, ::testing::HasSubstr(absl::StrCat(R"("contextId":")", context, "\"")));
+      httplib::Result exchange = console.Get(absl::StrCat("/console/api/evaluations/", context));
+      ASSERT_TRUE(exchange);
+      ASSERT_EQ(exchange->status, 200) << context << ": " << exchange->body;
+      EXPECT_THAT(exchange->body, ::testing::HasSubstr("\"artifactUpdate\"")) << context;
+    }
+  }
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #      on the same volume; the evaluation ends with the perfect score and 6 commands, each
 #      counted once;
 #   3. the containers' logs (stderr) are JSON lines, green's naming the evaluation;
-#   4. `down` and `up` again: the evaluation is still there.
+#   4. `down` and `up` again: the evaluation is still there;
+#   5. an agent image run with a platform's flags serves its card;
+#   6. examples/scenarios/containers.toml run by coordctl scenario run: its agents in containers.
 # Usage: stack_test.sh BIN_DIR [IMAGE]. Without IMAGE (ctest) the image is built from BIN_DIR
 # (scripts/make_image.sh BIN_DIR, tagged coordinator:stack-test); `make stack-test` passes
 # coordinator:latest, the image `make image` built. Exits 77 with "SKIPPED: <reason>" when no
@@ -24,9 +26,10 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 fail() { echo "stack_test: FAIL: $*" >&2; exit 1; }
 [[ ${#ENGINE[@]} -gt 0 ]] || skip "no container engine (apt-get install podman runc podman-compose debootstrap)"
 [[ ${#COMPOSE[@]} -gt 0 ]] || skip "no compose tool for ${ENGINE[0]} (apt-get install podman-compose)"
-# coordctl drives the stack from the host; the others go into the image when it is built here.
-binaries=(coordctl)
-[[ -n $IMAGE ]] || binaries+=(coordinator green_agent purple_agent echo_agent)
+# coordctl drives the stack from the host (and the coordinator of the scenario in containers runs
+# there); the others go into the image when it is built here.
+binaries=(coordctl coordinator)
+[[ -n $IMAGE ]] || binaries+=(green_agent purple_agent echo_agent)
 for b in "${binaries[@]}"; do
   [[ -x $BIN/$b ]] || fail "$BIN/$b is missing"
 done
@@ -95,6 +98,8 @@ cleanup() {
     "${E[@]}" volume rm -f "${project}_$v" >/dev/null 2>&1 || true
   done
   "${E[@]}" network rm -f "${project}_default" >/dev/null 2>&1 || true
+  if [[ -n ${scenario_coordinator:-} ]]; then kill "$scenario_coordinator" 2>/dev/null || true; fi
+  "${E[@]}" rm -f "$project-green" "$project-purple" >/dev/null 2>&1 || true
   remove_image
   rm -rf "$tmp"
   exit $rc
@@ -258,5 +263,53 @@ done
 "${E[@]}" rm -f "${project}_platform_echo" >/dev/null 2>&1 || true
 [[ -n $card_ok ]] || fail "$(agent_image echo_agent) served no card naming its --card-url"
 echo "stack_test: $(agent_image echo_agent) serves its card on the platform's port"
+
+# A platform scenario whose agents are containers (examples/scenarios/containers.toml, with this
+# run's engine, images, ports and names): the runner on the host starts them with `podman run`,
+# against a coordinator of its own on the host, follows the assessment to its score, and stops
+# them; --rm leaves no container behind.
+echo "stack_test: a scenario whose agents run in containers"
+s_grpc=$(free_port)
+s_http=$(free_port "$s_grpc")
+green_port=$(free_port "$s_grpc" "$s_http")
+purple_port=$(free_port "$s_grpc" "$s_http" "$green_port")
+"$BIN/coordinator" --listen="127.0.0.1:$s_grpc" --http_listen="127.0.0.1:$s_http" \
+  --data_dir="$tmp/scenario-data" >"$tmp/scenario-coordinator.log" 2>&1 &
+scenario_coordinator=$!
+for _ in $(seq 300); do
+  "$BIN/coordctl" --target "127.0.0.1:$s_grpc" --timeout 2s health >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sed -e "s|^cmd = \"podman |cmd = \"${E[*]} |" \
+  -e "s|coordinator-green-agent:latest|$(agent_image green_agent)|" \
+  -e "s|coordinator-purple-agent:latest|$(agent_image purple_agent)|" \
+  -e "s|9409|$green_port|g" -e "s|9419|$purple_port|g" \
+  -e "s|127\.0\.0\.1:50051|127.0.0.1:$s_grpc|g" \
+  -e "s|rca-green-c|$project-green|g" -e "s|rca-purple-c|$project-purple|g" \
+  examples/scenarios/containers.toml >"$tmp/containers.toml"
+if ! "$BIN/coordctl" --target "127.0.0.1:$s_grpc" scenario run "$tmp/containers.toml" \
+    --gateway "http://127.0.0.1:$s_http" --logs "$tmp/scenario-logs" \
+    --output "$tmp/scenario-result.json" --start-timeout 120s --for 300s \
+    >"$tmp/scenario.out" 2>&1; then
+  tail -30 "$tmp/scenario.out" "$tmp"/scenario-logs/*.log >&2 || true
+  fail "the scenario in containers did not complete"
+fi
+python3 - "$tmp/scenario-result.json" <<'EOF' || fail "wrong scenario result: $(cat "$tmp/scenario-result.json")"
+import json, sys
+result = json.load(open(sys.argv[1]))
+assert result["state"] == "completed", result
+(a,) = result["assessments"]
+assert a["state"] == "completed" and a["score"] == 1, a
+EOF
+left=
+for _ in $(seq 100); do
+  left=$("${E[@]}" ps -a --format '{{.Names}}' | grep -E "^$project-(green|purple)\$" || true)
+  [[ -z $left ]] && break
+  sleep 0.1
+done
+[[ -z $left ]] || fail "containers left after the run: $left"
+kill "$scenario_coordinator" && wait "$scenario_coordinator" || true
+scenario_coordinator=
+echo "stack_test: the scenario's agents ran in containers; score 1, nothing left behind"
 
 echo "stack_test: PASS"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "a2a_protocol/json_binding.h"
+#include "a2a_protocol/scenario_run.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -248,13 +250,22 @@ absl::StatusOr<std::string> Evaluation(const ConsoleParts* parts, const httplib:
   ASSIGN_OR_RETURN(auto params, Params(req, {}));
   const std::string id = req.matches[1].str();
   RETURN_IF_ERROR(common::ValidateId("evaluation id", id));
-  ASSIGN_OR_RETURN(v1::TaskContext context, parts->contexts->Get(id));
+  // A context of A2A tasks alone (a platform scenario's agents we did not write keep no
+  // evaluation record) shows its exchange: the tasks and their events.
+  absl::StatusOr<v1::TaskContext> stored = parts->contexts->Get(id);
+  const bool a2a_only = absl::IsNotFound(stored.status());
+  if (!stored.ok() && !a2a_only) return stored.status();
+  v1::TaskContext context;
+  if (stored.ok()) context = *std::move(stored);
+  context.set_context_id(id);
   // The newest kMaxTimeline commands and messages: a long evaluation's timeline shows
   // what it does now, with the totals saying how much came before.
-  ASSIGN_OR_RETURN(const std::vector<v1::CommandRecord> command_records,
-                   parts->contexts->LastCommands(id, kMaxTimeline));
   std::vector<std::string> commands;
-  for (const v1::CommandRecord& command : command_records) commands.push_back(ToJson(command));
+  if (!a2a_only) {
+    ASSIGN_OR_RETURN(const std::vector<v1::CommandRecord> command_records,
+                     parts->contexts->LastCommands(id, kMaxTimeline));
+    for (const v1::CommandRecord& command : command_records) commands.push_back(ToJson(command));
+  }
   std::vector<std::string> messages;
   int64_t steps = 0;
   int64_t message_count = 0;
@@ -282,6 +293,10 @@ absl::StatusOr<std::string> Evaluation(const ConsoleParts* parts, const httplib:
   list_tasks.set_history_length(0);
   list_tasks.set_include_artifacts(false);
   ASSIGN_OR_RETURN(a2apb::ListTasksResponse tasks, parts->a2a_tasks->ListTasks(list_tasks));
+  if (a2a_only && tasks.tasks().empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("context ", id, " not found: no evaluation and no A2A task in it"));
+  }
   std::vector<std::string> task_json;
   int events_left = kMaxTimeline;
   for (const a2apb::Task& task : tasks.tasks()) {
@@ -295,7 +310,7 @@ absl::StatusOr<std::string> Evaluation(const ConsoleParts* parts, const httplib:
   }
   const std::optional<double> score = EvaluationScore(context);
   return absl::StrCat(
-      "{\"context\":", ToJson(context),
+      "{\"context\":", ToJson(context), ",\"a2aOnly\":", a2a_only ? "true" : "false",
       ",\"score\":", score.has_value() ? absl::StrFormat("%.4f", *score) : "null",
       ",\"commands\":[", absl::StrJoin(commands, ","), "],\"conversation\":{\"stepCount\":", steps,
       ",\"messageCount\":", message_count, ",\"totalTokens\":", tokens, ",\"messages\":[",
@@ -331,6 +346,143 @@ absl::StatusOr<std::string> Leaderboard(const ConsoleParts* parts, const httplib
   }
   return absl::StrCat("{\"byTask\":", rows(by_task), ",\"byAgent\":", rows(by_agent),
                       ",\"cells\":[", absl::StrJoin(cells, ","), "]}");
+}
+
+// Registered agents the scenario pages look through at most.
+constexpr int kMaxScenarioAgents = 100000;
+// Assessments of one scenario run (coordctl scenario run makes at most 1000).
+constexpr int kMaxAssessments = 1000;
+
+// Every scenario run with a green agent in the registry (a2a_protocol/scenario_run.h), each with
+// the names of its other agents.
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ScenarioRuns(
+    const ConsoleParts* parts) {
+  ASSIGN_OR_RETURN(const AgentRegistryStore::NameSample names,
+                   parts->agents->SampleNames(kMaxScenarioAgents));
+  std::map<std::string, std::vector<std::string>> runs;
+  for (const std::string& name : names.first) {
+    if (std::optional<std::string> run = a2a_protocol::ScenarioRunOfGreenAgent(name)) {
+      runs[*run];
+    }
+  }
+  // A participant "<run>.<role>" belongs to the longest run id it starts with (run ids may hold
+  // dots themselves).
+  for (const std::string& name : names.first) {
+    if (a2a_protocol::ScenarioRunOfGreenAgent(name).has_value()) continue;
+    for (size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0;
+         dot = name.rfind('.', dot - 1)) {
+      auto run = runs.find(name.substr(0, dot));
+      if (run != runs.end()) {
+        run->second.push_back(name);
+        break;
+      }
+    }
+  }
+  return runs;
+}
+
+// A run's assessments: its green agent's tasks in the run's contexts, newest first, with their
+// artifacts and no history.
+absl::StatusOr<std::vector<a2apb::Task>> RunAssessments(const ConsoleParts* parts,
+                                                        const std::string& run_id) {
+  a2apb::ListTasksRequest list;
+  list.set_tenant(a2a_protocol::ScenarioAgentName(run_id, a2a_protocol::kScenarioGreenRole));
+  list.set_page_size(100);
+  list.set_history_length(0);
+  list.set_include_artifacts(true);
+  std::vector<a2apb::Task> tasks;
+  while (static_cast<int>(tasks.size()) < kMaxAssessments) {
+    ASSIGN_OR_RETURN(a2apb::ListTasksResponse page, parts->a2a_tasks->ListTasks(list));
+    for (a2apb::Task& task : *page.mutable_tasks()) {
+      if (a2a_protocol::InScenarioRun(task.context_id(), run_id)) tasks.push_back(std::move(task));
+    }
+    if (page.next_page_token().empty()) break;
+    list.set_page_token(page.next_page_token());
+  }
+  return tasks;
+}
+
+std::string StateWord(a2apb::TaskState state) {
+  return absl::AsciiStrToLower(absl::StripPrefix(a2apb::TaskState_Name(state), "TASK_STATE_"));
+}
+
+// One run's figures: its assessments by state, how many reported a score and their mean.
+std::string RunSummaryJson(const std::string& run_id, const std::vector<std::string>& agents,
+                           const std::vector<a2apb::Task>& tasks) {
+  std::map<std::string, int> states;
+  int scored = 0;
+  double sum = 0;
+  absl::Time updated = absl::InfinitePast();
+  for (const a2apb::Task& task : tasks) {
+    ++states[StateWord(task.status().state())];
+    if (std::optional<double> score = a2a_protocol::AssessmentScore(task)) {
+      ++scored;
+      sum += *score;
+    }
+    if (task.status().has_timestamp()) {
+      updated = std::max(updated, absl::FromUnixSeconds(task.status().timestamp().seconds()) +
+                                      absl::Nanoseconds(task.status().timestamp().nanos()));
+    }
+  }
+  std::vector<std::string> state_json;
+  for (const auto& [state, n] : states)
+    state_json.push_back(absl::StrCat(JsonQuote(state), ":", n));
+  std::vector<std::string> agent_json;
+  for (const std::string& agent : agents) agent_json.push_back(JsonQuote(agent));
+  return absl::StrCat(
+      "{\"runId\":", JsonQuote(run_id), ",\"greenAgent\":",
+      JsonQuote(a2a_protocol::ScenarioAgentName(run_id, a2a_protocol::kScenarioGreenRole)),
+      ",\"participants\":[", absl::StrJoin(agent_json, ","), "],\"assessments\":", tasks.size(),
+      ",\"states\":{", absl::StrJoin(state_json, ","), "},\"scored\":", scored,
+      ",\"mean\":", scored > 0 ? absl::StrFormat("%.4f", sum / scored) : "null",
+      ",\"updated\":", updated == absl::InfinitePast() ? "null" : JsonQuote(TimeText(updated)),
+      "}");
+}
+
+// The leaderboard by scenario run: a page of runs in run id order (?limit=, ?page= the last run
+// id of the previous page), each with its assessments by state and their mean score.
+absl::StatusOr<std::string> Scenarios(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {"limit", "page"}));
+  ASSIGN_OR_RETURN(const int limit, IntParam(params, "limit", kDefaultRows, 1, kMaxRows));
+  const std::string after = params["page"];
+  if (!after.empty() && !a2a_protocol::ValidScenarioRunId(after)) {
+    return absl::InvalidArgumentError("query parameter page must be a scenario run id");
+  }
+  ASSIGN_OR_RETURN(const auto runs, ScenarioRuns(parts));
+  std::vector<std::string> rows;
+  std::string next;
+  for (auto run = runs.upper_bound(after); run != runs.end(); ++run) {
+    if (static_cast<int>(rows.size()) == limit) {
+      next = std::prev(run)->first;
+      break;
+    }
+    ASSIGN_OR_RETURN(const std::vector<a2apb::Task> tasks, RunAssessments(parts, run->first));
+    rows.push_back(RunSummaryJson(run->first, run->second, tasks));
+  }
+  return absl::StrCat("{\"runs\":[", absl::StrJoin(rows, ","), "],\"next\":", JsonQuote(next), "}");
+}
+
+// One scenario run: its agents and each assessment (its context, task and score), oldest first.
+absl::StatusOr<std::string> Scenario(const ConsoleParts* parts, const httplib::Request& req) {
+  ASSIGN_OR_RETURN(auto params, Params(req, {}));
+  const std::string run_id = req.matches[1].str();
+  if (!a2a_protocol::ValidScenarioRunId(run_id)) {
+    return absl::InvalidArgumentError(
+        "a scenario run id is 1 to 64 letters, digits, '-', '_' or '.'");
+  }
+  ASSIGN_OR_RETURN(const auto runs, ScenarioRuns(parts));
+  auto run = runs.find(run_id);
+  if (run == runs.end()) return absl::NotFoundError(absl::StrCat("no scenario run ", run_id));
+  ASSIGN_OR_RETURN(std::vector<a2apb::Task> tasks, RunAssessments(parts, run_id));
+  std::reverse(tasks.begin(), tasks.end());
+  std::vector<std::string> rows;
+  for (const a2apb::Task& task : tasks) {
+    const std::optional<double> score = a2a_protocol::AssessmentScore(task);
+    rows.push_back(absl::StrCat("{\"task\":", ToJson(task), ",\"score\":",
+                                score.has_value() ? absl::StrFormat("%.4f", *score) : "null", "}"));
+  }
+  return absl::StrCat("{\"run\":", RunSummaryJson(run_id, run->second, tasks), ",\"assessments\":[",
+                      absl::StrJoin(rows, ","), "]}");
 }
 
 // ?limit= and ?page= (and nothing else) into a List request's page_size and page_token.
@@ -525,13 +677,16 @@ void Console::Install(httplib::Server& server) {
   };
 
   // The JSON endpoints, each a function above: agents and counts, evaluations and one
-  // evaluation's timeline, the leaderboard, work runs, the retry ladder and breaker.
+  // evaluation's timeline, the leaderboard (also by scenario run), work runs, the retry ladder
+  // and breaker.
   using JsonRoute = absl::StatusOr<std::string> (*)(const ConsoleParts*, const httplib::Request&);
   static constexpr std::pair<const char*, JsonRoute> kJsonRoutes[] = {
       {"/console/api/overview", Overview},
       {"/console/api/evaluations", Evaluations},
       {"/console/api/evaluations/(.+)", Evaluation},
       {"/console/api/leaderboard", Leaderboard},
+      {"/console/api/scenarios", Scenarios},
+      {"/console/api/scenarios/(.+)", Scenario},
       {"/console/api/runs", Runs},
       {"/console/api/runs/(.+)", Run},
       {"/console/api/retry", Retry},

@@ -152,6 +152,27 @@ test('leaderboard: mean and count by agent and by task', async () => {
   await shot('leaderboard');
 });
 
+// The leaderboard by scenario run (coordctl scenario run): the run's mean over the scores its
+// judge reported, then each assessment, then one assessment's exchange.
+test('scenarios: the leaderboard by run, its assessments and their exchange', async () => {
+  let text = await open('#/scenarios', 'scenarios');
+  const row = await textOnceItMatches('tr[data-id="sc-demo"]', /0\.750/);
+  assert.match(row, /sc-demo\s+solver\s+2\s+2 completed\s+2\s+0\.750/);
+  await shot('scenarios');
+  await page.click('tr[data-id="sc-demo"]');
+  await page.waitForFunction(() => document.querySelector('main').dataset.route === '#/scenarios/sc-demo');
+  text = await page.$eval('main', (m) => m.innerText);
+  assert.match(text, /s0-r0\s+scenario-sc-demo-s0-r0\s+\S+\s+completed\s+0\.500\s+echo/);
+  assert.match(text, /s1-r0\s+scenario-sc-demo-s1-r0\s+\S+\s+completed\s+1\.000/);
+  assert.match(text, /sc-demo\.green_agent, sc-demo\.solver/);
+  await page.click('tr[data-id="scenario-sc-demo-s1-r0"]');
+  await page.waitForFunction(
+    () => document.querySelector('main').dataset.route === '#/evaluations/scenario-sc-demo-s1-r0');
+  text = await page.$eval('main', (m) => m.innerText);
+  assert.match(text, /Exchange scenario-sc-demo-s1-r0/);
+  assert.match(text, /A2A artifact\s+echo: \{"score": 1, "shard": 1\}/);
+});
+
 test('runs: items by level, holder and lease', async () => {
   let text = await open('#/runs', 'runs');
   assert.match(text, /run-widgets/);

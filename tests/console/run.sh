@@ -79,6 +79,15 @@ start_coordinator coordinator
   >"$work/echo_agent.log" 2>&1 &
 pids+=($!)
 wait_for "$work/echo_agent.log" 'registered' "$!" echo_agent >/dev/null
+# A platform scenario run as coordctl scenario run leaves it: its judge and its participant
+# registered as "<run>.green_agent" and "<run>.<role>" (echo agents here; seed.sh sends the judge
+# its assessments, whose echoed JSON carries a score).
+for role in green_agent solver; do
+  "$bin_dir/echo_agent" --listen=127.0.0.1:0 --name="sc-demo.$role" --coordinator="$coord_addr" \
+    >"$work/sc-demo.$role.log" 2>&1 &
+  pids+=($!)
+  wait_for "$work/sc-demo.$role.log" 'registered' "$!" "sc-demo.$role" >/dev/null
+done
 "$here/seed.sh" "$bin_dir/coordctl" "$coord_addr" "$work" >"$work/seed.log" 2>&1
 
 reader_token="reader-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seeds a coordinator for the console's browser test and screenshots (tests/console/run.sh):
 #   seed.sh <coordctl> <host:port> <scratch dir>
-# Two finished and scored evaluations and a running one (with an A2A task at the echo agent),
+# Two finished and scored evaluations and a running one (with an A2A task at the echo agent), a
+# scenario run's two assessments,
 # a run with one item held and one waiting, a retry task that the breaker blocked, and an agent
 # registered at an address where nothing listens (the overview shows it unreachable).
 set -euo pipefail
@@ -31,6 +32,10 @@ c convo append eval-run --role user --tokens 480 "Find the bug behind issue flas
 c convo append eval-run --role agent --tokens 64 "execute: ls src/flask"
 c context command eval-run --exit-code 0 --duration 0.05s -- ls src/flask
 c send echo "hello from the judge" --context eval-run --wait --for 20s
+# Two assessments of the scenario run sc-demo (run.sh registered its agents), each in its
+# shard's context; the judge's artifact is the JSON it was sent.
+c send sc-demo.green_agent '{"score": 0.5, "shard": 0}' --context scenario-sc-demo-s0-r0 --wait --for 20s
+c send sc-demo.green_agent '{"score": 1, "shard": 1}' --context scenario-sc-demo-s1-r0 --wait --for 20s
 # Port 1 (tcpmux) on loopback: nothing listens there, the gateway's probe is refused.
 c agent register ghost 127.0.0.1:1
 

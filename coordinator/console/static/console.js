@@ -191,6 +191,16 @@ const views = {
       }
     }
     entries.sort((a, b) => Date.parse(a.t || 0) - Date.parse(b.t || 0));
+    const timeline = entries.length === 0 ? h('p', { class: 'muted' }, 'Nothing happened yet.') :
+      h('ol', { class: 'timeline', id: 'timeline' }, entries.map((x) =>
+        h('li', { class: x.bad ? 'bad' : null }, h('span', { class: 't' }, time(x.t)),
+          h('span', { class: 'kind' }, x.kind), h('span', { class: 'body' }, x.body))));
+    // A context of A2A tasks alone: a scenario's exchange between agents we did not write.
+    if (e.a2aOnly) {
+      return [h('h2', {}, 'Exchange ', c.contextId),
+        h('div', { class: 'cards' }, card(e.tasks.length, 'A2A tasks')),
+        h('h2', {}, 'Timeline'), timeline];
+    }
     return [
       h('h2', {}, 'Evaluation ', c.contextId, ' ', badge(c.status)),
       h('div', { class: 'cards' }, card(c.externalTaskId || '—', 'task'),
@@ -205,10 +215,7 @@ const views = {
         h('p', { class: 'muted', id: 'timeline-note' }, 'The newest ' + e.commands.length + ' of ' +
           (c.commandCount || 0) + ' commands and ' + e.conversation.messages.length + ' of ' +
           (e.conversation.messageCount || 0) + ' messages.') : null,
-      entries.length === 0 ? h('p', { class: 'muted' }, 'Nothing happened yet.') :
-        h('ol', { class: 'timeline', id: 'timeline' }, entries.map((x) =>
-          h('li', { class: x.bad ? 'bad' : null }, h('span', { class: 't' }, time(x.t)),
-            h('span', { class: 'kind' }, x.kind), h('span', { class: 'body' }, x.body)))),
+      timeline,
     ];
   },
 
@@ -227,6 +234,50 @@ const views = {
       h('h2', {}, 'By task and agent'),
       data.cells.length === 0 ? h('p', { class: 'muted' }, 'No scored evaluation yet.') :
         matrix(data)];
+  },
+
+  // The leaderboard by scenario run (coordctl scenario run): best mean score first, runs with no
+  // score yet after them.
+  async scenarios(params) {
+    const page = params.get('page');
+    const data = await api('/console/api/scenarios' + (page ? '?page=' + encodeURIComponent(page) : ''));
+    const runs = [...data.runs].sort((a, b) => (b.mean ?? -Infinity) - (a.mean ?? -Infinity));
+    const out = [h('h2', {}, 'Leaderboard by scenario run')];
+    if (runs.length === 0) {
+      return out.concat(h('p', { class: 'muted' }, 'No scenario run.'), pager('scenarios', page, ''));
+    }
+    out.push(table(['Run', 'Participants', { label: 'Assessments', num: 1 }, 'States',
+      { label: 'Scored', num: 1 }, { label: 'Mean score', num: 1 }, { label: 'Updated', num: 1 }],
+    runs.map((r) => h('tr', { class: 'click', 'data-id': r.runId,
+      onclick: () => { location.hash = '#/scenarios/' + encodeURIComponent(r.runId); } },
+    h('td', {}, r.runId), h('td', {}, r.participants.map((p) => p.slice(r.runId.length + 1)).join(', ')),
+    h('td', { class: 'num' }, r.assessments), h('td', {}, stateCounts(r.states)),
+    h('td', { class: 'num' }, r.scored), h('td', { class: 'num' }, score(r.mean)),
+    h('td', { class: 'num' }, r.updated ? age(r.updated) + ' ago' : '')))));
+    return out.concat(pager('scenarios', page, data.next));
+  },
+
+  // One scenario run: each assessment (shard and repeat) with its state and score; a row opens
+  // the exchange of its context.
+  async scenario(params, id) {
+    const data = await api('/console/api/scenarios/' + encodeURIComponent(id));
+    const r = data.run;
+    const stem = 'scenario-' + r.runId;
+    const rows = data.assessments.map((a) => {
+      const t = a.task;
+      const label = t.contextId === stem ? '—' : t.contextId.slice(stem.length + 1);
+      return h('tr', { class: 'click', 'data-id': t.contextId,
+        onclick: () => { location.hash = '#/evaluations/' + encodeURIComponent(t.contextId); } },
+      h('td', {}, label), h('td', {}, t.contextId), h('td', {}, t.id), h('td', {}, badge(t.status && t.status.state)),
+      h('td', { class: 'num' }, score(a.score)),
+      h('td', { class: 'muted' }, (t.artifacts || []).map((x) => x.name || x.artifactId).join(', ')));
+    });
+    return [h('h2', {}, 'Scenario run ', r.runId),
+      h('div', { class: 'cards' }, card(r.assessments, 'assessments'), card(r.scored, 'scored'),
+        card(score(r.mean) || '—', 'mean score'), card(stateCounts(r.states) || '—', 'states')),
+      h('p', {}, 'Agents: ', [r.greenAgent, ...r.participants].join(', ')),
+      rows.length === 0 ? h('p', { class: 'muted' }, 'No assessment sent yet.') :
+        table(['Shard', 'Context', 'Task', 'State', { label: 'Score', num: 1 }, 'Artifacts'], rows)];
   },
 
   async runs(params) {
@@ -335,6 +386,10 @@ function filterQuery(params, page) {
   if (page) p.set('page', page);
   return p.toString() ? '?' + p : '';
 }
+// "8 completed, 1 working" from {"completed": 8, "working": 1}.
+function stateCounts(states) {
+  return Object.entries(states || {}).map(([s, n]) => n + ' ' + s).join(', ');
+}
 function card(n, label) { return h('div', { class: 'card' }, h('div', { class: 'n' }, n), h('div', { class: 'l' }, label)); }
 function partsText(parts) {
   return (parts || []).map((p) => p.text !== undefined ? p.text :
@@ -380,6 +435,7 @@ function route() {
   const params = new URLSearchParams(query || '');
   if (parts[0] === 'evaluations' && parts[1]) return { name: 'evaluation', nav: 'evaluations', params, id: parts[1] };
   if (parts[0] === 'runs' && parts[1]) return { name: 'run', nav: 'runs', params, id: parts[1] };
+  if (parts[0] === 'scenarios' && parts[1]) return { name: 'scenario', nav: 'scenarios', params, id: parts[1] };
   if (views[parts[0]]) return { name: parts[0], nav: parts[0], params };
   return { name: 'overview', nav: 'overview', params };
 }
