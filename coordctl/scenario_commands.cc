@@ -29,7 +29,6 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
-#include "common/uuid.h"
 #include "coordctl/a2a_follow.h"
 #include "coordctl/cli.h"
 #include "coordctl/scenario_agents.h"
@@ -94,13 +93,16 @@ std::string AssessmentRequest(const std::vector<ScenarioRunAgent>& agents,
                       "}");
 }
 
+// The message id is the assessment's context: a send whose answer was lost (the coordinator
+// restarted meanwhile) and made again is the same message, which the coordinator answers with
+// the task the first one made (docs/a2a.md, "Sending again").
 absl::StatusOr<a2apb::Task> SendAssessment(const Env& env, const std::string& green,
                                            const std::string& context_id, const std::string& text) {
   auto stub = a2apb::A2AService::NewStub(env.channel);
   a2apb::SendMessageRequest request;
   request.set_tenant(green);
   a2apb::Message* message = request.mutable_message();
-  message->set_message_id(common::NewUuid());
+  message->set_message_id(context_id);
   message->set_role(a2apb::ROLE_USER);
   message->set_context_id(context_id);
   message->add_parts()->set_text(text);

@@ -7,6 +7,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  lld  # the linker CMake picks when it is there (COORD_LLD): five times quicker than GNU ld here
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev librocksdb-dev libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev
   libcpptoml-dev  # coordctl scenario: the platforms' scenario files are TOML

@@ -124,7 +124,8 @@ std::unique_ptr<grpc::ClientContext> A2AContext() {
 std::string SendTo(a2apb::A2AService::Stub& stub, const std::string& text) {
   a2apb::SendMessageRequest request;
   request.set_tenant("rpc");
-  request.mutable_message()->set_message_id("e-" + text);
+  static int sent = 0;  // each send its own message (the same id again would be a repeat)
+  request.mutable_message()->set_message_id(absl::StrCat("e-", text, "-", ++sent));
   request.mutable_message()->set_role(a2apb::ROLE_USER);
   request.mutable_message()->add_parts()->set_text(text);
   request.mutable_configuration()->set_return_immediately(true);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "a2a/v1/a2a.grpc.pb.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -168,9 +169,10 @@ TEST_F(DeliveryTest, AHandedOffDeliveryIsNotSentAgainByAStaleViewOfTheQueue) {
 // acceptance sends the message as the acceptance holds it (its Change), without reading it back.
 // The held copy is altered here in memory only, so what reaches the agent shows which was sent.
 TEST_F(DeliveryTest, AHandedOffDeliverySendsTheMessageTheAcceptanceHolds) {
-  auto message = [](const std::string& text) {
+  int sent = 0;
+  auto message = [&sent](const std::string& text) {
     a2apb::Message m;
-    m.set_message_id("id-" + text);
+    m.set_message_id(absl::StrCat("id-", text, "-", ++sent));
     m.set_role(a2apb::ROLE_USER);
     m.add_parts()->set_text(text);
     return m;
@@ -184,7 +186,7 @@ TEST_F(DeliveryTest, AHandedOffDeliverySendsTheMessageTheAcceptanceHolds) {
   ASSERT_OK(change);
   const std::string id = change->header.task().id();
   // The change carries the message as stored: with the task's ids.
-  EXPECT_EQ(change->queued_message.message_id(), "id-stored");
+  EXPECT_EQ(change->queued_message.message_id(), "id-stored-2");
   EXPECT_EQ(change->queued_message.task_id(), id);
   EXPECT_EQ(change->queued_message.context_id(), change->header.task().context_id());
   A2ATasks::Change held = *std::move(change);

@@ -209,6 +209,56 @@ TEST_F(GatewayTest, BlockingSendReturnsTheFinishedTaskAndItIsStored) {
   EXPECT_EQ(tasks.tasks(0).artifacts_size(), 0);  // include_artifacts unset
 }
 
+// A client that lost its answer sends the same message again: blocking, streaming or returning
+// at once, it gets the task its first send made, and the agent ran the message once. Other
+// content under the same message_id is refused.
+TEST_F(GatewayTest, TheSameMessageSentAgainGetsTheTaskItMadeAndRunsOnce) {
+  auto agent = StartAgent();
+  const a2apb::SendMessageRequest hello = Send("hello");
+  a2apb::SendMessageResponse first;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), hello, &first).ok());
+  const std::string id = first.task().id();
+  ASSERT_EQ(first.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+
+  a2apb::SendMessageResponse again;
+  grpc::Status s = stub_->SendMessage(Context().get(), hello, &again);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(again.task().id(), id);
+  EXPECT_EQ(again.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  ASSERT_EQ(again.task().artifacts_size(), 1);
+  EXPECT_EQ(again.task().artifacts(0).parts(0).text(), "hello");
+
+  a2apb::SendMessageRequest at_once = hello;
+  at_once.mutable_configuration()->set_return_immediately(true);
+  a2apb::SendMessageResponse immediate;
+  ASSERT_TRUE(stub_->SendMessage(Context().get(), at_once, &immediate).ok());
+  EXPECT_EQ(immediate.task().id(), id);
+
+  auto context = Context();
+  auto reader = stub_->SendStreamingMessage(context.get(), hello);
+  std::vector<a2apb::StreamResponse> events;
+  a2apb::StreamResponse event;
+  while (reader->Read(&event)) events.push_back(event);
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].task().id(), id);
+  EXPECT_EQ(events[0].task().status().state(), a2apb::TASK_STATE_COMPLETED);
+
+  a2apb::SendMessageRequest changed = hello;
+  changed.mutable_message()->mutable_parts(0)->set_text("goodbye");
+  a2apb::SendMessageResponse refused;
+  s = stub_->SendMessage(Context().get(), changed, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS) << s.error_message();
+
+  // Once: one task, whose history holds the message and the agent's one answer.
+  a2apb::ListTasksRequest list;
+  list.set_tenant("echo");
+  a2apb::ListTasksResponse tasks;
+  ASSERT_TRUE(stub_->ListTasks(Context().get(), list, &tasks).ok());
+  EXPECT_EQ(tasks.total_size(), 1);
+  EXPECT_EQ(GetTask(id).history_size(), 2);
+}
+
 // A client that cancels while the coordinator is still storing its message: gRPC frees the
 // request and the server context once the call finishes, so the handler must not finish it
 // (and must not read them) until it is done with them. Under ASan a use after free here fails.

@@ -194,7 +194,7 @@ class SendCall : public grpc::ServerUnaryReactor, public std::enable_shared_from
     {
       absl::MutexLock lock(&mu_);
       task_id_ = change->header.task().id();
-      sent_seq_ = change->queued_delivery_seq;
+      sent_seq_ = change->sent_seq;
     }
     std::shared_ptr<SendCall> self = shared_from_this();
     if (return_immediately_) {
@@ -394,7 +394,7 @@ class TaskStream final : public common::StreamWriter<a2apb::StreamResponse> {
         change = *std::move(made);
         absl::MutexLock lock(&mu_);
         task_id_ = change->header.task().id();
-        sent_seq_ = change->queued_delivery_seq;
+        sent_seq_ = change->sent_seq;
       }
     } else {
       accepted = CheckA2AVersion(context_);

@@ -208,7 +208,7 @@ test('--shards and --repeat run the parts of a config list side by side, each in
   // scenario show and list read the run back from the coordinator.
   const shown = await coordctl(['scenario', 'show', runId]);
   assert.equal(shown.code, 0, shown.stderr);
-  assert.equal((shown.stdout.match(/ COMPLETED\n/g) ?? []).length, 4);
+  assert.equal((shown.stdout.match(/ COMPLETED  score (null|[0-9.]+)\n/g) ?? []).length, 4);
   const listed = await coordctl(['scenario', 'list']);
   assert.match(listed.stdout, new RegExp(`^${runId}  4 assessments: 4 COMPLETED$`, 'm'));
   // The participant was held to one message at a time (--max-in-flight), the judge was not.

@@ -26,6 +26,11 @@ struct TaskChange {
   a2apb::Message queued_message;
   // Whether the change queued webhook calls (a status change of a task with push configs).
   bool pushes_queued = false;
+  // AcceptMessage: the history seq of the message accepted, which its sender's answer answers.
+  // The same as queued_delivery_seq, unless the message was a repeat of one accepted already
+  // (`repeated`): then it is that one's, and nothing was stored or queued again.
+  int64_t sent_seq = 0;
+  bool repeated = false;
 };
 
 }  // namespace coordinator

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/uuid.h"
 #include "common/validation.h"
@@ -20,6 +21,8 @@
 #include "coordinator/store/records/record_codec.h"
 #include "coordinator/store/records/tallies.h"
 #include "coordinator/store/records/time_util.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "storage/key_codec.h"
 
 namespace coordinator {
@@ -301,6 +304,65 @@ void PublishChange(TaskNotifier* notifier, const A2ATasks::Change& change) {
   if (change.pushes_queued) notifier->PushesQueued();
 }
 
+// What makes two sends the same message: its content without the ids the coordinator sets (a
+// new task's, a context it picked), serialized deterministically (maps in key order).
+std::string MessageDigest(a2apb::Message message) {
+  message.clear_task_id();
+  message.clear_context_id();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    message.SerializeToCodedStream(&coded);
+  }
+  return common::Sha256Hex(bytes);
+}
+
+// The id of the task a message without task_id creates: derived from the agent, the sender and
+// the message_id, so that the same message sent again finds the task the first one made. UUID
+// layout, version 8 (RFC 9562: custom).
+std::string DerivedTaskId(absl::string_view tenant, absl::string_view principal,
+                          absl::string_view message_id) {
+  std::string hex = common::Sha256Hex(
+      absl::StrCat(tenant.size(), ":", tenant, principal.size(), ":", principal, message_id));
+  hex[12] = '8';
+  hex[16] = "89ab"[(hex[16] >= 'a' ? hex[16] - 'a' + 10 : hex[16] - '0') & 3];
+  return absl::StrCat(hex.substr(0, 8), "-", hex.substr(8, 4), "-", hex.substr(12, 4), "-",
+                      hex.substr(16, 4), "-", hex.substr(20, 12));
+}
+
+// `message` sent again on `header`'s task, which an earlier send of it created or continued
+// last: the change that answers it with the task as it is, storing nothing.
+absl::StatusOr<A2ATasks::Change> RepeatedMessage(Transaction& txn, const v1::StoredTask& header,
+                                                 const a2apb::Message& message,
+                                                 const std::string& digest) {
+  int64_t seq = header.last_message_seq();
+  std::string first_digest = header.last_message_digest();
+  if (header.last_message_id() != message.message_id()) {
+    // The task's first message, continued since: its record says what it held.
+    seq = 1;
+    ASSIGN_OR_RETURN(
+        const std::string raw,
+        txn.GetForUpdate(ColumnFamily::kA2A,
+                         keys::A2ATaskSeqRecord(header.task().id(), keys::kA2ATaskHistory, 1)));
+    a2apb::Message first;
+    RETURN_IF_ERROR(DecodeRecord(raw, &first));
+    first_digest = first.message_id() == message.message_id() ? MessageDigest(first) : "";
+  }
+  if (first_digest != digest ||
+      (!message.context_id().empty() && message.context_id() != header.task().context_id())) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "message_id ", message.message_id(), " was sent to this agent before (task ",
+        header.task().id(), ") with other content; a new message needs a new message_id"));
+  }
+  A2ATasks::Change change;
+  change.header = header;
+  change.sent_seq = seq;
+  change.repeated = true;
+  return change;
+}
+
 }  // namespace a2a_records
 
 using a2a_records::LockTask;
@@ -346,9 +408,11 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     RETURN_IF_ERROR(ValidatePushConfig(*push_config, limits_, options_));
     RETURN_IF_ERROR(ValidatePushVersion(push_version));
   }
-  const std::string new_task_id = common::NewUuid();
+  const std::string new_task_id =
+      a2a_records::DerivedTaskId(tenant, access.principal, message.message_id());
   const std::string new_context_id =
       message.context_id().empty() ? common::NewUuid() : message.context_id();
+  const std::string digest = a2a_records::MessageDigest(message);
 
   Change change;
   RETURN_IF_ERROR(store_->RunTransaction([&](Transaction& txn) -> absl::Status {
@@ -357,6 +421,13 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     std::string old_index_key;
     const auto now = ToProtoTime(absl::Now());
     if (message.task_id().empty()) {
+      // The task this message made when it was sent before, if it was.
+      absl::StatusOr<v1::StoredTask> made = LockTask(txn, new_task_id);
+      if (made.ok()) {
+        ASSIGN_OR_RETURN(change, a2a_records::RepeatedMessage(txn, *made, message, digest));
+        return absl::OkStatus();
+      }
+      if (!absl::IsNotFound(made.status())) return made.status();
       header.mutable_task()->set_id(new_task_id);
       header.mutable_task()->set_context_id(new_context_id);
       header.set_tenant(std::string(tenant));
@@ -367,6 +438,11 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
       ASSIGN_OR_RETURN(header, LockTask(txn, message.task_id()));
       RETURN_IF_ERROR(TaskAccess(header, access, /*change=*/true));
       RETURN_IF_ERROR(OwnedBy(header, tenant));
+      // The newest message on the task, sent again: answered as it was, even once it ended.
+      if (header.last_message_id() == message.message_id()) {
+        ASSIGN_OR_RETURN(change, a2a_records::RepeatedMessage(txn, header, message, digest));
+        return absl::OkStatus();
+      }
       if (!message.context_id().empty() && message.context_id() != header.task().context_id()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "message.context_id ", message.context_id(), " does not match task ",
@@ -384,6 +460,10 @@ absl::StatusOr<A2ATasks::Change> A2ATasks::AcceptMessage(
     *header.mutable_update_time() = now;
     RETURN_IF_ERROR(AppendHistory(txn, header, message, &change.queued_message));
     const int64_t history_seq = header.history_count();
+    header.set_last_message_id(message.message_id());
+    header.set_last_message_seq(history_seq);
+    header.set_last_message_digest(digest);
+    change.sent_seq = history_seq;
     a2apb::TaskStatus submitted;
     submitted.set_state(a2apb::TASK_STATE_SUBMITTED);
     RETURN_IF_ERROR(SetStatus(txn, header, submitted, &change));

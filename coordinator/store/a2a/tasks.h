@@ -82,6 +82,13 @@ class A2ATasks {
   // owned by `access`'s principal (none without authentication); a task continued must be one
   // `access` owns (TASK_NOT_FOUND when it does not see it, PERMISSION_DENIED when it only sees
   // it).
+  //
+  // Sending the same message again is safe: a message whose message_id is that of the message
+  // that created its task (the new task's id is derived from the agent, the sender's principal
+  // and the message_id) or of the newest message on the task it continues is a repeat. It is
+  // answered with the task as it is (Change::repeated, Change::sent_seq naming the first one's
+  // history seq), and nothing is stored or queued again; a repeat whose content differs is
+  // ALREADY_EXISTS.
   [[nodiscard]] absl::StatusOr<Change> AcceptMessage(
       absl::string_view tenant, const a2apb::Message& message,
       const a2apb::TaskPushNotificationConfig* push_config = nullptr,
@@ -101,7 +108,7 @@ class A2ATasks {
                                                     absl::string_view task_id,
                                                     std::optional<int> history_length);
   // What SendMessage answers the client that sent history message `sent_seq` of the task (the
-  // Change::queued_delivery_seq of its AcceptMessage), once its turn has ended: the agent's
+  // Change::sent_seq of its AcceptMessage), once its turn has ended: the agent's
   // Message when the agent answered that message with one instead of a task (A2A's direct
   // answer; without task_id unless the agent's Message named a task, and with the task's
   // context_id), else the task with `history_length` applied (as GetTask). The task stays

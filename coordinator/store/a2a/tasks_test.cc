@@ -10,6 +10,7 @@
 #include "a2a_protocol/errors.h"
 #include "absl/time/clock.h"
 #include "coordinator/store/a2a/store_fixture.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace coordinator {
@@ -43,6 +44,89 @@ TEST_F(A2ATasksTest, AcceptCreatesSubmittedTaskWithHistoryEventAndDelivery) {
   ASSERT_EQ(pending->size(), 1u);
   EXPECT_EQ((*pending)[0].task_id(), h.task().id());
   EXPECT_EQ((*pending)[0].history_seq(), 1);
+}
+
+// A client that lost the answer to its send (the coordinator died, the connection broke) sends
+// the same message again: it gets the task the first send made, and nothing is stored or queued
+// twice, whatever happened to the task meanwhile.
+TEST_F(A2ATasksTest, TheSameMessageSentAgainIsAnsweredWithTheTaskItMade) {
+  const a2apb::Message hello = UserText("hello");
+  absl::StatusOr<A2ATasks::Change> first = tasks_->AcceptMessage("echo", hello);
+  ASSERT_OK(first);
+  EXPECT_FALSE(first->repeated);
+  EXPECT_EQ(first->sent_seq, 1);
+  const std::string id = first->header.task().id();
+  absl::StatusOr<A2ATasks::Change> again = tasks_->AcceptMessage("echo", hello);
+  ASSERT_OK(again);
+  EXPECT_TRUE(again->repeated);
+  EXPECT_EQ(again->header.task().id(), id);
+  EXPECT_EQ(again->header.task().context_id(), first->header.task().context_id());
+  EXPECT_EQ(again->sent_seq, 1);
+  EXPECT_EQ(again->queued_delivery_seq, 0);
+  EXPECT_TRUE(again->events.empty());
+  EXPECT_EQ(again->header.version(), first->header.version());
+  absl::StatusOr<std::vector<v1::PendingDelivery>> pending = deliveries_->PendingDeliveries(10);
+  ASSERT_OK(pending);
+  EXPECT_EQ(pending->size(), 1u);
+  // The context the first send was given, named this time: still the same message.
+  a2apb::Message named = hello;
+  named.set_context_id(first->header.task().context_id());
+  absl::StatusOr<A2ATasks::Change> with_context = tasks_->AcceptMessage("echo", named);
+  ASSERT_OK(with_context);
+  EXPECT_EQ(with_context->header.task().id(), id);
+
+  // Continued, then ended: the newest message and the first are each still a repeat.
+  const a2apb::Message more = UserText("more", id);
+  ASSERT_OK(tasks_->AcceptMessage("echo", more));
+  absl::StatusOr<A2ATasks::Change> more_again = tasks_->AcceptMessage("echo", more);
+  ASSERT_OK(more_again);
+  EXPECT_TRUE(more_again->repeated);
+  EXPECT_EQ(more_again->sent_seq, 2);
+  ASSERT_OK(tasks_->ApplyAgentUpdate(id, Status(a2apb::TASK_STATE_COMPLETED, "done")));
+  absl::StatusOr<A2ATasks::Change> late = tasks_->AcceptMessage("echo", hello);
+  ASSERT_OK(late);
+  EXPECT_TRUE(late->repeated);
+  EXPECT_EQ(late->sent_seq, 1);
+  EXPECT_EQ(late->header.task().status().state(), a2apb::TASK_STATE_COMPLETED);
+  absl::StatusOr<A2ATasks::Change> more_late = tasks_->AcceptMessage("echo", more);
+  ASSERT_OK(more_late);
+  EXPECT_EQ(more_late->sent_seq, 2);
+  absl::StatusOr<a2apb::Task> task = tasks_->GetTask("echo", id, std::nullopt);
+  ASSERT_OK(task);
+  EXPECT_EQ(task->history_size(), 3);  // hello, more, the agent's "done"
+}
+
+// The same message_id with other content is a client's mistake, not a repeat: refused, nothing
+// changed. The same message_id from another sender, or to another agent, is another message.
+TEST_F(A2ATasksTest, AMessageIdIsOneMessageOfOneSenderToOneAgent) {
+  const a2apb::Message hello = UserText("hello");
+  absl::StatusOr<A2ATasks::Change> first = tasks_->AcceptMessage("echo", hello);
+  ASSERT_OK(first);
+  const std::string id = first->header.task().id();
+  a2apb::Message other = hello;
+  other.mutable_parts(0)->set_text("goodbye");
+  absl::StatusOr<A2ATasks::Change> refused = tasks_->AcceptMessage("echo", other);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("new message_id"));
+  a2apb::Message elsewhere = hello;
+  elsewhere.set_context_id("not-the-first-context");
+  EXPECT_EQ(tasks_->AcceptMessage("echo", elsewhere).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  absl::StatusOr<v1::StoredTask> header = tasks_->GetHeader(id);
+  ASSERT_OK(header);
+  EXPECT_EQ(header->version(), first->header.version());
+  EXPECT_EQ(header->history_count(), 1);
+
+  std::set<std::string> ids = {id};
+  for (const auto& [tenant, access] :
+       {std::pair{"other-agent", Access::Unscoped()}, std::pair{"echo", Access::Agent("alice")},
+        std::pair{"echo", Access::Agent("bob")}}) {
+    absl::StatusOr<A2ATasks::Change> made = tasks_->AcceptMessage(tenant, hello, nullptr, access);
+    ASSERT_OK(made);
+    EXPECT_FALSE(made->repeated) << tenant << " " << access.principal;
+    ids.insert(made->header.task().id());
+  }
+  EXPECT_EQ(ids.size(), 4u);
 }
 
 TEST_F(A2ATasksTest, VersionAndEventLogGrowWithEachUpdate) {
