@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "a2a_http/http.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -201,7 +202,39 @@ absl::Status GreenAgent::CheckBundle(const std::string& task_id) const {
   return absl::OkStatus();
 }
 
+std::optional<std::string> GreenAgent::AgentOfThisCoordinator(const std::string& card_url) {
+  if (options_.coordinator_address.empty()) return std::nullopt;
+  a2a_http::HttpGetOptions fetch;
+  fetch.timeout = options_.retry.call_timeout;
+  fetch.headers = {{"A2A-Version", "1.0"}};
+  absl::StatusOr<std::string> body = a2a_http::HttpGet(card_url, fetch);
+  if (!body.ok()) return std::nullopt;
+  a2apb::AgentCard card;
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  if (!google::protobuf::util::JsonStringToMessage(*body, &card, lenient).ok()) return std::nullopt;
+  for (const a2apb::AgentInterface& interface : card.supported_interfaces()) {
+    if (interface.protocol_binding() != "GRPC" || interface.tenant().empty() ||
+        interface.url() != options_.coordinator_address) {
+      continue;
+    }
+    v1::GetAgentRequest get;
+    get.set_name(interface.tenant());
+    v1::Agent agent;
+    if (agent_runtime::CallWithRetry(
+            [&](grpc::ClientContext* c) { return agents_->GetAgent(c, get, &agent); },
+            options_.retry)
+            .ok()) {
+      return interface.tenant();
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::string> GreenAgent::ResolveParticipant(const AssessmentRequest& assessment) {
+  // The coordinator's own URL of an agent registered there is that agent: registered again under
+  // another name, each message to it would pass the coordinator twice.
+  if (std::optional<std::string> own = AgentOfThisCoordinator(assessment.card_url)) return *own;
   // An agent registered with this card URL already (by an operator, or by an earlier request)
   // is the participant: reuse it rather than register the same agent twice.
   std::string page_token;

@@ -61,6 +61,10 @@ struct GreenOptions {
   EnvironmentOptions environment;
   // Deadlines and retry budget of coordinator calls.
   agent_runtime::RetryOptions retry;
+  // The coordinator's address as this agent dials it (--coordinator). A participant URL whose
+  // card is that coordinator's card of an agent registered there is that agent (see
+  // AgentOfThisCoordinator); empty: never so.
+  std::string coordinator_address;
   // How long to keep trying to register an assessment's participant while the coordinator
   // cannot fetch its card (UNAVAILABLE: the participant may still be starting; default 30s).
   absl::Duration participant_wait = absl::Seconds(30);
@@ -131,6 +135,11 @@ class GreenAgent : public agent_runtime::AgentExecutor {
   // The participant's name at the coordinator: an agent already registered with the same card
   // URL, else ParticipantAgentName(role, card_url), registered now by its card URL.
   [[nodiscard]] absl::StatusOr<std::string> ResolveParticipant(const AssessmentRequest& assessment);
+  // The agent registered at this coordinator whose card `card_url` is, when the card there is
+  // the coordinator's own card of it (coordctl scenario run hands the green agent the
+  // coordinator's URL of each participant): a GRPC interface at options_.coordinator_address
+  // whose tenant is a registered agent. nullopt for any other card or one not read.
+  std::optional<std::string> AgentOfThisCoordinator(const std::string& card_url);
   void RunCommand(const agent_runtime::RequestContext& request, const std::string& command,
                   agent_runtime::EventPublisher& events);
   // The context of an evaluation under way; nullopt once `events` says why there is none.

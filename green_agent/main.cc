@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   }
   options.retry.call_timeout = absl::GetFlag(FLAGS_call_timeout);
   const std::string coordinator = absl::GetFlag(FLAGS_coordinator);
+  options.coordinator_address = coordinator;
   absl::StatusOr<common::ClientCredentialOptions> credentials =
       agent_runtime::CredentialsFromFlagsOrLog();
   if (!credentials.ok()) return agent_runtime::kExitBadFlags;

@@ -231,6 +231,29 @@ TEST_F(AssessmentTest, ParticipantByCardUrlIsRegisteredEvaluatedAndReused) {
   EXPECT_EQ(AgentsWithCard(card_url_).size(), 1u);
 }
 
+// The coordinator's own URL of the registered purple agent (coordctl scenario run hands those
+// out) is that agent: the green agent reaches it by its name and registers nothing, so each
+// message to it passes the coordinator once: one task at purple in the evaluation's context.
+TEST_F(AssessmentTest, TheCoordinatorsOwnUrlOfAnAgentIsThatAgent) {
+  absl::StatusOr<int> http = coordinator_->HttpPort();
+  ASSERT_OK(http);
+  const size_t registered = Agents().size();
+  a2apb::Task judge =
+      Assess(absl::StrCat(R"({"purple": "http://127.0.0.1:)", *http, R"(/agents/purple/"})"),
+             absl::StrCat(R"({"task_ids": [")", kTask, R"("]})"));
+  a2apb::Task done = WaitEnded(judge.id());
+  ASSERT_EQ(done.status().state(), a2apb::TASK_STATE_COMPLETED)
+      << done.DebugString() << "\ngreen: " << green_->stderr_text();
+  EXPECT_EQ(StatusText(done), kPerfectScore);
+  EXPECT_EQ(Agents().size(), registered);
+  a2apb::ListTasksRequest list;
+  list.set_tenant("purple");
+  list.set_context_id(judge.context_id());
+  a2apb::ListTasksResponse tasks;
+  ASSERT_TRUE(a2a_->ListTasks(Ctx().get(), list, &tasks).ok());
+  EXPECT_EQ(tasks.tasks_size(), 1);
+}
+
 // The purple agent as an evaluation platform starts it: its own HTTP port and card (--port), no
 // card served for it. The coordinator reads that card and reaches the agent over JSON-RPC, which
 // the agent transcodes onto its gRPC service (agent_runtime/agent_http.h): same score.
