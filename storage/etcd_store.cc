@@ -1,6 +1,7 @@
 #include "storage/etcd_store.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -9,8 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -103,8 +106,10 @@ class EtcdStore::Impl {
   }
 
   std::atomic<uint64_t> conflicts{0};
-  // Held by a transaction that runs again after losing (EtcdStore::RunTransaction).
-  absl::Mutex retry_mu;
+  // A transaction that lost runs again holding the stripes of the keys it read
+  // (EtcdStore::RunTransaction): the losers of one key take turns, the other keys' go on.
+  static constexpr size_t kRetryStripes = 64;
+  std::array<absl::Mutex, kRetryStripes> retry_stripes;
 
  private:
   static constexpr size_t kOwnRevisions = 4096;
@@ -319,6 +324,18 @@ class EtcdTransaction final : public Transaction {
 
   // Whether a read failed because the transaction's moment is gone (then it runs again).
   bool conflict() const { return conflict_; }
+
+  // The retry stripes (Impl::retry_stripes) of the keys read for update, in ascending order,
+  // each once: the order every loser locks them in, so that no two wait for each other.
+  std::vector<size_t> ReadStripes() const {
+    std::vector<size_t> stripes;
+    for (const auto& [key, revision] : reads_) {
+      stripes.push_back(EtcdStore::RetryStripeOf(key));
+    }
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+    return stripes;
+  }
 
   // Commits the buffered writes if nothing read for update changed since: true when it did,
   // false when another writer got there first (nothing written).
@@ -561,12 +578,20 @@ std::unique_ptr<Iterator> EtcdStore::NewIterator(ColumnFamily cf, absl::string_v
   return std::make_unique<EtcdScan>(impl_, cf, lower, upper, /*revision=*/0);
 }
 
+size_t EtcdStore::RetryStripeOf(absl::string_view etcd_key) {
+  return absl::HashOf(etcd_key) % Impl::kRetryStripes;
+}
+
 absl::Status EtcdStore::RunTransaction(absl::FunctionRef<absl::Status(Transaction&)> fn) {
   absl::BitGen random;
-  // After a first loss, this process's transactions run again one at a time: contenders in
-  // this process then stop beating each other, and a hot key gets through in order (other
-  // replicas still compete, which the bounded retries cover).
-  std::optional<absl::MutexLock> one_at_a_time;
+  // After a first loss, the transaction runs again holding the stripes of the keys it read: the
+  // contenders for those keys in this process then stop beating each other, and a hot key gets
+  // through in order, while transactions on other keys go on (other replicas still compete,
+  // which the bounded retries cover). Stripes are locked in ascending order and only once.
+  std::vector<absl::Mutex*> held;
+  absl::Cleanup release = [&held] {
+    for (auto it = held.rbegin(); it != held.rend(); ++it) (*it)->Unlock();
+  };
   for (int attempt = 0;; ++attempt) {
     EtcdTransaction txn(impl_);
     absl::Status s = fn(txn);
@@ -581,8 +606,13 @@ absl::Status EtcdStore::RunTransaction(absl::FunctionRef<absl::Status(Transactio
       return absl::AbortedError(absl::StrFormat(
           "the transaction lost to concurrent writers %d times in a row; try again", attempt + 1));
     }
-    if (!one_at_a_time.has_value()) {
-      one_at_a_time.emplace(&impl_->retry_mu);
+    if (held.empty()) {
+      std::vector<size_t> stripes = txn.ReadStripes();
+      if (stripes.empty()) stripes.push_back(0);  // lost without reads: a moment compacted away
+      for (size_t stripe : stripes) {
+        impl_->retry_stripes[stripe].Lock();
+        held.push_back(&impl_->retry_stripes[stripe]);
+      }
       continue;
     }
     // Back off a little, more after each loss, so that replicas contending spread out.

@@ -102,6 +102,9 @@ class EtcdStore final : public Store {
   // commit before the committing thread has read its answer): telling twice is harmless to
   // every listener (they read the store again), missing one is not.
   bool WroteRevision(int64_t revision) const;
+  // Which of the process's retry locks a transaction that lost holds for a key it read, by the
+  // key as etcd holds it (prefix, family, key): losers of keys in one stripe take turns.
+  static size_t RetryStripeOf(absl::string_view etcd_key);
 
   // What the store shares with its snapshots, transactions and scans (etcd_store.cc).
   class Impl;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -154,6 +156,63 @@ TEST_F(EtcdStoreTest, TooLargeATransactionIsRefusedAndWritesNothing) {
   std::unique_ptr<Iterator> it = (*store)->NewIterator(CF::kTasks, "", "");
   EXPECT_FALSE(it->Valid());
   EXPECT_TRUE(it->status().ok());
+}
+
+// A transaction that lost runs again holding the turn of its own keys only: while a loser of key
+// "a" is held up in its second run, a loser of another key runs again and commits. (With one
+// turn for the whole process, as before, the second would wait for the first.)
+TEST_F(EtcdStoreTest, ALoserRunsAgainBesideTheLosersOfOtherKeys) {
+  absl::StatusOr<std::unique_ptr<EtcdStore>> opened = EtcdStore::Open(options_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EtcdStore& store = **opened;
+  const auto etcd_key = [this](const std::string& key) { return options_.prefix + "work/" + key; };
+  std::string other = "b0";
+  for (int i = 1;
+       EtcdStore::RetryStripeOf(etcd_key(other)) == EtcdStore::RetryStripeOf(etcd_key("a")); ++i) {
+    other = absl::StrCat("b", i);
+  }
+  // Reads `key`, loses once (another writer changes it between the read and the commit), and
+  // in its second run calls `second_run` before it writes.
+  const auto lose_once = [&](const std::string& key, const std::function<void()>& second_run) {
+    int runs = 0;
+    return store.RunTransaction([&](Transaction& txn) -> absl::Status {
+      (void)txn.GetForUpdate(CF::kWork, key);
+      if (++runs == 1) {
+        RawPut(etcd_key(key), "someone else's");
+      } else {
+        second_run();
+      }
+      return txn.Put(CF::kWork, key, "mine");
+    });
+  };
+  absl::Notification a_second_run;
+  absl::Notification a_may_end;
+  absl::Status a_status;
+  std::thread a([&] {
+    a_status = lose_once("a", [&] {
+      a_second_run.Notify();
+      a_may_end.WaitForNotificationWithTimeout(absl::Seconds(60));
+    });
+  });
+  ASSERT_TRUE(a_second_run.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  absl::Notification b_done;
+  absl::Status b_status;
+  std::thread b([&] {
+    b_status = lose_once(other, [] {});
+    b_done.Notify();
+  });
+  // b commits while a still holds its turn (bounded: a is let go after 30 s whatever happens).
+  EXPECT_TRUE(b_done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  a_may_end.Notify();
+  a.join();
+  b.join();
+  EXPECT_TRUE(a_status.ok()) << a_status;
+  EXPECT_TRUE(b_status.ok()) << b_status;
+  for (const std::string& key : {std::string("a"), other}) {
+    absl::StatusOr<std::string> value = store.Get(CF::kWork, key);
+    ASSERT_TRUE(value.ok()) << key << ": " << value.status();
+    EXPECT_EQ(*value, "mine") << key;
+  }
 }
 
 TEST_F(EtcdStoreTest, APrefixHoldingForeignDataIsRefused) {

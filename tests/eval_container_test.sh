@@ -89,7 +89,10 @@ print(json.dumps(["execute: cat /etc/hostname", "execute: cat /etc/coordinator-t
                  + script))
 EOF
 )"
-slow='["execute: ls src", "execute: sleep 60", "submit"]'
+# The slow step outlasts every step of this test before it is interrupted (killed, cancelled):
+# under load the evaluations before step 5 take more than a minute (a 60 s sleep once ended by
+# itself before step 3 cancelled it, and the evaluation failed instead).
+slow='["execute: ls src", "execute: sleep 900", "submit"]'
 bundle evc-dies "$slow"
 bundle evc-cancel "$slow"
 bundle evc-restart "$slow"
@@ -119,6 +122,7 @@ start_green() {  # start_green <name> <log> [flags...]
   wait_for "$tmp/$log.log" "registered with the coordinator" "$!" "$name" >/dev/null
 }
 green_flags=(
+  --command_timeout=20m
   --env_start_template="$P run -d --rm --name {env_name} --network none -v {workspace}:/workspace $TASK_IMAGE sleep infinity"
   --exec_template="$P exec {container} {argv}"
   --env_stop_template="$P rm -f -t 0 {container}"
@@ -238,7 +242,7 @@ wait_no_record green "$c_main"
 say "1. scored 1.0 in container ${handle:0:12} (its hostname, the image's files); the container is gone"
 
 # 2. The container dies in the middle of a command.
-wait_step "$c_dies" "execute: sleep 60"
+wait_step "$c_dies" "execute: sleep 900"
 dies=$(field "$c_dies" 'c["environment_handle"]')
 "${E[@]}" kill "$dies" >/dev/null
 out=$(coordctl watch "$t_dies" --for 1m --json) && fail "the evaluation whose container died completed: $out"
@@ -253,7 +257,7 @@ wait_no_record green "$c_dies"
 say "2. a container killed mid-command: FAILED ($error)"
 
 # 3. Cancelled by a client.
-wait_step "$c_cancel" "execute: sleep 60"
+wait_step "$c_cancel" "execute: sleep 900"
 cancel=$(field "$c_cancel" 'c["environment_handle"]')
 python3 - "http://$http/agents/green" "$t_cancel" >"$tmp/cancel.json" <<'EOF' || fail "CancelTask failed"
 import json, sys, urllib.request
@@ -302,7 +306,7 @@ gone "$always" && fail "$c_stop_always: the container is gone though its stop al
 say "4. a stop that fails twice: scored, then the sweep stopped it; one that always fails: scored, labelled, kept on record"
 
 # 5. Cancelled while green was down: its restart stops the container.
-wait_step "$c_restart" "execute: sleep 60"
+wait_step "$c_restart" "execute: sleep 900"
 restart=$(field "$c_restart" 'c["environment_handle"]')
 kill -KILL "$green_pid"
 { wait "$green_pid"; } 2>/dev/null || true
