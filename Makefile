@@ -59,9 +59,12 @@ SAN_CMAKE = CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD_DIR) -G Ninja -DCMAKE
 # under them (SAN_EXCLUDE_LABELS, ctest -LE): the etcd-cluster twins (etcd_twin: tests of the
 # store contract's users run again on etcd, the same code paths as their RocksDB originals, which
 # do run here; the etcd backend's own tests still do; `make test` runs all of them), the JavaScript SDK interop and the browser test
-# (their subject is the foreign client or the page's script), and the containers (the image
-# holds the release binaries). SAN_EXCLUDE_LABELS= runs everything. docs/ci.md.
-SAN_EXCLUDE_LABELS ?= ^(etcd_twin|interop|browser|containers)$$
+# (their subject is the foreign client or the page's script), the ARIA drop-in scripts against
+# their recorded transcripts (compat: their subject is the scripts; the coordctl task and breaker
+# commands they drive run under the sanitizers in RetryBreakerProcessTest, which runs the scripts
+# too; 384 s of a test slot under ASan), and the containers (the image holds the release
+# binaries). SAN_EXCLUDE_LABELS= runs everything. docs/ci.md.
+SAN_EXCLUDE_LABELS ?= ^(etcd_twin|interop|browser|containers|compat)$$
 test-asan: deps
 	$(SAN_CMAKE)
 	cmake --build $(SAN_BUILD_DIR) -j $(JOBS)
