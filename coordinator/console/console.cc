@@ -24,6 +24,7 @@
 #include "coordinator/console/console_assets.h"
 #include "coordinator/store/contexts/scores.h"
 #include "coordinator/store/records/tallies.h"
+#include "coordinator/store/records/time_util.h"
 #include "google/protobuf/struct.pb.h"
 #include "httplib.h"
 
@@ -420,8 +421,7 @@ std::string RunSummaryJson(const std::string& run_id, const std::vector<std::str
       sum += *score;
     }
     if (task.status().has_timestamp()) {
-      updated = std::max(updated, absl::FromUnixSeconds(task.status().timestamp().seconds()) +
-                                      absl::Nanoseconds(task.status().timestamp().nanos()));
+      updated = std::max(updated, FromProtoTime(task.status().timestamp()));
     }
   }
   std::vector<std::string> state_json;
