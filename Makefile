@@ -9,7 +9,7 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 DATA_DIR ?= ./data
 LISTEN ?= 127.0.0.1:50051
 
-.PHONY: deps configure build run run-cluster test test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
+.PHONY: deps configure build run run-cluster test test-release test-asan clean format lint bench fuzz-build fuzz fuzz-smoke \
 	image stack-test task-image
 
 deps:
@@ -38,8 +38,28 @@ run-cluster: build
 seed_costs = mkdir -p $(1)/Testing/Temporary && { [ -f $(1)/Testing/Temporary/CTestCostData.txt ] || \
 	cp tests/ctest_costs.txt $(1)/Testing/Temporary/CTestCostData.txt; }
 
-# Installs what is missing, builds, and runs every test.
-test: build
+# Installs what is missing, builds, and runs every test once, each on the build where it finds the
+# most (docs/ci.md). On the release build: the tests labelled RELEASE_LABELS, whose subject the
+# sanitizers do not look into or which test our code again on other ground: the etcd-cluster
+# twins (tests of the store contract's users run again on etcd; their RocksDB originals and the
+# etcd backend's own tests run under the sanitizers), the JavaScript SDK interop and the browser
+# test (their subject is the foreign client or the page's script), the containers (the image
+# holds the release binaries) and the ARIA drop-in scripts against their transcripts (compat:
+# their subject is the scripts; the coordctl commands they drive run under the sanitizers in
+# RetryBreakerProcessTest). Then every other test, every unit and process test of our own code,
+# on the sanitizer build (test-asan). The release phase builds only what it runs
+# (coord_release_tests, tests/CMakeLists.txt).
+RELEASE_LABELS = ^(etcd_twin|interop|browser|containers|compat)$$
+test: configure
+	@start=$$(date +%s); cmake --build $(BUILD_DIR) --target coord_release_tests -j $(JOBS) && \
+		echo "make: the release build took $$(( $$(date +%s) - start )) s"
+	$(call seed_costs,$(BUILD_DIR))
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 --no-tests=error \
+		-L '$(RELEASE_LABELS)'
+	$(MAKE) test-asan
+
+# Every test on the release build alone: one build, the quick loop while changing code.
+test-release: build
 	$(call seed_costs,$(BUILD_DIR))
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600
 
@@ -47,27 +67,23 @@ test: build
 SOURCES = $$(git ls-files '*.h' '*.cc' ':!:examples/')
 
 # The sanitizer build (build-asan): clang with AddressSanitizer + UndefinedBehaviorSanitizer and
-# libFuzzer's coverage instrumentation. One build serves both `make test-asan` (every test again)
-# and the libFuzzer harnesses (`make fuzz`, fuzz/), so CI compiles the code twice (release and
-# sanitizers), not three times. -O1 with line tables only: what ASan recommends, and quicker to
-# build. A gcc ASan build without libFuzzer: `make BUILD_DIR=build-gcc-asan CMAKE_ARGS=-DCOORD_ASAN=ON test`.
+# libFuzzer's coverage instrumentation. One build serves both `make test-asan` (the sanitizer part
+# of `make test`) and the libFuzzer harnesses (`make fuzz`, fuzz/), so CI compiles the code twice
+# (release and sanitizers), not three times. -O1 with line tables only: what ASan recommends, and
+# quicker to build. A gcc ASan build without libFuzzer:
+# `make BUILD_DIR=build-gcc-asan CMAKE_ARGS=-DCOORD_ASAN=ON test-release`.
 SAN_BUILD_DIR ?= build-asan
 SAN_CMAKE = CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" -DCOORD_FUZZ=ON $(CMAKE_ARGS)
 
-# The sanitizers run what they add to: every unit and process test of our own code. Not again
-# under them (SAN_EXCLUDE_LABELS, ctest -LE): the etcd-cluster twins (etcd_twin: tests of the
-# store contract's users run again on etcd, the same code paths as their RocksDB originals, which
-# do run here; the etcd backend's own tests still do; `make test` runs all of them), the JavaScript SDK interop and the browser test
-# (their subject is the foreign client or the page's script), the ARIA drop-in scripts against
-# their recorded transcripts (compat: their subject is the scripts; the coordctl task and breaker
-# commands they drive run under the sanitizers in RetryBreakerProcessTest, which runs the scripts
-# too; 384 s of a test slot under ASan), and the containers (the image holds the release
-# binaries). SAN_EXCLUDE_LABELS= runs everything. docs/ci.md.
-SAN_EXCLUDE_LABELS ?= ^(etcd_twin|interop|browser|containers|compat)$$
+# The sanitizers run what they add to (`make test` runs the rest on the release build):
+# SAN_EXCLUDE_LABELS (ctest -LE) leaves out RELEASE_LABELS. SAN_EXCLUDE_LABELS= runs everything
+# under them. docs/ci.md.
+SAN_EXCLUDE_LABELS ?= $(RELEASE_LABELS)
 test-asan: deps
 	$(SAN_CMAKE)
-	cmake --build $(SAN_BUILD_DIR) -j $(JOBS)
+	@start=$$(date +%s); cmake --build $(SAN_BUILD_DIR) -j $(JOBS) && \
+		echo "make: the sanitizer build took $$(( $$(date +%s) - start )) s"
 	$(call seed_costs,$(SAN_BUILD_DIR))
 	cd $(SAN_BUILD_DIR) && LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
 		ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 \

@@ -132,9 +132,12 @@ class DockerfileTest(unittest.TestCase):
         with open(os.path.join(SRC, ".ci", "run")) as f:
             ci = f.read()
         self.assertIn("./scripts/install_deps.sh", ci)
-        self.assertRegex(ci, r"\bmake test\b")  # `make test` builds with `make build`
+        self.assertRegex(ci, r"\bmake test\b")
+        # `make test` configures BUILD_DIR as `make build` does and builds there.
         with open(os.path.join(SRC, "Makefile")) as f:
-            self.assertRegex(f.read(), r"(?m)^test: build$")
+            makefile = f.read()
+        self.assertRegex(makefile, r"(?m)^build: configure$")
+        self.assertRegex(makefile, r"(?m)^test: configure\n(\t.*\n)*\t.*cmake --build \$\(BUILD_DIR\)")
 
     def test_runtime_stage_is_slim_and_holds_the_binaries(self):
         runtime = self.stages[-1]
