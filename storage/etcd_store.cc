@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "storage/etcd_client.h"
+#include "storage/etcd_commit_queue.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
 
@@ -50,10 +51,14 @@ std::string PrefixEnd(std::string prefix) {
 class EtcdStore::Impl {
  public:
   Impl(EtcdStoreOptions options, std::unique_ptr<EtcdClient> client)
-      : options_(std::move(options)), client_(std::move(client)) {}
+      : options_(std::move(options)),
+        client_(std::move(client)),
+        commits_(client_.get(), options_.max_txn_ops, options_.max_request_bytes) {}
 
   const EtcdStoreOptions& options() const { return options_; }
   EtcdClient& client() { return *client_; }
+  // Where transactions commit: in batches with the concurrent ones (etcd_commit_queue.h).
+  EtcdCommitQueue& commits() { return commits_; }
 
   // <prefix><cf name>/ : every key of one column family starts with it.
   std::string FamilyPrefix(ColumnFamily cf) const {
@@ -116,6 +121,7 @@ class EtcdStore::Impl {
 
   const EtcdStoreOptions options_;
   const std::unique_ptr<EtcdClient> client_;
+  EtcdCommitQueue commits_;
   absl::Mutex own_mu_;
   std::deque<int64_t> own_ring_ ABSL_GUARDED_BY(own_mu_);
   absl::flat_hash_set<int64_t> own_set_ ABSL_GUARDED_BY(own_mu_);
@@ -350,8 +356,10 @@ class EtcdTransaction final : public Transaction {
           "in one transaction (--max-txn-ops=%d)",
           ops, compares, options.max_txn_ops));
     }
-    etcdserverpb::TxnRequest request;
+    EtcdCommit commit;
+    etcdserverpb::TxnRequest& request = commit.txn;
     for (const auto& [key, mod_revision] : reads_) {
+      commit.reads.push_back(key);
       etcdserverpb::Compare* compare = request.add_compare();
       compare->set_result(etcdserverpb::Compare::EQUAL);
       compare->set_target(etcdserverpb::Compare::MOD);
@@ -359,6 +367,7 @@ class EtcdTransaction final : public Transaction {
       compare->set_mod_revision(mod_revision);
     }
     for (auto& [key, value] : writes_) {
+      commit.writes.push_back(key);
       etcdserverpb::RequestOp* op = request.add_success();
       if (value.has_value()) {
         etcdserverpb::PutRequest* put = op->mutable_request_put();
@@ -375,9 +384,10 @@ class EtcdTransaction final : public Transaction {
           "(--max-request-bytes=%d)",
           bytes, options.max_request_bytes));
     }
-    ASSIGN_OR_RETURN(etcdserverpb::TxnResponse response, impl_->client().Txn(request));
-    if (response.succeeded()) impl_->RecordOwnRevision(response.header().revision());
-    return response.succeeded();
+    ASSIGN_OR_RETURN(const EtcdCommitQueue::Outcome outcome,
+                     impl_->commits().Commit(std::move(commit)));
+    if (outcome.committed) impl_->RecordOwnRevision(outcome.revision);
+    return outcome.committed;
   }
 
  private:
@@ -485,6 +495,10 @@ bool EtcdStore::WroteRevision(int64_t revision) const { return impl_->IsOwnRevis
 uint64_t EtcdStore::transaction_conflicts() const {
   return impl_->conflicts.load(std::memory_order_relaxed);
 }
+
+uint64_t EtcdStore::commits_sent() const { return impl_->commits().commits(); }
+
+uint64_t EtcdStore::commit_requests() const { return impl_->commits().batches(); }
 
 absl::Status EtcdStore::CheckSchema() {
   const std::string key = impl_->Key(ColumnFamily::kDefault, kSchemaVersionKey);
@@ -667,6 +681,9 @@ StoreStats EtcdStore::Stats() {
   StoreStats stats;
   absl::StatusOr<etcdserverpb::StatusResponse> status = impl_->client().Status();
   if (status.ok()) stats.live_data_bytes = static_cast<uint64_t>(status->dbsizeinuse());
+  stats.commits = commits_sent();
+  stats.commit_requests = commit_requests();
+  stats.transaction_conflicts = transaction_conflicts();
   return stats;
 }
 

@@ -96,6 +96,10 @@ class EtcdStore final : public Store {
   const EtcdStoreOptions& options() const { return options_; }
   // Transactions that lost to a concurrent writer and ran again, since the store opened.
   uint64_t transaction_conflicts() const;
+  // Commits sent, and the etcd Txns that carried them (several commits of concurrent
+  // transactions go in one: etcd_commit_queue.h), since the store opened.
+  uint64_t commits_sent() const;
+  uint64_t commit_requests() const;
   // Whether `revision` is one this store's own transactions committed, among its most recent
   // 4096 commits: a replica hears its own writes through its watch too, and has told its own
   // listeners of them already. False for a revision not yet recorded (the watch may deliver a

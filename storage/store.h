@@ -70,6 +70,12 @@ struct StoreStats {
   // Write stalls since the store opened: stops and slowdowns, all column families.
   uint64_t stall_stops = 0;
   uint64_t stall_slowdowns = 0;
+  // On etcd, since the store opened: transactions' commits sent, the etcd Txns that carried them
+  // (the commits of concurrent transactions share one), and transactions run again after another
+  // writer changed what they read.
+  uint64_t commits = 0;
+  uint64_t commit_requests = 0;
+  uint64_t transaction_conflicts = 0;
 };
 
 class Store {

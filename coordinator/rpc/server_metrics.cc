@@ -181,6 +181,19 @@ ServerMetrics::ServerMetrics(storage::Store* store, WorkStore* work,
             {{"stop"}, static_cast<double>(stats.stall_stops)},
             {{"slowdown"}, static_cast<double>(stats.stall_slowdowns)}};
       }));
+  callbacks_.push_back(registry.AddCallback(MetricType::kCounter, "coordinator_etcd_commits_total",
+                                            "Transactions' commits sent to etcd (0 on RocksDB).",
+                                            {}, stat(&storage::StoreStats::commits)));
+  callbacks_.push_back(registry.AddCallback(
+      MetricType::kCounter, "coordinator_etcd_commit_requests_total",
+      "etcd Txns that carried those commits: the commits of concurrent transactions go in one "
+      "(0 on RocksDB).",
+      {}, stat(&storage::StoreStats::commit_requests)));
+  callbacks_.push_back(registry.AddCallback(
+      MetricType::kCounter, "coordinator_etcd_transaction_conflicts_total",
+      "Transactions run again on etcd because another writer changed what they read (0 on "
+      "RocksDB).",
+      {}, stat(&storage::StoreStats::transaction_conflicts)));
   callbacks_.push_back(registry.AddCallback(
       MetricType::kGauge, "coordinator_work_leases_held",
       "Work items holding a lease (expired ones the reaper has not taken back included).", {},
