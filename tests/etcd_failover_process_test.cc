@@ -65,8 +65,13 @@ std::unique_ptr<grpc::ClientContext> Ctx(absl::Duration timeout = absl::Seconds(
 }
 
 // A channel over several replicas, in the order given (pick_first moves on when one is down).
+// Each has connections of its own, as separate client processes would: gRPC otherwise shares a
+// connection (subchannel) between channels of one process with the same address and arguments,
+// and a new channel to a restarted replica would inherit the backoff of another channel's
+// attempt that failed while the replica was starting.
 std::shared_ptr<grpc::Channel> Channel(const std::vector<std::string>& targets) {
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
@@ -701,16 +706,22 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
     ASSERT_OK(http_port);
     SetLive(names[victim], *http_port);
   }
-  // It serves calls under the load, and sees what was written while it was down.
+  // It serves calls under the load, and sees what was written while it was down. (Its calls
+  // wait for the connection: "listening on" came before a loaded machine let it answer one.)
   {
     auto on_restarted = Channel({restarted.target()});
+    const auto ready_ctx = [] {
+      std::unique_ptr<grpc::ClientContext> c = Ctx();
+      c->set_wait_for_ready(true);
+      return c;
+    };
     v1::RecordCommandRequest record;
     record.set_context_id("ctx-0");
     record.set_command("after the restart");
     record.set_request_id("after-restart");
     v1::RecordCommandResponse recorded;
-    grpc::Status s =
-        v1::ContextService::NewStub(on_restarted)->RecordCommand(Ctx().get(), record, &recorded);
+    grpc::Status s = v1::ContextService::NewStub(on_restarted)
+                         ->RecordCommand(ready_ctx().get(), record, &recorded);
     EXPECT_TRUE(s.ok()) << s.error_message();
     if (s.ok()) {
       absl::MutexLock lock(&acks_.mu);  // checked below, read on the survivor
@@ -719,13 +730,13 @@ TEST_F(EtcdFailoverTest, SixteenClientsLoseNothingWhenAMemberAndTheJobReplicaDie
     v1::GetRunRequest get_run;
     get_run.set_run_id("load");
     v1::Run seen_run;
-    s = v1::WorkService::NewStub(on_restarted)->GetRun(Ctx().get(), get_run, &seen_run);
+    s = v1::WorkService::NewStub(on_restarted)->GetRun(ready_ctx().get(), get_run, &seen_run);
     EXPECT_TRUE(s.ok()) << s.error_message();
     EXPECT_GT(seen_run.counts().done(), 0);
     a2apb::GetTaskRequest get_task;
     get_task.set_id(held_id);
     a2apb::Task task;
-    s = a2apb::A2AService::NewStub(on_restarted)->GetTask(Ctx().get(), get_task, &task);
+    s = a2apb::A2AService::NewStub(on_restarted)->GetTask(ready_ctx().get(), get_task, &task);
     EXPECT_TRUE(s.ok()) << s.error_message();
     EXPECT_EQ(task.status().state(), a2apb::TASK_STATE_WORKING);
   }
