@@ -43,7 +43,8 @@
 
 ABSL_FLAG(std::string, target, "127.0.0.1:50051", "server address");
 ABSL_FLAG(std::string, workload, "fail",
-          "fail | attempt | history | append | get | ping | a2a | serving");
+          "fail | attempt | history | append | get | ping | a2a | serving | etcd_put (the "
+          "target is an etcd member)");
 ABSL_FLAG(std::string, concurrency, "1,16,64", "comma-separated stream counts");
 ABSL_FLAG(int, channels, 4, "gRPC channels (connections) the streams are spread over");
 ABSL_FLAG(double, warmup_seconds, 1, "warm-up before each measurement");
@@ -61,6 +62,7 @@ ABSL_FLAG(std::string, url, "",
           "a2a with --binding=jsonrpc: the agent's JSON-RPC URL, e.g. "
           "http://127.0.0.1:8080/agents/echo (no default)");
 ABSL_FLAG(std::string, label, "", "a2a: name of this measurement in the output (e.g. direct)");
+ABSL_FLAG(int64_t, value_bytes, 256, "etcd_put: bytes of each value");
 ABSL_FLAG(std::string, run_id, "bench", "prefix of the ids this run creates or reads");
 ABSL_FLAG(int64_t, since_unix_ns, 0, "serving: when the server process was started");
 ABSL_FLAG(int, cpu_pid, 0,
@@ -304,6 +306,15 @@ int main(int argc, char** argv) {
     }
     ok = RunConcurrencies(workload, absl::StrFormat("\"contexts\":%d,", n), concurrencies,
                           bench::GetContextWorkload(stubs, run, n));
+  } else if (workload == "etcd_put") {
+    const int64_t bytes = absl::GetFlag(FLAGS_value_bytes);
+    if (bytes < 0 || bytes > (1 << 20)) {
+      std::cerr << "coord_bench: --value_bytes must be 0 to 1048576\n";
+      return 2;
+    }
+    ok = RunConcurrencies(
+        workload, absl::StrFormat("\"value_bytes\":%d,", bytes), concurrencies,
+        bench::EtcdPutWorkload(stubs, absl::StrCat("/bench/", run, "/raw-put/"), bytes));
   } else if (workload == "ping") {
     ok = RunConcurrencies(workload, "", concurrencies, bench::PingWorkload(stubs));
   } else if (workload == "a2a") {

@@ -462,7 +462,12 @@ def render(path, out_dir, baseline=None):
                "machine (`tests/etcd_cluster.sh`: each member fsyncs its own log on the same disk), "
                "against the embedded RocksDB above. Ours/theirs below is etcd/RocksDB.", ""]
         md += table("W1 on etcd: RecordFailure on distinct tasks", "coordinator on etcd",
-                    etcd_w1, [("coordinator on RocksDB", w1)])
+                    etcd_w1, [("coordinator on RocksDB", w1),
+                              ("raw etcd Put of one key per call (coord_bench --workload=etcd_put)",
+                               res.series("etcd_put", system="etcd_raw"))],
+                    "The raw peer is what a client of the same cluster gets from one Put per "
+                    "call, with no coordinator: over 1x, the coordinator's batches of commits "
+                    "beat the cluster's own per-request cost.")
         md += table("W2 on etcd: IncrementAttempt on one task", "coordinator on etcd",
                     res.series("attempt", system="coordinator_etcd"),
                     [("coordinator on RocksDB", w2)],

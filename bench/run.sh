@@ -338,6 +338,12 @@ log "etcd W1 record-failure on distinct tasks"
 start_coordinator etcd_w1 "$etcd_store" --etcd_prefix=/bench/w1/
 bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator_etcd
 stop_coordinator
+# Its raw peer: one etcd Put per call over etcd's own gRPC API, from a client of ours to the first
+# member, with values the size of the task record W1 writes.
+log "etcd raw Put of one key per call"
+etcd_member="$(sed 's|^etcd://||; s|,.*||' "$work/etcd/url")"
+"$bin/coord_bench" --target="$etcd_member" --workload=etcd_put --value_bytes=256 --run_id=raw \
+  --warmup_seconds="$warmup" --seconds="$seconds" --concurrency="$concurrencies" | record etcd_raw
 log "etcd W2 increment-attempt on one task"
 start_coordinator etcd_w2 "$etcd_store" --etcd_prefix=/bench/w2/
 bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" | record coordinator_etcd

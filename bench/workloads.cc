@@ -94,6 +94,7 @@ Stubs::Stubs(const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
     tasks.push_back(v1::TaskStateService::NewStub(c));
     a2a.push_back(a2apb::A2AService::NewStub(c));
     health.push_back(grpc::health::v1::Health::NewStub(c));
+    etcd_kv.push_back(etcdserverpb::KV::NewStub(c));
   }
 }
 
@@ -256,6 +257,22 @@ IssueFn PingWorkload(Stubs& stubs) {
                            absl::StrCat("the server is not serving: ", r.ShortDebugString()));
         },
         std::move(done));
+  };
+}
+
+IssueFn EtcdPutWorkload(Stubs& stubs, std::string prefix, int64_t value_bytes) {
+  return [&stubs, prefix = std::move(prefix), value = std::string(value_bytes, 'v')](
+             int stream, int64_t seq, Done done) {
+    auto* stub = Pick(stubs.etcd_kv, stream);
+    etcdserverpb::PutRequest request;
+    request.set_key(absl::StrCat(prefix, stream, "/", seq));
+    request.set_value(value);
+    Issue<etcdserverpb::PutRequest, etcdserverpb::PutResponse>(
+        std::move(request),
+        [stub](auto* ctx, auto* req, auto* resp, auto cb) {
+          stub->async()->Put(ctx, req, resp, std::move(cb));
+        },
+        AcceptAll<etcdserverpb::PutResponse>, std::move(done));
   };
 }
 

@@ -10,6 +10,7 @@
 //   PingWorkload               the floor: a health check, the cheapest call the server answers
 //   W5 SendMessageWorkload     A2A: SendMessage (blocking) to an agent that completes at once
 //      JsonRpcSendMessageWorkload the same over the JSON-RPC binding (HTTP POST, keep-alive)
+//   EtcdPutWorkload            the raw peer of W1 on etcd: one etcd Put, no coordinator
 #ifndef BENCH_WORKLOADS_H_
 #define BENCH_WORKLOADS_H_
 
@@ -25,6 +26,7 @@
 #include "coordinator/v1/context.grpc.pb.h"
 #include "coordinator/v1/conversation.grpc.pb.h"
 #include "coordinator/v1/task_state.grpc.pb.h"
+#include "etcd/v3/rpc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace bench {
@@ -38,6 +40,8 @@ struct Stubs {
   std::vector<std::unique_ptr<coordinator::v1::TaskStateService::Stub>> tasks;
   std::vector<std::unique_ptr<lf::a2a::v1::A2AService::Stub>> a2a;
   std::vector<std::unique_ptr<grpc::health::v1::Health::Stub>> health;
+  // When the target is an etcd member (EtcdPutWorkload).
+  std::vector<std::unique_ptr<etcdserverpb::KV::Stub>> etcd_kv;
 };
 
 // Runs `issue` for seq = 0..count-1 over `concurrency` streams (set-up work, not measured).
@@ -73,6 +77,11 @@ IssueFn GetContextWorkload(Stubs& stubs, std::string prefix, int64_t n);
 // passes the same transport and interceptors as any call and then only reads a status. A call
 // succeeds only when the answer is SERVING.
 IssueFn PingWorkload(Stubs& stubs);
+
+// The raw peer of W1 on etcd (bench/run.sh, part etcd): one Put over etcd's own gRPC API of a
+// key per stream and call under `prefix`, of `value_bytes`, to the member at the target. What a
+// client of etcd gets without the coordinator: W1 on etcd against it is the coordinator's cost.
+IssueFn EtcdPutWorkload(Stubs& stubs, std::string prefix, int64_t value_bytes);
 
 // W5: a blocking SendMessage of a new task to `tenant` (empty: the server is the agent itself)
 // with `a2a-version: 1.0`. A call succeeds only when the answer is a COMPLETED task.

@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "bench/loadgen.h"
 #include "gtest/gtest.h"
+#include "storage/testing/test_store.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -259,11 +262,39 @@ TEST(CoordBenchFlagsTest, BadFlagsAreRefused) {
            {"--workload=a2a", "--binding=jsonrpc", "--url=127.0.0.1:1/agents/echo"},
            {"--workload=a2a", "--binding=jsonrpc", "--url=http://127.0.0.1:99999/"},
            {"--workload=fail", "--binding=jsonrpc", "--url=http://127.0.0.1:1/"},
+           {"--workload=etcd_put", "--value_bytes=-1", "--target=127.0.0.1:1"},
+           {"--workload=etcd_put", "--value_bytes=1048577", "--target=127.0.0.1:1"},
        }) {
     absl::StatusOr<testing_util::ProcessResult> r = RunProcess(BinaryPath("coord_bench"), args);
     ASSERT_OK(r);
     EXPECT_EQ(r->exit_code, 2) << r->Describe();
   }
+}
+
+// The raw-put peer against ctest's etcd cluster (runs as etcd.EtcdPutWorkloadTest.*): every
+// measured call put a key of its own under the run's prefix, with the value size asked for.
+TEST(EtcdPutWorkloadTest, EachCallPutsAKeyOfItsOwn) {
+  if (!storage::testing::UseEtcd()) GTEST_SKIP() << "runs as etcd.EtcdPutWorkloadTest.*";
+  absl::StatusOr<std::string> url = storage::testing::TestEtcdUrl();
+  ASSERT_OK(url);
+  absl::string_view member = *url;
+  ASSERT_TRUE(absl::ConsumePrefix(&member, "etcd://")) << *url;
+  member = member.substr(0, member.find(','));
+  Stubs stubs(MakeChannels(std::string(member), 2));
+  const std::string prefix = absl::StrCat("/bench-test/", absl::ToUnixNanos(absl::Now()), "/");
+  LoadResult r = RunLoad(OneSecondAtTwo(), EtcdPutWorkload(stubs, prefix, 300));
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  ASSERT_GT(r.calls, 0);
+  etcdserverpb::RangeRequest range;
+  range.set_key(prefix);
+  range.set_range_end(absl::StrCat(prefix.substr(0, prefix.size() - 1), "0"));  // '/' + 1
+  grpc::ClientContext context;
+  etcdserverpb::RangeResponse listed;
+  ASSERT_TRUE(stubs.etcd_kv[0]->Range(&context, range, &listed).ok());
+  // The warm-up's puts are there too, not counted in r.calls.
+  EXPECT_GE(listed.count(), r.calls);
+  ASSERT_GT(listed.kvs_size(), 0);
+  EXPECT_EQ(listed.kvs(0).value().size(), 300u);
 }
 
 TEST(CoordBenchFlagsTest, UnreachableTargetFails) {
