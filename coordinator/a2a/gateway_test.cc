@@ -45,6 +45,12 @@ std::string Reason(const grpc::Status& status) {
 class GatewayTest : public ::testing::Test {
  protected:
   void SetUp() override { StartCoordinator(); }
+  // A test that returned early (a failed ASSERT) may leave its syncs held or failing: let the
+  // coordinator's last syncs through before it is destroyed.
+  void TearDown() override {
+    held_sync_.FailAll(absl::OkStatus());
+    held_sync_.Release();
+  }
 
   void StartCoordinator(int max_attempts = 1000, const std::string& default_agent = "") {
     absl::StatusOr<ServerOptions> started = GatewayTestServerOptions(dir_.Sub("data"));
@@ -173,6 +179,10 @@ class GatewayTest : public ::testing::Test {
   agent_runtime::EchoAgent echo_;
   // Given to the coordinator started next (ServerOptions::before_wal_sync).
   std::function<absl::Status()> before_wal_sync_;
+  // A WAL sync the test holds and fails (before_wal_sync_ = held_sync_.Hook()). A member declared
+  // before server_, so that it outlives the coordinator: the store's sync threads may call the
+  // hook until the server is gone, after the test's body has returned.
+  testing_util::HeldSync held_sync_;
   bool on_etcd_ = false;  // the coordinator runs on the test's etcd cluster
   std::unique_ptr<CoordinatorServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -310,7 +320,7 @@ class CountingEcho : public agent_runtime::AgentExecutor {
 // answers a write once a quorum has synced it, has no such hook.
 TEST_F(GatewayTest, AMessageGoesToTheAgentOnlyOnceItsAcceptanceIsDurable) {
   StopCoordinator();
-  testing_util::HeldSync sync;
+  testing_util::HeldSync& sync = held_sync_;
   before_wal_sync_ = sync.Hook();
   StartCoordinator();
   if (on_etcd_) GTEST_SKIP() << "the embedded store's WAL hook";
@@ -364,7 +374,7 @@ class GatedAgent : public agent_runtime::AgentExecutor {
 // and a failed sync fails the call.
 TEST_F(GatewayTest, TheAnswerReachesTheClientOnlyOnceTheAgentsAnswerIsDurable) {
   StopCoordinator();
-  testing_util::HeldSync sync;
+  testing_util::HeldSync& sync = held_sync_;
   before_wal_sync_ = sync.Hook();
   StartCoordinator();
   if (on_etcd_) GTEST_SKIP() << "the embedded store's WAL hook";
