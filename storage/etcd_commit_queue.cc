@@ -10,9 +10,7 @@ namespace storage {
 namespace {
 
 // A commit's bytes inside a batch: its Txn, and the RequestOp around it (two tags, two lengths).
-int64_t BytesInBatch(const EtcdCommit& commit) {
-  return static_cast<int64_t>(commit.txn.ByteSizeLong()) + 12;
-}
+int64_t BytesInBatch(const EtcdCommit& commit) { return commit.bytes + 12; }
 
 }  // namespace
 

@@ -33,11 +33,13 @@ namespace storage {
 class EtcdClient;
 
 // One transaction's commit: its Txn (the compares of what it read, the puts and deletes of what
-// it writes) and the etcd keys it compares and writes, each once.
+// it writes), the etcd keys it compares and writes, each once, and the Txn's serialized size (the
+// store measured it for the cluster's limit; a batch adds sizes up rather than serialize again).
 struct EtcdCommit {
   etcdserverpb::TxnRequest txn;
   std::vector<std::string> reads;
   std::vector<std::string> writes;
+  int64_t bytes = 0;
 };
 
 // Which of `pending` (in arrival order) the next batch takes, as indexes in ascending order: the

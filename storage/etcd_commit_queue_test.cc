@@ -23,6 +23,7 @@ EtcdCommit Commit(std::vector<std::string> reads, std::vector<std::string> write
     put->set_key(key);
     put->set_value(std::string(value_bytes, 'v'));
   }
+  commit.bytes = static_cast<int64_t>(commit.txn.ByteSizeLong());
   commit.reads = std::move(reads);
   commit.writes = std::move(writes);
   return commit;

@@ -384,6 +384,7 @@ class EtcdTransaction final : public Transaction {
           "(--max-request-bytes=%d)",
           bytes, options.max_request_bytes));
     }
+    commit.bytes = bytes;
     ASSIGN_OR_RETURN(const EtcdCommitQueue::Outcome outcome,
                      impl_->commits().Commit(std::move(commit)));
     if (outcome.committed) impl_->RecordOwnRevision(outcome.revision);
