@@ -57,7 +57,8 @@ fi
 # --- build
 if [ -z "${BENCH_NO_BUILD:-}" ]; then
   if [ ! -f "$build/build.ninja" ]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    CC=${RELEASE_CC:-clang} CXX=${RELEASE_CXX:-clang++} cmake -S "$root" -B "$build" -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo
   fi
   cmake --build "$build" --target coordinator echo_agent coord_bench bench_bulk_load \
     bench_fsync_probe

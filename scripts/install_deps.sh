@@ -16,7 +16,7 @@ packages=(
   bsdextrautils  # column: scripts/compat/aria-iteration-breaker.sh lays out its status table
   openssl  # the TLS tests make their own certificates with the openssl CLI
   python3-yaml  # tests/container_test.py parses docker-compose.yml
-  clang libclang-rt-14-dev  # make fuzz-smoke: libFuzzer harnesses (fuzz/) need clang and its runtime
+  clang libclang-rt-14-dev  # the compiler of both builds (Makefile); its runtime for ASan and libFuzzer
   python3-grpcio python3-protobuf  # examples/python/example.py and its test (/usr/bin/python3)
   # clients/python: installed into a venv over Debian's grpcio and protobuf (pip
   # --no-build-isolation, so setuptools and wheel are Debian's too), tested with pytest
