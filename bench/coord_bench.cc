@@ -72,6 +72,10 @@ ABSL_FLAG(int, peer_cpu_pid, 0,
           "with --cpu_pid: a second process (the agent behind a gateway) whose CPU time per "
           "successful call is reported as peer_cpu_us_per_call; the load generator's own is "
           "client_cpu_us_per_call");
+ABSL_FLAG(std::string, etcd_metrics, "",
+          "host:port of each etcd member's client URL, separated by commas: each measurement "
+          "also reports the KV requests the members handled per successful call in the window, "
+          "etcd_requests_per_call (from their /metrics)");
 ABSL_FLAG(double, timeout_seconds, 60, "serving: how long to wait");
 
 namespace {
@@ -96,6 +100,9 @@ bool Report(const std::string& workload, const std::string& detail, int concurre
     if (seconds >= 0 && r.calls > 0) {
       absl::StrAppendFormat(&cpu, ",\"%s\":%.1f", name, seconds * 1e6 / r.calls);
     }
+  }
+  if (r.counter_delta >= 0 && r.calls > 0) {
+    absl::StrAppendFormat(&cpu, ",\"etcd_requests_per_call\":%.3f", r.counter_delta / r.calls);
   }
   std::cout << absl::StrFormat(
                    "{\"workload\":\"%s\",%s\"concurrency\":%d,\"calls\":%d,\"errors\":%d,"
@@ -125,6 +132,11 @@ bench::LoadOptions Options(int concurrency) {
   options.duration = absl::Seconds(absl::GetFlag(FLAGS_seconds));
   options.cpu_pid = absl::GetFlag(FLAGS_cpu_pid);
   options.peer_cpu_pid = absl::GetFlag(FLAGS_peer_cpu_pid);
+  if (const std::string members = absl::GetFlag(FLAGS_etcd_metrics); !members.empty()) {
+    options.window_counter = [list = std::vector<std::string>(absl::StrSplit(members, ','))] {
+      return bench::EtcdKvRequests(list);
+    };
+  }
   return options;
 }
 

@@ -63,21 +63,28 @@ class Run {
     active_.store(options_.concurrency);
     for (int s = 0; s < options_.concurrency; ++s) Next(s);
     LoadResult result;
-    if (options_.cpu_pid > 0) {
+    if (options_.cpu_pid > 0 || options_.window_counter) {
       // Sampled when the window opens and when it closes (or the run ends, with max_calls).
-      const int pids[] = {options_.cpu_pid, options_.peer_cpu_pid, static_cast<int>(::getpid())};
+      const int pids[] = {options_.cpu_pid, options_.peer_cpu_pid,
+                          options_.cpu_pid > 0 ? static_cast<int>(::getpid()) : 0};
       double* const outs[] = {&result.cpu_seconds, &result.peer_cpu_seconds,
                               &result.client_cpu_seconds};
       absl::StatusOr<double> begin[3];
+      absl::StatusOr<double> counter_begin = absl::UnknownError("not sampled");
       absl::SleepFor(measure_from_ - absl::Now());
       for (int i = 0; i < 3; ++i) {
         if (pids[i] > 0) begin[i] = ProcessCpuSeconds(pids[i]);
       }
+      if (options_.window_counter) counter_begin = options_.window_counter();
       all_done_.WaitForNotificationWithDeadline(stop_at_);
       for (int i = 0; i < 3; ++i) {
         if (pids[i] <= 0 || !begin[i].ok()) continue;
         absl::StatusOr<double> end = ProcessCpuSeconds(pids[i]);
         if (end.ok()) *outs[i] = *end - *begin[i];
+      }
+      if (counter_begin.ok()) {
+        absl::StatusOr<double> end = options_.window_counter();
+        if (end.ok()) result.counter_delta = *end - *counter_begin;
       }
     }
     all_done_.WaitForNotification();

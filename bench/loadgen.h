@@ -36,6 +36,9 @@ struct LoadOptions {
   // When positive: a second process whose CPU time in the window is reported,
   // LoadResult::peer_cpu_seconds (the agent behind a gateway under test). Default 0: none.
   int peer_cpu_pid = 0;
+  // When set: a counter sampled when the measured window opens and when it closes,
+  // LoadResult::counter_delta (etcd's requests: coord_bench --etcd_metrics).
+  std::function<absl::StatusOr<double>()> window_counter;
 };
 
 struct LoadResult {
@@ -53,6 +56,8 @@ struct LoadResult {
   // This process's own CPU time in the window (the load generator, every thread): what a call
   // costs its client. Measured whenever cpu_pid is; negative otherwise.
   double client_cpu_seconds = -1;
+  // How much LoadOptions::window_counter grew in the window; negative when not measured.
+  double counter_delta = -1;
   std::vector<double> latencies_us;  // of the successful calls, sorted
 };
 

@@ -468,6 +468,12 @@ def render(path, out_dir, baseline=None):
                     "The raw peer is what a client of the same cluster gets from one Put per "
                     "call, with no coordinator: over 1x, the coordinator's batches of commits "
                     "beat the cluster's own per-request cost.")
+        per_call = [f"{c} streams: {etcd_w1[c]['etcd_requests_per_call']:.2f}"
+                    for c in CONCURRENCIES
+                    if etcd_w1.get(c) and "etcd_requests_per_call" in etcd_w1[c]]
+        if per_call:
+            md += ["etcd requests per W1 call (the members' own KV requests over the window, "
+                   "`coord_bench --etcd_metrics`): " + ", ".join(per_call) + ".", ""]
         md += table("W2 on etcd: IncrementAttempt on one task", "coordinator on etcd",
                     res.series("attempt", system="coordinator_etcd"),
                     [("coordinator on RocksDB", w2)],

@@ -335,9 +335,12 @@ if want etcd; then
 log "etcd backend: a 3-member cluster on loopback"
 "$root/tests/etcd_cluster.sh" start "$work/etcd" 3 >&2
 etcd_store="--store=$(cat "$work/etcd/url")"
+# W1 and W2 report etcd's KV requests per call too, from the members' own /metrics.
+etcd_members="$(sed 's|^etcd://||' "$work/etcd/url")"
 log "etcd W1 record-failure on distinct tasks"
 start_coordinator etcd_w1 "$etcd_store" --etcd_prefix=/bench/w1/
-bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" | record coordinator_etcd
+bench --workload=fail --run_id=w1 --tasks=1024 --concurrency="$concurrencies" \
+  --etcd_metrics="$etcd_members" | record coordinator_etcd
 stop_coordinator
 # Its raw peer: one etcd Put per call over etcd's own gRPC API, from a client of ours to the first
 # member, with values the size of the task record W1 writes.
@@ -347,7 +350,8 @@ etcd_member="$(sed 's|^etcd://||; s|,.*||' "$work/etcd/url")"
   --warmup_seconds="$warmup" --seconds="$seconds" --concurrency="$concurrencies" | record etcd_raw
 log "etcd W2 increment-attempt on one task"
 start_coordinator etcd_w2 "$etcd_store" --etcd_prefix=/bench/w2/
-bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" | record coordinator_etcd
+bench --workload=attempt --run_id=w2 --concurrency="$concurrencies" \
+  --etcd_metrics="$etcd_members" | record coordinator_etcd
 stop_coordinator
 log "etcd W5 A2A SendMessage through the gateway"
 start_coordinator etcd_w5 "$etcd_store" --etcd_prefix=/bench/w5/

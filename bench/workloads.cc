@@ -260,6 +260,34 @@ IssueFn PingWorkload(Stubs& stubs) {
   };
 }
 
+absl::StatusOr<double> EtcdKvRequests(const std::vector<std::string>& members) {
+  double requests = 0;
+  for (const std::string& member : members) {
+    httplib::Client client(absl::StrCat("http://", member));
+    client.set_connection_timeout(5);
+    client.set_read_timeout(5);
+    httplib::Result got = client.Get("/metrics");
+    if (!got || got->status != 200) {
+      return absl::UnavailableError(absl::StrCat("cannot read http://", member, "/metrics"));
+    }
+    for (absl::string_view line : absl::StrSplit(got->body, '\n')) {
+      if (!absl::StartsWith(line, "grpc_server_handled_total{") ||
+          !absl::StrContains(line, "grpc_service=\"etcdserverpb.KV\"") ||
+          !(absl::StrContains(line, "grpc_method=\"Range\"") ||
+            absl::StrContains(line, "grpc_method=\"Txn\"") ||
+            absl::StrContains(line, "grpc_method=\"Put\""))) {
+        continue;
+      }
+      double value = 0;
+      if (!absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) {
+        return absl::DataLossError(absl::StrCat("unreadable metric line: ", line));
+      }
+      requests += value;
+    }
+  }
+  return requests;
+}
+
 IssueFn EtcdPutWorkload(Stubs& stubs, std::string prefix, int64_t value_bytes) {
   return [&stubs, prefix = std::move(prefix), value = std::string(value_bytes, 'v')](
              int stream, int64_t seq, Done done) {

@@ -83,6 +83,11 @@ IssueFn PingWorkload(Stubs& stubs);
 // client of etcd gets without the coordinator: W1 on etcd against it is the coordinator's cost.
 IssueFn EtcdPutWorkload(Stubs& stubs, std::string prefix, int64_t value_bytes);
 
+// The KV requests (Range, Txn, Put, of every outcome) the etcd members at `members` (host:port
+// of each one's client URL) have handled since they started, summed, from their own /metrics
+// (grpc_server_handled_total): sampled around a window, what the calls in it cost the cluster.
+absl::StatusOr<double> EtcdKvRequests(const std::vector<std::string>& members);
+
 // W5: a blocking SendMessage of a new task to `tenant` (empty: the server is the agent itself)
 // with `a2a-version: 1.0`. A call succeeds only when the answer is a COMPLETED task.
 IssueFn SendMessageWorkload(Stubs& stubs, std::string tenant);

@@ -66,9 +66,10 @@ ABSL_FLAG(absl::Duration, retention_period, absl::Seconds(10),
           "how often the retention task runs a pass");
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "largest request accepted, in bytes; larger ones get RESOURCE_EXHAUSTED");
-ABSL_FLAG(int, worker_threads, 16,
+ABSL_FLAG(int, worker_threads, 0,
           "threads of the work pool (scans, long transactions, A2A calls that wait on agents); "
-          "short calls run on gRPC's threads and no call waits for its fsync on a thread");
+          "0: 16 on RocksDB, where short calls run on gRPC's threads and no call waits for its "
+          "fsync on a thread, and 128 on etcd, where each transaction holds one");
 ABSL_FLAG(int64_t, max_queued_calls, 4096,
           "calls that may wait at once, for a worker or for the fsync that makes them durable; "
           "past it a new call gets RESOURCE_EXHAUSTED (0: no bound)");
@@ -225,10 +226,10 @@ absl::StatusOr<coordinator::ServerOptions> OptionsFromFlags() {
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key_file);
   RETURN_IF_ERROR(ReadStoreFlags(options));
   RETURN_IF_ERROR(ReadGatewayFlags(options));
-  if (options.max_request_bytes <= 0 || options.worker_threads <= 0 || options.http_threads <= 0 ||
+  if (options.max_request_bytes <= 0 || options.worker_threads < 0 || options.http_threads <= 0 ||
       options.max_queued_calls < 0) {
     return absl::InvalidArgumentError(
-        "--max_request_bytes, --worker_threads and --http_threads must be positive, "
+        "--max_request_bytes and --http_threads must be positive, --worker_threads and "
         "--max_queued_calls not negative");
   }
   RETURN_IF_ERROR(coordinator::ApplyLimitFlags(&options));

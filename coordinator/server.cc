@@ -24,6 +24,10 @@
 namespace coordinator {
 namespace {
 
+// The work pool's threads when ServerOptions::worker_threads is 0, by the store (server.h).
+constexpr int kWorkers = 16;
+constexpr int kWorkersWhenWritesBlock = 128;
+
 // Services whose health is reported individually as well as under "".
 constexpr const char* kServiceNames[] = {
     "coordinator.v1.ContextService",
@@ -195,8 +199,10 @@ absl::Status CoordinatorServer::BuildDerivedRecords() {
 
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
-  pool_ = std::make_unique<common::ThreadPool>(options.worker_threads, options.max_queued_calls,
-                                               "rpc-work");
+  const int workers = options.worker_threads > 0 ? options.worker_threads
+                      : store->WritesMayBlock()  ? kWorkersWhenWritesBlock
+                                                 : kWorkers;
+  pool_ = std::make_unique<common::ThreadPool>(workers, options.max_queued_calls, "rpc-work");
   console_feed_ = std::make_shared<ConsoleFeed>();
   ConsoleFeed* feed = console_feed_.get();
   calls_ = std::make_unique<CallRunner>(pool_.get(), store, options.max_queued_calls);

@@ -65,11 +65,13 @@ struct ServerOptions {
   RetentionOptions retention;
   // Largest request accepted, in bytes (default 4 MiB); larger ones get RESOURCE_EXHAUSTED.
   int max_request_bytes = 4 << 20;
-  // Threads of the work pool (default 16): scans, long transactions, and the A2A calls that
-  // wait on an agent or on a sync. Short calls run on gRPC's threads, and no call waits for its
-  // fsync on a thread (coordinator/rpc/unary_handler.h), so this need not grow with the number
-  // of concurrent writers.
-  int worker_threads = 16;
+  // Threads of the work pool: scans, long transactions, and the A2A calls that wait on an agent
+  // or on a sync. On RocksDB short calls run on gRPC's threads, and no call waits for its fsync
+  // on a thread (coordinator/rpc/unary_handler.h), so 16 need not grow with the number of
+  // concurrent writers. On etcd every transaction holds a worker across its round trips, and
+  // the transactions in flight are what fills a batch (docs/storage.md), so it takes 128.
+  // 0 (the default) picks by the store; a positive number is taken as it is.
+  int worker_threads = 0;
   // Calls that may wait at once, for a worker or for the fsync that makes them durable (default
   // 4096); past it a new call gets RESOURCE_EXHAUSTED at once. At the 5-10k durable calls/s one
   // coordinator serves (bench/RESULTS.md, W1), 4096 waiting calls are about half a second of

@@ -42,51 +42,29 @@ std::vector<size_t> ChooseBatch(const std::vector<const EtcdCommit*>& pending, i
   return chosen;
 }
 
-absl::StatusOr<EtcdCommitQueue::Outcome> EtcdCommitQueue::Commit(EtcdCommit commit) {
-  Waiter me(&commit);
-  absl::MutexLock lock(&mu_);
-  pending_.push_back(&me);
-  while (true) {
-    const auto ready = [this, &me]()
-                           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return me.done || !sending_; };
-    mu_.Await(absl::Condition(&ready));
-    if (me.done) return std::move(me.result);
-    // No batch in flight: this caller sends the next one, which need not hold its own commit
-    // (the oldest goes first); it then waits for a later batch like the others.
-    std::vector<const EtcdCommit*> commits;
-    commits.reserve(pending_.size());
-    for (const Waiter* w : pending_) commits.push_back(w->commit);
-    const std::vector<size_t> chosen = ChooseBatch(commits, max_commits_, max_bytes_);
-    std::vector<Waiter*> batch;
-    batch.reserve(chosen.size());
-    for (size_t i : chosen) batch.push_back(pending_[i]);
-    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) {
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(*it));
-    }
-    sending_ = true;
-    ++batches_;
-    commits_ += batch.size();
-    mu_.Unlock();
-    Send(batch);
-    mu_.Lock();
-    for (Waiter* w : batch) w->done = true;
-    sending_ = false;
-  }
-}
+EtcdCommitQueue::EtcdCommitQueue(EtcdClient* client, int64_t max_commits, int64_t max_bytes)
+    : client_(client),
+      queue_(
+          [max_commits, max_bytes](const std::vector<const EtcdCommit*>& pending) {
+            return ChooseBatch(pending, max_commits, max_bytes);
+          },
+          [this](const std::vector<EtcdCommit*>& batch,
+                 std::vector<absl::StatusOr<Outcome>>& results) { Send(batch, results); }) {}
 
-void EtcdCommitQueue::Send(const std::vector<Waiter*>& batch) {
+void EtcdCommitQueue::Send(const std::vector<EtcdCommit*>& batch,
+                           std::vector<absl::StatusOr<Outcome>>& results) {
   if (batch.size() == 1) {
-    absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(batch[0]->commit->txn);
+    absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(batch[0]->txn);
     if (!response.ok()) {
-      batch[0]->result = response.status();
+      results[0] = response.status();
     } else {
-      batch[0]->result = Outcome{response->succeeded(), response->header().revision()};
+      results[0] = Outcome{response->succeeded(), response->header().revision()};
     }
     return;
   }
   etcdserverpb::TxnRequest request;
-  for (Waiter* w : batch) {
-    *request.add_success()->mutable_request_txn() = std::move(w->commit->txn);
+  for (EtcdCommit* commit : batch) {
+    *request.add_success()->mutable_request_txn() = std::move(commit->txn);
   }
   absl::StatusOr<etcdserverpb::TxnResponse> response = client_->Txn(request);
   if (response.ok() && response->responses_size() != static_cast<int>(batch.size())) {
@@ -96,23 +74,13 @@ void EtcdCommitQueue::Send(const std::vector<Waiter*>& batch) {
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!response.ok()) {
-      batch[i]->result = response.status();
+      results[i] = response.status();
       continue;
     }
     const etcdserverpb::ResponseOp& op = response->responses(static_cast<int>(i));
-    batch[i]->result = Outcome{op.has_response_txn() && op.response_txn().succeeded(),
-                               response->header().revision()};
+    results[i] = Outcome{op.has_response_txn() && op.response_txn().succeeded(),
+                         response->header().revision()};
   }
-}
-
-uint64_t EtcdCommitQueue::batches() const {
-  absl::MutexLock lock(&mu_);
-  return batches_;
-}
-
-uint64_t EtcdCommitQueue::commits() const {
-  absl::MutexLock lock(&mu_);
-  return commits_;
 }
 
 }  // namespace storage

@@ -5,9 +5,8 @@
 // throughput; each nested Txn still applies or fails on its own compares, and all of one batch
 // share one revision.
 //
-// One batch is in flight per store; the commits that arrive meanwhile queue and form the next
-// one, sent by the first of their callers to find no batch in flight (the leader; the others
-// wait for its answer). A batch takes the queue in arrival order, but never two commits where one
+// One batch is in flight per store (etcd_batch_queue.h); the commits that arrive meanwhile form
+// the next one. A batch takes the queue in arrival order, but never two commits where one
 // writes a key the other reads or writes: etcd evaluates every nested compare before any nested
 // write, so such a pair could both apply on reads the other made stale (a lost update, or write
 // skew), and etcd refuses a Txn that puts one key twice. Such a commit waits for the next batch.
@@ -19,14 +18,13 @@
 #define STORAGE_ETCD_COMMIT_QUEUE_H_
 
 #include <cstdint>
-#include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "etcd/v3/rpc.pb.h"
+#include "storage/etcd_batch_queue.h"
 
 namespace storage {
 
@@ -51,8 +49,7 @@ std::vector<size_t> ChooseBatch(const std::vector<const EtcdCommit*>& pending, i
 
 class EtcdCommitQueue {
  public:
-  EtcdCommitQueue(EtcdClient* client, int64_t max_commits, int64_t max_bytes)
-      : client_(client), max_commits_(max_commits), max_bytes_(max_bytes) {}
+  EtcdCommitQueue(EtcdClient* client, int64_t max_commits, int64_t max_bytes);
 
   struct Outcome {
     bool committed = false;  // false: a compare failed, nothing of this commit was written
@@ -60,31 +57,20 @@ class EtcdCommitQueue {
   };
   // Commits `commit` with the next batch that can take it and returns that batch's answer for
   // it; blocks meanwhile (sending a batch itself when none is in flight).
-  [[nodiscard]] absl::StatusOr<Outcome> Commit(EtcdCommit commit);
+  [[nodiscard]] absl::StatusOr<Outcome> Commit(EtcdCommit commit) {
+    return queue_.Submit(std::move(commit));
+  }
 
   // Batches sent, and the commits they carried, since the queue was made.
-  uint64_t batches() const;
-  uint64_t commits() const;
+  uint64_t batches() const { return queue_.batches(); }
+  uint64_t commits() const { return queue_.items(); }
 
  private:
-  struct Waiter {
-    explicit Waiter(EtcdCommit* c) : commit(c) {}
-    EtcdCommit* const commit;
-    bool done = false;
-    absl::StatusOr<Outcome> result = absl::UnknownError("not sent");
-  };
-
-  // Sends `batch` as one Txn (a lone commit as itself) and gives each waiter its outcome.
-  void Send(const std::vector<Waiter*>& batch);
+  // Sends `batch` as one Txn (a lone commit as itself) and gives each commit its outcome.
+  void Send(const std::vector<EtcdCommit*>& batch, std::vector<absl::StatusOr<Outcome>>& results);
 
   EtcdClient* const client_;
-  const int64_t max_commits_;
-  const int64_t max_bytes_;
-  mutable absl::Mutex mu_;
-  std::deque<Waiter*> pending_ ABSL_GUARDED_BY(mu_);
-  bool sending_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t commits_ ABSL_GUARDED_BY(mu_) = 0;
+  EtcdBatchQueue<EtcdCommit, Outcome> queue_;
 };
 
 }  // namespace storage

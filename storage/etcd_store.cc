@@ -26,6 +26,7 @@
 #include "common/status_macros.h"
 #include "storage/etcd_client.h"
 #include "storage/etcd_commit_queue.h"
+#include "storage/etcd_read_queue.h"
 #include "storage/key_codec.h"
 #include "storage/rocks_store.h"
 
@@ -53,12 +54,15 @@ class EtcdStore::Impl {
   Impl(EtcdStoreOptions options, std::unique_ptr<EtcdClient> client)
       : options_(std::move(options)),
         client_(std::move(client)),
-        commits_(client_.get(), options_.max_txn_ops, options_.max_request_bytes) {}
+        commits_(client_.get(), options_.max_txn_ops, options_.max_request_bytes),
+        reads_(client_.get(), options_.max_txn_ops) {}
 
   const EtcdStoreOptions& options() const { return options_; }
   EtcdClient& client() { return *client_; }
   // Where transactions commit: in batches with the concurrent ones (etcd_commit_queue.h).
   EtcdCommitQueue& commits() { return commits_; }
+  // Where reads of the latest values go: in batches with the concurrent ones (etcd_read_queue.h).
+  EtcdReadQueue& reads() { return reads_; }
 
   // <prefix><cf name>/ : every key of one column family starts with it.
   std::string FamilyPrefix(ColumnFamily cf) const {
@@ -72,10 +76,16 @@ class EtcdStore::Impl {
   // `mod_revision` (0 when absent) and `read_revision` (the revision the read saw) when given.
   absl::StatusOr<std::string> Read(const std::string& full_key, int64_t revision,
                                    int64_t* mod_revision, int64_t* read_revision) {
-    etcdserverpb::RangeRequest request;
-    request.set_key(full_key);
-    request.set_revision(revision);
-    ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, client_->Range(request));
+    absl::StatusOr<etcdserverpb::RangeResponse> read;
+    if (revision == 0) {
+      read = reads_.Read(full_key);
+    } else {
+      etcdserverpb::RangeRequest request;
+      request.set_key(full_key);
+      request.set_revision(revision);
+      read = client_->Range(request);
+    }
+    ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, std::move(read));
     if (read_revision != nullptr) *read_revision = response.header().revision();
     if (response.kvs_size() == 0) {
       if (mod_revision != nullptr) *mod_revision = 0;
@@ -92,6 +102,18 @@ class EtcdStore::Impl {
     request.set_count_only(true);
     ASSIGN_OR_RETURN(etcdserverpb::RangeResponse response, client_->Range(request));
     return response.header().revision();
+  }
+
+  // The bytes the member in use holds in use (its Status). A scrape of /metrics asks Stats() once
+  // per figure, so the member is asked at most once a second; 0 until it first answers.
+  uint64_t LiveDataBytes() {
+    absl::MutexLock lock(&size_mu_);
+    const absl::Time now = absl::Now();
+    if (now - size_asked_at_ < absl::Seconds(1)) return live_data_bytes_;
+    size_asked_at_ = now;
+    absl::StatusOr<etcdserverpb::StatusResponse> status = client_->Status();
+    if (status.ok()) live_data_bytes_ = static_cast<uint64_t>(status->dbsizeinuse());
+    return live_data_bytes_;
   }
 
   // The revisions of this store's own recent commits (EtcdStore::WroteRevision): a ring of the
@@ -122,6 +144,10 @@ class EtcdStore::Impl {
   const EtcdStoreOptions options_;
   const std::unique_ptr<EtcdClient> client_;
   EtcdCommitQueue commits_;
+  EtcdReadQueue reads_;
+  absl::Mutex size_mu_;
+  absl::Time size_asked_at_ ABSL_GUARDED_BY(size_mu_) = absl::InfinitePast();
+  uint64_t live_data_bytes_ ABSL_GUARDED_BY(size_mu_) = 0;
   absl::Mutex own_mu_;
   std::deque<int64_t> own_ring_ ABSL_GUARDED_BY(own_mu_);
   absl::flat_hash_set<int64_t> own_set_ ABSL_GUARDED_BY(own_mu_);
@@ -501,6 +527,10 @@ uint64_t EtcdStore::commits_sent() const { return impl_->commits().commits(); }
 
 uint64_t EtcdStore::commit_requests() const { return impl_->commits().batches(); }
 
+uint64_t EtcdStore::latest_reads() const { return impl_->reads().reads(); }
+
+uint64_t EtcdStore::read_requests() const { return impl_->reads().batches(); }
+
 absl::Status EtcdStore::CheckSchema() {
   const std::string key = impl_->Key(ColumnFamily::kDefault, kSchemaVersionKey);
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -680,10 +710,11 @@ absl::StatusOr<std::unique_ptr<Store>> EtcdStore::NewSnapshot() {
 
 StoreStats EtcdStore::Stats() {
   StoreStats stats;
-  absl::StatusOr<etcdserverpb::StatusResponse> status = impl_->client().Status();
-  if (status.ok()) stats.live_data_bytes = static_cast<uint64_t>(status->dbsizeinuse());
+  stats.live_data_bytes = impl_->LiveDataBytes();
   stats.commits = commits_sent();
   stats.commit_requests = commit_requests();
+  stats.reads = latest_reads();
+  stats.read_requests = read_requests();
   stats.transaction_conflicts = transaction_conflicts();
   return stats;
 }

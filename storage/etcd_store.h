@@ -100,6 +100,10 @@ class EtcdStore final : public Store {
   // transactions go in one: etcd_commit_queue.h), since the store opened.
   uint64_t commits_sent() const;
   uint64_t commit_requests() const;
+  // Reads of the latest values, and the etcd requests that carried them (concurrent ones go in
+  // one: etcd_read_queue.h), since the store opened.
+  uint64_t latest_reads() const;
+  uint64_t read_requests() const;
   // Whether `revision` is one this store's own transactions committed, among its most recent
   // 4096 commits: a replica hears its own writes through its watch too, and has told its own
   // listeners of them already. False for a revision not yet recorded (the watch may deliver a

@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -256,6 +257,58 @@ TEST_F(EtcdStoreTest, ConcurrentCommitsGoTogetherAndLoseNothing) {
   EXPECT_GE(commits, uint64_t{2 * kThreads * kRounds});
   // Eight threads committing 400 times at once: some commits shared a Txn.
   EXPECT_LT(requests, commits) << requests << " Txns for " << commits << " commits";
+}
+
+// Gets and transactions' first reads of many threads at once share read-only Txns of Ranges, and
+// each still sees its own key's latest value (or its absence), at a revision no older than its
+// own last write.
+TEST_F(EtcdStoreTest, ConcurrentReadsGoTogetherAndEachSeesItsOwnKey) {
+  absl::StatusOr<std::unique_ptr<EtcdStore>> opened = EtcdStore::Open(options_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EtcdStore& store = **opened;
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 30;
+  const uint64_t reads_before = store.latest_reads();
+  const uint64_t requests_before = store.read_requests();
+  std::atomic<int> failures{0};
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string key = absl::StrCat("reader-", t);
+      const auto fail = [&](const std::string& what) {
+        ++failures;
+        errors[t] = what;
+      };
+      for (int i = 0; i < kRounds; ++i) {
+        // Nothing under "absent-" is ever written.
+        absl::StatusOr<std::string> absent = store.Get(CF::kWork, absl::StrCat("absent-", t));
+        if (!absl::IsNotFound(absent.status()))
+          fail(absl::StrCat("absent: ", absent.status().ToString()));
+        absl::Status written = store.RunTransaction([&](Transaction& txn) -> absl::Status {
+          absl::StatusOr<std::string> value = txn.GetForUpdate(CF::kWork, key);
+          const std::string expected = i == 0 ? "" : absl::StrCat(t, ":", i - 1);
+          if (value.value_or("") != expected) {
+            return absl::InternalError(
+                absl::StrCat("read ", value.value_or("nothing"), ", wanted ", expected));
+          }
+          return txn.Put(CF::kWork, key, absl::StrCat(t, ":", i));
+        });
+        if (!written.ok()) fail(std::string(written.message()));
+        absl::StatusOr<std::string> read = store.Get(CF::kWork, key);
+        if (read.value_or("?") != absl::StrCat(t, ":", i)) {
+          fail(absl::StrCat("get after write: ", read.value_or(read.status().ToString())));
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0) << absl::StrJoin(errors, "; ");
+  const uint64_t reads = store.latest_reads() - reads_before;
+  const uint64_t requests = store.read_requests() - requests_before;
+  EXPECT_GE(reads, uint64_t{3 * kThreads * kRounds});
+  // Eight threads reading 720 times at once: some reads shared a request.
+  EXPECT_LT(requests, reads) << requests << " requests for " << reads << " reads";
 }
 
 // Write skew: each transaction reads both x and y and sets one of them to one more than the

@@ -71,10 +71,13 @@ struct StoreStats {
   uint64_t stall_stops = 0;
   uint64_t stall_slowdowns = 0;
   // On etcd, since the store opened: transactions' commits sent, the etcd Txns that carried them
-  // (the commits of concurrent transactions share one), and transactions run again after another
-  // writer changed what they read.
+  // (the commits of concurrent transactions share one), reads of the latest values and the etcd
+  // requests that carried them (concurrent reads share one), and transactions run again after
+  // another writer changed what they read.
   uint64_t commits = 0;
   uint64_t commit_requests = 0;
+  uint64_t reads = 0;
+  uint64_t read_requests = 0;
   uint64_t transaction_conflicts = 0;
 };
 

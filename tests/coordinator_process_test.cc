@@ -92,6 +92,15 @@ TEST(CoordinatorProcessTest, BadFlagsAreAUsageError) {
   ASSERT_OK(result);
   EXPECT_EQ(result->exit_code, 2) << result->Describe();
   EXPECT_THAT(result->err, HasSubstr("max_request_bytes"));
+
+  // 0 picks the work pool's size by the store; a negative size is refused.
+  result =
+      RunProcess(BinaryPath("coordinator"),
+                 {"--listen=127.0.0.1:0", "--data_dir=" + dir.Sub("data"), "--worker_threads=-1"},
+                 absl::Seconds(60));
+  ASSERT_OK(result);
+  EXPECT_EQ(result->exit_code, 2) << result->Describe();
+  EXPECT_THAT(result->err, HasSubstr("--worker_threads and --max_queued_calls not negative"));
 }
 
 TEST(CoordinatorProcessTest, RequestSizeLimitFlagIsEnforced) {

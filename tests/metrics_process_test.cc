@@ -165,6 +165,7 @@ TEST_F(MetricsProcessTest, CallsShowUpWithTheirCodes) {
   EXPECT_EQ(Sample(text, "coordinator_rocksdb_write_stalls_total{kind=\"stop\"}"), 0) << text;
   EXPECT_GE(Sample(text, "coordinator_rocksdb_compactions_pending"), 0) << text;
   EXPECT_EQ(Sample(text, "coordinator_etcd_commit_requests_total"), 0) << text;  // RocksDB
+  EXPECT_EQ(Sample(text, "coordinator_etcd_read_requests_total"), 0) << text;    // RocksDB
   EXPECT_THAT(text, HasSubstr("# TYPE coordinator_grpc_request_duration_seconds histogram\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE coordinator_grpc_open_streams gauge\n"));
 

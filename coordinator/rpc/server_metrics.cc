@@ -190,6 +190,15 @@ ServerMetrics::ServerMetrics(storage::Store* store, WorkStore* work,
       "(0 on RocksDB).",
       {}, stat(&storage::StoreStats::commit_requests)));
   callbacks_.push_back(registry.AddCallback(
+      MetricType::kCounter, "coordinator_etcd_reads_total",
+      "Reads of the latest values sent to etcd: transactions' first reads and plain gets (0 on "
+      "RocksDB).",
+      {}, stat(&storage::StoreStats::reads)));
+  callbacks_.push_back(registry.AddCallback(
+      MetricType::kCounter, "coordinator_etcd_read_requests_total",
+      "etcd requests that carried those reads: concurrent reads go in one Txn (0 on RocksDB).", {},
+      stat(&storage::StoreStats::read_requests)));
+  callbacks_.push_back(registry.AddCallback(
       MetricType::kCounter, "coordinator_etcd_transaction_conflicts_total",
       "Transactions run again on etcd because another writer changed what they read (0 on "
       "RocksDB).",
