@@ -24,9 +24,10 @@
 namespace coordinator {
 namespace {
 
-// The work pool's threads when ServerOptions::worker_threads is 0, by the store (server.h).
+// The work pool's threads when ServerOptions::worker_threads is 0: on RocksDB, and on etcd,
+// where every transaction holds one across its round trips (server.h).
 constexpr int kWorkers = 16;
-constexpr int kWorkersWhenWritesBlock = 128;
+constexpr int kWorkersOnEtcd = 128;
 
 // Services whose health is reported individually as well as under "".
 constexpr const char* kServiceNames[] = {
@@ -199,9 +200,9 @@ absl::Status CoordinatorServer::BuildDerivedRecords() {
 
 void CoordinatorServer::BuildParts(const ServerOptions& options) {
   storage::Store* store = store_.get();
-  const int workers = options.worker_threads > 0 ? options.worker_threads
-                      : store->WritesMayBlock()  ? kWorkersWhenWritesBlock
-                                                 : kWorkers;
+  const int workers = options.worker_threads > 0  ? options.worker_threads
+                      : options.store_url.empty() ? kWorkers
+                                                  : kWorkersOnEtcd;
   pool_ = std::make_unique<common::ThreadPool>(workers, options.max_queued_calls, "rpc-work");
   console_feed_ = std::make_shared<ConsoleFeed>();
   ConsoleFeed* feed = console_feed_.get();

@@ -81,7 +81,7 @@ cleanup() {
   if [[ $rc -ne 0 && $rc -ne 77 ]]; then
     for s in coordinator green purple; do
       echo "--- logs of $s (last 20 lines)" >&2
-      "${E[@]}" logs --tail 20 "${project}_${s}_1" >&2 2>/dev/null || true
+      "${E[@]}" logs --tail 20 "${project}_${s}_1" >&2 2>&1 || true
     done
     echo "--- compose (last 30 lines)" >&2
     tail -30 "$tmp/compose.log" >&2 2>/dev/null || true
@@ -121,9 +121,11 @@ export COORDINATOR_IMAGE=$IMAGE COORDINATOR_GRPC_PORT COORDINATOR_HTTP_PORT
 target=127.0.0.1:$COORDINATOR_GRPC_PORT
 
 # The purple agent follows the sample script with a slow step before its answer (as
-# tests/evaluation_process_test.cc does), from a tasks directory mounted over the image's.
+# tests/evaluation_process_test.cc does), from a tasks directory mounted over the image's. The
+# step lasts 20 s: long enough that a loaded machine's polls below still see it as the last
+# message, so that the kill comes mid-evaluation.
 task=heap-overflow-record
-slow_action="execute: sleep 5"
+slow_action="execute: sleep 20"
 mkdir -p "$tmp/tasks/$task"
 python3 - "examples/tasks/$task/purple_script.json" "$slow_action" >"$tmp/tasks/$task/purple_script.json" <<'EOF'
 import json, sys
@@ -189,11 +191,16 @@ context=eval-stack
 task_json=$(coordctl send green "Task ID: $task" --context "$context" --json)
 task_id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$task_json")
 echo "stack_test: evaluation $context, task $task_id; waiting for the slow step"
-for _ in $(seq 120); do
+for _ in $(seq 240); do
   coordctl convo show "$context" --tail 1 2>/dev/null | grep -qF "$slow_action" && break
   sleep 0.5
 done
-coordctl convo show "$context" --tail 1 | grep -qF "$slow_action" || fail "the slow step never came"
+if ! coordctl convo show "$context" --tail 1 | grep -qF "$slow_action"; then
+  # What the evaluation did instead, for the failure's story.
+  coordctl convo show "$context" >&2 || true
+  coordctl agent list >&2 || true
+  fail "the slow step never came"
+fi
 
 echo "stack_test: kill the coordinator's container mid-evaluation and start it again"
 "${E[@]}" kill --signal KILL "$(ctr coordinator)" >/dev/null
