@@ -4,7 +4,6 @@
 // EtcdStoreTest's.
 #include "storage/etcd_batch_queue.h"
 
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,20 +58,33 @@ struct Doubler {
   }
 };
 
-TEST(EtcdBatchQueue, WhatArrivesWhileABatchIsInFlightGoesOutTogetherInArrivalOrder) {
-  Doubler doubler;
-  EtcdBatchQueue<int, int> queue = doubler.MakeQueue(/*max_batch=*/100);
-  std::vector<absl::StatusOr<int>> answers(9, absl::UnknownError("none"));
+// Submits items[0] and, once its batch is out and held, the others one at a time (so that their
+// order in the queue is known); then lets the first batch go and returns every answer, in the
+// order of `items` (an item that never queued stops the submitting, and fails the test).
+std::vector<absl::StatusOr<int>> SubmitBehindTheFirst(Doubler& doubler,
+                                                      EtcdBatchQueue<int, int>& queue,
+                                                      const std::vector<int>& items) {
+  std::vector<absl::StatusOr<int>> answers(items.size(), absl::UnknownError("none"));
   std::vector<std::thread> threads;
-  threads.emplace_back([&] { answers[0] = queue.Submit(0); });
+  threads.emplace_back([&] { answers[0] = queue.Submit(items[0]); });
   doubler.first_sent.WaitForNotification();
-  // Eight more, one at a time so that their order is known, while the first batch is out.
-  for (int i = 1; i <= 8; ++i) {
-    threads.emplace_back([&, i] { answers[i] = queue.Submit(i); });
-    ASSERT_TRUE(testing_util::WaitFor([&] { return queue.waiting() == static_cast<size_t>(i); }));
+  bool queued = true;
+  for (size_t i = 1; i < items.size() && queued; ++i) {
+    threads.emplace_back([&, i] { answers[i] = queue.Submit(items[i]); });
+    queued = testing_util::WaitFor([&] { return queue.waiting() == i; });
   }
   doubler.release.Notify();
   for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(queued) << "an item did not queue behind the first batch";
+  return answers;
+}
+
+TEST(EtcdBatchQueue, WhatArrivesWhileABatchIsInFlightGoesOutTogetherInArrivalOrder) {
+  Doubler doubler;
+  EtcdBatchQueue<int, int> queue = doubler.MakeQueue(/*max_batch=*/100);
+  // Eight more behind the first, while the first batch is out.
+  const std::vector<absl::StatusOr<int>> answers =
+      SubmitBehindTheFirst(doubler, queue, {0, 1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_THAT(doubler.batches, ElementsAre(ElementsAre(0), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8)));
   for (int i = 0; i <= 8; ++i) {
     ASSERT_TRUE(answers[i].ok()) << answers[i].status();
@@ -86,15 +98,10 @@ TEST(EtcdBatchQueue, WhatArrivesWhileABatchIsInFlightGoesOutTogetherInArrivalOrd
 TEST(EtcdBatchQueue, ABatchTakesWhatItsChoiceAllowsAndTheRestGoesNext) {
   Doubler doubler;
   EtcdBatchQueue<int, int> queue = doubler.MakeQueue(/*max_batch=*/3);
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] { ASSERT_TRUE(queue.Submit(0).ok()); });
-  doubler.first_sent.WaitForNotification();
-  for (int i = 1; i <= 7; ++i) {
-    threads.emplace_back([&, i] { ASSERT_TRUE(queue.Submit(i).ok()); });
-    ASSERT_TRUE(testing_util::WaitFor([&] { return queue.waiting() == static_cast<size_t>(i); }));
+  for (const absl::StatusOr<int>& answer :
+       SubmitBehindTheFirst(doubler, queue, {0, 1, 2, 3, 4, 5, 6, 7})) {
+    ASSERT_TRUE(answer.ok()) << answer.status();
   }
-  doubler.release.Notify();
-  for (std::thread& t : threads) t.join();
   EXPECT_THAT(doubler.batches, ElementsAreArray({std::vector<int>{0}, std::vector<int>{1, 2, 3},
                                                  std::vector<int>{4, 5, 6}, std::vector<int>{7}}));
 }
@@ -103,16 +110,8 @@ TEST(EtcdBatchQueue, AFailedBatchFailsOnlyItsOwnCallers) {
   Doubler doubler;
   doubler.fail_second = true;
   EtcdBatchQueue<int, int> queue = doubler.MakeQueue(/*max_batch=*/2);
-  std::vector<absl::StatusOr<int>> answers(4, absl::UnknownError("none"));
-  std::vector<std::thread> threads;
-  threads.emplace_back([&] { answers[0] = queue.Submit(10); });
-  doubler.first_sent.WaitForNotification();
-  for (int i = 1; i <= 3; ++i) {
-    threads.emplace_back([&, i] { answers[i] = queue.Submit(10 + i); });
-    ASSERT_TRUE(testing_util::WaitFor([&] { return queue.waiting() == static_cast<size_t>(i); }));
-  }
-  doubler.release.Notify();
-  for (std::thread& t : threads) t.join();
+  const std::vector<absl::StatusOr<int>> answers =
+      SubmitBehindTheFirst(doubler, queue, {10, 11, 12, 13});
   ASSERT_THAT(doubler.batches, ElementsAre(ElementsAre(10), ElementsAre(11, 12), ElementsAre(13)));
   EXPECT_EQ(answers[0].value_or(-1), 20);
   EXPECT_TRUE(absl::IsUnavailable(answers[1].status())) << answers[1].status();
